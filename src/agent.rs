@@ -1,0 +1,203 @@
+//! `Agent`: the ReAct loop — ask the model, read its action, observe, repeat until `Finish`.
+
+use crate::action::{Action, ActionGrammar};
+use crate::environment::Environment;
+use crate::llm::{CallPurpose, Llm, LlmRequest};
+use crate::profile::Profile;
+use crate::prompt::Prompt;
+use crate::run::{Run, RunStep, Stopped};
+use crate::scratchpad::Scratchpad;
+
+/// The ReAct notebook's step budget: `for i in range(1, 8)`.
+pub const DEFAULT_MAX_STEPS: usize = 7;
+
+/// How many times in a row the `default` profile lets the identical action bring back the
+/// identical observation before it ends the run (`stopped: repeated_action`).
+const MAX_IDENTICAL_STEPS: usize = 3;
+
+/// Something that happened during a run, for live traces.
+#[derive(Debug, Clone, Copy)]
+pub enum StepEvent<'a> {
+    /// The model decided: its thought and the action as written into the scratchpad.
+    Decided { step: usize, thought: &'a str, action: &'a str },
+    Observed { step: usize, observation: &'a str },
+}
+
+/// One question's finished episode: the run record and the whole scratchpad.
+#[derive(Debug, Clone)]
+pub struct Episode {
+    pub run: Run,
+    pub scratchpad: Scratchpad,
+    prompt_len: usize,
+}
+
+impl Episode {
+    /// The scratchpad without the few-shot prompt: `Question: ...` and the numbered steps.
+    pub fn trajectory(&self) -> &str {
+        &self.scratchpad.text()[self.prompt_len..]
+    }
+}
+
+/// Runs questions with one model, prompt and grammar. Cheap to share across concurrent questions:
+/// everything that changes during a question lives in the scratchpad and the environment.
+pub struct Agent<'a> {
+    pub llm: &'a dyn Llm,
+    pub prompt: &'a Prompt,
+    pub grammar: &'a ActionGrammar,
+    pub max_steps: usize,
+}
+
+impl Agent<'_> {
+    /// Runs one question to its end. Infrastructure failures end the run with `stopped: error`
+    /// and the message in `error`; what was done before stays in the run.
+    pub async fn run(
+        &self,
+        question: &str,
+        environment: &mut dyn Environment,
+        on_event: &mut (dyn FnMut(StepEvent<'_>) + Send),
+    ) -> Episode {
+        let profile = self.grammar.profile();
+        let mut scratchpad = self.prompt.scratchpad(question);
+        let prompt_len = self.prompt.text().len();
+        let mut run = Run::new(question, profile);
+        run.model = Some(self.llm.model().to_owned());
+        run.max_steps = Some(self.max_steps);
+        let mut identical_steps = 0;
+
+        for step in 1..=self.max_steps {
+            let mut completions = Vec::new();
+            match self.decide(step, &mut scratchpad, &mut run, &mut completions).await {
+                Err(error) => {
+                    run.steps.push(RunStep { n: step, completions, thought: None, action: None, observation: None });
+                    fail(&mut run, &error);
+                    break;
+                }
+                Ok((thought, written, parsed)) => {
+                    on_event(StepEvent::Decided { step, thought: &thought, action: &written });
+                    if parsed.is_err() {
+                        run.usage.invalid_actions += 1;
+                    }
+                    if let Ok(Action::Finish(answer)) = &parsed {
+                        run.answer = Some(answer.clone());
+                        run.stopped = Some(Stopped::Finish);
+                        scratchpad.push_last_step(step, &thought, &written);
+                        run.steps.push(RunStep {
+                            n: step,
+                            completions,
+                            thought: Some(thought),
+                            action: Some(written),
+                            observation: None,
+                        });
+                        break;
+                    }
+                    let observation = match environment.observe(step, &parsed, &written).await {
+                        Ok(observation) => observation,
+                        Err(error) => {
+                            run.steps.push(RunStep {
+                                n: step,
+                                completions,
+                                thought: Some(thought),
+                                action: Some(written),
+                                observation: None,
+                            });
+                            fail(&mut run, &error);
+                            break;
+                        }
+                    };
+                    let observation = match profile {
+                        // `obs = obs.replace('\\n', '')`
+                        Profile::Paper => observation.replace("\\n", ""),
+                        Profile::Default => observation,
+                    };
+                    on_event(StepEvent::Observed { step, observation: &observation });
+                    scratchpad.push_step(step, &thought, &written, &observation);
+                    let repeats_last = run.steps.last().is_some_and(|last| {
+                        last.action.as_deref() == Some(written.as_str())
+                            && last.observation.as_deref() == Some(observation.as_str())
+                    });
+                    identical_steps = if repeats_last { identical_steps + 1 } else { 1 };
+                    run.steps.push(RunStep {
+                        n: step,
+                        completions,
+                        thought: Some(thought),
+                        action: Some(written),
+                        observation: Some(observation),
+                    });
+                    if profile == Profile::Default && identical_steps >= MAX_IDENTICAL_STEPS {
+                        run.stopped = Some(Stopped::RepeatedAction);
+                        break;
+                    }
+                }
+            }
+        }
+        if run.stopped.is_none() {
+            run.stopped = Some(Stopped::MaxSteps);
+            if profile == Profile::Paper {
+                // `step(env, "finish[]")`: the paper's forced empty answer.
+                run.answer = Some(String::new());
+            }
+        }
+        Episode { run, scratchpad, prompt_len }
+    }
+
+    /// Asks the model for step `step` (and once more when it wrote no action): the thought, the
+    /// action as written into the scratchpad, and the parsed action.
+    async fn decide(
+        &self,
+        step: usize,
+        scratchpad: &mut Scratchpad,
+        run: &mut Run,
+        completions: &mut Vec<String>,
+    ) -> Result<(String, String, Result<Action, crate::action::ActionError>), crate::llm::LlmError> {
+        let stop = [format!("\nObservation {step}:")];
+        let request = LlmRequest { prompt: scratchpad.thought_prompt(step), stop: &stop, step, purpose: CallPurpose::Step };
+        let completion = self.llm.complete(request).await?;
+        count_call(run, &completion);
+        completions.push(completion.text);
+        let cut = self.grammar.cut_completion(&completions[0], step);
+        let split = self.grammar.split_completion(cut, step);
+        let (thought, action_text) = match split.action {
+            Some(action_text) => (split.thought, action_text),
+            None => {
+                let thought = self.grammar.fallback_thought(cut);
+                let stop = ["\n".to_owned()];
+                let request = LlmRequest {
+                    prompt: scratchpad.action_prompt(step, &thought),
+                    stop: &stop,
+                    step,
+                    purpose: CallPurpose::Fallback,
+                };
+                let completion = self.llm.complete(request).await?;
+                count_call(run, &completion);
+                run.usage.fallback_calls += 1;
+                // The stop sequence is `\n`: whatever follows the first newline was never asked for.
+                let line = completion.text.split('\n').next().unwrap_or("").to_owned();
+                completions.push(completion.text);
+                (thought, self.grammar.fallback_action(&line))
+            }
+        };
+        let parsed = self.grammar.parse(&action_text);
+        let written = self.grammar.display(&action_text, &parsed);
+        Ok((thought, written, parsed))
+    }
+}
+
+fn count_call(run: &mut Run, completion: &crate::llm::Completion) {
+    run.usage.llm_calls += 1;
+    if let Some(usage) = completion.usage {
+        run.usage.prompt_tokens += usage.prompt_tokens;
+        run.usage.completion_tokens += usage.completion_tokens;
+    }
+}
+
+fn fail(run: &mut Run, error: &(dyn std::error::Error + 'static)) {
+    run.stopped = Some(Stopped::Error);
+    let mut message = error.to_string();
+    let mut source = error.source();
+    while let Some(cause) = source {
+        message.push_str(": ");
+        message.push_str(&cause.to_string());
+        source = cause.source();
+    }
+    run.error = Some(message);
+}

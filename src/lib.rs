@@ -1,0 +1,34 @@
+//! react-docstore: a few-shot ReAct agent that answers multi-hop questions over Wikipedia.
+//!
+//! The modules follow the data: the few-shot [`fewshot`] examples and the [`prompt`] header start
+//! a question's [`scratchpad`]; the [`llm`] writes a thought and an [`action`]; the
+//! [`environment`] runs it against the [`docstore`] or a [`tool`]; the [`agent`] loop repeats until
+//! `Finish` and records a [`run`]; [`replay`] re-runs recordings and [`metrics`] scores answers.
+
+pub mod profile;
+
+pub mod fewshot;
+pub mod prompt;
+pub mod scratchpad;
+
+pub mod llm;
+
+pub mod action;
+
+pub mod docstore;
+pub mod environment;
+pub mod tool;
+
+pub mod agent;
+pub mod trace;
+
+pub mod run;
+
+pub mod replay;
+
+pub mod metrics;
+
+pub use action::{Action, ActionError, ActionGrammar};
+pub use agent::{Agent, Episode, StepEvent};
+pub use profile::Profile;
+pub use run::{Run, RunStep, Stopped, Usage};

@@ -1,0 +1,123 @@
+//! `Prompt`: the fixed part of every request — instruction header, registered tools, few-shot examples.
+
+use crate::fewshot::{Fewshot, Header};
+use crate::profile::Profile;
+use crate::scratchpad::Scratchpad;
+use crate::tool::Toolbox;
+
+/// The ReAct notebook's instruction, byte for byte (note the space before the first newline).
+pub const PAPER_INSTRUCTION: &str = "Solve a question answering task with interleaving Thought, Action, Observation steps. Thought can reason about the current situation, and Action can be three types: \n(1) Search[entity], which searches the exact entity on Wikipedia and returns the first paragraph if it exists. If not, it will return some similar entities to search.\n(2) Lookup[keyword], which returns the next sentence containing keyword in the current passage.\n(3) Finish[answer], which returns the answer and finishes the task.\nHere are some examples.\n";
+
+const INTRO: &str = "Solve a question answering task with interleaving Thought, Action, Observation steps. Thought can reason about the current situation, and Action can be";
+const BUILTIN_ACTIONS: [&str; 3] = [
+    "Search[entity], which searches the exact entity on Wikipedia and returns the first paragraph if it exists. If not, it will return some similar entities to search.",
+    "Lookup[keyword], which returns the next sentence containing keyword in the current passage.",
+    "Finish[answer], which returns the answer and finishes the task.",
+];
+
+/// The text every step of every question starts with. Built once, shared by all questions.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Prompt {
+    text: String,
+    input_label: String,
+}
+
+/// What the header says beyond the paper's instruction (`default` profile only).
+#[derive(Debug, Clone, Default)]
+pub struct PromptOptions {
+    /// A `Today is {date}.` line so the model does not argue with current facts.
+    pub today: Option<String>,
+}
+
+impl Prompt {
+    /// Renders the prompt. The `paper` profile ignores tools and options: its header is the notebook's.
+    pub fn new(profile: Profile, fewshot: &Fewshot, toolbox: &Toolbox, options: &PromptOptions) -> Prompt {
+        let mut text = String::new();
+        match (fewshot.header, profile) {
+            (Header::InExamples, _) => {}
+            (Header::QuestionAnswering, Profile::Paper) => text.push_str(PAPER_INSTRUCTION),
+            (Header::QuestionAnswering, Profile::Default) => {
+                let descriptions: Vec<&str> = BUILTIN_ACTIONS
+                    .into_iter()
+                    .chain(toolbox.tools().map(|tool| tool.description()))
+                    .collect();
+                text.push_str(INTRO);
+                text.push(' ');
+                text.push_str(&count_word(descriptions.len()));
+                text.push_str(" types: \n");
+                for (idx, description) in descriptions.iter().enumerate() {
+                    text.push_str(&format!("({}) {description}\n", idx + 1));
+                }
+                if let Some(today) = &options.today {
+                    text.push_str(&format!("Today is {today}.\n"));
+                }
+                text.push_str("Here are some examples.\n");
+            }
+        }
+        text.push_str(&fewshot.examples);
+        if profile == Profile::Default {
+            for examples in toolbox.tools().filter_map(|tool| tool.examples()) {
+                if !text.ends_with("\n\n") && !examples.starts_with('\n') {
+                    text.push('\n');
+                }
+                text.push_str(examples);
+                if !text.ends_with('\n') {
+                    text.push('\n');
+                }
+            }
+        }
+        Prompt { text, input_label: fewshot.input_label.clone() }
+    }
+
+    pub fn text(&self) -> &str {
+        &self.text
+    }
+
+    /// Starts the scratchpad of one question: the prompt, then `Question: {question}` on its own line.
+    pub fn scratchpad(&self, question: &str) -> Scratchpad {
+        let mut text = String::with_capacity(self.text.len() + question.len() + 4096);
+        text.push_str(&self.text);
+        text.push_str(&self.input_label);
+        text.push_str(": ");
+        text.push_str(question);
+        text.push('\n');
+        Scratchpad::new(text)
+    }
+}
+
+fn count_word(n: usize) -> String {
+    const WORDS: [&str; 11] = [
+        "zero", "one", "two", "three", "four", "five", "six", "seven", "eight", "nine", "ten",
+    ];
+    WORDS.get(n).map_or_else(|| n.to_string(), |word| (*word).to_owned())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn paper_prompt_is_the_notebooks() {
+        let prompt = Prompt::new(Profile::Paper, &Fewshot::hotpotqa(), &Toolbox::default(), &PromptOptions::default());
+        assert!(prompt.text().starts_with(PAPER_INSTRUCTION));
+        assert_eq!(prompt.text().len(), PAPER_INSTRUCTION.len() + Fewshot::hotpotqa().examples.len());
+    }
+
+    #[test]
+    fn default_prompt_without_tools_equals_the_papers() {
+        let fewshot = Fewshot::hotpotqa();
+        let paper = Prompt::new(Profile::Paper, &fewshot, &Toolbox::default(), &PromptOptions::default());
+        let default = Prompt::new(Profile::Default, &fewshot, &Toolbox::default(), &PromptOptions::default());
+        assert_eq!(paper, default);
+        let today = PromptOptions { today: Some("2026-11-22".into()) };
+        let dated = Prompt::new(Profile::Default, &fewshot, &Toolbox::default(), &today);
+        assert!(dated.text().contains("finishes the task.\nToday is 2026-11-22.\nHere are some examples.\n"));
+    }
+
+    #[test]
+    fn scratchpad_starts_with_the_question_line() {
+        let prompt = Prompt::new(Profile::Paper, &Fewshot::fever(), &Toolbox::default(), &PromptOptions::default());
+        let scratchpad = prompt.scratchpad("The sky is green.");
+        assert!(scratchpad.text().ends_with("Finish[NOT ENOUGH INFO]\n\nClaim: The sky is green.\n"));
+    }
+}

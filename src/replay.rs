@@ -1,0 +1,172 @@
+//! `replay`: re-runs recorded runs offline — recorded completions as the model, recorded observations
+//! as the world (or the configured docstore for steps that have none).
+
+use std::io::Write;
+use std::path::PathBuf;
+
+use crate::action::ActionGrammar;
+use crate::agent::{Agent, DEFAULT_MAX_STEPS, Episode};
+use crate::environment::{Environment, Recording};
+use crate::fewshot::Fewshot;
+use crate::llm::ReplayLlm;
+use crate::profile::Profile;
+use crate::prompt::{Prompt, PromptOptions};
+use crate::run::{Run, Usage};
+use crate::tool::Toolbox;
+use crate::trace::TracePrinter;
+
+/// What `replay` prints on stdout.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Output {
+    /// Each run's answer on a line of its own.
+    Text,
+    /// Each run as a JSON line, then a summary line when runs carry gold answers.
+    Json,
+}
+
+/// How to replay.
+#[derive(Debug, Clone)]
+pub struct ReplayConfig {
+    /// Run files, or directories of them.
+    pub paths: Vec<PathBuf>,
+    pub output: Output,
+    /// Replay under this profile instead of the one each run recorded.
+    pub profile: Option<Profile>,
+    /// Replay with this step budget instead of the one each run recorded.
+    pub max_steps: Option<usize>,
+}
+
+/// Opens a live environment for steps a run file has no observation for.
+pub type LiveEnvironment<'a> = dyn Fn(&Run, &ActionGrammar) -> Option<Box<dyn Environment>> + Sync + 'a;
+
+/// What a replay of many runs added up to.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct ReplaySummary {
+    pub n_runs: usize,
+    pub n_answered: usize,
+    /// Runs whose replayed answer differs from the answer they recorded.
+    pub n_changed: usize,
+    pub n_scored: usize,
+    pub em: f64,
+    pub f1: f64,
+    pub usage: Usage,
+}
+
+/// Replays one run. Its identity (id, gold) carries over; the steps, answer and usage are replayed.
+pub async fn replay_run(
+    recorded: &Run,
+    profile: Option<Profile>,
+    max_steps: Option<usize>,
+    live: &LiveEnvironment<'_>,
+    trace: &mut TracePrinter,
+) -> Episode {
+    let profile = profile.unwrap_or(recorded.profile);
+    let grammar = ActionGrammar::new(profile, recorded.tools.iter().cloned());
+    let fewshot = if recorded.question.starts_with("Claim:") { Fewshot::fever() } else { Fewshot::hotpotqa() };
+    let prompt = Prompt::new(profile, &fewshot, &Toolbox::default(), &PromptOptions::default());
+    let llm = ReplayLlm::new(recorded.model.clone().unwrap_or_else(|| "replay".to_owned()), recorded.completions());
+    let observations = recorded.observations();
+    let fallback = if Recording::is_complete(&observations) { None } else { live(recorded, &grammar) };
+    let mut environment = Recording::new(observations, fallback);
+    let agent = Agent {
+        llm: &llm,
+        prompt: &prompt,
+        grammar: &grammar,
+        max_steps: max_steps.or(recorded.max_steps).unwrap_or(DEFAULT_MAX_STEPS),
+    };
+    if !trace.is_silent() {
+        trace.header("Question:", &recorded.question);
+    }
+    let mut episode = agent.run(&recorded.question, &mut environment, &mut |event| trace.event(event)).await;
+    episode.run.id = recorded.id.clone();
+    episode.run.gold = recorded.gold.clone();
+    episode.run.tools = recorded.tools.clone();
+    episode.run.score();
+    episode
+}
+
+/// Replays every run the config names, printing as it goes.
+pub async fn replay(
+    config: &ReplayConfig,
+    live: &LiveEnvironment<'_>,
+    stdout: &mut dyn Write,
+    trace: &mut TracePrinter,
+) -> anyhow::Result<ReplaySummary> {
+    let files = Run::expand_paths(&config.paths)?;
+    if files.is_empty() {
+        anyhow::bail!("no run files found in {}", display_paths(&config.paths));
+    }
+    let mut summary = ReplaySummary::default();
+    let (mut em_sum, mut f1_sum) = (0.0, 0.0);
+    for file in &files {
+        let recorded = Run::read(file)?;
+        let episode = replay_run(&recorded, config.profile, config.max_steps, live, trace).await;
+        let run = &episode.run;
+        summary.n_runs += 1;
+        summary.usage.add(&run.usage);
+        if run.answer.as_deref().is_some_and(|answer| !answer.is_empty()) {
+            summary.n_answered += 1;
+        }
+        if recorded.stopped.is_some() && normalized(&recorded.answer) != normalized(&run.answer) {
+            summary.n_changed += 1;
+            trace.note(&format!(
+                "{}: replayed answer {:?} differs from the recorded {:?}",
+                file.display(),
+                run.answer.as_deref().unwrap_or(""),
+                recorded.answer.as_deref().unwrap_or("")
+            ));
+        }
+        if let (Some(em), Some(f1)) = (run.em, run.f1) {
+            summary.n_scored += 1;
+            em_sum += f64::from(em);
+            f1_sum += f1;
+        }
+        if let Some(error) = &run.error {
+            trace.note(&format!("{}: {error}", file.display()));
+        }
+        match config.output {
+            Output::Text => {
+                trace.header("Answer:", run.answer.as_deref().unwrap_or(""));
+                trace.blank();
+                writeln!(stdout, "{}", run.answer.as_deref().unwrap_or(""))?;
+            }
+            Output::Json => writeln!(stdout, "{}", serde_json::to_string(run)?)?,
+        }
+    }
+    if summary.n_scored > 0 {
+        summary.em = em_sum / summary.n_scored as f64;
+        summary.f1 = f1_sum / summary.n_scored as f64;
+    }
+    match config.output {
+        Output::Json if summary.n_scored > 0 => {
+            let line = serde_json::json!({"summary": {
+                "n": summary.n_scored, "em": summary.em, "f1": summary.f1,
+                "runs": summary.n_runs, "answered": summary.n_answered, "changed": summary.n_changed,
+            }});
+            writeln!(stdout, "{line}")?;
+        }
+        Output::Json => {}
+        Output::Text => {
+            let mut line = format!("{} runs replayed, {} answered", summary.n_runs, summary.n_answered);
+            if summary.n_scored > 0 {
+                line.push_str(&format!(
+                    "; EM {:.4} F1 {:.4} over {} runs with gold answers",
+                    summary.em, summary.f1, summary.n_scored
+                ));
+            }
+            if summary.n_changed > 0 {
+                line.push_str(&format!("; {} answers differ from the recording", summary.n_changed));
+            }
+            trace.note(&line);
+        }
+    }
+    Ok(summary)
+}
+
+fn normalized(answer: &Option<String>) -> String {
+    crate::metrics::normalize_answer(answer.as_deref().unwrap_or(""))
+}
+
+fn display_paths(paths: &[PathBuf]) -> String {
+    paths.iter().map(|path| format!("`{}`", path.display())).collect::<Vec<_>>().join(", ")
+}

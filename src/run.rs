@@ -1,0 +1,251 @@
+//! `Run`: one question's record — the `react-docstore.run.v1` file `ask --record`, `replay` and `eval` share.
+
+use std::path::{Path, PathBuf};
+
+use serde::{Deserialize, Serialize};
+
+use crate::metrics::AnswerScore;
+use crate::profile::Profile;
+
+pub const RUN_FORMAT: &str = "react-docstore.run.v1";
+
+/// One question, as asked, answered and scored.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Run {
+    #[serde(default = "run_format")]
+    pub format: String,
+    /// The question's id in its file, when it came from one.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub id: Option<String>,
+    pub question: String,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub gold: Option<String>,
+    #[serde(default)]
+    pub profile: Profile,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub model: Option<String>,
+    /// The step budget the run had; replay honours it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub max_steps: Option<usize>,
+    /// Extra tools that were registered (`Calculate`, `WebSearch`, ...), so replay parses their actions.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub tools: Vec<String>,
+    pub steps: Vec<RunStep>,
+    #[serde(default)]
+    pub answer: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub stopped: Option<Stopped>,
+    /// The infrastructure failure that ended the run (`stopped` is `error`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub error: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub em: Option<u8>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub f1: Option<f64>,
+    #[serde(default)]
+    pub usage: Usage,
+}
+
+fn run_format() -> String {
+    RUN_FORMAT.to_owned()
+}
+
+/// One Thought / Action / Observation step.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct RunStep {
+    pub n: usize,
+    /// The raw model outputs of the step, in order: two when the fallback call was made.
+    pub completions: Vec<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub thought: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub action: Option<String>,
+    /// Absent on the step that finished the run.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub observation: Option<String>,
+}
+
+/// How a run ended.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Stopped {
+    /// The model wrote `Finish[...]`.
+    Finish,
+    /// The step budget ran out.
+    MaxSteps,
+    /// The model kept repeating the identical action with the identical observation.
+    RepeatedAction,
+    /// The model or a fetch failed after retries.
+    Error,
+}
+
+impl Stopped {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Stopped::Finish => "finish",
+            Stopped::MaxSteps => "max_steps",
+            Stopped::RepeatedAction => "repeated_action",
+            Stopped::Error => "error",
+        }
+    }
+}
+
+/// What a run cost.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
+pub struct Usage {
+    #[serde(default)]
+    pub llm_calls: u64,
+    #[serde(default)]
+    pub fallback_calls: u64,
+    #[serde(default)]
+    pub prompt_tokens: u64,
+    #[serde(default)]
+    pub completion_tokens: u64,
+    #[serde(default)]
+    pub invalid_actions: u64,
+}
+
+impl Usage {
+    pub fn add(&mut self, other: &Usage) {
+        self.llm_calls += other.llm_calls;
+        self.fallback_calls += other.fallback_calls;
+        self.prompt_tokens += other.prompt_tokens;
+        self.completion_tokens += other.completion_tokens;
+        self.invalid_actions += other.invalid_actions;
+    }
+}
+
+#[derive(Debug, thiserror::Error)]
+pub enum RunFileError {
+    #[error("cannot read run file `{}`", path.display())]
+    Read {
+        path: PathBuf,
+        #[source]
+        source: std::io::Error,
+    },
+    #[error("run file `{}` is not a valid run (line {line}, column {column})", path.display())]
+    Parse {
+        path: PathBuf,
+        line: usize,
+        column: usize,
+        #[source]
+        source: serde_json::Error,
+    },
+    #[error("run file `{}`: field `format` is `{found}`, expected `{RUN_FORMAT}`", path.display())]
+    Format { path: PathBuf, found: String },
+    #[error("run file `{}`: step {position} has `n` = {found}, expected {position}", path.display())]
+    StepNumber { path: PathBuf, position: usize, found: usize },
+    #[error("cannot write run file `{}`", path.display())]
+    Write {
+        path: PathBuf,
+        #[source]
+        source: std::io::Error,
+    },
+    #[error("cannot list run files in `{}`", path.display())]
+    List {
+        path: PathBuf,
+        #[source]
+        source: std::io::Error,
+    },
+}
+
+impl Run {
+    /// A run about to start.
+    pub fn new(question: &str, profile: Profile) -> Run {
+        Run {
+            format: RUN_FORMAT.to_owned(),
+            id: None,
+            question: question.to_owned(),
+            gold: None,
+            profile,
+            model: None,
+            max_steps: None,
+            tools: Vec::new(),
+            steps: Vec::new(),
+            answer: None,
+            stopped: None,
+            error: None,
+            em: None,
+            f1: None,
+            usage: Usage::default(),
+        }
+    }
+
+    /// Fills `em` and `f1` from the gold answer, when there is one.
+    pub fn score(&mut self) -> Option<AnswerScore> {
+        let gold = self.gold.as_deref()?;
+        let score = AnswerScore::new(self.answer.as_deref().unwrap_or(""), gold);
+        self.em = Some(u8::from(score.em));
+        self.f1 = Some(score.f1);
+        Some(score)
+    }
+
+    /// The recorded completions, step by step, for a [`crate::llm::ReplayLlm`].
+    pub fn completions(&self) -> Vec<Vec<String>> {
+        self.steps.iter().map(|step| step.completions.clone()).collect()
+    }
+
+    /// The recorded observations, step by step.
+    pub fn observations(&self) -> Vec<Option<String>> {
+        self.steps.iter().map(|step| step.observation.clone()).collect()
+    }
+
+    /// Reads a run file and checks its format and step numbering.
+    pub fn read(path: &Path) -> Result<Run, RunFileError> {
+        let text = std::fs::read_to_string(path).map_err(|source| RunFileError::Read {
+            path: path.to_owned(),
+            source,
+        })?;
+        Run::from_json(&text, path)
+    }
+
+    pub fn from_json(text: &str, path: &Path) -> Result<Run, RunFileError> {
+        let run: Run = serde_json::from_str(text).map_err(|source| RunFileError::Parse {
+            path: path.to_owned(),
+            line: source.line(),
+            column: source.column(),
+            source,
+        })?;
+        if run.format != RUN_FORMAT {
+            return Err(RunFileError::Format { path: path.to_owned(), found: run.format });
+        }
+        for (idx, step) in run.steps.iter().enumerate() {
+            if step.n != idx + 1 {
+                return Err(RunFileError::StepNumber { path: path.to_owned(), position: idx + 1, found: step.n });
+            }
+        }
+        Ok(run)
+    }
+
+    /// Writes the run as pretty JSON, atomically: a crash never leaves a torn file.
+    pub fn write(&self, path: &Path) -> Result<(), RunFileError> {
+        let write_error = |source| RunFileError::Write { path: path.to_owned(), source };
+        let mut text = serde_json::to_string_pretty(self).expect("a run always serializes");
+        text.push('\n');
+        let file_name = path.file_name().map(|name| name.to_string_lossy().into_owned()).unwrap_or_default();
+        let tmp = path.with_file_name(format!(".{file_name}.tmp{}", std::process::id()));
+        std::fs::write(&tmp, text).map_err(write_error)?;
+        std::fs::rename(&tmp, path).map_err(write_error)
+    }
+
+    /// The run files named on a command line: files as given, a directory's `*.json` files in name order.
+    pub fn expand_paths(paths: &[PathBuf]) -> Result<Vec<PathBuf>, RunFileError> {
+        let mut files = Vec::new();
+        for path in paths {
+            if path.is_dir() {
+                let list_error = |source| RunFileError::List { path: path.clone(), source };
+                let mut in_dir: Vec<PathBuf> = std::fs::read_dir(path)
+                    .map_err(list_error)?
+                    .map(|entry| entry.map(|entry| entry.path()))
+                    .collect::<Result<_, _>>()
+                    .map_err(list_error)?;
+                in_dir.retain(|file| file.is_file() && file.extension().is_some_and(|ext| ext == "json"));
+                in_dir.sort();
+                files.extend(in_dir);
+            } else {
+                files.push(path.clone());
+            }
+        }
+        Ok(files)
+    }
+}
