@@ -19,7 +19,10 @@ pub enum Action {
     /// `think[...]`, which the ReAct environment answers with "Nice thought." (`paper` profile only).
     Think(String),
     /// A registered extra tool, by its canonical name (`Calculate`, `WebSearch`, ...).
-    Tool { name: String, argument: String },
+    Tool {
+        name: String,
+        argument: String,
+    },
 }
 
 impl fmt::Display for Action {
@@ -177,15 +180,24 @@ impl ActionGrammar {
             .filter(|line| !line.is_empty())
             .collect::<Vec<_>>()
             .join(" ");
-        ThoughtAction { thought: strip_thought_label(&thought).trim().to_owned(), action }
+        ThoughtAction {
+            thought: strip_thought_label(&thought).trim().to_owned(),
+            action,
+        }
     }
 
     fn parse_tolerant(&self, text: &str) -> Result<Action, ActionError> {
         let trimmed = text.trim();
         let unwrapped = trimmed.trim_start_matches(['"', '\'', '`', '*']);
-        let not_an_action = || ActionError::NotAnAction { text: trimmed.to_owned() };
+        let not_an_action = || ActionError::NotAnAction {
+            text: trimmed.to_owned(),
+        };
         let (rest, written_name) = action_name(unwrapped).map_err(|_| not_an_action())?;
-        let Some(name) = self.names.iter().find(|name| name.eq_ignore_ascii_case(written_name)) else {
+        let Some(name) = self
+            .names
+            .iter()
+            .find(|name| name.eq_ignore_ascii_case(written_name))
+        else {
             // `I should Search[...]` is a sentence, not an action with an unknown name.
             if !rest.trim_start().starts_with('[') {
                 return Err(not_an_action());
@@ -208,7 +220,10 @@ impl ActionGrammar {
             "Search" => Action::Search(argument),
             "Lookup" => Action::Lookup(argument),
             "Finish" => Action::Finish(argument),
-            _ => Action::Tool { name: name.clone(), argument },
+            _ => Action::Tool {
+                name: name.clone(),
+                argument,
+            },
         })
     }
 }
@@ -219,8 +234,14 @@ fn split_paper(completion: &str, step: usize) -> ThoughtAction {
     let separator = format!("\nAction {step}: ");
     let parts: Vec<&str> = stripped.split(&separator).collect();
     match parts.as_slice() {
-        [thought, action] => ThoughtAction { thought: (*thought).to_owned(), action: Some((*action).to_owned()) },
-        _ => ThoughtAction { thought: stripped.split('\n').next().unwrap_or("").to_owned(), action: None },
+        [thought, action] => ThoughtAction {
+            thought: (*thought).to_owned(),
+            action: Some((*action).to_owned()),
+        },
+        _ => ThoughtAction {
+            thought: stripped.split('\n').next().unwrap_or("").to_owned(),
+            action: None,
+        },
     }
 }
 
@@ -264,7 +285,8 @@ fn action_label(input: &str) -> IResult<&str, ()> {
 }
 
 fn strip_thought_label(text: &str) -> &str {
-    let label: IResult<&str, _> = (tag_no_case("thought"), space0, opt(digit1), space0, char(':')).parse(text);
+    let label: IResult<&str, _> =
+        (tag_no_case("thought"), space0, opt(digit1), space0, char(':')).parse(text);
     match label {
         Ok((rest, _)) => rest,
         Err(_) => text,

@@ -19,8 +19,15 @@ const MAX_IDENTICAL_STEPS: usize = 3;
 #[derive(Debug, Clone, Copy)]
 pub enum StepEvent<'a> {
     /// The model decided: its thought and the action as written into the scratchpad.
-    Decided { step: usize, thought: &'a str, action: &'a str },
-    Observed { step: usize, observation: &'a str },
+    Decided {
+        step: usize,
+        thought: &'a str,
+        action: &'a str,
+    },
+    Observed {
+        step: usize,
+        observation: &'a str,
+    },
 }
 
 /// One question's finished episode: the run record and the whole scratchpad.
@@ -66,14 +73,27 @@ impl Agent<'_> {
 
         for step in 1..=self.max_steps {
             let mut completions = Vec::new();
-            match self.decide(step, &mut scratchpad, &mut run, &mut completions).await {
+            match self
+                .decide(step, &mut scratchpad, &mut run, &mut completions)
+                .await
+            {
                 Err(error) => {
-                    run.steps.push(RunStep { n: step, completions, thought: None, action: None, observation: None });
+                    run.steps.push(RunStep {
+                        n: step,
+                        completions,
+                        thought: None,
+                        action: None,
+                        observation: None,
+                    });
                     fail(&mut run, &error);
                     break;
                 }
                 Ok((thought, written, parsed)) => {
-                    on_event(StepEvent::Decided { step, thought: &thought, action: &written });
+                    on_event(StepEvent::Decided {
+                        step,
+                        thought: &thought,
+                        action: &written,
+                    });
                     if parsed.is_err() {
                         run.usage.invalid_actions += 1;
                     }
@@ -109,7 +129,10 @@ impl Agent<'_> {
                         Profile::Paper => observation.replace("\\n", ""),
                         Profile::Default => observation,
                     };
-                    on_event(StepEvent::Observed { step, observation: &observation });
+                    on_event(StepEvent::Observed {
+                        step,
+                        observation: &observation,
+                    });
                     scratchpad.push_step(step, &thought, &written, &observation);
                     let repeats_last = run.steps.last().is_some_and(|last| {
                         last.action.as_deref() == Some(written.as_str())
@@ -137,7 +160,11 @@ impl Agent<'_> {
                 run.answer = Some(String::new());
             }
         }
-        Episode { run, scratchpad, prompt_len }
+        Episode {
+            run,
+            scratchpad,
+            prompt_len,
+        }
     }
 
     /// Asks the model for step `step` (and once more when it wrote no action): the thought, the
@@ -150,7 +177,12 @@ impl Agent<'_> {
         completions: &mut Vec<String>,
     ) -> Result<(String, String, Result<Action, crate::action::ActionError>), crate::llm::LlmError> {
         let stop = [format!("\nObservation {step}:")];
-        let request = LlmRequest { prompt: scratchpad.thought_prompt(step), stop: &stop, step, purpose: CallPurpose::Step };
+        let request = LlmRequest {
+            prompt: scratchpad.thought_prompt(step),
+            stop: &stop,
+            step,
+            purpose: CallPurpose::Step,
+        };
         let completion = self.llm.complete(request).await?;
         count_call(run, &completion);
         completions.push(completion.text);

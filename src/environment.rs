@@ -41,7 +41,11 @@ pub struct Workbench {
 
 impl Workbench {
     pub fn new(docstore: Box<dyn Docstore>, toolbox: Toolbox, grammar: ActionGrammar) -> Workbench {
-        Workbench { docstore, toolbox, grammar }
+        Workbench {
+            docstore,
+            toolbox,
+            grammar,
+        }
     }
 }
 

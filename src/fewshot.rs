@@ -67,8 +67,9 @@ impl Fewshot {
             path: path.to_owned(),
             source,
         })?;
-        Fewshot::from_text(path.display().to_string(), text)
-            .ok_or_else(|| FewshotError::NoExample { path: path.to_owned() })
+        Fewshot::from_text(path.display().to_string(), text).ok_or_else(|| FewshotError::NoExample {
+            path: path.to_owned(),
+        })
     }
 
     fn from_text(name: String, text: String) -> Option<Fewshot> {
@@ -89,7 +90,12 @@ impl Fewshot {
             "Claim" => Header::InExamples,
             _ => Header::QuestionAnswering,
         };
-        Some(Fewshot { name, examples, input_label: input_label.to_owned(), header })
+        Some(Fewshot {
+            name,
+            examples,
+            input_label: input_label.to_owned(),
+            header,
+        })
     }
 }
 
@@ -101,7 +107,11 @@ mod tests {
     fn bundled_prompts_are_the_papers() {
         let hotpotqa = Fewshot::hotpotqa();
         assert_eq!(hotpotqa.examples.matches("\nQuestion: ").count(), 6);
-        assert!(hotpotqa.examples.starts_with("\nQuestion: What is the elevation range"));
+        assert!(
+            hotpotqa
+                .examples
+                .starts_with("\nQuestion: What is the elevation range")
+        );
         assert!(hotpotqa.examples.ends_with("Action 3: Finish[yes]\n"));
         let fever = Fewshot::fever();
         assert_eq!(fever.examples.matches("\nClaim: ").count(), 3);
@@ -116,6 +126,9 @@ mod tests {
         assert!(fewshot.examples.ends_with("Finish[4]\n"));
         assert_eq!(Fewshot::from_text("x".into(), "Thought 1: hm".into()), None);
         let claim = "Claim: Sky is blue.\nThought 1: yes\nAction 1: Finish[SUPPORTS]\n";
-        assert_eq!(Fewshot::from_text("c".into(), claim.into()).unwrap().header, Header::InExamples);
+        assert_eq!(
+            Fewshot::from_text("c".into(), claim.into()).unwrap().header,
+            Header::InExamples
+        );
     }
 }

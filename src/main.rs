@@ -10,7 +10,11 @@ use react_docstore::replay::{self, Output, ReplayConfig};
 use react_docstore::trace::TracePrinter;
 
 #[derive(Parser)]
-#[command(name = "react-docstore", version, about = "A few-shot ReAct agent over Wikipedia")]
+#[command(
+    name = "react-docstore",
+    version,
+    about = "A few-shot ReAct agent over Wikipedia"
+)]
 struct Cli {
     #[command(subcommand)]
     command: Command,
@@ -18,8 +22,109 @@ struct Cli {
 
 #[derive(Subcommand)]
 enum Command {
+    /// Answer one question: the trace on stderr, the answer on stdout.
+    Ask(AskArgs),
+    /// Converse: follow-ups are rewritten into standalone questions, then answered.
+    Chat(ChatArgs),
     /// Replay run files (or directories of them) offline.
     Replay(ReplayArgs),
+    /// Evaluate a question file: EM/F1 summary on stdout.
+    Eval(EvalArgs),
+    /// Run Search[...] / Lookup[...] (and tool actions) by hand against a docstore.
+    Explore(ExploreArgs),
+    /// The official HotpotQA EM/F1 of a predictions file against a gold file.
+    Score(ScoreArgs),
+}
+
+/// How the agent runs.
+#[derive(Args, Clone)]
+struct AgentArgs {
+    /// `paper` reproduces the ReAct repository byte for byte; `default` fixes its defects.
+    #[arg(
+        long,
+        env = "REACT_PROFILE",
+        default_value = "default",
+        value_name = "PROFILE"
+    )]
+    profile: Profile,
+    /// The step budget of a question.
+    #[arg(long, default_value_t = react_docstore::agent::DEFAULT_MAX_STEPS, value_name = "N")]
+    max_steps: usize,
+    /// Few-shot examples in the numbered format, instead of the bundled HotpotQA ones.
+    #[arg(long, value_name = "FILE")]
+    fewshot: Option<PathBuf>,
+}
+
+/// Which model answers, and how to reach it.
+#[derive(Args, Clone)]
+struct ModelArgs {
+    /// The model name the server knows.
+    #[arg(long, env = "REACT_MODEL", value_name = "MODEL")]
+    model: Option<String>,
+    /// An OpenAI-compatible server (OpenAI, vLLM, llama.cpp, Ollama, LM Studio).
+    #[arg(long, env = "OPENAI_BASE_URL", value_name = "URL")]
+    base_url: Option<String>,
+    /// The API key; optional for local servers. Never printed.
+    #[arg(long, env = "OPENAI_API_KEY", hide_env_values = true, value_name = "KEY")]
+    api_key: Option<String>,
+}
+
+/// Where Search and Lookup read from.
+#[derive(Args, Clone)]
+struct DocstoreArgs {
+    /// `wikipedia`, `distractor` (each question's own paragraphs) or `corpus:FILE`.
+    #[arg(long, default_value = "wikipedia", value_name = "DOCSTORE")]
+    docstore: String,
+    /// The Wikipedia to search; tests and mirrors point it elsewhere.
+    #[arg(
+        long,
+        env = "REACT_WIKI_URL",
+        default_value = "https://en.wikipedia.org",
+        value_name = "URL"
+    )]
+    wiki_url: String,
+    /// Where fetched pages are cached.
+    #[arg(long, env = "REACT_CACHE_DIR", value_name = "DIR")]
+    cache_dir: Option<PathBuf>,
+    /// Never touch the network: serve from the cache, and fail on a miss.
+    #[arg(long)]
+    offline: bool,
+}
+
+/// Extra bracketed tools.
+#[derive(Args, Clone)]
+struct ToolArgs {
+    /// Built-in tools to register, comma-separated: `calculate`, `websearch`.
+    #[arg(long, value_delimiter = ',', value_name = "TOOLS")]
+    tools: Vec<String>,
+}
+
+#[derive(Args)]
+struct AskArgs {
+    question: String,
+    #[command(flatten)]
+    agent: AgentArgs,
+    #[command(flatten)]
+    model: ModelArgs,
+    #[command(flatten)]
+    docstore: DocstoreArgs,
+    #[command(flatten)]
+    tools: ToolArgs,
+    /// Print the run as JSON on stdout.
+    #[arg(long)]
+    json: bool,
+}
+
+#[derive(Args)]
+struct ChatArgs {
+    #[command(flatten)]
+    agent: AgentArgs,
+    #[command(flatten)]
+    model: ModelArgs,
+    #[command(flatten)]
+    docstore: DocstoreArgs,
+    #[command(flatten)]
+    tools: ToolArgs,
 }
 
 #[derive(Args)]
@@ -38,6 +143,54 @@ struct ReplayArgs {
     json: bool,
 }
 
+#[derive(Args)]
+struct EvalArgs {
+    /// A HotpotQA (official, Hugging Face or ReAct-simplified JSON, or JSON Lines) or FEVER file.
+    questions: PathBuf,
+    #[command(flatten)]
+    agent: AgentArgs,
+    #[command(flatten)]
+    model: ModelArgs,
+    #[command(flatten)]
+    docstore: DocstoreArgs,
+    #[command(flatten)]
+    tools: ToolArgs,
+    /// Print the summary as one JSON object.
+    #[arg(long)]
+    json: bool,
+}
+
+#[derive(Args)]
+struct ExploreArgs {
+    /// Actions such as `Search[Colorado orogeny]` `Lookup[New Mexico]`; none: an interactive prompt.
+    actions: Vec<String>,
+    #[arg(
+        long,
+        env = "REACT_PROFILE",
+        default_value = "default",
+        value_name = "PROFILE"
+    )]
+    profile: Profile,
+    #[command(flatten)]
+    docstore: DocstoreArgs,
+    #[command(flatten)]
+    tools: ToolArgs,
+    /// Print one `{"action", "observation"}` JSON line per action.
+    #[arg(long)]
+    json: bool,
+}
+
+#[derive(Args)]
+struct ScoreArgs {
+    /// Predictions: the official `{"answer": {id: text}}` JSON, or an `eval` results JSONL.
+    predictions: PathBuf,
+    /// The gold question file.
+    gold: PathBuf,
+    /// Print `{"n", "em", "f1", "prec", "recall"}`.
+    #[arg(long)]
+    json: bool,
+}
+
 fn main() -> ExitCode {
     let cli = Cli::parse();
     let runtime = match tokio::runtime::Runtime::new() {
@@ -52,6 +205,11 @@ fn main() -> ExitCode {
 
 async fn run(cli: Cli) -> anyhow::Result<ExitCode> {
     match cli.command {
+        Command::Ask(_) => anyhow::bail!("`ask` is not built yet"),
+        Command::Chat(_) => anyhow::bail!("`chat` is not built yet"),
+        Command::Eval(_) => anyhow::bail!("`eval` is not built yet"),
+        Command::Explore(_) => anyhow::bail!("`explore` is not built yet"),
+        Command::Score(_) => anyhow::bail!("`score` is not built yet"),
         Command::Replay(args) => {
             let config = ReplayConfig {
                 paths: args.runs,
@@ -62,7 +220,11 @@ async fn run(cli: Cli) -> anyhow::Result<ExitCode> {
             let mut stdout = std::io::stdout().lock();
             let mut trace = TracePrinter::stderr();
             let summary = replay::replay(&config, &|_, _| None, &mut stdout, &mut trace).await?;
-            Ok(if summary.n_answered > 0 { ExitCode::SUCCESS } else { ExitCode::from(1) })
+            Ok(if summary.n_answered > 0 {
+                ExitCode::SUCCESS
+            } else {
+                ExitCode::from(1)
+            })
         }
     }
 }

@@ -17,9 +17,15 @@ impl AnswerScore {
         let prediction = normalize_answer(prediction);
         let gold = normalize_answer(gold);
         let em = prediction == gold;
-        let zero = AnswerScore { em, f1: 0.0, precision: 0.0, recall: 0.0 };
+        let zero = AnswerScore {
+            em,
+            f1: 0.0,
+            precision: 0.0,
+            recall: 0.0,
+        };
         let special = ["yes", "no", "noanswer"];
-        if (special.contains(&prediction.as_str()) || special.contains(&gold.as_str())) && prediction != gold {
+        if (special.contains(&prediction.as_str()) || special.contains(&gold.as_str())) && prediction != gold
+        {
             return zero;
         }
         let prediction_tokens: Vec<&str> = prediction.split(' ').filter(|t| !t.is_empty()).collect();
@@ -41,7 +47,12 @@ impl AnswerScore {
         let precision = n_same as f64 / prediction_tokens.len() as f64;
         let recall = n_same as f64 / gold_tokens.len() as f64;
         let f1 = 2.0 * precision * recall / (precision + recall);
-        AnswerScore { em, f1, precision, recall }
+        AnswerScore {
+            em,
+            f1,
+            precision,
+            recall,
+        }
     }
 }
 
@@ -51,7 +62,11 @@ pub fn normalize_answer(text: &str) -> String {
     let lowered = text.to_lowercase();
     let without_punctuation: String = lowered.chars().filter(|c| !c.is_ascii_punctuation()).collect();
     let without_articles = remove_articles(&without_punctuation);
-    without_articles.split(is_python_whitespace).filter(|word| !word.is_empty()).collect::<Vec<_>>().join(" ")
+    without_articles
+        .split(is_python_whitespace)
+        .filter(|word| !word.is_empty())
+        .collect::<Vec<_>>()
+        .join(" ")
 }
 
 /// `re.sub(r'\b(a|an|the)\b', ' ', text)`: whole words only, where a word is a run of Unicode
@@ -62,7 +77,9 @@ fn remove_articles(text: &str) -> String {
     let mut rest = text;
     while let Some(start) = rest.find(is_word) {
         out.push_str(&rest[..start]);
-        let word_len = rest[start..].find(|c: char| !is_word(c)).unwrap_or(rest.len() - start);
+        let word_len = rest[start..]
+            .find(|c: char| !is_word(c))
+            .unwrap_or(rest.len() - start);
         let word = &rest[start..start + word_len];
         if matches!(word, "a" | "an" | "the") {
             out.push(' ');
@@ -88,7 +105,11 @@ mod tests {
     fn check(prediction: &str, gold: &str, em: bool, f1: f64) {
         let score = AnswerScore::new(prediction, gold);
         assert_eq!(score.em, em, "em of {prediction:?} against {gold:?}");
-        assert!((score.f1 - f1).abs() < 1e-9, "f1 of {prediction:?} against {gold:?}: {}", score.f1);
+        assert!(
+            (score.f1 - f1).abs() < 1e-9,
+            "f1 of {prediction:?} against {gold:?}: {}",
+            score.f1
+        );
     }
 
     #[test]

@@ -37,7 +37,9 @@ impl FromStr for Profile {
         match s {
             "paper" => Ok(Profile::Paper),
             "default" => Ok(Profile::Default),
-            other => Err(format!("unknown profile `{other}`, expected `paper` or `default`")),
+            other => Err(format!(
+                "unknown profile `{other}`, expected `paper` or `default`"
+            )),
         }
     }
 }

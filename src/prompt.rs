@@ -66,7 +66,10 @@ impl Prompt {
                 }
             }
         }
-        Prompt { text, input_label: fewshot.input_label.clone() }
+        Prompt {
+            text,
+            input_label: fewshot.input_label.clone(),
+        }
     }
 
     pub fn text(&self) -> &str {
@@ -89,7 +92,9 @@ fn count_word(n: usize) -> String {
     const WORDS: [&str; 11] = [
         "zero", "one", "two", "three", "four", "five", "six", "seven", "eight", "nine", "ten",
     ];
-    WORDS.get(n).map_or_else(|| n.to_string(), |word| (*word).to_owned())
+    WORDS
+        .get(n)
+        .map_or_else(|| n.to_string(), |word| (*word).to_owned())
 }
 
 #[cfg(test)]
@@ -98,26 +103,59 @@ mod tests {
 
     #[test]
     fn paper_prompt_is_the_notebooks() {
-        let prompt = Prompt::new(Profile::Paper, &Fewshot::hotpotqa(), &Toolbox::default(), &PromptOptions::default());
+        let prompt = Prompt::new(
+            Profile::Paper,
+            &Fewshot::hotpotqa(),
+            &Toolbox::default(),
+            &PromptOptions::default(),
+        );
         assert!(prompt.text().starts_with(PAPER_INSTRUCTION));
-        assert_eq!(prompt.text().len(), PAPER_INSTRUCTION.len() + Fewshot::hotpotqa().examples.len());
+        assert_eq!(
+            prompt.text().len(),
+            PAPER_INSTRUCTION.len() + Fewshot::hotpotqa().examples.len()
+        );
     }
 
     #[test]
     fn default_prompt_without_tools_equals_the_papers() {
         let fewshot = Fewshot::hotpotqa();
-        let paper = Prompt::new(Profile::Paper, &fewshot, &Toolbox::default(), &PromptOptions::default());
-        let default = Prompt::new(Profile::Default, &fewshot, &Toolbox::default(), &PromptOptions::default());
+        let paper = Prompt::new(
+            Profile::Paper,
+            &fewshot,
+            &Toolbox::default(),
+            &PromptOptions::default(),
+        );
+        let default = Prompt::new(
+            Profile::Default,
+            &fewshot,
+            &Toolbox::default(),
+            &PromptOptions::default(),
+        );
         assert_eq!(paper, default);
-        let today = PromptOptions { today: Some("2026-11-22".into()) };
+        let today = PromptOptions {
+            today: Some("2026-11-22".into()),
+        };
         let dated = Prompt::new(Profile::Default, &fewshot, &Toolbox::default(), &today);
-        assert!(dated.text().contains("finishes the task.\nToday is 2026-11-22.\nHere are some examples.\n"));
+        assert!(
+            dated
+                .text()
+                .contains("finishes the task.\nToday is 2026-11-22.\nHere are some examples.\n")
+        );
     }
 
     #[test]
     fn scratchpad_starts_with_the_question_line() {
-        let prompt = Prompt::new(Profile::Paper, &Fewshot::fever(), &Toolbox::default(), &PromptOptions::default());
+        let prompt = Prompt::new(
+            Profile::Paper,
+            &Fewshot::fever(),
+            &Toolbox::default(),
+            &PromptOptions::default(),
+        );
         let scratchpad = prompt.scratchpad("The sky is green.");
-        assert!(scratchpad.text().ends_with("Finish[NOT ENOUGH INFO]\n\nClaim: The sky is green.\n"));
+        assert!(
+            scratchpad
+                .text()
+                .ends_with("Finish[NOT ENOUGH INFO]\n\nClaim: The sky is green.\n")
+        );
     }
 }

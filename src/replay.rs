@@ -62,11 +62,22 @@ pub async fn replay_run(
 ) -> Episode {
     let profile = profile.unwrap_or(recorded.profile);
     let grammar = ActionGrammar::new(profile, recorded.tools.iter().cloned());
-    let fewshot = if recorded.question.starts_with("Claim:") { Fewshot::fever() } else { Fewshot::hotpotqa() };
+    let fewshot = if recorded.question.starts_with("Claim:") {
+        Fewshot::fever()
+    } else {
+        Fewshot::hotpotqa()
+    };
     let prompt = Prompt::new(profile, &fewshot, &Toolbox::default(), &PromptOptions::default());
-    let llm = ReplayLlm::new(recorded.model.clone().unwrap_or_else(|| "replay".to_owned()), recorded.completions());
+    let llm = ReplayLlm::new(
+        recorded.model.clone().unwrap_or_else(|| "replay".to_owned()),
+        recorded.completions(),
+    );
     let observations = recorded.observations();
-    let fallback = if Recording::is_complete(&observations) { None } else { live(recorded, &grammar) };
+    let fallback = if Recording::is_complete(&observations) {
+        None
+    } else {
+        live(recorded, &grammar)
+    };
     let mut environment = Recording::new(observations, fallback);
     let agent = Agent {
         llm: &llm,
@@ -77,7 +88,11 @@ pub async fn replay_run(
     if !trace.is_silent() {
         trace.header("Question:", &recorded.question);
     }
-    let mut episode = agent.run(&recorded.question, &mut environment, &mut |event| trace.event(event)).await;
+    let mut episode = agent
+        .run(&recorded.question, &mut environment, &mut |event| {
+            trace.event(event)
+        })
+        .await;
     episode.run.id = recorded.id.clone();
     episode.run.gold = recorded.gold.clone();
     episode.run.tools = recorded.tools.clone();
@@ -147,7 +162,10 @@ pub async fn replay(
         }
         Output::Json => {}
         Output::Text => {
-            let mut line = format!("{} runs replayed, {} answered", summary.n_runs, summary.n_answered);
+            let mut line = format!(
+                "{} runs replayed, {} answered",
+                summary.n_runs, summary.n_answered
+            );
             if summary.n_scored > 0 {
                 line.push_str(&format!(
                     "; EM {:.4} F1 {:.4} over {} runs with gold answers",
@@ -155,7 +173,10 @@ pub async fn replay(
                 ));
             }
             if summary.n_changed > 0 {
-                line.push_str(&format!("; {} answers differ from the recording", summary.n_changed));
+                line.push_str(&format!(
+                    "; {} answers differ from the recording",
+                    summary.n_changed
+                ));
             }
             trace.note(&line);
         }
@@ -168,5 +189,9 @@ fn normalized(answer: &Option<String>) -> String {
 }
 
 fn display_paths(paths: &[PathBuf]) -> String {
-    paths.iter().map(|path| format!("`{}`", path.display())).collect::<Vec<_>>().join(", ")
+    paths
+        .iter()
+        .map(|path| format!("`{}`", path.display()))
+        .collect::<Vec<_>>()
+        .join(", ")
 }

@@ -134,7 +134,11 @@ pub enum RunFileError {
     #[error("run file `{}`: field `format` is `{found}`, expected `{RUN_FORMAT}`", path.display())]
     Format { path: PathBuf, found: String },
     #[error("run file `{}`: step {position} has `n` = {found}, expected {position}", path.display())]
-    StepNumber { path: PathBuf, position: usize, found: usize },
+    StepNumber {
+        path: PathBuf,
+        position: usize,
+        found: usize,
+    },
     #[error("cannot write run file `{}`", path.display())]
     Write {
         path: PathBuf,
@@ -207,11 +211,18 @@ impl Run {
             source,
         })?;
         if run.format != RUN_FORMAT {
-            return Err(RunFileError::Format { path: path.to_owned(), found: run.format });
+            return Err(RunFileError::Format {
+                path: path.to_owned(),
+                found: run.format,
+            });
         }
         for (idx, step) in run.steps.iter().enumerate() {
             if step.n != idx + 1 {
-                return Err(RunFileError::StepNumber { path: path.to_owned(), position: idx + 1, found: step.n });
+                return Err(RunFileError::StepNumber {
+                    path: path.to_owned(),
+                    position: idx + 1,
+                    found: step.n,
+                });
             }
         }
         Ok(run)
@@ -219,10 +230,16 @@ impl Run {
 
     /// Writes the run as pretty JSON, atomically: a crash never leaves a torn file.
     pub fn write(&self, path: &Path) -> Result<(), RunFileError> {
-        let write_error = |source| RunFileError::Write { path: path.to_owned(), source };
+        let write_error = |source| RunFileError::Write {
+            path: path.to_owned(),
+            source,
+        };
         let mut text = serde_json::to_string_pretty(self).expect("a run always serializes");
         text.push('\n');
-        let file_name = path.file_name().map(|name| name.to_string_lossy().into_owned()).unwrap_or_default();
+        let file_name = path
+            .file_name()
+            .map(|name| name.to_string_lossy().into_owned())
+            .unwrap_or_default();
         let tmp = path.with_file_name(format!(".{file_name}.tmp{}", std::process::id()));
         std::fs::write(&tmp, text).map_err(write_error)?;
         std::fs::rename(&tmp, path).map_err(write_error)
@@ -233,7 +250,10 @@ impl Run {
         let mut files = Vec::new();
         for path in paths {
             if path.is_dir() {
-                let list_error = |source| RunFileError::List { path: path.clone(), source };
+                let list_error = |source| RunFileError::List {
+                    path: path.clone(),
+                    source,
+                };
                 let mut in_dir: Vec<PathBuf> = std::fs::read_dir(path)
                     .map_err(list_error)?
                     .map(|entry| entry.map(|entry| entry.path()))

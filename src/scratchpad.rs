@@ -31,7 +31,8 @@ impl Scratchpad {
     /// `Thought {step}: {thought}\nAction {step}:`.
     pub fn action_prompt(&mut self, step: usize, thought: &str) -> &str {
         self.text.truncate(self.committed);
-        self.text.push_str(&format!("Thought {step}: {thought}\nAction {step}:"));
+        self.text
+            .push_str(&format!("Thought {step}: {thought}\nAction {step}:"));
         &self.text
     }
 
@@ -47,7 +48,8 @@ impl Scratchpad {
     /// Appends the last step, which has no observation (`Finish[...]`, or a halt).
     pub fn push_last_step(&mut self, step: usize, thought: &str, action: &str) {
         self.text.truncate(self.committed);
-        self.text.push_str(&format!("Thought {step}: {thought}\nAction {step}: {action}\n"));
+        self.text
+            .push_str(&format!("Thought {step}: {thought}\nAction {step}: {action}\n"));
         self.committed = self.text.len();
     }
 }
@@ -70,6 +72,9 @@ mod tests {
             second,
             "Question: q\nThought 1: I think.\nAction 1: Search[x]\nObservation 1: X is y.\nThought 2:"
         );
-        assert_eq!(scratchpad.text(), "Question: q\nThought 1: I think.\nAction 1: Search[x]\nObservation 1: X is y.\n");
+        assert_eq!(
+            scratchpad.text(),
+            "Question: q\nThought 1: I think.\nAction 1: Search[x]\nObservation 1: X is y.\n"
+        );
     }
 }

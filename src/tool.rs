@@ -41,13 +41,16 @@ pub struct Toolbox {
 
 impl std::fmt::Debug for Toolbox {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_list().entries(self.tools.iter().map(|tool| tool.name())).finish()
+        f.debug_list()
+            .entries(self.tools.iter().map(|tool| tool.name()))
+            .finish()
     }
 }
 
 impl Toolbox {
     pub fn register(&mut self, tool: Arc<dyn Tool>) {
-        self.tools.retain(|existing| !existing.name().eq_ignore_ascii_case(tool.name()));
+        self.tools
+            .retain(|existing| !existing.name().eq_ignore_ascii_case(tool.name()));
         self.tools.push(tool);
     }
 

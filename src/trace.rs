@@ -32,7 +32,11 @@ pub struct TracePrinter {
 
 impl TracePrinter {
     pub fn new(out: Box<dyn Write + Send>, color: Color) -> TracePrinter {
-        TracePrinter { out, color, quiet: false }
+        TracePrinter {
+            out,
+            color,
+            quiet: false,
+        }
     }
 
     /// The trace on stderr, coloured when stderr is a terminal.
@@ -42,7 +46,11 @@ impl TracePrinter {
 
     /// A printer that prints nothing.
     pub fn silent() -> TracePrinter {
-        TracePrinter { out: Box::new(std::io::sink()), color: Color::Never, quiet: true }
+        TracePrinter {
+            out: Box::new(std::io::sink()),
+            color: Color::Never,
+            quiet: true,
+        }
     }
 
     pub fn is_silent(&self) -> bool {
@@ -62,7 +70,11 @@ impl TracePrinter {
 
     pub fn event(&mut self, event: StepEvent<'_>) {
         match event {
-            StepEvent::Decided { step, thought, action } => {
+            StepEvent::Decided {
+                step,
+                thought,
+                action,
+            } => {
                 self.line("1;33", &format!("Thought {step}:"), thought);
                 self.line("1;36", &format!("Action {step}:"), action);
             }

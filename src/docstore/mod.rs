@@ -18,3 +18,16 @@ pub enum DocstoreError {
     #[error("no docstore is configured to run `{action}`")]
     NotConfigured { action: String },
 }
+
+/// A paragraph that comes with a question (HotpotQA's distractor setting): its title and sentences.
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+pub struct ContextParagraph {
+    pub title: String,
+    pub sentences: Vec<String>,
+}
+
+/// Opens a fresh explorer for each question: Wikipedia (shared client and cache underneath), or an
+/// offline docstore built from the question's own context or a corpus file.
+pub trait DocstoreSource: Send + Sync {
+    fn open(&self, context: &[ContextParagraph]) -> Box<dyn Docstore>;
+}

@@ -18,7 +18,11 @@ pub struct ReplayLlm {
 impl ReplayLlm {
     pub fn new(model: impl Into<String>, completions: Vec<Vec<String>>) -> ReplayLlm {
         let calls = Mutex::new(vec![0; completions.len()]);
-        ReplayLlm { model: model.into(), completions, calls }
+        ReplayLlm {
+            model: model.into(),
+            completions,
+            calls,
+        }
     }
 }
 
@@ -32,10 +36,19 @@ impl Llm for ReplayLlm {
                     let call = *n_calls;
                     *n_calls += 1;
                     step.get(call)
-                        .map(|text| Completion { text: text.clone(), usage: None })
-                        .ok_or(LlmError::ReplayExhausted { step: request.step, call: call + 1 })
+                        .map(|text| Completion {
+                            text: text.clone(),
+                            usage: None,
+                        })
+                        .ok_or(LlmError::ReplayExhausted {
+                            step: request.step,
+                            call: call + 1,
+                        })
                 }
-                _ => Err(LlmError::ReplayExhausted { step: request.step, call: 1 }),
+                _ => Err(LlmError::ReplayExhausted {
+                    step: request.step,
+                    call: 1,
+                }),
             }
         };
         Box::pin(async move { result })

@@ -1,1 +1,1 @@
-
+//! The integration tests: one binary, one module per area.
