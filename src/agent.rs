@@ -13,7 +13,7 @@ pub const DEFAULT_MAX_STEPS: usize = 7;
 
 /// How many times in a row the `default` profile lets the identical action bring back the
 /// identical observation before it ends the run (`stopped: repeated_action`).
-const MAX_IDENTICAL_STEPS: usize = 3;
+const MAX_IDENTICAL_STEPS: usize = 4;
 
 /// Something that happened during a run, for live traces.
 #[derive(Debug, Clone, Copy)]

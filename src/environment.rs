@@ -57,19 +57,36 @@ impl Environment for Workbench {
         written: &'a str,
     ) -> BoxFuture<'a, Result<String, EnvironmentError>> {
         Box::pin(async move {
+            if let Some(observation) = observe_without_world(&self.grammar, action, written) {
+                return Ok(observation);
+            }
             match action {
                 Ok(Action::Search(entity)) => Ok(self.docstore.search(entity).await?),
                 Ok(Action::Lookup(keyword)) => Ok(self.docstore.lookup(keyword)),
-                Ok(Action::Think(_)) => Ok("Nice thought.".to_owned()),
                 Ok(Action::Tool { name, argument }) => match self.toolbox.get(name) {
                     Some(tool) => Ok(tool.call(argument).await?),
                     None => Ok(invalid_observation(&self.grammar, written)),
                 },
-                // The agent ends the run on Finish; an environment asked anyway says so.
-                Ok(Action::Finish(_)) => Ok("Episode finished.".to_owned()),
-                Err(_) => Ok(invalid_observation(&self.grammar, written)),
+                Ok(Action::Think(_) | Action::Finish(_)) | Err(_) => {
+                    unreachable!("answered by observe_without_world")
+                }
             }
         })
+    }
+}
+
+/// The observations that need no docstore or tool: invalid actions, the paper's `think[...]`,
+/// and `Finish` (which the agent handles itself; an environment asked anyway says so).
+fn observe_without_world(
+    grammar: &ActionGrammar,
+    action: &Result<Action, ActionError>,
+    written: &str,
+) -> Option<String> {
+    match action {
+        Err(_) => Some(invalid_observation(grammar, written)),
+        Ok(Action::Think(_)) => Some("Nice thought.".to_owned()),
+        Ok(Action::Finish(_)) => Some("Episode finished.".to_owned()),
+        Ok(Action::Search(_) | Action::Lookup(_) | Action::Tool { .. }) => None,
     }
 }
 
@@ -85,22 +102,24 @@ pub fn invalid_observation(grammar: &ActionGrammar, written: &str) -> String {
     }
 }
 
-/// A run file's recorded observations, step by step; steps without one go to `live`.
+/// A run file's recorded observations, step by step. A step without one gets the observation
+/// that needs no world (an invalid action's), or goes to `live`.
 pub struct Recording {
     observations: Vec<Option<String>>,
+    grammar: ActionGrammar,
     live: Option<Box<dyn Environment>>,
 }
 
 impl Recording {
-    pub fn new(observations: Vec<Option<String>>, live: Option<Box<dyn Environment>>) -> Recording {
-        Recording { observations, live }
-    }
-
-    /// Whether every step before the last has its observation, so no live environment is needed.
-    pub fn is_complete(observations: &[Option<String>]) -> bool {
-        match observations.split_last() {
-            Some((_, before)) => before.iter().all(Option::is_some),
-            None => true,
+    pub fn new(
+        observations: Vec<Option<String>>,
+        grammar: ActionGrammar,
+        live: Option<Box<dyn Environment>>,
+    ) -> Recording {
+        Recording {
+            observations,
+            grammar,
+            live,
         }
     }
 }
@@ -115,6 +134,9 @@ impl Environment for Recording {
         Box::pin(async move {
             if let Some(Some(observation)) = self.observations.get(step.wrapping_sub(1)) {
                 return Ok(observation.clone());
+            }
+            if let Some(observation) = observe_without_world(&self.grammar, action, written) {
+                return Ok(observation);
             }
             match &mut self.live {
                 Some(live) => live.observe(step, action, written).await,

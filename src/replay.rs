@@ -72,13 +72,7 @@ pub async fn replay_run(
         recorded.model.clone().unwrap_or_else(|| "replay".to_owned()),
         recorded.completions(),
     );
-    let observations = recorded.observations();
-    let fallback = if Recording::is_complete(&observations) {
-        None
-    } else {
-        live(recorded, &grammar)
-    };
-    let mut environment = Recording::new(observations, fallback);
+    let mut environment = Recording::new(recorded.observations(), grammar.clone(), live(recorded, &grammar));
     let agent = Agent {
         llm: &llm,
         prompt: &prompt,
@@ -162,13 +156,14 @@ pub async fn replay(
         }
         Output::Json => {}
         Output::Text => {
+            let runs = if summary.n_runs == 1 { "run" } else { "runs" };
             let mut line = format!(
-                "{} runs replayed, {} answered",
+                "{} {runs} replayed, {} answered",
                 summary.n_runs, summary.n_answered
             );
             if summary.n_scored > 0 {
                 line.push_str(&format!(
-                    "; EM {:.4} F1 {:.4} over {} runs with gold answers",
+                    "; EM {:.4} F1 {:.4} over {} with gold answers",
                     summary.em, summary.f1, summary.n_scored
                 ));
             }

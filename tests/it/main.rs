@@ -1,6 +1,8 @@
 //! The integration tests: one binary, one module per area. Nothing here touches the network:
 //! HTTP clients talk to local wiremock servers serving recorded bodies.
 
+mod replay;
+
 /// Where every snapshot lives: `tests/snapshots/`, committed and reviewed like code.
 #[macro_export]
 macro_rules! assert_snapshot {
@@ -14,5 +16,7 @@ macro_rules! assert_snapshot {
 
 /// A path inside the repository's `fixtures/`.
 pub fn fixture(path: &str) -> std::path::PathBuf {
-    std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("fixtures").join(path)
+    std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("fixtures")
+        .join(path)
 }

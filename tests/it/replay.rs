@@ -1,0 +1,334 @@
+//! Replays of recorded runs: the 512 Reflexion trajectories, LangChain's notebook run, and the
+//! synthetic corner cases — answers, scores, parsed actions, scratchpads and the CLI.
+
+use std::path::{Path, PathBuf};
+use std::sync::Mutex;
+
+use futures::future::BoxFuture;
+use react_docstore::action::{Action, ActionGrammar};
+use react_docstore::agent::Episode;
+use react_docstore::environment::Recording;
+use react_docstore::llm::{CallPurpose, Completion, Llm, LlmError, LlmRequest, ReplayLlm};
+use react_docstore::metrics::normalize_answer;
+use react_docstore::prompt::{Prompt, PromptOptions};
+use react_docstore::replay::replay_run;
+use react_docstore::trace::TracePrinter;
+use react_docstore::{Agent, Profile, Run, Stopped};
+
+use crate::fixture;
+
+fn block_on<F: std::future::Future>(future: F) -> F::Output {
+    tokio::runtime::Builder::new_current_thread()
+        .build()
+        .unwrap()
+        .block_on(future)
+}
+
+fn replay(run: &Run) -> Episode {
+    block_on(replay_run(
+        run,
+        None,
+        None,
+        &|_, _| None,
+        &mut TracePrinter::silent(),
+    ))
+}
+
+fn runs_in(dir: &str) -> Vec<(PathBuf, Run)> {
+    let paths = Run::expand_paths(&[fixture(dir)]).unwrap();
+    assert!(!paths.is_empty(), "no runs in {dir}");
+    paths
+        .into_iter()
+        .map(|path| (path.clone(), Run::read(&path).unwrap()))
+        .collect()
+}
+
+#[test]
+fn every_trial_gives_back_its_logged_answers_and_score() {
+    for trial in 1..=5 {
+        let runs = runs_in(&format!("runs/reflexion/trial-{trial}"));
+        let mut n_correct = 0;
+        for (path, recorded) in &runs {
+            let replayed = replay(recorded).run;
+            assert_eq!(replayed.answer, recorded.answer, "answer of {}", path.display());
+            // The default profile stops an agent repeating itself earlier than Reflexion did.
+            if replayed.stopped == Some(Stopped::RepeatedAction) {
+                assert!(replayed.steps.len() <= recorded.steps.len(), "{}", path.display());
+            } else {
+                assert_eq!(
+                    replayed.steps.len(),
+                    recorded.steps.len(),
+                    "steps of {}",
+                    path.display()
+                );
+            }
+            for (step, logged) in replayed.steps.iter().zip(&recorded.steps) {
+                assert_eq!(
+                    step.action,
+                    logged.action,
+                    "action {} of {}",
+                    step.n,
+                    path.display()
+                );
+                assert_eq!(
+                    step.observation,
+                    logged.observation,
+                    "observation {} of {}",
+                    step.n,
+                    path.display()
+                );
+            }
+            let status = path
+                .file_stem()
+                .unwrap()
+                .to_str()
+                .unwrap()
+                .rsplit('-')
+                .next()
+                .unwrap();
+            let em = replayed.em.unwrap();
+            assert_eq!(
+                em == 1,
+                status == "correct",
+                "EM of {} ({status})",
+                path.display()
+            );
+            n_correct += usize::from(em);
+        }
+        assert_eq!(n_correct, 34, "correct answers in trial {trial}");
+    }
+}
+
+/// Reflexion's `parse_action`: `^(\w+)\[(.+)\]$`.
+fn reflexion_parse(text: &str) -> (String, String) {
+    let open = text.find('[').unwrap();
+    assert!(text.ends_with(']'), "{text}");
+    (text[..open].to_owned(), text[open + 1..text.len() - 1].to_owned())
+}
+
+#[test]
+fn every_logged_action_parses_to_the_action_executed() {
+    let grammar = ActionGrammar::new(Profile::Default, []);
+    let mut n_actions = 0;
+    for (path, run) in runs_in("runs/reflexion/trial-1")
+        .into_iter()
+        .chain((2..=5).flat_map(|trial| runs_in(&format!("runs/reflexion/trial-{trial}"))))
+    {
+        for step in &run.steps {
+            let written = step.action.as_deref().unwrap();
+            let (name, argument) = reflexion_parse(written);
+            let expected = match name.as_str() {
+                "Search" => Action::Search(argument),
+                "Lookup" => Action::Lookup(argument),
+                "Finish" => Action::Finish(argument),
+                other => panic!("{}: unexpected action {other}", path.display()),
+            };
+            assert_eq!(grammar.parse(written), Ok(expected.clone()), "{}", path.display());
+            // And as the model wrote it, inside its completion.
+            let completion = &step.completions[0];
+            let split = grammar.split_completion(grammar.cut_completion(completion, step.n), step.n);
+            assert_eq!(
+                grammar.parse(&split.action.unwrap()),
+                Ok(expected),
+                "{}",
+                path.display()
+            );
+            n_actions += 1;
+        }
+    }
+    assert_eq!(n_actions, 1867);
+}
+
+fn describe(episode: &Episode) -> String {
+    let run = &episode.run;
+    format!(
+        "{}--\nanswer: {:?}\nstopped: {}\nem: {:?} f1: {:?}\nusage: {:?}\n",
+        episode.trajectory(),
+        run.answer,
+        run.stopped.map_or("none", Stopped::as_str),
+        run.em,
+        run.f1,
+        run.usage
+    )
+}
+
+#[test]
+fn replayed_scratchpads() {
+    let files = [
+        "langchain/numbered",
+        "langchain/unnumbered",
+        "synthetic/fallback-call",
+        "synthetic/hallucinated-observation",
+        "synthetic/invalid-actions",
+        "synthetic/repeated-action",
+        "synthetic/paper-halted",
+        "synthetic/paper-fallback",
+        "synthetic/halted-by-budget",
+        "synthetic/lookup-cursor",
+        // Similar-titles misses.
+        "reflexion/trial-1/001-correct",
+        "reflexion/trial-1/000-incorrect",
+        "reflexion/trial-1/085-incorrect",
+        // Lookups, "No Results", a multi-line observation.
+        "reflexion/trial-1/030-correct",
+        "reflexion/trial-1/052-incorrect",
+        "reflexion/trial-1/002-incorrect",
+        // Halted by the six-step budget.
+        "reflexion/trial-1/014-halted",
+        "reflexion/trial-1/035-halted",
+        "reflexion/trial-1/062-halted",
+        "reflexion/trial-2/003-correct",
+        "reflexion/trial-3/007-correct",
+        "reflexion/trial-5/008-incorrect",
+    ];
+    for name in files {
+        let run = Run::read(&fixture(&format!("runs/{name}.json"))).unwrap();
+        let snapshot = name.replace('/', "__");
+        crate::assert_snapshot!(snapshot, describe(&replay(&run)));
+    }
+}
+
+/// Wraps a model and keeps every prompt it was sent.
+struct PromptLog<'a> {
+    inner: &'a dyn Llm,
+    prompts: Mutex<Vec<(CallPurpose, String)>>,
+}
+
+impl Llm for PromptLog<'_> {
+    fn complete<'a>(&'a self, request: LlmRequest<'a>) -> BoxFuture<'a, Result<Completion, LlmError>> {
+        self.prompts
+            .lock()
+            .unwrap()
+            .push((request.purpose, request.prompt.to_owned()));
+        self.inner.complete(request)
+    }
+
+    fn model(&self) -> &str {
+        self.inner.model()
+    }
+}
+
+#[test]
+fn each_prompt_starts_with_the_previous_one() {
+    for name in [
+        "synthetic/fallback-call",
+        "synthetic/invalid-actions",
+        "reflexion/trial-1/030-correct",
+    ] {
+        let run = Run::read(&fixture(&format!("runs/{name}.json"))).unwrap();
+        let recorded = ReplayLlm::new("replay", run.completions());
+        let llm = PromptLog {
+            inner: &recorded,
+            prompts: Mutex::new(Vec::new()),
+        };
+        let grammar = ActionGrammar::new(run.profile, []);
+        let prompt = Prompt::new(
+            run.profile,
+            &react_docstore::fewshot::Fewshot::hotpotqa(),
+            &Default::default(),
+            &PromptOptions::default(),
+        );
+        let agent = Agent {
+            llm: &llm,
+            prompt: &prompt,
+            grammar: &grammar,
+            max_steps: 7,
+        };
+        let mut environment = Recording::new(run.observations(), grammar.clone(), None);
+        let episode = block_on(agent.run(&run.question, &mut environment, &mut |_| {}));
+        assert_eq!(episode.run.answer, replay(&run).run.answer);
+        assert!(episode.run.answer.is_some(), "{name}");
+        let prompts = llm.prompts.into_inner().unwrap();
+        assert_eq!(prompts.len() as u64, episode.run.usage.llm_calls);
+        assert!(prompts[0].1.starts_with(prompt.text()), "{name}");
+        for pair in prompts.windows(2) {
+            assert!(
+                pair[1].1.starts_with(&pair[0].1),
+                "{name}: {:?} does not extend the previous prompt",
+                pair[1]
+            );
+        }
+        assert!(episode.scratchpad.text().starts_with(&prompts.last().unwrap().1));
+    }
+}
+
+#[test]
+fn a_run_file_round_trips_and_bad_files_name_the_problem() {
+    let dir = tempfile::tempdir().unwrap();
+    let run = replay(&Run::read(&fixture("runs/synthetic/fallback-call.json")).unwrap()).run;
+    let path = dir.path().join("run.json");
+    run.write(&path).unwrap();
+    assert_eq!(Run::read(&path).unwrap(), run);
+
+    let check = |name: &str, text: &str, expected: &str| {
+        let path = dir.path().join(name);
+        std::fs::write(&path, text).unwrap();
+        let error = Run::read(&path).unwrap_err();
+        let message =
+            format!("{:#}", anyhow::Error::from(error)).replace(&dir.path().display().to_string(), "DIR");
+        assert_eq!(message, expected);
+    };
+    check(
+        "truncated.json",
+        "{\"format\": \"react-docstore.run.v1\", \"question\": \"q\", \"steps\": [",
+        "run file `DIR/truncated.json` is not a valid run (line 1, column 63): EOF while parsing a list at line 1 column 63",
+    );
+    check(
+        "no-question.json",
+        "{\"format\": \"react-docstore.run.v1\",\n \"steps\": []}",
+        "run file `DIR/no-question.json` is not a valid run (line 2, column 13): missing field `question` at line 2 column 13",
+    );
+    check(
+        "format.json",
+        "{\"format\": \"react-docstore.run.v0\", \"question\": \"q\", \"steps\": []}",
+        "run file `DIR/format.json`: field `format` is `react-docstore.run.v0`, expected `react-docstore.run.v1`",
+    );
+    check(
+        "numbering.json",
+        "{\"question\": \"q\", \"steps\": [{\"n\": 2, \"completions\": []}]}",
+        "run file `DIR/numbering.json`: step 1 has `n` = 2, expected 1",
+    );
+    let missing = Run::read(Path::new("no/such/run.json")).unwrap_err();
+    assert_eq!(missing.to_string(), "cannot read run file `no/such/run.json`");
+}
+
+#[test]
+fn normalized_answers_of_the_langchain_run() {
+    let run = Run::read(&fixture("runs/langchain/unnumbered.json")).unwrap();
+    let replayed = replay(&run).run;
+    assert_eq!(
+        normalize_answer(replayed.answer.as_deref().unwrap()),
+        "bill clinton"
+    );
+    assert_eq!((replayed.em, replayed.f1), (Some(1), Some(1.0)));
+}
+
+#[test]
+fn cli_replays_a_run_as_text_and_json() {
+    let command = |args: &[&str]| {
+        let mut command = std::process::Command::new(insta_cmd::get_cargo_bin("react-docstore"));
+        command
+            .args(args)
+            .env("NO_COLOR", "1")
+            .current_dir(env!("CARGO_MANIFEST_DIR"));
+        command
+    };
+    let mut settings = insta::Settings::clone_current();
+    settings.set_snapshot_path(concat!(env!("CARGO_MANIFEST_DIR"), "/tests/snapshots"));
+    settings.bind(|| {
+        let run = "fixtures/runs/synthetic/fallback-call.json";
+        insta_cmd::assert_cmd_snapshot!("cli_replay_text", command(&["replay", run]));
+        let both = ["replay", "--json", run, "fixtures/runs/langchain/numbered.json"];
+        insta_cmd::assert_cmd_snapshot!("cli_replay_json", command(&both));
+        insta_cmd::assert_cmd_snapshot!(
+            "cli_replay_missing_file",
+            command(&["replay", "no/such/run.json"])
+        );
+        let halted = [
+            "replay",
+            "--json",
+            "fixtures/runs/synthetic/halted-by-budget.json",
+        ];
+        insta_cmd::assert_cmd_snapshot!("cli_replay_nothing_answered", command(&halted));
+    });
+}
