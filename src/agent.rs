@@ -69,6 +69,7 @@ impl Agent<'_> {
         let mut run = Run::new(question, profile);
         run.model = Some(self.llm.model().to_owned());
         run.max_steps = Some(self.max_steps);
+        run.fewshot = Some(self.prompt.fewshot().to_owned());
         let mut identical_steps = 0;
 
         for step in 1..=self.max_steps {

@@ -20,6 +20,7 @@ const BUILTIN_ACTIONS: [&str; 3] = [
 pub struct Prompt {
     text: String,
     input_label: String,
+    fewshot: String,
 }
 
 /// What the header says beyond the paper's instruction (`default` profile only).
@@ -69,11 +70,17 @@ impl Prompt {
         Prompt {
             text,
             input_label: fewshot.input_label.clone(),
+            fewshot: fewshot.name.clone(),
         }
     }
 
     pub fn text(&self) -> &str {
         &self.text
+    }
+
+    /// Where the examples came from: `hotpotqa`, `fever` or a file path.
+    pub fn fewshot(&self) -> &str {
+        &self.fewshot
     }
 
     /// Starts the scratchpad of one question: the prompt, then `Question: {question}` on its own line.

@@ -62,10 +62,10 @@ pub async fn replay_run(
 ) -> Episode {
     let profile = profile.unwrap_or(recorded.profile);
     let grammar = ActionGrammar::new(profile, recorded.tools.iter().cloned());
-    let fewshot = if recorded.question.starts_with("Claim:") {
-        Fewshot::fever()
-    } else {
-        Fewshot::hotpotqa()
+    // Replayed completions ignore the prompt, but the trajectory shows the input's label.
+    let fewshot = match recorded.fewshot.as_deref() {
+        Some("fever") => Fewshot::fever(),
+        _ => Fewshot::hotpotqa(),
     };
     let prompt = Prompt::new(profile, &fewshot, &Toolbox::default(), &PromptOptions::default());
     let llm = ReplayLlm::new(

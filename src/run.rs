@@ -24,6 +24,9 @@ pub struct Run {
     pub profile: Profile,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub model: Option<String>,
+    /// The few-shot examples the prompt used: `hotpotqa`, `fever` or a file path.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub fewshot: Option<String>,
     /// The step budget the run had; replay honours it.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub max_steps: Option<usize>,
@@ -163,6 +166,7 @@ impl Run {
             gold: None,
             profile,
             model: None,
+            fewshot: None,
             max_steps: None,
             tools: Vec::new(),
             steps: Vec::new(),

@@ -332,3 +332,32 @@ fn cli_replays_a_run_as_text_and_json() {
         insta_cmd::assert_cmd_snapshot!("cli_replay_nothing_answered", command(&halted));
     });
 }
+
+#[test]
+fn paper_profile_reproduces_the_notebooks_printed_trajectory() {
+    let run = Run::read(&fixture("runs/react-paper/fever-3522.json")).unwrap();
+    let printed = std::fs::read_to_string(fixture("runs/react-paper/fever-3522.printed.txt")).unwrap();
+    let episode = replay(&run);
+    // The notebook's `step_str` of each step; `print(step_str)` adds a newline after each.
+    let step_strs: Vec<String> = episode
+        .run
+        .steps
+        .iter()
+        .map(|step| {
+            let n = step.n;
+            format!(
+                "Thought {n}: {}\nAction {n}: {}\nObservation {n}: {}\n",
+                step.thought.as_deref().unwrap(),
+                step.action.as_deref().unwrap(),
+                step.observation.as_deref().unwrap()
+            )
+        })
+        .collect();
+    let as_printed: String = step_strs.iter().map(|step| format!("{step}\n")).collect();
+    assert_eq!(as_printed, printed);
+    let question_line = format!("Claim: {}\n", run.question);
+    assert_eq!(episode.trajectory(), question_line + &step_strs.concat());
+    assert_eq!(episode.run.answer.as_deref(), Some(""));
+    assert_eq!(episode.run.stopped, Some(Stopped::MaxSteps));
+    assert_eq!(episode.run.usage.invalid_actions, 5);
+}
