@@ -6,9 +6,9 @@ use std::process::ExitCode;
 use clap::{Args, Parser, Subcommand};
 
 use react_docstore::Profile;
+use react_docstore::replay::{self, Output, ReplayConfig};
 use react_docstore::tool::Toolbox;
 use react_docstore::tools::{self, BuiltinTool, CommandToolConfig, Network, ToolsConfig, WebSearchConfig};
-use react_docstore::replay::{self, Output, ReplayConfig};
 use react_docstore::trace::TracePrinter;
 
 #[derive(Parser)]

@@ -50,7 +50,9 @@ pub enum CalculatorError {
         found: String,
         position: usize,
     },
-    #[error("unknown name `{name}` at position {position}: only numbers, operators, functions, `pi` and `e` are understood")]
+    #[error(
+        "unknown name `{name}` at position {position}: only numbers, operators, functions, `pi` and `e` are understood"
+    )]
     UnknownName { name: String, position: usize },
     #[error("`{function}` at position {position} takes {expected}, found {found}")]
     Arity {
@@ -60,10 +62,7 @@ pub enum CalculatorError {
         position: usize,
     },
     #[error("{problem} at position {position}")]
-    Undefined {
-        problem: &'static str,
-        position: usize,
-    },
+    Undefined { problem: &'static str, position: usize },
     #[error("the result at position {position} is too large")]
     TooLarge { position: usize },
 }
@@ -91,9 +90,9 @@ pub fn evaluate(expression: &str) -> Result<f64, CalculatorError> {
 pub fn observation(expression: &str) -> String {
     match evaluate(expression) {
         Ok(value) => format_number(value),
-        Err(error) => format!(
-            "Please reformulate the expression. The calculator tool has failed with error: '{error}'"
-        ),
+        Err(error) => {
+            format!("Please reformulate the expression. The calculator tool has failed with error: '{error}'")
+        }
     }
 }
 
@@ -190,8 +189,7 @@ impl Normalized {
 
     fn push(&mut self, c: char, origin: usize) {
         self.text.push(c);
-        self.origins
-            .extend(std::iter::repeat_n(origin, c.len_utf8()));
+        self.origins.extend(std::iter::repeat_n(origin, c.len_utf8()));
     }
 }
 
@@ -323,7 +321,9 @@ impl<'s> Evaluator<'s> {
     fn primary<'i>(&self, input: &'i str, depth: usize) -> Parsed<'i> {
         let (input, _) = whitespace(input);
         if let Ok((rest, digits)) = number(input) {
-            let value: f64 = digits.parse().expect("the number grammar only accepts valid floats");
+            let value: f64 = digits
+                .parse()
+                .expect("the number grammar only accepts valid floats");
             self.check_size(value, input)?;
             return Ok((rest, value));
         }
@@ -461,8 +461,8 @@ struct Function {
 }
 
 const FUNCTIONS: [&str; 17] = [
-    "sqrt", "abs", "ceil", "floor", "round", "exp", "ln", "log", "log10", "sin", "cos", "tan",
-    "asin", "acos", "atan", "min", "max",
+    "sqrt", "abs", "ceil", "floor", "round", "exp", "ln", "log", "log10", "sin", "cos", "tan", "asin",
+    "acos", "atan", "min", "max",
 ];
 
 impl Function {
@@ -493,7 +493,9 @@ impl Function {
             if (-1.0..=1.0).contains(&x) {
                 Ok(x)
             } else {
-                Err(Failure::Undefined("inverse sine or cosine of a number outside -1..1"))
+                Err(Failure::Undefined(
+                    "inverse sine or cosine of a number outside -1..1",
+                ))
             }
         };
         match self.name {
@@ -560,11 +562,13 @@ fn operator<'i>(input: &'i str, operators: &str) -> Option<(&'i str, char)> {
 /// `12`, `12.5`, `.5`, `12.`, `1e6`, `2.5E-3`.
 fn number(input: &str) -> IResult<&str, &str> {
     let mantissa = nom::branch::alt((
-        recognize(pair(digit1, opt(pair(char('.'), digit0)))),
-        recognize(pair(char('.'), digit1)),
+        pair(digit1, opt(pair(char('.'), digit0))).map(|_| ()),
+        pair(char('.'), digit1).map(|_| ()),
     ));
-    let exponent = opt(recognize((one_of("eE"), opt(one_of("+-")), digit1)));
-    recognize(pair(mantissa, exponent)).parse(input)
+    let exponent = opt((one_of("eE"), opt(one_of("+-")), digit1));
+    let (rest, _) = pair(mantissa, exponent).parse(input)?;
+    // The consumed text, taken by length: nesting `recognize` loses the fraction in nom 8.0.
+    Ok((rest, &input[..input.len() - rest.len()]))
 }
 
 fn identifier(input: &str) -> IResult<&str, &str> {
@@ -573,4 +577,22 @@ fn identifier(input: &str) -> IResult<&str, &str> {
         take_while(|c: char| c.is_alphanumeric() || c == '_'),
     ))
     .parse(input)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn numbers_keep_every_digit() {
+        for (text, rest, digits) in [
+            ("3.25", "", "3.25"),
+            ("12.", "", "12."),
+            (".5e-3+1", "+1", ".5e-3"),
+            ("2e", "e", "2"),
+            ("7E+2x", "x", "7E+2"),
+        ] {
+            assert_eq!(number(text).unwrap(), (rest, digits), "{text}");
+        }
+    }
 }

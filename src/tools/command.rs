@@ -36,9 +36,13 @@ pub struct CommandToolConfig {
 /// Why a `NAME=COMMAND` definition is not usable.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 pub enum CommandToolConfigError {
-    #[error("`--tool {definition}`: expected `NAME=COMMAND`, e.g. `--tool 'Weather=curl -s wttr.in/$(cat)?format=3'`")]
+    #[error(
+        "`--tool {definition}`: expected `NAME=COMMAND`, e.g. `--tool 'Weather=curl -s wttr.in/$(cat)?format=3'`"
+    )]
     NoEquals { definition: String },
-    #[error("`--tool {definition}`: the name `{name}` must start with a letter and hold only letters, digits and `_`")]
+    #[error(
+        "`--tool {definition}`: the name `{name}` must start with a letter and hold only letters, digits and `_`"
+    )]
     BadName { definition: String, name: String },
     #[error("`--tool {definition}`: `{name}` is a built-in action")]
     Reserved { definition: String, name: String },
@@ -106,10 +110,7 @@ impl CommandTool {
             "{}[input], which runs the command `{}` on the input and returns its output.",
             config.name, config.command
         );
-        CommandTool {
-            config,
-            description,
-        }
+        CommandTool { config, description }
     }
 
     /// The observation for `argument`.
