@@ -18,6 +18,7 @@ pub mod action;
 pub mod docstore;
 pub mod environment;
 pub mod tool;
+pub mod tools;
 
 pub mod agent;
 pub mod trace;

@@ -7,6 +7,8 @@ use clap::{Args, Parser, Subcommand};
 
 use react_docstore::Profile;
 use react_docstore::replay::{self, Output, ReplayConfig};
+use react_docstore::tool::Toolbox;
+use react_docstore::tools::{self, BuiltinTool, CommandToolConfig, Network, ToolsConfig, WebSearchConfig};
 use react_docstore::trace::TracePrinter;
 
 #[derive(Parser)]
@@ -96,7 +98,17 @@ struct DocstoreArgs {
 struct ToolArgs {
     /// Built-in tools to register, comma-separated: `calculate`, `websearch`.
     #[arg(long, value_delimiter = ',', value_name = "TOOLS")]
-    tools: Vec<String>,
+    tools: Vec<BuiltinTool>,
+    /// A tool of your own: `NAME[input]` runs `sh -c COMMAND` with the input on stdin and reads
+    /// its stdout. Repeatable.
+    #[arg(long = "tool", value_name = "NAME=COMMAND", value_parser = CommandToolConfig::parse)]
+    commands: Vec<CommandToolConfig>,
+    /// The SerpApi-compatible search endpoint of `WebSearch`.
+    #[arg(long, env = "REACT_SEARCH_URL", default_value = tools::websearch::SERPAPI_URL, value_name = "URL")]
+    search_url: String,
+    /// The SerpApi key of `WebSearch`. Never printed.
+    #[arg(long, env = "SERPAPI_API_KEY", hide_env_values = true, value_name = "KEY")]
+    serpapi_key: Option<String>,
 }
 
 #[derive(Args)]
@@ -227,6 +239,27 @@ async fn run(cli: Cli) -> anyhow::Result<ExitCode> {
             })
         }
     }
+}
+
+/// The extra tools the command line asks for. WebSearch answers are cached next to the pages.
+#[allow(dead_code)] // called by `ask`, `chat`, `eval` and `explore` as they land
+fn open_toolbox(args: &ToolArgs, docstore: &DocstoreArgs) -> anyhow::Result<Toolbox> {
+    let config = ToolsConfig {
+        builtin: args.tools.clone(),
+        commands: args.commands.clone(),
+        websearch: WebSearchConfig {
+            search_url: args.search_url.clone(),
+            api_key: args.serpapi_key.clone().map(tools::ApiKey::new),
+            cache_dir: docstore.cache_dir.clone(),
+            network: if docstore.offline {
+                Network::Offline
+            } else {
+                Network::Online
+            },
+            ..WebSearchConfig::default()
+        },
+    };
+    Ok(config.open_toolbox()?)
 }
 
 fn report(error: &anyhow::Error) -> ExitCode {

@@ -20,3 +20,4 @@ pub fn fixture(path: &str) -> std::path::PathBuf {
         .join("fixtures")
         .join(path)
 }
+mod tools;

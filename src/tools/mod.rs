@@ -1,0 +1,92 @@
+//! The extra tools that come with the crate — [`Calculate`], [`WebSearch`], [`CommandTool`] — and
+//! [`ToolsConfig`], which turns `--tools` / `--tool NAME=COMMAND` into a [`Toolbox`].
+//!
+//! A Rust user adds a tool by implementing [`crate::tool::Tool`] and registering it with
+//! [`Toolbox::register`]; `examples/invoices.rs` shows how.
+
+pub mod calculator;
+pub mod command;
+pub mod websearch;
+
+use std::str::FromStr;
+use std::sync::Arc;
+
+pub use calculator::Calculate;
+pub use command::{CommandTool, CommandToolConfig, CommandToolConfigError};
+pub use websearch::{ApiKey, Network, WebSearch, WebSearchConfig, WebSearchError};
+
+use crate::tool::Toolbox;
+
+/// A tool the crate brings, switched on by name with `--tools`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum BuiltinTool {
+    Calculate,
+    WebSearch,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("unknown tool `{name}`, expected `calculate` or `websearch`")]
+pub struct UnknownToolError {
+    name: String,
+}
+
+impl FromStr for BuiltinTool {
+    type Err = UnknownToolError;
+
+    /// `calculate` (or `calculator`), `websearch` (or `web-search`), in any case.
+    fn from_str(name: &str) -> Result<BuiltinTool, UnknownToolError> {
+        match name.trim().to_ascii_lowercase().as_str() {
+            "calculate" | "calculator" => Ok(BuiltinTool::Calculate),
+            "websearch" | "web-search" | "web_search" => Ok(BuiltinTool::WebSearch),
+            _ => Err(UnknownToolError {
+                name: name.to_owned(),
+            }),
+        }
+    }
+}
+
+/// Which extra tools a run has, and how they reach their services.
+#[derive(Debug, Clone, Default)]
+pub struct ToolsConfig {
+    /// Built-in tools, in the order the prompt lists them.
+    pub builtin: Vec<BuiltinTool>,
+    /// `--tool NAME=COMMAND` tools, listed after the built-in ones.
+    pub commands: Vec<CommandToolConfig>,
+    /// Used when [`BuiltinTool::WebSearch`] is on.
+    pub websearch: WebSearchConfig,
+}
+
+/// Why the configured tools cannot be opened.
+#[derive(Debug, thiserror::Error)]
+pub enum ToolsConfigError {
+    #[error("cannot open the `WebSearch` tool")]
+    WebSearch(#[from] WebSearchError),
+    #[error("the tool name `{name}` is registered twice")]
+    Duplicate { name: String },
+}
+
+impl ToolsConfig {
+    /// The toolbox these tools make: built-in tools first, then command tools, each name once.
+    pub fn open_toolbox(&self) -> Result<Toolbox, ToolsConfigError> {
+        let mut toolbox = Toolbox::default();
+        let mut register = |tool: Arc<dyn crate::tool::Tool>| {
+            if toolbox.get(tool.name()).is_some() {
+                return Err(ToolsConfigError::Duplicate {
+                    name: tool.name().to_owned(),
+                });
+            }
+            toolbox.register(tool);
+            Ok(())
+        };
+        for builtin in &self.builtin {
+            match builtin {
+                BuiltinTool::Calculate => register(Arc::new(Calculate))?,
+                BuiltinTool::WebSearch => register(Arc::new(WebSearch::new(self.websearch.clone())?))?,
+            }
+        }
+        for command in &self.commands {
+            register(Arc::new(CommandTool::new(command.clone())))?;
+        }
+        Ok(toolbox)
+    }
+}

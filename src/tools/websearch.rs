@@ -1,0 +1,314 @@
+//! `WebSearch`: the `WebSearch[query]` tool — a SerpApi-compatible Google search, retried and cached.
+//!
+//! The observation is the answer box's `answer`, else its `snippet`, else the first organic
+//! result's `snippet`, else `No search result found for {query}.`. The API key goes only into the
+//! request: never into a log, an error message (reqwest errors are stripped of their URL), the cache
+//! or `Debug` output.
+
+use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::time::Duration;
+
+use backon::{ExponentialBuilder, Retryable};
+use futures::future::BoxFuture;
+use serde::{Deserialize, Serialize};
+use serde_json::Value;
+
+use crate::tool::{Tool, ToolError};
+
+/// SerpApi's search endpoint.
+pub const SERPAPI_URL: &str = "https://serpapi.com/search";
+
+const NAME: &str = "WebSearch";
+const EXAMPLES: &str = include_str!("../../fewshot/websearch.txt");
+const CACHE_FORMAT: &str = "react-docstore.websearch.v1";
+
+/// A secret that `Debug` never prints.
+#[derive(Clone, PartialEq, Eq)]
+pub struct ApiKey(String);
+
+impl ApiKey {
+    pub fn new(key: impl Into<String>) -> ApiKey {
+        ApiKey(key.into())
+    }
+
+    fn expose(&self) -> &str {
+        &self.0
+    }
+}
+
+impl std::fmt::Debug for ApiKey {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("ApiKey(<hidden>)")
+    }
+}
+
+/// Whether a cache miss may go to the network.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum Network {
+    #[default]
+    Online,
+    /// Serve from the cache only; a miss is an error.
+    Offline,
+}
+
+/// How the WebSearch tool reaches its service.
+#[derive(Debug, Clone)]
+pub struct WebSearchConfig {
+    /// A SerpApi-compatible endpoint; [`SERPAPI_URL`] by default.
+    pub search_url: String,
+    pub api_key: Option<ApiKey>,
+    /// Where answers are cached (`{cache_dir}/websearch/{hash}.json`); `None`: no cache.
+    pub cache_dir: Option<PathBuf>,
+    pub network: Network,
+    /// Retries after the first attempt, on HTTP 429, 5xx and connection failures.
+    pub max_retries: usize,
+    /// The first retry's delay; each later one doubles it.
+    pub first_retry_delay: Duration,
+    pub timeout: Duration,
+}
+
+impl Default for WebSearchConfig {
+    fn default() -> WebSearchConfig {
+        WebSearchConfig {
+            search_url: SERPAPI_URL.to_owned(),
+            api_key: None,
+            cache_dir: None,
+            network: Network::Online,
+            max_retries: 3,
+            first_retry_delay: Duration::from_secs(1),
+            timeout: Duration::from_secs(30),
+        }
+    }
+}
+
+/// Why a search failed after its retries. Messages never hold the API key.
+#[derive(Debug, thiserror::Error)]
+pub enum WebSearchError {
+    #[error("the web search needs a SerpApi key: set `SERPAPI_API_KEY` or pass `--serpapi-key`")]
+    MissingKey,
+    #[error("cannot build the HTTP client")]
+    Client(#[source] reqwest::Error),
+    #[error("the web search for `{query}` failed")]
+    Request {
+        query: String,
+        #[source]
+        source: reqwest::Error,
+    },
+    #[error("the web search for `{query}` answered HTTP {status}")]
+    Status { query: String, status: u16 },
+    #[error("the web search for `{query}` answered with a body that is not SerpApi JSON")]
+    Body {
+        query: String,
+        #[source]
+        source: serde_json::Error,
+    },
+    #[error("the web search for `{query}` is not cached and the network is off (`--offline`)")]
+    OfflineMiss { query: String },
+    #[error("cannot write the web-search cache file `{}`", path.display())]
+    CacheWrite {
+        path: PathBuf,
+        #[source]
+        source: std::io::Error,
+    },
+}
+
+impl WebSearchError {
+    fn is_retryable(&self) -> bool {
+        match self {
+            WebSearchError::Request { source, .. } => source.is_connect() || source.is_timeout(),
+            WebSearchError::Status { status, .. } => *status == 429 || *status >= 500,
+            _ => false,
+        }
+    }
+}
+
+/// `WebSearch[query]`.
+#[derive(Debug)]
+pub struct WebSearch {
+    config: WebSearchConfig,
+    client: reqwest::Client,
+}
+
+/// One cached answer. The key is never part of it.
+#[derive(Debug, Serialize, Deserialize)]
+struct CacheEntry {
+    format: String,
+    query: String,
+    observation: String,
+}
+
+impl WebSearch {
+    pub fn new(config: WebSearchConfig) -> Result<WebSearch, WebSearchError> {
+        if config.api_key.is_none() && config.search_url == SERPAPI_URL {
+            return Err(WebSearchError::MissingKey);
+        }
+        let client = reqwest::Client::builder()
+            .user_agent(concat!(
+                "react-docstore/",
+                env!("CARGO_PKG_VERSION"),
+                " (https://github.com/react-docstore)"
+            ))
+            .timeout(config.timeout)
+            .build()
+            .map_err(|source| WebSearchError::Client(source.without_url()))?;
+        Ok(WebSearch { config, client })
+    }
+
+    /// The observation for `query`: from the cache, else from the service (then cached).
+    pub async fn search(&self, query: &str) -> Result<String, WebSearchError> {
+        let query = query.trim();
+        let cache_path = self.cache_path(query);
+        if let Some(observation) = cache_path.as_deref().and_then(|path| read_cache(path, query)) {
+            return Ok(observation);
+        }
+        if self.config.network == Network::Offline {
+            return Err(WebSearchError::OfflineMiss {
+                query: query.to_owned(),
+            });
+        }
+        let body = (|| self.fetch(query))
+            .retry(
+                ExponentialBuilder::default()
+                    .with_min_delay(self.config.first_retry_delay)
+                    .with_max_times(self.config.max_retries)
+                    .with_jitter(),
+            )
+            .when(WebSearchError::is_retryable)
+            .notify(|error, delay| {
+                tracing::warn!("{error}; retrying in {delay:?}");
+            })
+            .await?;
+        let observation = observation(query, &body);
+        if let Some(path) = cache_path {
+            write_cache(&path, query, &observation)?;
+        }
+        Ok(observation)
+    }
+
+    async fn fetch(&self, query: &str) -> Result<Value, WebSearchError> {
+        let request_error = |source: reqwest::Error| WebSearchError::Request {
+            query: query.to_owned(),
+            source: source.without_url(),
+        };
+        let mut params = vec![
+            ("engine", "google"),
+            ("q", query),
+            ("google_domain", "google.com"),
+            ("gl", "us"),
+            ("hl", "en"),
+        ];
+        if let Some(key) = &self.config.api_key {
+            params.push(("api_key", key.expose()));
+        }
+        tracing::debug!(query, url = %self.config.search_url, "web search");
+        let response = self
+            .client
+            .get(&self.config.search_url)
+            .query(&params)
+            .send()
+            .await
+            .map_err(request_error)?;
+        let status = response.status();
+        if !status.is_success() {
+            return Err(WebSearchError::Status {
+                query: query.to_owned(),
+                status: status.as_u16(),
+            });
+        }
+        let text = response.text().await.map_err(request_error)?;
+        serde_json::from_str(&text).map_err(|source| WebSearchError::Body {
+            query: query.to_owned(),
+            source,
+        })
+    }
+
+    fn cache_path(&self, query: &str) -> Option<PathBuf> {
+        let dir = self.config.cache_dir.as_ref()?;
+        let key = format!("{}\n{}", self.config.search_url, query);
+        Some(
+            dir.join("websearch")
+                .join(format!("{:016x}.json", fnv1a(key.as_bytes()))),
+        )
+    }
+}
+
+impl Tool for WebSearch {
+    fn name(&self) -> &str {
+        NAME
+    }
+
+    fn description(&self) -> &str {
+        "WebSearch[query], which searches the web with Google and returns the answer box or the first result's snippet. Useful for current events and facts that change."
+    }
+
+    fn examples(&self) -> Option<&str> {
+        Some(EXAMPLES)
+    }
+
+    fn call<'a>(&'a self, argument: &'a str) -> BoxFuture<'a, Result<String, ToolError>> {
+        Box::pin(async move {
+            self.search(argument).await.map_err(|error| ToolError {
+                tool: NAME.to_owned(),
+                source: Box::new(error),
+            })
+        })
+    }
+}
+
+/// What the model reads from a SerpApi response.
+pub fn observation(query: &str, body: &Value) -> String {
+    let answer_box = match &body["answer_box"] {
+        Value::Array(boxes) => boxes.first().unwrap_or(&Value::Null),
+        other => other,
+    };
+    let organic_snippet = body["organic_results"]
+        .as_array()
+        .and_then(|results| results.first())
+        .map_or(&Value::Null, |first| &first["snippet"]);
+    [&answer_box["answer"], &answer_box["snippet"], organic_snippet]
+        .into_iter()
+        .filter_map(|value| match value {
+            Value::String(text) => Some(text.trim().to_owned()),
+            Value::Number(number) => Some(number.to_string()),
+            _ => None,
+        })
+        .find(|text| !text.is_empty())
+        .unwrap_or_else(|| format!("No search result found for {query}."))
+}
+
+fn read_cache(path: &Path, query: &str) -> Option<String> {
+    let text = std::fs::read_to_string(path).ok()?;
+    let entry: CacheEntry = serde_json::from_str(&text).ok()?;
+    // A hash collision or a stale format is a miss, not a wrong answer.
+    (entry.format == CACHE_FORMAT && entry.query == query).then_some(entry.observation)
+}
+
+/// Writes the entry atomically: a crash never leaves a torn cache file.
+fn write_cache(path: &Path, query: &str, observation: &str) -> Result<(), WebSearchError> {
+    let write_error = |source| WebSearchError::CacheWrite {
+        path: path.to_owned(),
+        source,
+    };
+    let entry = CacheEntry {
+        format: CACHE_FORMAT.to_owned(),
+        query: query.to_owned(),
+        observation: observation.to_owned(),
+    };
+    let text = serde_json::to_string_pretty(&entry).expect("a cache entry always serializes");
+    if let Some(dir) = path.parent() {
+        std::fs::create_dir_all(dir).map_err(write_error)?;
+    }
+    static N_WRITES: AtomicUsize = AtomicUsize::new(0);
+    let n_write = N_WRITES.fetch_add(1, Ordering::Relaxed);
+    let tmp = path.with_extension(format!("json.tmp{}-{n_write}", std::process::id()));
+    std::fs::write(&tmp, text).map_err(write_error)?;
+    std::fs::rename(&tmp, path).map_err(write_error)
+}
+
+/// 64-bit FNV-1a: a stable file name for a query, the same on every platform and release.
+fn fnv1a(bytes: &[u8]) -> u64 {
+    bytes.iter().fold(0xcbf2_9ce4_8422_2325, |hash, byte| {
+        (hash ^ u64::from(*byte)).wrapping_mul(0x0000_0100_0000_01b3)
+    })
+}

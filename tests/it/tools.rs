@@ -1,0 +1,579 @@
+//! Extra tools: the calculator table, WebSearch against recorded SerpApi bodies, `--tool` commands,
+//! and a replayed run that uses Calculate and WebSearch.
+
+use std::fmt::Write as _;
+use std::sync::Arc;
+use std::time::Duration;
+
+use futures::future::BoxFuture;
+use react_docstore::docstore::{Docstore, DocstoreError};
+use react_docstore::environment::{Environment, Workbench};
+use react_docstore::replay::replay_run;
+use react_docstore::run::Run;
+use react_docstore::tool::Toolbox;
+use react_docstore::tools::calculator::{self, MAX_EXPRESSION_CHARS};
+use react_docstore::tools::{
+    ApiKey, BuiltinTool, CommandTool, CommandToolConfig, Network, ToolsConfig, WebSearch, WebSearchConfig,
+};
+use react_docstore::trace::TracePrinter;
+use react_docstore::{ActionGrammar, Profile};
+use wiremock::matchers::{method, path, query_param};
+use wiremock::{Mock, MockServer, ResponseTemplate};
+
+const TEST_KEY: &str = "test-serpapi-key-0123456789";
+
+#[test]
+fn calculator_table() {
+    let deep = format!("{}1{}", "(".repeat(70), ")".repeat(70));
+    let long = format!("1{}", "+1".repeat(MAX_EXPRESSION_CHARS / 2));
+    let inputs: Vec<&str> = vec![
+        // Recorded model inputs (langchain-mini traces).
+        "(75 F - 32) * 5/9",
+        "((75-32) * 5/9)",
+        "floor(year/5)",
+        "floor(2023/5)",
+        "sqrt(51)",
+        "(cos(2)+3!)*(-sqrt(2)*3)",
+        "asin(0.5)^3",
+        // The issue's examples.
+        "25^(1/2)",
+        "2023/5",
+        "ceil(404.6)",
+        // Numbers.
+        "42",
+        "-0",
+        "3.25",
+        ".5",
+        "7.",
+        "1e3",
+        "2.5E-3",
+        "6.02e23",
+        "1e-7",
+        "0.1 + 0.2",
+        "1/3",
+        "2^100",
+        // Precedence and associativity.
+        "2 + 3 * 4",
+        "(2 + 3) * 4",
+        "10 - 4 - 3",
+        "100 / 10 / 5",
+        "2^3^2",
+        "(2^3)^2",
+        "-2^2",
+        "(-2)^2",
+        "2^-1",
+        "--3",
+        "+4",
+        "3 - -2",
+        "7 % 3",
+        "-7 % 3",
+        "7.5 % 2",
+        "2 * 3!",
+        "3!!",
+        "0!",
+        // Functions and constants.
+        "sqrt(16)",
+        "abs(-3.5)",
+        "ceil(-1.5)",
+        "floor(-1.5)",
+        "round(2.5)",
+        "round(-2.5)",
+        "round(3.14159, 2)",
+        "exp(1)",
+        "ln(e)",
+        "log(100)",
+        "log(8, 2)",
+        "log10(1000)",
+        "sin(pi/2)",
+        "cos(0)",
+        "tan(pi/4)",
+        "asin(1)",
+        "acos(1)",
+        "atan(1) * 4",
+        "min(3, 1, 2)",
+        "max(3, 1, 2)",
+        "PI",
+        "e",
+        "Sqrt(9)",
+        // Model spellings.
+        "2**10",
+        "6 × 7",
+        "84 ÷ 2",
+        "5 − 3",
+        "2π",
+        "2 * π",
+        "1,000 + 1",
+        "1,234,567 / 1,000",
+        "max(1,2)",
+        "\"(1+2)*3\"",
+        "`2 + 2`",
+        // Errors, with positions.
+        "",
+        "   ",
+        "2 +",
+        "(1 + 2",
+        "1 + 2)",
+        "1 / 0",
+        "5 % 0",
+        "sqrt(-1)",
+        "ln(0)",
+        "log(10, 1)",
+        "acos(2)",
+        "(-8)^(1/3)",
+        "0^-1",
+        "2.5!",
+        "(-1)!",
+        "sqrt 4",
+        "sqrt()",
+        "sqrt(1, 2)",
+        "min()",
+        "round(1.5, 0.5)",
+        "2 2",
+        "1.2.3",
+        "3 != 4",
+        "x = 2 + 3",
+        "2 + 3 =",
+        "2(3)",
+        // Limits.
+        "9^9^9^9",
+        "171!",
+        "1e308 * 10",
+        "1e400",
+        &deep,
+        &long,
+        // Model-style inputs with units or words.
+        "75 F",
+        "134 °F - 32",
+        "$1,500 + $20,000",
+        "20% of 50",
+        "five times three",
+        "the population of Paris / 2",
+        "2023 - 1889 years",
+        "10 km / 2 h",
+    ];
+    let mut table = String::new();
+    for input in &inputs {
+        let shown = if input.len() > 60 {
+            format!("{}... ({} chars)", &input[..40], input.chars().count())
+        } else {
+            (*input).to_owned()
+        };
+        writeln!(table, "{shown:?}\n    => {}", calculator::observation(input)).unwrap();
+    }
+    assert!(inputs.len() >= 60);
+    crate::assert_snapshot!(table);
+}
+
+#[track_caller]
+fn check_value(expression: &str, expected: &str) {
+    assert_eq!(calculator::observation(expression), expected, "{expression}");
+}
+
+#[test]
+fn calculator_values_people_expect() {
+    check_value("((75-32) * 5/9)", "23.88888888888889");
+    check_value("25^(1/2)", "5");
+    check_value("2023/5", "404.6");
+    check_value("ceil(404.6)", "405");
+    check_value("floor(2023/5)", "404");
+    check_value("1e-5", "1e-05");
+    check_value("1e16", "1e+16");
+    check_value("-0", "0");
+}
+
+#[test]
+fn calculator_limits_return_quickly() {
+    let started = std::time::Instant::now();
+    for input in ["9^9^9^9", "170!!", &"(".repeat(10_000), &"-".repeat(900)] {
+        let observation = calculator::observation(input);
+        assert!(
+            observation.starts_with("Please reformulate"),
+            "{input}: {observation}"
+        );
+    }
+    assert!(started.elapsed() < Duration::from_secs(1));
+}
+
+/// Every `Calculate[...]` in the bundled few-shot examples is followed by the observation the
+/// calculator really gives: the examples never teach the model a wrong answer.
+#[test]
+fn calculate_examples_show_real_observations() {
+    let examples = include_str!("../../fewshot/calculate.txt");
+    let lines: Vec<&str> = examples.lines().collect();
+    let mut n_checked = 0;
+    for (idx, line) in lines.iter().enumerate() {
+        let Some((_, action)) = line.split_once(": Calculate[") else {
+            continue;
+        };
+        let expression = action.strip_suffix(']').unwrap();
+        let (_, shown) = lines[idx + 1].split_once(": ").unwrap();
+        assert_eq!(shown, calculator::observation(expression), "{line}");
+        n_checked += 1;
+    }
+    assert_eq!(n_checked, 3);
+}
+
+fn serpapi_body(name: &str) -> String {
+    std::fs::read_to_string(crate::fixture(&format!("serpapi/{name}"))).unwrap()
+}
+
+async fn serpapi_server(query: &str, status: u16, body: String) -> MockServer {
+    let server = MockServer::start().await;
+    Mock::given(method("GET"))
+        .and(path("/search"))
+        .and(query_param("q", query))
+        .and(query_param("engine", "google"))
+        .and(query_param("api_key", TEST_KEY))
+        .respond_with(ResponseTemplate::new(status).set_body_string(body))
+        .mount(&server)
+        .await;
+    server
+}
+
+fn websearch_config(server: &MockServer) -> WebSearchConfig {
+    WebSearchConfig {
+        search_url: format!("{}/search", server.uri()),
+        api_key: Some(ApiKey::new(TEST_KEY)),
+        first_retry_delay: Duration::from_millis(1),
+        ..WebSearchConfig::default()
+    }
+}
+
+#[track_caller]
+fn check_websearch(query: &str, fixture: &str, expected: &str) {
+    let runtime = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .unwrap();
+    let observation = runtime.block_on(async {
+        let server = serpapi_server(query, 200, serpapi_body(fixture)).await;
+        let websearch = WebSearch::new(websearch_config(&server)).unwrap();
+        websearch.search(query).await.unwrap()
+    });
+    assert_eq!(observation, expected);
+}
+
+#[test]
+fn websearch_observations() {
+    // Recorded: an answer box with `answer`.
+    check_websearch(
+        "Who is the president of Spain?",
+        "serpapi_president_spain.json",
+        "Pedro Sánchez",
+    );
+    // Recorded: no answer box, so the first organic result's snippet.
+    check_websearch(
+        "What is the current year?",
+        "serpapi_current_year.json",
+        "The current year is 2023 and today's date (according to the Gregorian calendar) is Tuesday, July 25, 2023. If you encounter AD or CE in front of, ...",
+    );
+    // Hand-made: an answer box with only a snippet.
+    check_websearch(
+        "boiling point of water",
+        "answer_box_snippet.json",
+        "The boiling point of water is 100 °C (212 °F) at sea level.",
+    );
+    // Hand-made: neither an answer box nor organic results.
+    check_websearch(
+        "qwzxv plorfinth",
+        "no_results.json",
+        "No search result found for qwzxv plorfinth.",
+    );
+}
+
+#[tokio::test]
+async fn websearch_retries_then_caches_without_the_key() {
+    let server = MockServer::start().await;
+    Mock::given(method("GET"))
+        .and(path("/search"))
+        .respond_with(ResponseTemplate::new(503))
+        .up_to_n_times(2)
+        .expect(2)
+        .mount(&server)
+        .await;
+    Mock::given(method("GET"))
+        .and(path("/search"))
+        .respond_with(
+            ResponseTemplate::new(200).set_body_string(serpapi_body("serpapi_president_spain.json")),
+        )
+        .expect(1)
+        .mount(&server)
+        .await;
+    let cache = tempfile::tempdir().unwrap();
+    let config = WebSearchConfig {
+        cache_dir: Some(cache.path().to_owned()),
+        ..websearch_config(&server)
+    };
+    let websearch = WebSearch::new(config.clone()).unwrap();
+    assert_eq!(
+        websearch.search("president of Spain").await.unwrap(),
+        "Pedro Sánchez"
+    );
+    // The second search is served from the cache: the server saw three requests in all.
+    assert_eq!(
+        websearch.search("president of Spain").await.unwrap(),
+        "Pedro Sánchez"
+    );
+    let offline = WebSearch::new(WebSearchConfig {
+        network: Network::Offline,
+        ..config
+    })
+    .unwrap();
+    assert_eq!(
+        offline.search("president of Spain").await.unwrap(),
+        "Pedro Sánchez"
+    );
+    let miss = offline.search("something else").await.unwrap_err();
+    assert_eq!(
+        miss.to_string(),
+        "the web search for `something else` is not cached and the network is off (`--offline`)"
+    );
+
+    let files: Vec<_> = walk(cache.path());
+    assert_eq!(files.len(), 1, "{files:?}");
+    let cached = std::fs::read_to_string(&files[0]).unwrap();
+    assert!(cached.contains("Pedro Sánchez"));
+    assert!(!cached.contains(TEST_KEY));
+    assert!(!format!("{websearch:?}").contains(TEST_KEY));
+}
+
+#[tokio::test]
+async fn websearch_errors_never_show_the_key() {
+    let server = MockServer::start().await;
+    Mock::given(method("GET"))
+        .respond_with(ResponseTemplate::new(401).set_body_string(r#"{"error": "Invalid API key."}"#))
+        .mount(&server)
+        .await;
+    let websearch = WebSearch::new(websearch_config(&server)).unwrap();
+    let error = websearch.search("anything").await.unwrap_err();
+    assert_eq!(
+        error_chain(&error),
+        "the web search for `anything` answered HTTP 401"
+    );
+
+    // Nothing listens here: a connection error, retried, then reported without its URL.
+    let closed = WebSearchConfig {
+        search_url: "http://127.0.0.1:9/search".to_owned(),
+        max_retries: 1,
+        ..websearch_config(&server)
+    };
+    let error = WebSearch::new(closed)
+        .unwrap()
+        .search("anything")
+        .await
+        .unwrap_err();
+    let chain = error_chain(&error);
+    assert!(
+        chain.starts_with("the web search for `anything` failed: "),
+        "{chain}"
+    );
+    assert!(!chain.contains(TEST_KEY), "{chain}");
+    assert!(!chain.contains("127.0.0.1"), "{chain}");
+
+    let no_key = WebSearch::new(WebSearchConfig::default()).unwrap_err();
+    assert_eq!(
+        no_key.to_string(),
+        "the web search needs a SerpApi key: set `SERPAPI_API_KEY` or pass `--serpapi-key`"
+    );
+}
+
+fn error_chain(error: &(dyn std::error::Error + 'static)) -> String {
+    let mut chain = error.to_string();
+    let mut source = error.source();
+    while let Some(cause) = source {
+        write!(chain, ": {cause}").unwrap();
+        source = cause.source();
+    }
+    chain
+}
+
+fn walk(dir: &std::path::Path) -> Vec<std::path::PathBuf> {
+    let mut files = Vec::new();
+    for entry in std::fs::read_dir(dir).unwrap() {
+        let path = entry.unwrap().path();
+        if path.is_dir() {
+            files.extend(walk(&path));
+        } else {
+            files.push(path);
+        }
+    }
+    files
+}
+
+#[track_caller]
+fn check_command(command: &str, argument: &str, expected: &str) {
+    let config = CommandToolConfig {
+        timeout: Duration::from_millis(1500),
+        max_output_bytes: 64,
+        ..CommandToolConfig::parse(&format!("Shell={command}")).unwrap()
+    };
+    let tool = CommandTool::new(config);
+    let runtime = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .unwrap();
+    let started = std::time::Instant::now();
+    let observation = runtime.block_on(tool.run(argument)).unwrap();
+    assert_eq!(observation, expected, "{command}");
+    assert!(
+        started.elapsed() < Duration::from_secs(5),
+        "{command} took too long"
+    );
+}
+
+#[test]
+fn command_tools() {
+    let script = crate::fixture("tools/shout.sh");
+    let shout = format!("sh {}", script.display());
+    check_command(&shout, "hello world", "HELLO WORLD");
+    check_command(
+        &shout,
+        "fail",
+        "Shell failed (exit status 3): shout: cannot shout `fail`",
+    );
+    check_command(&shout, "sleep", "Shell did not finish within 1.5 seconds.");
+    check_command(
+        &shout,
+        "flood",
+        "yyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyy [output cut at 64 bytes]",
+    );
+    check_command("true", "x", "Shell returned no output.");
+    check_command(
+        "exit 1",
+        "x",
+        "Shell failed (exit status 1): no message on stderr",
+    );
+    check_command("wc -c", "abc", "4");
+}
+
+#[track_caller]
+fn check_definition(definition: &str, expected: &str) {
+    let shown = match CommandToolConfig::parse(definition) {
+        Ok(config) => format!("{} runs `{}`", config.name, config.command),
+        Err(error) => error.to_string(),
+    };
+    assert_eq!(shown, expected);
+}
+
+#[test]
+fn command_tool_definitions() {
+    check_definition("Upper=tr a-z A-Z", "Upper runs `tr a-z A-Z`");
+    check_definition("Add = bc -l", "Add runs `bc -l`");
+    check_definition(
+        "Weather=curl -s 'wttr.in/?q=a=b'",
+        "Weather runs `curl -s 'wttr.in/?q=a=b'`",
+    );
+    check_definition(
+        "tr a-z A-Z",
+        "`--tool tr a-z A-Z`: expected `NAME=COMMAND`, e.g. `--tool 'Weather=curl -s wttr.in/$(cat)?format=3'`",
+    );
+    check_definition(
+        "my tool=cat",
+        "`--tool my tool=cat`: the name `my tool` must start with a letter and hold only letters, digits and `_`",
+    );
+    check_definition("search=cat", "`--tool search=cat`: `search` is a built-in action");
+    check_definition("Echo=", "`--tool Echo=`: the command is empty");
+}
+
+#[test]
+fn tools_config_builds_the_toolbox() {
+    let config = ToolsConfig {
+        builtin: vec![BuiltinTool::Calculate, "WebSearch".parse().unwrap()],
+        commands: vec![CommandToolConfig::parse("Upper=tr a-z A-Z").unwrap()],
+        websearch: WebSearchConfig {
+            api_key: Some(ApiKey::new(TEST_KEY)),
+            ..WebSearchConfig::default()
+        },
+    };
+    let toolbox = config.open_toolbox().unwrap();
+    assert_eq!(
+        toolbox.names().collect::<Vec<_>>(),
+        ["Calculate", "WebSearch", "Upper"]
+    );
+    assert!(!format!("{toolbox:?} {config:?}").contains(TEST_KEY));
+    let unknown = "wolfram".parse::<BuiltinTool>().unwrap_err();
+    assert_eq!(
+        unknown.to_string(),
+        "unknown tool `wolfram`, expected `calculate` or `websearch`"
+    );
+    let twice = ToolsConfig {
+        commands: vec![CommandToolConfig::parse("calculate=bc").unwrap()],
+        ..config
+    };
+    assert_eq!(
+        twice.open_toolbox().unwrap_err().to_string(),
+        "the tool name `calculate` is registered twice"
+    );
+}
+
+/// Search and Lookup have nowhere to go in these tests.
+struct NoDocstore;
+
+impl Docstore for NoDocstore {
+    fn search<'a>(&'a mut self, entity: &'a str) -> BoxFuture<'a, Result<String, DocstoreError>> {
+        Box::pin(async move {
+            Err(DocstoreError::NotConfigured {
+                action: format!("Search[{entity}]"),
+            })
+        })
+    }
+
+    fn lookup(&mut self, keyword: &str) -> String {
+        format!("No results for {keyword}.")
+    }
+}
+
+/// The recorded run replays to the same trajectory from its recorded observations, and from the
+/// live tools (the calculator, and WebSearch against the recorded SerpApi body).
+#[tokio::test]
+async fn replayed_run_uses_calculate_and_websearch() {
+    let recorded = Run::read(&crate::fixture("runs/tools/how-many-five-years.json")).unwrap();
+    assert_eq!(recorded.tools, ["Calculate", "WebSearch"]);
+    let episode = replay_run(&recorded, None, None, &|_, _| None, &mut TracePrinter::silent()).await;
+    assert_eq!(episode.run.answer.as_deref(), Some("404"));
+    assert_eq!(episode.run.steps, recorded.steps);
+    crate::assert_snapshot!(episode.trajectory());
+
+    let server = serpapi_server("current year", 200, serpapi_body("serpapi_current_year.json")).await;
+    let toolbox = ToolsConfig {
+        builtin: vec![BuiltinTool::Calculate, BuiltinTool::WebSearch],
+        commands: Vec::new(),
+        websearch: websearch_config(&server),
+    }
+    .open_toolbox()
+    .unwrap();
+    let mut unrecorded = recorded.clone();
+    for step in &mut unrecorded.steps {
+        step.observation = None;
+    }
+    let live = |_: &Run, grammar: &ActionGrammar| -> Option<Box<dyn Environment>> {
+        Some(Box::new(Workbench::new(
+            Box::new(NoDocstore),
+            toolbox.clone(),
+            grammar.clone(),
+        )))
+    };
+    let live_episode = replay_run(&unrecorded, None, None, &live, &mut TracePrinter::silent()).await;
+    assert_eq!(live_episode.trajectory(), episode.trajectory());
+    assert_eq!(live_episode.run.steps, recorded.steps);
+}
+
+/// A tool the model has not been given is an invalid action, with the valid ones listed.
+#[tokio::test]
+async fn unregistered_tool_is_an_invalid_action() {
+    let grammar = ActionGrammar::new(Profile::Default, ["Calculate".to_owned()]);
+    let mut toolbox = Toolbox::default();
+    toolbox.register(Arc::new(react_docstore::tools::Calculate));
+    let mut workbench = Workbench::new(Box::new(NoDocstore), toolbox, grammar.clone());
+    let observe = |text: &str| {
+        let parsed = grammar.parse(text);
+        (parsed, text.to_owned())
+    };
+    let (parsed, written) = observe("calculate[6 * 7]");
+    assert_eq!(workbench.observe(1, &parsed, &written).await.unwrap(), "42");
+    let (parsed, written) = observe("WebSearch[current year]");
+    assert_eq!(
+        workbench.observe(2, &parsed, &written).await.unwrap(),
+        "Invalid action: WebSearch[current year]. Valid actions are Search[...], Lookup[...], Finish[...], Calculate[...]"
+    );
+}
