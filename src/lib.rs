@@ -20,6 +20,8 @@ pub mod environment;
 pub mod tool;
 
 pub mod agent;
+pub mod ask;
+pub mod chat;
 pub mod trace;
 
 pub mod run;
