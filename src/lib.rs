@@ -21,6 +21,8 @@ pub mod tool;
 pub mod tools;
 
 pub mod agent;
+pub mod ask;
+pub mod chat;
 pub mod trace;
 
 pub mod run;

@@ -1,11 +1,20 @@
 //! The `react-docstore` binary: parses the command line and hands over to the library.
 
+use std::io::IsTerminal;
 use std::path::PathBuf;
 use std::process::ExitCode;
+use std::sync::Arc;
+use std::time::Duration;
 
 use clap::{Args, Parser, Subcommand};
 
 use react_docstore::Profile;
+use react_docstore::ask::{self, AgentConfig, AskConfig, AskOutput, Outcome};
+use react_docstore::chat::{self, ChatConfig, Interaction};
+use react_docstore::docstore::{Docstore, DocstoreError, DocstoreSource};
+use react_docstore::fewshot::Fewshot;
+use react_docstore::llm::{Api, ApiKey, ModelSettings, OpenAiClient};
+use react_docstore::prompt::PromptOptions;
 use react_docstore::replay::{self, Output, ReplayConfig};
 use react_docstore::tool::Toolbox;
 use react_docstore::tools::{self, BuiltinTool, CommandToolConfig, Network, ToolsConfig, WebSearchConfig};
@@ -69,6 +78,21 @@ struct ModelArgs {
     /// The API key; optional for local servers. Never printed.
     #[arg(long, env = "OPENAI_API_KEY", hide_env_values = true, value_name = "KEY")]
     api_key: Option<String>,
+    /// `chat` (/chat/completions) or `completions` (/completions, the prompt as text).
+    #[arg(long, env = "REACT_API", default_value = "chat", value_name = "API")]
+    api: Api,
+    /// Sampling temperature.
+    #[arg(long, default_value_t = 0.0, value_name = "T")]
+    temperature: f64,
+    /// The cap on tokens per model call; 0 sends no cap.
+    #[arg(long, default_value_t = react_docstore::llm::openai::DEFAULT_MAX_TOKENS, value_name = "N")]
+    max_tokens: u32,
+    /// An extra request field, e.g. `seed=7` or `reasoning_effort=low` (JSON when it parses). Repeatable.
+    #[arg(long = "llm-option", value_name = "KEY=VALUE")]
+    llm_options: Vec<String>,
+    /// Seconds one model request may take.
+    #[arg(long, default_value_t = 120, value_name = "SECONDS")]
+    llm_timeout: u64,
 }
 
 /// Where Search and Lookup read from.
@@ -125,10 +149,16 @@ struct AskArgs {
     /// Print the run as JSON on stdout.
     #[arg(long)]
     json: bool,
+    /// Write the run file (`react-docstore.run.v1`) here, for `replay`.
+    #[arg(long, value_name = "FILE")]
+    record: Option<PathBuf>,
 }
 
 #[derive(Args)]
 struct ChatArgs {
+    /// The date the prompt states (`Today is {date}.`); default: today (UTC).
+    #[arg(long, value_name = "DATE")]
+    today: Option<String>,
     #[command(flatten)]
     agent: AgentArgs,
     #[command(flatten)]
@@ -205,6 +235,15 @@ struct ScoreArgs {
 
 fn main() -> ExitCode {
     let cli = Cli::parse();
+    // Warnings (a model server being retried) by default; `RUST_LOG=debug` for more.
+    tracing_subscriber::fmt()
+        .with_env_filter(
+            tracing_subscriber::EnvFilter::try_from_default_env()
+                .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("warn")),
+        )
+        .with_writer(std::io::stderr)
+        .without_time()
+        .init();
     let runtime = match tokio::runtime::Runtime::new() {
         Ok(runtime) => runtime,
         Err(error) => return report(&anyhow::Error::new(error).context("cannot start the async runtime")),
@@ -217,8 +256,64 @@ fn main() -> ExitCode {
 
 async fn run(cli: Cli) -> anyhow::Result<ExitCode> {
     match cli.command {
-        Command::Ask(_) => anyhow::bail!("`ask` is not built yet"),
-        Command::Chat(_) => anyhow::bail!("`chat` is not built yet"),
+        Command::Ask(args) => {
+            let llm = open_model(&args.model)?;
+            let docstore = open_docstore(&args.docstore, args.agent.profile)?;
+            let toolbox = open_toolbox(&args.tools, &args.docstore)?;
+            let config = AskConfig {
+                question: args.question,
+                agent: agent_config(&args.agent, PromptOptions::default())?,
+                output: if args.json {
+                    AskOutput::Run
+                } else {
+                    AskOutput::Answer
+                },
+                record: args.record,
+            };
+            let mut stdout = std::io::stdout().lock();
+            let mut trace = TracePrinter::stderr();
+            let run = ask::ask(
+                &config,
+                &llm,
+                docstore.as_ref(),
+                &toolbox,
+                &mut stdout,
+                &mut trace,
+            )
+            .await?;
+            if let Some(error) = &run.error {
+                eprintln!("error: {error}");
+            }
+            Ok(ExitCode::from(Outcome::of(&run).exit_code()))
+        }
+        Command::Chat(args) => {
+            let llm = open_model(&args.model)?;
+            let docstore = open_docstore(&args.docstore, args.agent.profile)?;
+            let toolbox = open_toolbox(&args.tools, &args.docstore)?;
+            let today = args.today.unwrap_or_else(chat::today_utc);
+            let config = ChatConfig {
+                agent: agent_config(&args.agent, PromptOptions { today: Some(today) })?,
+                interaction: if std::io::stdin().is_terminal() {
+                    Interaction::Terminal
+                } else {
+                    Interaction::Piped
+                },
+            };
+            let mut stdin = std::io::stdin().lock();
+            let mut stdout = std::io::stdout().lock();
+            let mut trace = TracePrinter::stderr();
+            let summary = chat::chat(
+                &config,
+                &llm,
+                docstore.as_ref(),
+                &toolbox,
+                &mut stdin,
+                &mut stdout,
+                &mut trace,
+            )
+            .await?;
+            Ok(ExitCode::from(summary.exit_code()))
+        }
         Command::Eval(_) => anyhow::bail!("`eval` is not built yet"),
         Command::Explore(_) => anyhow::bail!("`explore` is not built yet"),
         Command::Score(_) => anyhow::bail!("`score` is not built yet"),
@@ -241,8 +336,67 @@ async fn run(cli: Cli) -> anyhow::Result<ExitCode> {
     }
 }
 
+fn open_model(args: &ModelArgs) -> anyhow::Result<OpenAiClient> {
+    let settings = ModelSettings {
+        model: args.model.clone(),
+        base_url: args.base_url.clone(),
+        api_key: args.api_key.clone().map(ApiKey::new),
+        api: args.api,
+        temperature: Some(args.temperature),
+        max_tokens: Some(args.max_tokens),
+        options: args.llm_options.clone(),
+        timeout: Some(Duration::from_secs(args.llm_timeout)),
+    };
+    Ok(OpenAiClient::from_settings(settings)?)
+}
+
+fn agent_config(args: &AgentArgs, prompt_options: PromptOptions) -> anyhow::Result<AgentConfig> {
+    let fewshot = match &args.fewshot {
+        Some(path) => Fewshot::from_file(path)?,
+        None => Fewshot::hotpotqa(),
+    };
+    Ok(AgentConfig {
+        profile: args.profile,
+        max_steps: args.max_steps,
+        fewshot,
+        prompt_options,
+    })
+}
+
+/// The docstore Search and Lookup read from. Replaced by the Wikipedia docstore at merge.
+fn open_docstore(args: &DocstoreArgs, profile: Profile) -> anyhow::Result<Arc<dyn DocstoreSource>> {
+    let _ = (args, profile);
+    Ok(Arc::new(NotWired))
+}
+
+/// Until the Wikipedia docstore is wired: every Search ends the run with an error saying so, and a
+/// run that needs none (the model finishes at once) still works.
+struct NotWired;
+
+impl DocstoreSource for NotWired {
+    fn open(&self, _context: &[react_docstore::docstore::ContextParagraph]) -> Box<dyn Docstore> {
+        Box::new(NotWired)
+    }
+}
+
+impl Docstore for NotWired {
+    fn search<'a>(
+        &'a mut self,
+        entity: &'a str,
+    ) -> futures::future::BoxFuture<'a, Result<String, DocstoreError>> {
+        Box::pin(async move {
+            Err(DocstoreError::NotConfigured {
+                action: format!("Search[{entity}]; the Wikipedia docstore is not wired yet"),
+            })
+        })
+    }
+
+    fn lookup(&mut self, _keyword: &str) -> String {
+        "There is no page to look up in: the Wikipedia docstore is not wired yet.".to_owned()
+    }
+}
+
 /// The extra tools the command line asks for. WebSearch answers are cached next to the pages.
-#[allow(dead_code)] // called by `ask`, `chat`, `eval` and `explore` as they land
 fn open_toolbox(args: &ToolArgs, docstore: &DocstoreArgs) -> anyhow::Result<Toolbox> {
     let config = ToolsConfig {
         builtin: args.tools.clone(),

@@ -3,8 +3,10 @@
 //! Implementations: [`ReplayLlm`] serves a run file's recorded completions (tests, `replay`);
 //! the OpenAI-compatible HTTP client lives in [`openai`].
 
+pub mod openai;
 mod replay;
 
+pub use openai::{Api, ApiKey, ModelConfigError, ModelSettings, OpenAiClient, OpenAiConfig};
 pub use replay::ReplayLlm;
 
 use futures::future::BoxFuture;
@@ -16,7 +18,8 @@ pub struct LlmRequest<'a> {
     /// Stop sequences. Servers that reject them get the request without; the agent cuts the
     /// completion at them itself either way.
     pub stop: &'a [String],
-    /// The step this call belongs to (1-based), so recordings can be served per step.
+    /// The step this call belongs to (1-based), so recordings can be served per step; 0 for calls
+    /// outside the agent loop (rewriting a chat follow-up).
     pub step: usize,
     pub purpose: CallPurpose,
 }
@@ -28,6 +31,8 @@ pub enum CallPurpose {
     Step,
     /// The second call when the first held no action, continuing after `Action n:`.
     Fallback,
+    /// `chat`: rewriting a follow-up into a standalone question, before the agent runs.
+    RewriteQuestion,
 }
 
 /// What the model wrote, and what it cost when the server says.
@@ -55,4 +60,34 @@ pub trait Llm: Send + Sync {
 pub enum LlmError {
     #[error("the recording has no completion for step {step} (call {call} of that step)")]
     ReplayExhausted { step: usize, call: usize },
+    /// A 4xx the server will answer again the same way (bad key, unknown model, bad parameter).
+    #[error("the model server at `{url}` rejected the request ({status}): {message}")]
+    Rejected {
+        url: String,
+        status: String,
+        message: String,
+    },
+    /// 429 or 5xx after the retry budget.
+    #[error("the model server at `{url}` answered {status} after {attempts} attempts: {message}")]
+    GaveUp {
+        url: String,
+        status: String,
+        attempts: usize,
+        message: String,
+    },
+    #[error("cannot reach the model server at `{url}` (after {attempts} attempts)")]
+    Transport {
+        url: String,
+        attempts: usize,
+        #[source]
+        source: reqwest::Error,
+    },
+    #[error("the model server at `{url}` sent a response that is not an OpenAI completion")]
+    InvalidResponse {
+        url: String,
+        #[source]
+        source: serde_json::Error,
+    },
+    #[error("the model server at `{url}` answered with no choices")]
+    NoChoices { url: String },
 }

@@ -20,4 +20,6 @@ pub fn fixture(path: &str) -> std::path::PathBuf {
         .join("fixtures")
         .join(path)
 }
+mod ask;
+mod llm;
 mod tools;

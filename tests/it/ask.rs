@@ -1,0 +1,360 @@
+//! `ask` and `chat` end to end, offline: a mock OpenAI-compatible server as the model and an
+//! in-test docstore serving fixed observations; `--record` then `replay`; the CLI's output.
+
+use std::io::Write;
+use std::sync::{Arc, Mutex};
+
+use futures::future::BoxFuture;
+use react_docstore::ask::{self, AgentConfig, AskConfig, AskOutput, Outcome};
+use react_docstore::chat::{self, ChatConfig, Interaction};
+use react_docstore::docstore::{ContextParagraph, Docstore, DocstoreError, DocstoreSource};
+use react_docstore::fewshot::Fewshot;
+use react_docstore::llm::Api;
+use react_docstore::prompt::PromptOptions;
+use react_docstore::replay::replay_run;
+use react_docstore::run::Run;
+use react_docstore::tool::Toolbox;
+use react_docstore::trace::{Color, TracePrinter};
+use react_docstore::{Profile, Stopped};
+use serde_json::Value;
+
+use crate::llm::{Sequence, client, model_server};
+
+/// Serves one fixed page for every Search and one sentence for every Lookup.
+struct FixedPages;
+
+struct FixedExplorer;
+
+impl DocstoreSource for FixedPages {
+    fn open(&self, _context: &[ContextParagraph]) -> Box<dyn Docstore> {
+        Box::new(FixedExplorer)
+    }
+}
+
+impl Docstore for FixedExplorer {
+    fn search<'a>(&'a mut self, entity: &'a str) -> BoxFuture<'a, Result<String, DocstoreError>> {
+        let observation = match entity {
+            "Colorado orogeny" => {
+                "The Colorado orogeny was an episode of mountain building (an orogeny) in Colorado and surrounding areas."
+            }
+            "High Plains" => {
+                "The High Plains are a subregion of the Great Plains. From east to west, the High Plains rise in elevation from around 1,800 to 7,000 ft (550 to 2,130 m)."
+            }
+            other => {
+                return Box::pin(async move { Ok(format!("Could not find {other}. No similar pages.")) });
+            }
+        };
+        Box::pin(async move { Ok(observation.to_owned()) })
+    }
+
+    fn lookup(&mut self, _keyword: &str) -> String {
+        "(Result 1 / 1) The eastern sector extends into the High Plains and is called the Central Plains orogeny.".to_owned()
+    }
+}
+
+/// A trace printer writing plain text into a buffer the test reads afterwards.
+#[derive(Clone, Default)]
+struct Captured(Arc<Mutex<Vec<u8>>>);
+
+impl Write for Captured {
+    fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
+        self.0.lock().unwrap().extend_from_slice(buf);
+        Ok(buf.len())
+    }
+
+    fn flush(&mut self) -> std::io::Result<()> {
+        Ok(())
+    }
+}
+
+impl Captured {
+    fn printer(&self) -> TracePrinter {
+        TracePrinter::new(Box::new(self.clone()), Color::Never)
+    }
+
+    fn text(&self) -> String {
+        String::from_utf8(self.0.lock().unwrap().clone()).unwrap()
+    }
+}
+
+fn agent_config(today: Option<&str>) -> AgentConfig {
+    AgentConfig {
+        profile: Profile::Default,
+        max_steps: 7,
+        fewshot: Fewshot::hotpotqa(),
+        prompt_options: PromptOptions {
+            today: today.map(str::to_owned),
+        },
+    }
+}
+
+const QUESTION: &str =
+    "What is the elevation range for the area that the eastern sector of the Colorado orogeny extends into?";
+
+/// What the model writes, step by step: the ReAct paper's first example.
+const COMPLETIONS: [&str; 4] = [
+    "Thought 1: I need to search Colorado orogeny, find the area that the eastern sector of the Colorado orogeny extends into, then find the elevation range of the area.\nAction 1: Search[Colorado orogeny]",
+    " It does not mention the eastern sector. So I need to look up eastern sector.\nAction 2: Lookup[eastern sector]",
+    " The eastern sector of Colorado orogeny extends into the High Plains. So I need to search High Plains and find its elevation range.\nAction 3: Search[High Plains]\nObservation 3: (hallucinated, cut away)",
+    " High Plains rise in elevation from around 1,800 to 7,000 ft, so the answer is 1,800 to 7,000 ft.\nAction 4: Finish[1,800 to 7,000 ft]",
+];
+
+#[tokio::test]
+async fn ask_reaches_finish_records_and_replays_identically() {
+    let server = model_server("chat/completions", Sequence::chat(&COMPLETIONS)).await;
+    let llm = client(&server, Api::Chat);
+    let dir = tempfile::tempdir().unwrap();
+    let record = dir.path().join("run.json");
+    let config = AskConfig {
+        question: QUESTION.to_owned(),
+        agent: agent_config(None),
+        output: AskOutput::Answer,
+        record: Some(record.clone()),
+    };
+    let trace = Captured::default();
+    let mut stdout = Vec::new();
+    let run = ask::ask(
+        &config,
+        &llm,
+        &FixedPages,
+        &Toolbox::default(),
+        &mut stdout,
+        &mut trace.printer(),
+    )
+    .await
+    .unwrap();
+
+    assert_eq!(String::from_utf8(stdout).unwrap(), "1,800 to 7,000 ft\n");
+    assert_eq!(run.stopped, Some(Stopped::Finish));
+    assert_eq!(Outcome::of(&run), Outcome::Answered);
+    assert_eq!(run.model.as_deref(), Some("gpt-4"));
+    assert_eq!(
+        (
+            run.usage.llm_calls,
+            run.usage.prompt_tokens,
+            run.usage.completion_tokens
+        ),
+        (4, 4 * 229, 4 * 35),
+        "usage read from the recorded bodies"
+    );
+    crate::assert_snapshot!("ask_trace", trace.text());
+
+    // The prompt the model saw at step 2 carries step 1, and the stop sequence of step 2.
+    let requests = server.received_requests().await.unwrap();
+    let second: Value = requests[1].body_json().unwrap();
+    let user = second["messages"][1]["content"].as_str().unwrap();
+    assert!(user.ends_with(&format!(
+        "Question: {QUESTION}\nThought 1: I need to search Colorado orogeny, find the area that the eastern sector of the Colorado orogeny extends into, then find the elevation range of the area.\nAction 1: Search[Colorado orogeny]\nObservation 1: The Colorado orogeny was an episode of mountain building (an orogeny) in Colorado and surrounding areas.\nThought 2:"
+    )));
+    assert_eq!(second["stop"], serde_json::json!(["\nObservation 2:"]));
+
+    let recorded = Run::read(&record).unwrap();
+    assert_eq!(recorded, run);
+    let replayed = replay_run(&recorded, None, None, &|_, _| None, &mut TracePrinter::silent()).await;
+    assert_eq!(replayed.run.answer, run.answer);
+    assert_eq!(replayed.run.steps, run.steps);
+    assert_eq!(replayed.run.stopped, run.stopped);
+}
+
+#[tokio::test]
+async fn ask_json_prints_the_run_and_a_failing_model_ends_it_with_the_error() {
+    let server = model_server(
+        "chat/completions",
+        wiremock::ResponseTemplate::new(500)
+            .set_body_json(serde_json::json!({"error": {"message": "The server had an error while processing your request. Sorry about that!"}})),
+    )
+    .await;
+    let llm = client(&server, Api::Chat);
+    let config = AskConfig {
+        question: QUESTION.to_owned(),
+        agent: agent_config(None),
+        output: AskOutput::Run,
+        record: None,
+    };
+    let mut stdout = Vec::new();
+    let run = ask::ask(
+        &config,
+        &llm,
+        &FixedPages,
+        &Toolbox::default(),
+        &mut stdout,
+        &mut TracePrinter::silent(),
+    )
+    .await
+    .unwrap();
+    assert_eq!(Outcome::of(&run), Outcome::Failed);
+    assert_eq!(Outcome::of(&run).exit_code(), 2);
+    let printed: Run = serde_json::from_slice(&stdout).unwrap();
+    assert_eq!(printed, run);
+    let error = run.error.unwrap().replace(&server.uri(), "[SERVER]");
+    assert_eq!(
+        error,
+        "the model server at `[SERVER]/v1/chat/completions` answered 500 Internal Server Error after 3 attempts: The server had an error while processing your request. Sorry about that!"
+    );
+}
+
+#[tokio::test]
+async fn chat_rewrites_the_follow_up_with_the_history() {
+    let server = model_server(
+        "chat/completions",
+        Sequence::chat(&[
+            "Thought 1: The current president of Poland is Andrzej Duda.\nAction 1: Finish[Andrzej Duda]",
+            " Who is the wife of Andrzej Duda, the current president of Poland?",
+            "Thought 1: I need to search Andrzej Duda and find his wife.\nAction 1: Search[Andrzej Duda]",
+            " The page does not say; his wife is Agata Kornhauser-Duda.\nAction 2: Finish[Agata Kornhauser-Duda]",
+        ]),
+    )
+    .await;
+    let llm = client(&server, Api::Chat);
+    let config = ChatConfig {
+        agent: agent_config(Some("2023-11-22")),
+        interaction: Interaction::Piped,
+    };
+    let mut input = "Name of the current president of Poland\n\nWhat is the name of the wife of the president of Poland?\n".as_bytes();
+    let trace = Captured::default();
+    let mut stdout = Vec::new();
+    let summary = chat::chat(
+        &config,
+        &llm,
+        &FixedPages,
+        &Toolbox::default(),
+        &mut input,
+        &mut stdout,
+        &mut trace.printer(),
+    )
+    .await
+    .unwrap();
+
+    assert_eq!(
+        String::from_utf8(stdout).unwrap(),
+        "Andrzej Duda\nAgata Kornhauser-Duda\n"
+    );
+    assert_eq!(summary.n_questions, 2);
+    assert_eq!(summary.exit_code(), 0);
+    assert_eq!(
+        summary.conversation.turns[1].question,
+        "Who is the wife of Andrzej Duda, the current president of Poland?"
+    );
+    crate::assert_snapshot!("chat_trace", trace.text());
+
+    let requests = server.received_requests().await.unwrap();
+    let first: Value = requests[0].body_json().unwrap();
+    assert!(
+        first["messages"][1]["content"]
+            .as_str()
+            .unwrap()
+            .contains("finishes the task.\nToday is 2023-11-22.\nHere are some examples.\n")
+    );
+    let rewrite: Value = requests[1].body_json().unwrap();
+    crate::assert_snapshot!(
+        "chat_rewrite_prompt",
+        rewrite["messages"][1]["content"].as_str().unwrap()
+    );
+    assert_eq!(rewrite["stop"], serde_json::json!(["\n"]));
+    let third: Value = requests[2].body_json().unwrap();
+    assert!(third["messages"][1]["content"].as_str().unwrap().ends_with(
+        "Question: Who is the wife of Andrzej Duda, the current president of Poland?\nThought 1:"
+    ));
+}
+
+mod cli {
+    //! The binary: stdout, `--json`, exit codes and the message without a model.
+
+    use insta_cmd::{assert_cmd_snapshot, get_cargo_bin};
+    use std::process::Command;
+
+    use crate::llm::{Sequence, model_server};
+
+    fn command(server_uri: &str, args: &[&str]) -> Command {
+        let mut command = Command::new(get_cargo_bin("react-docstore"));
+        command
+            .arg("ask")
+            .args(args)
+            .env_remove("OPENAI_API_KEY")
+            .env_remove("OPENAI_BASE_URL")
+            .env_remove("REACT_MODEL")
+            .env_remove("REACT_PROFILE")
+            .env_remove("REACT_API")
+            .env("NO_COLOR", "1");
+        if !server_uri.is_empty() {
+            command.args(["--base-url", &format!("{server_uri}/v1"), "--model", "gpt-4"]);
+        }
+        command
+    }
+
+    fn settings(server_uri: &str) -> insta::Settings {
+        let mut settings = insta::Settings::clone_current();
+        settings.set_snapshot_path(concat!(env!("CARGO_MANIFEST_DIR"), "/tests/snapshots"));
+        settings.set_prepend_module_to_snapshot(true);
+        if !server_uri.is_empty() {
+            settings.add_filter(&regex_escape(server_uri), "[SERVER]");
+        }
+        settings
+    }
+
+    fn regex_escape(text: &str) -> String {
+        text.chars()
+            .map(|c| {
+                if c.is_ascii_alphanumeric() {
+                    c.to_string()
+                } else {
+                    format!("\\{c}")
+                }
+            })
+            .collect()
+    }
+
+    const FINISH: &str = "Thought 1: Arthur's Magazine was started in 1844, First for Women in 1989.\nAction 1: Finish[Arthur's Magazine]";
+    const QUESTION: &str = "Which magazine was started first Arthur's Magazine or First for Women?";
+
+    #[tokio::test(flavor = "multi_thread")]
+    async fn ask_prints_the_answer_and_the_run() {
+        let server = model_server("chat/completions", Sequence::chat(&[FINISH])).await;
+        let uri = server.uri();
+        settings(&uri).bind(|| {
+            assert_cmd_snapshot!("cli_ask_answer", command(&uri, &[QUESTION]));
+            assert_cmd_snapshot!("cli_ask_json", command(&uri, &[QUESTION, "--json"]));
+        });
+        let requests = server.received_requests().await.unwrap();
+        assert_eq!(requests.len(), 2);
+        assert!(
+            requests
+                .iter()
+                .all(|request| request.headers.get("authorization").is_none())
+        );
+    }
+
+    #[tokio::test(flavor = "multi_thread")]
+    async fn the_api_key_goes_to_the_server_and_nowhere_else() {
+        let server = model_server("chat/completions", Sequence::chat(&[FINISH])).await;
+        let dir = tempfile::tempdir().unwrap();
+        let record = dir.path().join("run.json");
+        let output = command(&server.uri(), &[QUESTION, "--json"])
+            .arg("--record")
+            .arg(&record)
+            .env("OPENAI_API_KEY", "sk-cli-secret")
+            .env("RUST_LOG", "trace")
+            .output()
+            .unwrap();
+        assert!(output.status.success(), "{output:?}");
+        let written = [
+            String::from_utf8(output.stdout).unwrap(),
+            String::from_utf8(output.stderr).unwrap(),
+            std::fs::read_to_string(&record).unwrap(),
+        ];
+        for text in written {
+            assert!(text.contains("Arthur's Magazine"), "{text}");
+            assert!(!text.contains("sk-cli-secret"), "{text}");
+        }
+        let requests = server.received_requests().await.unwrap();
+        let authorization = requests[0].headers.get("authorization").unwrap();
+        assert_eq!(authorization.to_str().unwrap(), "Bearer sk-cli-secret");
+    }
+
+    #[tokio::test(flavor = "multi_thread")]
+    async fn ask_without_a_model_says_how_to_configure_one() {
+        settings("").bind(|| {
+            assert_cmd_snapshot!("cli_ask_no_model", command("", &[QUESTION]));
+        });
+    }
+}
