@@ -8,6 +8,8 @@ use std::time::Duration;
 use futures::future::BoxFuture;
 use react_docstore::docstore::{Docstore, DocstoreError};
 use react_docstore::environment::{Environment, Workbench};
+use react_docstore::fewshot::Fewshot;
+use react_docstore::prompt::{Prompt, PromptOptions};
 use react_docstore::replay::replay_run;
 use react_docstore::run::Run;
 use react_docstore::tool::Toolbox;
@@ -576,4 +578,94 @@ async fn unregistered_tool_is_an_invalid_action() {
         workbench.observe(2, &parsed, &written).await.unwrap(),
         "Invalid action: WebSearch[current year]. Valid actions are Search[...], Lookup[...], Finish[...], Calculate[...]"
     );
+}
+
+#[allow(dead_code)] // its `main` is for `cargo run --example invoices`
+#[path = "../../examples/invoices.rs"]
+mod invoices;
+
+/// The user-defined tools example answers from its own tools.
+#[tokio::test]
+async fn invoice_example_runs() {
+    let episode = invoices::run_invoice_agent().await;
+    assert_eq!(episode.run.answer.as_deref(), Some("17750"));
+    assert_eq!(episode.run.usage.invalid_actions, 0);
+    crate::assert_snapshot!(episode.trajectory());
+}
+
+/// With tools on, the header lists them after the paper's three actions, and their examples follow
+/// the HotpotQA ones.
+#[test]
+fn prompt_lists_enabled_tools_and_their_examples() {
+    let toolbox = ToolsConfig {
+        builtin: vec![BuiltinTool::Calculate, BuiltinTool::WebSearch],
+        commands: vec![CommandToolConfig::parse("Upper=tr a-z A-Z").unwrap()],
+        websearch: WebSearchConfig {
+            api_key: Some(ApiKey::new(TEST_KEY)),
+            ..WebSearchConfig::default()
+        },
+    }
+    .open_toolbox()
+    .unwrap();
+    let prompt = Prompt::new(
+        Profile::Default,
+        &Fewshot::hotpotqa(),
+        &toolbox,
+        &PromptOptions::default(),
+    );
+    let text = prompt.text();
+    let (header, _) = text.split_once("Here are some examples.\n").unwrap();
+    crate::assert_snapshot!(header);
+    assert!(text.contains(include_str!("../../fewshot/calculate.txt")));
+    assert!(text.ends_with(include_str!("../../fewshot/websearch.txt")));
+    let calculator_only = Prompt::new(
+        Profile::Default,
+        &Fewshot::hotpotqa(),
+        &ToolsConfig {
+            builtin: vec![BuiltinTool::Calculate],
+            ..ToolsConfig::default()
+        }
+        .open_toolbox()
+        .unwrap(),
+        &PromptOptions::default(),
+    );
+    assert!(!calculator_only.text().contains("WebSearch"));
+}
+
+#[track_caller]
+fn check_command_line(args: &[&str], expected_stderr: &str) {
+    let output = std::process::Command::new(env!("CARGO_BIN_EXE_react-docstore"))
+        .args(args)
+        .env("SERPAPI_API_KEY", TEST_KEY)
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    let stdout = String::from_utf8_lossy(&output.stdout);
+    assert!(stderr.contains(expected_stderr), "{args:?}: {stderr}");
+    assert!(
+        !stderr.contains(TEST_KEY) && !stdout.contains(TEST_KEY),
+        "{args:?}"
+    );
+}
+
+/// The tool flags are parsed and checked before any command runs, and `--help` hides the key.
+#[test]
+fn tool_flags_on_the_command_line() {
+    check_command_line(
+        &["ask", "q", "--tools", "calculate,wolfram"],
+        "invalid value 'wolfram' for '--tools <TOOLS>': unknown tool `wolfram`, expected `calculate` or `websearch`",
+    );
+    check_command_line(
+        &["ask", "q", "--tool", "no equals sign"],
+        "expected `NAME=COMMAND`",
+    );
+    let help = std::process::Command::new(env!("CARGO_BIN_EXE_react-docstore"))
+        .args(["ask", "--help"])
+        .env("SERPAPI_API_KEY", TEST_KEY)
+        .output()
+        .unwrap();
+    let help = String::from_utf8_lossy(&help.stdout);
+    assert!(help.contains("--serpapi-key <KEY>"), "{help}");
+    assert!(help.contains("--tool <NAME=COMMAND>"), "{help}");
+    assert!(!help.contains(TEST_KEY));
 }
