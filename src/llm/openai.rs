@@ -484,19 +484,35 @@ impl OpenAiClient {
                 {
                     adaptations += 1;
                 }
-                Err((AttemptError::Status { status, body, .. }, attempts)) => {
+                Err((error @ AttemptError::Status { .. }, attempts)) => {
+                    let transient = error.is_transient();
+                    let AttemptError::Status {
+                        status,
+                        body,
+                        retry_after,
+                    } = error
+                    else {
+                        unreachable!("matched a status above")
+                    };
                     let message = wire::error_message(&body)
                         .unwrap_or_else(|| status.canonical_reason().unwrap_or("no message").to_owned());
                     let status = status.to_string();
-                    return Err(if attempts > 1 {
-                        LlmError::GaveUp {
+                    let max_wait = self.config.retry.max_retry_after;
+                    return Err(match retry_after {
+                        Some(wait) if transient && wait > max_wait => LlmError::WaitTooLong {
+                            url,
+                            status,
+                            wait_secs: wait.as_secs(),
+                            max_wait_secs: max_wait.as_secs(),
+                            message,
+                        },
+                        _ if transient => LlmError::GaveUp {
                             url,
                             status,
                             attempts,
                             message,
-                        }
-                    } else {
-                        LlmError::Rejected { url, status, message }
+                        },
+                        _ => LlmError::Rejected { url, status, message },
                     });
                 }
                 Err((AttemptError::Transport(source), attempts)) => {
