@@ -293,11 +293,7 @@ enum AttemptError {
 impl AttemptError {
     fn is_transient(&self) -> bool {
         match self {
-            AttemptError::Status { status, .. } => {
-                *status == StatusCode::TOO_MANY_REQUESTS
-                    || *status == StatusCode::REQUEST_TIMEOUT
-                    || status.is_server_error()
-            }
+            AttemptError::Status { status, .. } => is_transient_status(*status),
             AttemptError::Transport(error) => {
                 error.is_timeout() || error.is_connect() || error.is_request() || error.is_body()
             }
@@ -484,20 +480,19 @@ impl OpenAiClient {
                 {
                     adaptations += 1;
                 }
-                Err((error @ AttemptError::Status { .. }, attempts)) => {
-                    let transient = error.is_transient();
-                    let AttemptError::Status {
+                Err((
+                    AttemptError::Status {
                         status,
                         body,
                         retry_after,
-                    } = error
-                    else {
-                        unreachable!("matched a status above")
-                    };
+                    },
+                    attempts,
+                )) => {
                     let message = wire::error_message(&body)
                         .unwrap_or_else(|| status.canonical_reason().unwrap_or("no message").to_owned());
-                    let status = status.to_string();
                     let max_wait = self.config.retry.max_retry_after;
+                    let transient = is_transient_status(status);
+                    let status = status.to_string();
                     return Err(match retry_after {
                         Some(wait) if transient && wait > max_wait => LlmError::WaitTooLong {
                             url,
@@ -557,6 +552,13 @@ impl Llm for OpenAiClient {
     fn model(&self) -> &str {
         &self.config.model
     }
+}
+
+/// 408, 429 and 5xx: worth asking again.
+fn is_transient_status(status: StatusCode) -> bool {
+    status == StatusCode::TOO_MANY_REQUESTS
+        || status == StatusCode::REQUEST_TIMEOUT
+        || status.is_server_error()
 }
 
 /// Where the first stop sequence starts, or the text's length.
