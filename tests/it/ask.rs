@@ -260,7 +260,7 @@ async fn chat_rewrites_the_follow_up_with_the_history() {
 mod cli {
     //! The binary: stdout, `--json`, exit codes and the message without a model.
 
-    use insta_cmd::{SpawnExt, assert_cmd_snapshot, get_cargo_bin};
+    use insta_cmd::{assert_cmd_snapshot, get_cargo_bin};
     use std::process::Command;
 
     use crate::llm::{Sequence, model_server};
