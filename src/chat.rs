@@ -139,7 +139,6 @@ pub async fn rewrite_follow_up(
 
 /// `react-docstore chat`: reads follow-ups line by line until the input ends; answers go to
 /// stdout, the rewritten questions and the traces to `trace`.
-#[allow(clippy::too_many_arguments)]
 pub async fn chat(
     config: &ChatConfig,
     llm: &dyn Llm,

@@ -3,7 +3,8 @@
 //! The modules follow the data: the few-shot [`fewshot`] examples and the [`prompt`] header start
 //! a question's [`scratchpad`]; the [`llm`] writes a thought and an [`action`]; the
 //! [`environment`] runs it against the [`docstore`] or a [`tool`]; the [`agent`] loop repeats until
-//! `Finish` and records a [`run`]; [`replay`] re-runs recordings and [`metrics`] scores answers.
+//! `Finish` and records a [`run`]; [`ask`] and [`chat`] drive it from the command line, [`replay`]
+//! re-runs recordings and [`metrics`] scores answers.
 
 pub mod profile;
 

@@ -75,6 +75,17 @@ pub enum LlmError {
         attempts: usize,
         message: String,
     },
+    /// 429 or 5xx with a `Retry-After` longer than the client waits.
+    #[error(
+        "the model server at `{url}` answered {status} and asks to retry after {wait_secs} s, longer than the {max_wait_secs} s this client waits: {message}"
+    )]
+    WaitTooLong {
+        url: String,
+        status: String,
+        wait_secs: u64,
+        max_wait_secs: u64,
+        message: String,
+    },
     #[error("cannot reach the model server at `{url}` (after {attempts} attempts)")]
     Transport {
         url: String,

@@ -293,11 +293,7 @@ enum AttemptError {
 impl AttemptError {
     fn is_transient(&self) -> bool {
         match self {
-            AttemptError::Status { status, .. } => {
-                *status == StatusCode::TOO_MANY_REQUESTS
-                    || *status == StatusCode::REQUEST_TIMEOUT
-                    || status.is_server_error()
-            }
+            AttemptError::Status { status, .. } => is_transient_status(*status),
             AttemptError::Transport(error) => {
                 error.is_timeout() || error.is_connect() || error.is_request() || error.is_body()
             }
@@ -484,19 +480,34 @@ impl OpenAiClient {
                 {
                     adaptations += 1;
                 }
-                Err((AttemptError::Status { status, body, .. }, attempts)) => {
+                Err((
+                    AttemptError::Status {
+                        status,
+                        body,
+                        retry_after,
+                    },
+                    attempts,
+                )) => {
                     let message = wire::error_message(&body)
                         .unwrap_or_else(|| status.canonical_reason().unwrap_or("no message").to_owned());
+                    let max_wait = self.config.retry.max_retry_after;
+                    let transient = is_transient_status(status);
                     let status = status.to_string();
-                    return Err(if attempts > 1 {
-                        LlmError::GaveUp {
+                    return Err(match retry_after {
+                        Some(wait) if transient && wait > max_wait => LlmError::WaitTooLong {
+                            url,
+                            status,
+                            wait_secs: wait.as_secs(),
+                            max_wait_secs: max_wait.as_secs(),
+                            message,
+                        },
+                        _ if transient => LlmError::GaveUp {
                             url,
                             status,
                             attempts,
                             message,
-                        }
-                    } else {
-                        LlmError::Rejected { url, status, message }
+                        },
+                        _ => LlmError::Rejected { url, status, message },
                     });
                 }
                 Err((AttemptError::Transport(source), attempts)) => {
@@ -541,6 +552,13 @@ impl Llm for OpenAiClient {
     fn model(&self) -> &str {
         &self.config.model
     }
+}
+
+/// 408, 429 and 5xx: worth asking again.
+fn is_transient_status(status: StatusCode) -> bool {
+    status == StatusCode::TOO_MANY_REQUESTS
+        || status == StatusCode::REQUEST_TIMEOUT
+        || status.is_server_error()
 }
 
 /// Where the first stop sequence starts, or the text's length.

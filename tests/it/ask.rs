@@ -266,9 +266,13 @@ mod cli {
     use crate::llm::{Sequence, model_server};
 
     fn command(server_uri: &str, args: &[&str]) -> Command {
+        subcommand("ask", server_uri, args)
+    }
+
+    fn subcommand(name: &str, server_uri: &str, args: &[&str]) -> Command {
         let mut command = Command::new(get_cargo_bin("react-docstore"));
         command
-            .arg("ask")
+            .arg(name)
             .args(args)
             .env_remove("OPENAI_API_KEY")
             .env_remove("OPENAI_BASE_URL")
@@ -355,6 +359,27 @@ mod cli {
     async fn ask_without_a_model_says_how_to_configure_one() {
         settings("").bind(|| {
             assert_cmd_snapshot!("cli_ask_no_model", command("", &[QUESTION]));
+        });
+    }
+
+    #[tokio::test(flavor = "multi_thread")]
+    async fn chat_shows_the_rewritten_follow_up() {
+        let server = model_server(
+            "chat/completions",
+            Sequence::chat(&[
+                "Thought 1: The current president of Poland is Andrzej Duda.\nAction 1: Finish[Andrzej Duda]",
+                " Who is the wife of Andrzej Duda, the current president of Poland?",
+                "Thought 1: Andrzej Duda's wife is Agata Kornhauser-Duda.\nAction 1: Finish[Agata Kornhauser-Duda]",
+            ]),
+        )
+        .await;
+        let uri = server.uri();
+        let input = "Name of the current president of Poland\nWhat is the name of his wife?\n";
+        settings(&uri).bind(|| {
+            assert_cmd_snapshot!(
+                "cli_chat",
+                subcommand("chat", &uri, &["--today", "2023-11-22"]).pass_stdin(input)
+            );
         });
     }
 }

@@ -381,3 +381,40 @@ async fn responses_are_read_leniently() {
         check(body, text, usage, completion);
     }
 }
+
+#[tokio::test]
+async fn a_timeout_is_retried_and_a_long_retry_after_is_not_waited_for() {
+    let slow = ResponseTemplate::new(200)
+        .set_body_json(chat_body("too late"))
+        .set_delay(Duration::from_secs(2));
+    let server = model_server(
+        "chat/completions",
+        Sequence::new(vec![
+            slow,
+            ResponseTemplate::new(200).set_body_json(chat_body("in time")),
+        ]),
+    )
+    .await;
+    let mut config = client(&server, Api::Chat).config().clone();
+    config.timeout = Duration::from_millis(200);
+    let completion = complete(&OpenAiClient::new(config).unwrap(), &stop())
+        .await
+        .unwrap();
+    assert_eq!(completion.text, "in time");
+
+    let server = model_server(
+        "chat/completions",
+        ResponseTemplate::new(429)
+            .insert_header("retry-after", "20663")
+            .set_body_json(json!({"error": {"message": "Rate limit reached. Retry after ~20663s."}})),
+    )
+    .await;
+    let error = complete(&client(&server, Api::Chat), &stop()).await.unwrap_err();
+    assert!(
+        error.to_string().ends_with(
+            "answered 429 Too Many Requests and asks to retry after 20663 s, longer than the 5 s this client waits: Rate limit reached. Retry after ~20663s."
+        ),
+        "{error}"
+    );
+    assert_eq!(server.received_requests().await.unwrap().len(), 1);
+}
