@@ -7,6 +7,7 @@
 //! re-runs recordings and [`metrics`] scores answers.
 
 pub mod profile;
+pub mod secret;
 
 pub mod fewshot;
 pub mod prompt;

@@ -15,6 +15,8 @@
 mod wire;
 
 use std::fmt;
+
+pub use crate::secret::ApiKey;
 use std::str::FromStr;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Duration;
@@ -76,22 +78,6 @@ impl FromStr for Api {
             "completions" => Ok(Api::Completions),
             other => Err(format!("unknown API `{other}`: expected `chat` or `completions`")),
         }
-    }
-}
-
-/// An API key. Its `Debug` never shows it; it only leaves the process in the `Authorization` header.
-#[derive(Clone)]
-pub struct ApiKey(String);
-
-impl ApiKey {
-    pub fn new(key: impl Into<String>) -> ApiKey {
-        ApiKey(key.into())
-    }
-}
-
-impl fmt::Debug for ApiKey {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str("ApiKey(<redacted>)")
     }
 }
 
@@ -210,7 +196,7 @@ impl ModelSettings {
             .ok_or_else(|| ModelConfigError::BaseUrl {
                 base_url: config.base_url.clone(),
             })?;
-        config.api_key = self.api_key.filter(|key| !key.0.trim().is_empty());
+        config.api_key = self.api_key.filter(|key| !key.expose().trim().is_empty());
         if config.api_key.is_none() && url.host_str() == Some("api.openai.com") {
             return Err(ModelConfigError::NoApiKey {
                 base_url: config.base_url,
@@ -380,7 +366,7 @@ impl OpenAiClient {
 
     async fn send_once(&self, body: &Value) -> Result<Vec<u8>, AttemptError> {
         let mut builder = self.http.post(self.url.clone()).json(body);
-        if let Some(ApiKey(key)) = &self.config.api_key {
+        if let Some(key) = self.config.api_key.as_ref().map(ApiKey::expose) {
             // reqwest marks the header sensitive: it never shows in its Debug output.
             builder = builder.bearer_auth(key);
         }

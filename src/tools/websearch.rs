@@ -23,25 +23,7 @@ const NAME: &str = "WebSearch";
 const EXAMPLES: &str = include_str!("../../fewshot/websearch.txt");
 const CACHE_FORMAT: &str = "react-docstore.websearch.v1";
 
-/// A secret that `Debug` never prints.
-#[derive(Clone, PartialEq, Eq)]
-pub struct ApiKey(String);
-
-impl ApiKey {
-    pub fn new(key: impl Into<String>) -> ApiKey {
-        ApiKey(key.into())
-    }
-
-    fn expose(&self) -> &str {
-        &self.0
-    }
-}
-
-impl std::fmt::Debug for ApiKey {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.write_str("ApiKey(<hidden>)")
-    }
-}
+pub use crate::secret::ApiKey;
 
 /// Whether a cache miss may go to the network.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
