@@ -3,7 +3,8 @@
 //! The modules follow the data: the few-shot [`fewshot`] examples and the [`prompt`] header start
 //! a question's [`scratchpad`]; the [`llm`] writes a thought and an [`action`]; the
 //! [`environment`] runs it against the [`docstore`] or a [`tool`]; the [`agent`] loop repeats until
-//! `Finish` and records a [`run`]; [`replay`] re-runs recordings and [`metrics`] scores answers.
+//! `Finish` and records a [`run`]; [`replay`] re-runs recordings, [`metrics`] scores answers and
+//! [`eval`] runs whole question files.
 
 pub mod profile;
 
@@ -27,6 +28,8 @@ pub mod run;
 pub mod replay;
 
 pub mod metrics;
+
+pub mod eval;
 
 pub use action::{Action, ActionError, ActionGrammar};
 pub use agent::{Agent, Episode, StepEvent};

@@ -1,12 +1,18 @@
 //! The `react-docstore` binary: parses the command line and hands over to the library.
 
+use std::io::Write;
 use std::path::PathBuf;
 use std::process::ExitCode;
+use std::sync::Arc;
 
 use clap::{Args, Parser, Subcommand};
 
 use react_docstore::Profile;
+use react_docstore::docstore::DocstoreSource;
+use react_docstore::eval::{self, EvalConfig, EvalServices, Progress, Selection, Subset};
+use react_docstore::llm::Llm;
 use react_docstore::replay::{self, Output, ReplayConfig};
+use react_docstore::tool::Toolbox;
 use react_docstore::trace::TracePrinter;
 
 #[derive(Parser)]
@@ -155,9 +161,32 @@ struct EvalArgs {
     docstore: DocstoreArgs,
     #[command(flatten)]
     tools: ToolArgs,
+    #[command(flatten)]
+    selection: SelectionArgs,
+    /// Questions in flight at once.
+    #[arg(long, default_value_t = 1, value_name = "N", value_parser = clap::value_parser!(u16).range(1..))]
+    concurrency: u16,
+    /// Every finished run is appended here; running the same command again resumes from it.
+    /// Default: `<questions file stem>.results.jsonl` in the current directory.
+    #[arg(long, value_name = "FILE")]
+    out: Option<PathBuf>,
     /// Print the summary as one JSON object.
     #[arg(long)]
     json: bool,
+}
+
+/// Which questions of the file to run: subset, then ids, then limit.
+#[derive(Args, Clone)]
+struct SelectionArgs {
+    /// `paper500`: the 500 dev questions the ReAct paper scores, in its order (needs the full dev file).
+    #[arg(long, value_name = "SUBSET")]
+    subset: Option<Subset>,
+    /// Only the questions whose ids this file lists, one a line.
+    #[arg(long, value_name = "FILE")]
+    ids: Option<PathBuf>,
+    /// At most this many questions.
+    #[arg(long, value_name = "N")]
+    limit: Option<usize>,
 }
 
 #[derive(Args)]
@@ -207,9 +236,56 @@ async fn run(cli: Cli) -> anyhow::Result<ExitCode> {
     match cli.command {
         Command::Ask(_) => anyhow::bail!("`ask` is not built yet"),
         Command::Chat(_) => anyhow::bail!("`chat` is not built yet"),
-        Command::Eval(_) => anyhow::bail!("`eval` is not built yet"),
+        Command::Eval(args) => {
+            let results = args
+                .out
+                .clone()
+                .unwrap_or_else(|| default_results_path(&args.questions));
+            let config = EvalConfig {
+                questions: args.questions,
+                selection: Selection {
+                    subset: args.selection.subset,
+                    ids: args.selection.ids,
+                    limit: args.selection.limit,
+                },
+                profile: args.agent.profile,
+                max_steps: args.agent.max_steps,
+                fewshot: args.agent.fewshot,
+                concurrency: usize::from(args.concurrency),
+                results,
+                progress: Progress::for_stderr(),
+            };
+            let services = EvalServices {
+                llm: open_llm(&args.model)?,
+                docstore: open_docstore(&args.docstore, args.agent.profile)?,
+                toolbox: open_toolbox(&args.tools)?,
+            };
+            let summary = eval::evaluate(&config, &services, ctrl_c()).await?;
+            let mut stdout = std::io::stdout().lock();
+            if args.json {
+                writeln!(stdout, "{}", serde_json::to_string(&summary)?)?;
+            } else {
+                summary.write_text(&mut stdout)?;
+            }
+            Ok(if summary.interrupted {
+                ExitCode::from(2)
+            } else if summary.done > summary.errors {
+                ExitCode::SUCCESS
+            } else {
+                ExitCode::from(1)
+            })
+        }
         Command::Explore(_) => anyhow::bail!("`explore` is not built yet"),
-        Command::Score(_) => anyhow::bail!("`score` is not built yet"),
+        Command::Score(args) => {
+            let report = eval::score::score(&args.predictions, &args.gold)?;
+            let mut stdout = std::io::stdout().lock();
+            if args.json {
+                writeln!(stdout, "{}", serde_json::to_string(&report)?)?;
+            } else {
+                report.write_text(&mut stdout)?;
+            }
+            Ok(ExitCode::SUCCESS)
+        }
         Command::Replay(args) => {
             let config = ReplayConfig {
                 paths: args.runs,
@@ -226,6 +302,40 @@ async fn run(cli: Cli) -> anyhow::Result<ExitCode> {
                 ExitCode::from(1)
             })
         }
+    }
+}
+
+/// Resolves on Ctrl-C; never, when the signal cannot be watched.
+async fn ctrl_c() {
+    if tokio::signal::ctrl_c().await.is_err() {
+        std::future::pending::<()>().await;
+    }
+}
+
+/// `dev.json` → `dev.results.jsonl` in the current directory.
+fn default_results_path(questions: &std::path::Path) -> PathBuf {
+    let stem = questions
+        .file_stem()
+        .map(|stem| stem.to_string_lossy().into_owned())
+        .unwrap_or_else(|| "questions".to_owned());
+    PathBuf::from(format!("{stem}.results.jsonl"))
+}
+
+/// Placeholder: the OpenAI-compatible client is wired in at merge (branch llm).
+fn open_llm(_args: &ModelArgs) -> anyhow::Result<Arc<dyn Llm>> {
+    anyhow::bail!("the model client is not wired yet")
+}
+
+/// Placeholder: the Wikipedia and offline docstores are wired in at merge (branch docstore).
+fn open_docstore(args: &DocstoreArgs, _profile: Profile) -> anyhow::Result<Arc<dyn DocstoreSource>> {
+    anyhow::bail!("docstore `{}` is not wired yet", args.docstore)
+}
+
+/// Placeholder: the built-in tools are wired in at merge (branch tools).
+fn open_toolbox(args: &ToolArgs) -> anyhow::Result<Toolbox> {
+    match args.tools.first() {
+        None => Ok(Toolbox::default()),
+        Some(tool) => anyhow::bail!("tool `{tool}` is not wired yet"),
     }
 }
 
