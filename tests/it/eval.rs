@@ -713,3 +713,27 @@ fn eval_killed_half_way_resumes_with_each_question_once() {
     check_killed_and_resumed(Kill::DropFuture);
     check_killed_and_resumed(Kill::Interrupt);
 }
+
+#[test]
+fn score_command_prints_the_json_object() {
+    let dir = tempfile::tempdir().unwrap();
+    let predictions = dir.path().join("pred.json");
+    std::fs::write(&predictions, r#"{"answer": {"0": "Yes.", "2": "the Animorphs"}}"#).unwrap();
+    let output = std::process::Command::new(env!("CARGO_BIN_EXE_react-docstore"))
+        .arg("score")
+        .arg(&predictions)
+        .arg(fixture("hotpotqa/simplified.json"))
+        .arg("--json")
+        .output()
+        .unwrap();
+    assert_eq!(
+        output.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&output.stderr)
+    );
+    assert_eq!(
+        String::from_utf8(output.stdout).unwrap(),
+        "{\"n\":6,\"em\":0.3333333333333333,\"f1\":0.3333333333333333,\"prec\":0.3333333333333333,\"recall\":0.3333333333333333,\"missing\":4}\n"
+    );
+}
