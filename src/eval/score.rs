@@ -42,8 +42,12 @@ pub enum ScoreError {
         id: String,
         found: &'static str,
     },
-    #[error(transparent)]
-    Results(#[from] ResultsError),
+    #[error("predictions file `{}` is neither an official `{{\"answer\": {{id: text}}}}` object nor `eval` results", path.display())]
+    Format {
+        path: PathBuf,
+        #[source]
+        source: ResultsError,
+    },
     #[error(transparent)]
     Gold(#[from] QuestionFileError),
     #[error("gold file `{}`: question `{id}` has no answer to score against", path.display())]
@@ -71,7 +75,10 @@ pub fn read_predictions(path: &Path) -> Result<HashMap<String, String>, ScoreErr
             })
             .collect();
     }
-    let stored = ResultsFile::read(path)?;
+    let stored = ResultsFile::read(path).map_err(|source| ScoreError::Format {
+        path: path.to_owned(),
+        source,
+    })?;
     Ok(stored
         .runs
         .into_iter()
