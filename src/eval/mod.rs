@@ -137,6 +137,7 @@ pub async fn evaluate(
     drop(stored_by_id);
     let resumed = outcomes.len();
     progress.advance(&outcomes);
+    progress.restart_eta();
 
     let fewshot = match (&config.fewshot, task) {
         (Some(path), _) => Fewshot::from_file(path)?,
@@ -275,6 +276,13 @@ impl ProgressReporter {
             let em = scores.iter().filter(|score| score.em).count() as f64 / n;
             let f1 = scores.iter().map(|score| score.f1).sum::<f64>() / n;
             bar.set_message(format!("EM {em:.3} F1 {f1:.3}"));
+        }
+    }
+
+    /// The ETA counts only questions run now, not the resumed ones.
+    fn restart_eta(&self) {
+        if let Some(bar) = &self.bar {
+            bar.reset_eta();
         }
     }
 

@@ -631,13 +631,14 @@ async fn eval_of_fever_claims_scores_label_accuracy() {
     ];
     let llm = Arc::new(ScriptedLlm::new(&scripts, Duration::ZERO));
     let results = dir.path().join("results.jsonl");
-    let summary = eval::evaluate(
-        &config(fixture("fever/paper_dev.jsonl"), results, 1),
-        &services(llm),
-        std::future::pending(),
-    )
-    .await
-    .unwrap();
+    // The bar's code path runs too (indicatif draws nothing: stderr is not a terminal here).
+    let config = EvalConfig {
+        progress: Progress::Bar,
+        ..config(fixture("fever/paper_dev.jsonl"), results, 1)
+    };
+    let summary = eval::evaluate(&config, &services(llm), std::future::pending())
+        .await
+        .unwrap();
     crate::assert_snapshot!(render_summary(&summary));
 }
 
