@@ -236,16 +236,16 @@ struct Builder<'a> {
 
 impl Builder<'_> {
     fn push(&mut self, value: Value, location: RecordLocation) -> Result<(), QuestionFileError> {
-        let path = self.path.to_owned();
+        let path = self.path;
         let question =
             question_from_record(value, location.index, &mut self.task).map_err(|error| match error {
                 RecordError::NotAnObject { found } => QuestionFileError::NotAnObject {
-                    path: path.clone(),
+                    path: path.to_owned(),
                     location,
                     found,
                 },
                 RecordError::Field { field, problem } => QuestionFileError::Field {
-                    path: path.clone(),
+                    path: path.to_owned(),
                     location,
                     field,
                     problem,
@@ -253,7 +253,7 @@ impl Builder<'_> {
             })?;
         if let Some(&first) = self.first_by_id.get(&question.id) {
             return Err(QuestionFileError::DuplicateId {
-                path,
+                path: path.to_owned(),
                 location,
                 id: question.id,
                 first,
