@@ -4,7 +4,7 @@
 //! a question's [`scratchpad`]; the [`llm`] writes a thought and an [`action`]; the
 //! [`environment`] runs it against the [`docstore`] or a [`tool`]; the [`agent`] loop repeats until
 //! `Finish` and records a [`run`]; [`ask`] and [`chat`] drive it from the command line, [`replay`]
-//! re-runs recordings and [`metrics`] scores answers.
+//! re-runs recordings, [`metrics`] scores answers and [`eval`] runs whole question files.
 
 pub mod profile;
 pub mod secret;
@@ -32,6 +32,8 @@ pub mod run;
 pub mod replay;
 
 pub mod metrics;
+
+pub mod eval;
 
 pub use action::{Action, ActionError, ActionGrammar};
 pub use agent::{Agent, Episode, StepEvent};

@@ -1,6 +1,6 @@
 //! The `react-docstore` binary: parses the command line and hands over to the library.
 
-use std::io::IsTerminal;
+use std::io::{IsTerminal, Write};
 use std::path::PathBuf;
 use std::process::ExitCode;
 use std::sync::Arc;
@@ -12,8 +12,9 @@ use react_docstore::Profile;
 use react_docstore::ask::{self, AgentConfig, AskConfig, AskOutput, Outcome};
 use react_docstore::chat::{self, ChatConfig, Interaction};
 use react_docstore::docstore::{Docstore, DocstoreError, DocstoreSource};
+use react_docstore::eval::{self, EvalConfig, EvalServices, Progress, Selection, Subset};
 use react_docstore::fewshot::Fewshot;
-use react_docstore::llm::{Api, ApiKey, ModelSettings, OpenAiClient};
+use react_docstore::llm::{Api, ApiKey, Llm, ModelSettings, OpenAiClient};
 use react_docstore::prompt::PromptOptions;
 use react_docstore::replay::{self, Output, ReplayConfig};
 use react_docstore::tool::Toolbox;
@@ -197,9 +198,32 @@ struct EvalArgs {
     docstore: DocstoreArgs,
     #[command(flatten)]
     tools: ToolArgs,
+    #[command(flatten)]
+    selection: SelectionArgs,
+    /// Questions in flight at once.
+    #[arg(long, default_value_t = 1, value_name = "N", value_parser = clap::value_parser!(u16).range(1..))]
+    concurrency: u16,
+    /// Every finished run is appended here; running the same command again resumes from it.
+    /// Default: `<questions file stem>.results.jsonl` in the current directory.
+    #[arg(long, value_name = "FILE")]
+    out: Option<PathBuf>,
     /// Print the summary as one JSON object.
     #[arg(long)]
     json: bool,
+}
+
+/// Which questions of the file to run: subset, then ids, then limit.
+#[derive(Args, Clone)]
+struct SelectionArgs {
+    /// `paper500`: the 500 dev questions the ReAct paper scores, in its order (needs the full dev file).
+    #[arg(long, value_name = "SUBSET")]
+    subset: Option<Subset>,
+    /// Only the questions whose ids this file lists, one a line.
+    #[arg(long, value_name = "FILE")]
+    ids: Option<PathBuf>,
+    /// At most this many questions.
+    #[arg(long, value_name = "N")]
+    limit: Option<usize>,
 }
 
 #[derive(Args)]
@@ -314,9 +338,56 @@ async fn run(cli: Cli) -> anyhow::Result<ExitCode> {
             .await?;
             Ok(ExitCode::from(summary.exit_code()))
         }
-        Command::Eval(_) => anyhow::bail!("`eval` is not built yet"),
+        Command::Eval(args) => {
+            let results = args
+                .out
+                .clone()
+                .unwrap_or_else(|| default_results_path(&args.questions));
+            let config = EvalConfig {
+                questions: args.questions,
+                selection: Selection {
+                    subset: args.selection.subset,
+                    ids: args.selection.ids,
+                    limit: args.selection.limit,
+                },
+                profile: args.agent.profile,
+                max_steps: args.agent.max_steps,
+                fewshot: args.agent.fewshot,
+                concurrency: usize::from(args.concurrency),
+                results,
+                progress: Progress::for_stderr(),
+            };
+            let services = EvalServices {
+                llm: open_llm(&args.model)?,
+                docstore: open_docstore(&args.docstore, args.agent.profile)?,
+                toolbox: open_toolbox(&args.tools, &args.docstore)?,
+            };
+            let summary = eval::evaluate(&config, &services, ctrl_c()).await?;
+            let mut stdout = std::io::stdout().lock();
+            if args.json {
+                writeln!(stdout, "{}", serde_json::to_string(&summary)?)?;
+            } else {
+                summary.write_text(&mut stdout)?;
+            }
+            Ok(if summary.interrupted {
+                ExitCode::from(2)
+            } else if summary.done > summary.errors {
+                ExitCode::SUCCESS
+            } else {
+                ExitCode::from(1)
+            })
+        }
         Command::Explore(_) => anyhow::bail!("`explore` is not built yet"),
-        Command::Score(_) => anyhow::bail!("`score` is not built yet"),
+        Command::Score(args) => {
+            let report = eval::score::score(&args.predictions, &args.gold)?;
+            let mut stdout = std::io::stdout().lock();
+            if args.json {
+                writeln!(stdout, "{}", serde_json::to_string(&report)?)?;
+            } else {
+                report.write_text(&mut stdout)?;
+            }
+            Ok(ExitCode::SUCCESS)
+        }
         Command::Replay(args) => {
             let config = ReplayConfig {
                 paths: args.runs,
@@ -414,6 +485,27 @@ fn open_toolbox(args: &ToolArgs, docstore: &DocstoreArgs) -> anyhow::Result<Tool
         },
     };
     Ok(config.open_toolbox()?)
+}
+
+/// Resolves on Ctrl-C; never, when the signal cannot be watched.
+async fn ctrl_c() {
+    if tokio::signal::ctrl_c().await.is_err() {
+        std::future::pending::<()>().await;
+    }
+}
+
+/// `dev.json` → `dev.results.jsonl` in the current directory.
+fn default_results_path(questions: &std::path::Path) -> PathBuf {
+    let stem = questions
+        .file_stem()
+        .map(|stem| stem.to_string_lossy().into_owned())
+        .unwrap_or_else(|| "questions".to_owned());
+    PathBuf::from(format!("{stem}.results.jsonl"))
+}
+
+/// The model `eval` shares across its concurrent questions.
+fn open_llm(args: &ModelArgs) -> anyhow::Result<Arc<dyn Llm>> {
+    Ok(Arc::new(open_model(args)?))
 }
 
 fn report(error: &anyhow::Error) -> ExitCode {

@@ -21,5 +21,6 @@ pub fn fixture(path: &str) -> std::path::PathBuf {
         .join(path)
 }
 mod ask;
+mod eval;
 mod llm;
 mod tools;

@@ -1,0 +1,154 @@
+//! Benchmark of `eval`'s concurrency: a model that answers every call after a fixed latency,
+//! questions of 4 steps each; prints the makespan against the ideal and the peak memory.
+//!
+//! `cargo run --release --example bench_eval` (figures in README.md).
+
+use std::path::Path;
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use futures::future::BoxFuture;
+use react_docstore::Profile;
+use react_docstore::docstore::{ContextParagraph, Docstore, DocstoreError, DocstoreSource};
+use react_docstore::eval::{self, EvalConfig, EvalServices, Progress, Selection};
+use react_docstore::llm::{Completion, Llm, LlmError, LlmRequest, TokenUsage};
+use react_docstore::tool::Toolbox;
+
+const LATENCY: Duration = Duration::from_millis(200);
+const STEPS_PER_QUESTION: usize = 4;
+
+/// Searches for three steps, finishes on the fourth; every call takes `LATENCY`.
+struct SlowModel;
+
+impl Llm for SlowModel {
+    fn complete<'a>(&'a self, request: LlmRequest<'a>) -> BoxFuture<'a, Result<Completion, LlmError>> {
+        Box::pin(async move {
+            tokio::time::sleep(LATENCY).await;
+            let step = request.step;
+            let text = if step < STEPS_PER_QUESTION {
+                format!(" I should look up part {step}.\nAction {step}: Search[Entity {step}]")
+            } else {
+                format!(" I know it now.\nAction {step}: Finish[answer]")
+            };
+            Ok(Completion {
+                text,
+                usage: Some(TokenUsage {
+                    prompt_tokens: request.prompt.len() as u64 / 4,
+                    completion_tokens: 16,
+                }),
+            })
+        })
+    }
+
+    fn model(&self) -> &str {
+        "slow-model"
+    }
+}
+
+/// Answers every search at once with a paragraph of realistic length.
+struct InstantDocstore;
+
+impl DocstoreSource for InstantDocstore {
+    fn open(&self, _context: &[ContextParagraph]) -> Box<dyn Docstore> {
+        Box::new(InstantDocstore)
+    }
+}
+
+impl Docstore for InstantDocstore {
+    fn search<'a>(&'a mut self, entity: &'a str) -> BoxFuture<'a, Result<String, DocstoreError>> {
+        Box::pin(async move { Ok(format!("{entity} is a thing. ").repeat(40)) })
+    }
+
+    fn lookup(&mut self, keyword: &str) -> String {
+        format!("No results for {keyword}.")
+    }
+}
+
+fn write_questions(path: &Path, n_questions: usize) {
+    let questions: Vec<serde_json::Value> = (0..n_questions)
+        .map(|idx| {
+            serde_json::json!({"question": format!("Question number {idx}?"), "answer": "answer", "type": "bridge"})
+        })
+        .collect();
+    std::fs::write(path, serde_json::to_string(&questions).unwrap()).unwrap();
+}
+
+/// Evaluates `n_questions` fresh questions `concurrency` at a time; returns the wall time.
+async fn time_run(dir: &Path, n_questions: usize, concurrency: usize) -> Duration {
+    let name = format!("q{n_questions}-c{concurrency}");
+    let questions = dir.join(format!("{name}.json"));
+    write_questions(&questions, n_questions);
+    let config = EvalConfig {
+        questions,
+        selection: Selection::default(),
+        profile: Profile::Default,
+        max_steps: 7,
+        fewshot: None,
+        concurrency,
+        results: dir.join(format!("{name}.results.jsonl")),
+        progress: Progress::Hidden,
+    };
+    let services = EvalServices {
+        llm: Arc::new(SlowModel),
+        docstore: Arc::new(InstantDocstore),
+        toolbox: Toolbox::default(),
+    };
+    let started = Instant::now();
+    let summary = eval::evaluate(&config, &services, std::future::pending())
+        .await
+        .expect("the benchmark evaluation runs");
+    let elapsed = started.elapsed();
+    assert_eq!((summary.done, summary.em), (n_questions, 1.0));
+    assert_eq!(summary.per_question.llm_calls, STEPS_PER_QUESTION as f64);
+    elapsed
+}
+
+fn ideal_makespan(n_questions: usize, concurrency: usize) -> Duration {
+    LATENCY * (n_questions.div_ceil(concurrency) * STEPS_PER_QUESTION) as u32
+}
+
+fn peak_rss_mb() -> f64 {
+    let status = std::fs::read_to_string("/proc/self/status").unwrap_or_default();
+    status
+        .lines()
+        .find_map(|line| line.strip_prefix("VmHWM:"))
+        .and_then(|value| value.trim().trim_end_matches("kB").trim().parse::<f64>().ok())
+        .map_or(f64::NAN, |kb| kb / 1024.0)
+}
+
+fn main() {
+    let runtime = tokio::runtime::Runtime::new().unwrap();
+    let dir = tempfile::tempdir().unwrap();
+    runtime.block_on(async {
+        let (n, concurrency) = (100, 25);
+        let elapsed = time_run(dir.path(), n, concurrency).await;
+        let ideal = ideal_makespan(n, concurrency);
+        println!(
+            "{n} questions x {STEPS_PER_QUESTION} steps, {}ms per call, --concurrency {concurrency}: {:.3} s (ideal {:.1} s, {:.3}x)",
+            LATENCY.as_millis(),
+            elapsed.as_secs_f64(),
+            ideal.as_secs_f64(),
+            elapsed.as_secs_f64() / ideal.as_secs_f64()
+        );
+
+        let n_sequential = 5;
+        let elapsed = time_run(dir.path(), n_sequential, 1).await;
+        let per_question = elapsed.as_secs_f64() / n_sequential as f64;
+        println!(
+            "{n_sequential} questions, --concurrency 1: {:.3} s, {:.3} s a question -> {:.1} s for {n} questions (extrapolated; ideal {:.1} s)",
+            elapsed.as_secs_f64(),
+            per_question,
+            per_question * n as f64,
+            ideal_makespan(n, 1).as_secs_f64()
+        );
+
+        let (n_large, concurrency_large) = (500, 100);
+        let elapsed = time_run(dir.path(), n_large, concurrency_large).await;
+        println!(
+            "{n_large} questions, --concurrency {concurrency_large}: {:.3} s (ideal {:.1} s); peak memory of the process (VmHWM) {:.1} MB",
+            elapsed.as_secs_f64(),
+            ideal_makespan(n_large, concurrency_large).as_secs_f64(),
+            peak_rss_mb()
+        );
+    });
+}

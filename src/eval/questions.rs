@@ -1,0 +1,471 @@
+//! `Question` and `QuestionFile`: evaluation items read from HotpotQA or FEVER files, in every
+//! layout researchers keep them in.
+//!
+//! Accepted: the official HotpotQA JSON (`_id`, `context` as `[title, [sentences]]` pairs), the
+//! Hugging Face schema (`context: {title: [...], sentences: [[...]]}`), the ReAct repository's
+//! simplified JSON (`question`, `answer`, `type`; ids are positions), JSON Lines of any of these,
+//! and FEVER JSON Lines (`id`, `claim`, `label`). Records count from 0, as the ReAct ids do.
+
+use std::fmt;
+use std::path::{Path, PathBuf};
+
+use serde::de::{self, Deserializer as _, SeqAccess, Visitor};
+use serde_json::{Map, Value};
+
+use crate::docstore::ContextParagraph;
+
+/// What a question file asks the agent to do, and how its answers are scored.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Task {
+    /// Multi-hop questions, scored by the official answer EM/F1.
+    HotpotQa,
+    /// Claims labelled SUPPORTS / REFUTES / NOT ENOUGH INFO, scored by label accuracy.
+    Fever,
+}
+
+impl Task {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Task::HotpotQa => "hotpotqa",
+            Task::Fever => "fever",
+        }
+    }
+}
+
+/// One question (or FEVER claim) of an evaluation.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Question {
+    /// `_id` or `id` when the file has one, else the record's position (the ReAct convention).
+    pub id: String,
+    /// Where the question sits in its dataset split: `dev_index` when the record says, else its
+    /// position in the file. `--subset paper500` selects on it.
+    pub position: usize,
+    /// The question, or the FEVER claim.
+    pub question: String,
+    /// The gold answer, when the file has one.
+    pub answer: Option<String>,
+    /// HotpotQA's `type`: `bridge` or `comparison`.
+    pub kind: Option<String>,
+    /// HotpotQA's `level`: `easy`, `medium` or `hard`.
+    pub level: Option<String>,
+    /// The paragraphs that come with the question (the distractor setting); empty when none.
+    pub context: Vec<ContextParagraph>,
+    /// FEVER's gold label: `SUPPORTS`, `REFUTES` or `NOT ENOUGH INFO`.
+    pub label: Option<String>,
+}
+
+impl Question {
+    /// What the agent's answer is scored against: the answer, or the FEVER label.
+    pub fn gold(&self) -> Option<&str> {
+        self.answer.as_deref().or(self.label.as_deref())
+    }
+}
+
+/// A question file, read whole and checked.
+#[derive(Debug, Clone)]
+pub struct QuestionFile {
+    pub path: PathBuf,
+    pub task: Task,
+    pub questions: Vec<Question>,
+}
+
+/// Which record of a question file: its index (from 0) and, in JSON Lines, its line.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct RecordLocation {
+    pub index: usize,
+    pub line: Option<usize>,
+}
+
+impl fmt::Display for RecordLocation {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "record {}", self.index)?;
+        if let Some(line) = self.line {
+            write!(f, " (line {line})")?;
+        }
+        Ok(())
+    }
+}
+
+/// What is wrong with a field.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum FieldProblem {
+    #[error("is missing")]
+    Missing,
+    #[error("is {found}, expected {expected}")]
+    WrongType {
+        expected: &'static str,
+        found: &'static str,
+    },
+    #[error("has {n_titles} titles but {n_sentence_lists} sentence lists")]
+    LengthMismatch {
+        n_titles: usize,
+        n_sentence_lists: usize,
+    },
+}
+
+#[derive(Debug, thiserror::Error)]
+pub enum QuestionFileError {
+    #[error("cannot read question file `{}`", path.display())]
+    Read {
+        path: PathBuf,
+        #[source]
+        source: std::io::Error,
+    },
+    #[error("question file `{}` is not valid JSON (line {line}, column {column})", path.display())]
+    Syntax {
+        path: PathBuf,
+        line: usize,
+        column: usize,
+        #[source]
+        source: serde_json::Error,
+    },
+    #[error("question file `{}`, {location}: expected an object, found {found}", path.display())]
+    NotAnObject {
+        path: PathBuf,
+        location: RecordLocation,
+        found: &'static str,
+    },
+    #[error("question file `{}`, {location}: field `{field}` {problem}", path.display())]
+    Field {
+        path: PathBuf,
+        location: RecordLocation,
+        field: String,
+        problem: FieldProblem,
+    },
+    #[error("question file `{}`, {location}: id `{id}` was already used by record {first}", path.display())]
+    DuplicateId {
+        path: PathBuf,
+        location: RecordLocation,
+        id: String,
+        first: usize,
+    },
+    #[error("question file `{}` holds no question", path.display())]
+    Empty { path: PathBuf },
+}
+
+/// A record-level failure before the file path is attached.
+enum RecordError {
+    NotAnObject { found: &'static str },
+    Field { field: String, problem: FieldProblem },
+}
+
+impl QuestionFile {
+    pub fn read(path: &Path) -> Result<QuestionFile, QuestionFileError> {
+        let text = std::fs::read_to_string(path).map_err(|source| QuestionFileError::Read {
+            path: path.to_owned(),
+            source,
+        })?;
+        QuestionFile::parse(&text, path)
+    }
+
+    /// Parses a question file's text; `path` is only named in errors.
+    pub fn parse(text: &str, path: &Path) -> Result<QuestionFile, QuestionFileError> {
+        let text = text.strip_prefix('\u{feff}').unwrap_or(text);
+        let body = text.trim_start();
+        let mut builder = Builder {
+            path,
+            task: None,
+            questions: Vec::new(),
+            first_by_id: std::collections::HashMap::new(),
+            error: None,
+        };
+        if body.starts_with('[') {
+            let mut deserializer = serde_json::Deserializer::from_str(text);
+            let parsed = deserializer
+                .deserialize_seq(RecordsVisitor {
+                    builder: &mut builder,
+                })
+                .and_then(|()| deserializer.end());
+            if let Some(error) = builder.error.take() {
+                return Err(error);
+            }
+            parsed.map_err(|source| syntax_error(path, source))?;
+        } else {
+            let mut stream = serde_json::Deserializer::from_str(text).into_iter::<Value>();
+            let (mut counted_to, mut line) = (0, 1);
+            let mut index = 0;
+            loop {
+                let offset = stream.byte_offset();
+                let start = offset + text[offset..].len() - text[offset..].trim_start().len();
+                let Some(value) = stream.next() else { break };
+                let value = value.map_err(|source| syntax_error(path, source))?;
+                line += text[counted_to..start].matches('\n').count();
+                counted_to = start;
+                builder.push(
+                    value,
+                    RecordLocation {
+                        index,
+                        line: Some(line),
+                    },
+                )?;
+                index += 1;
+            }
+        }
+        let Builder { task, questions, .. } = builder;
+        match task {
+            Some(task) if !questions.is_empty() => Ok(QuestionFile {
+                path: path.to_owned(),
+                task,
+                questions,
+            }),
+            _ => Err(QuestionFileError::Empty {
+                path: path.to_owned(),
+            }),
+        }
+    }
+}
+
+fn syntax_error(path: &Path, source: serde_json::Error) -> QuestionFileError {
+    QuestionFileError::Syntax {
+        path: path.to_owned(),
+        line: source.line(),
+        column: source.column(),
+        source,
+    }
+}
+
+/// Collects questions record by record, so a large file is never held as one JSON tree.
+struct Builder<'a> {
+    path: &'a Path,
+    task: Option<Task>,
+    questions: Vec<Question>,
+    first_by_id: std::collections::HashMap<String, usize>,
+    error: Option<QuestionFileError>,
+}
+
+impl Builder<'_> {
+    fn push(&mut self, value: Value, location: RecordLocation) -> Result<(), QuestionFileError> {
+        let path = self.path;
+        let question =
+            question_from_record(value, location.index, &mut self.task).map_err(|error| match error {
+                RecordError::NotAnObject { found } => QuestionFileError::NotAnObject {
+                    path: path.to_owned(),
+                    location,
+                    found,
+                },
+                RecordError::Field { field, problem } => QuestionFileError::Field {
+                    path: path.to_owned(),
+                    location,
+                    field,
+                    problem,
+                },
+            })?;
+        if let Some(&first) = self.first_by_id.get(&question.id) {
+            return Err(QuestionFileError::DuplicateId {
+                path: path.to_owned(),
+                location,
+                id: question.id,
+                first,
+            });
+        }
+        self.first_by_id.insert(question.id.clone(), location.index);
+        self.questions.push(question);
+        Ok(())
+    }
+}
+
+/// Walks a top-level JSON array one record at a time.
+struct RecordsVisitor<'a, 'b> {
+    builder: &'a mut Builder<'b>,
+}
+
+impl<'de> Visitor<'de> for RecordsVisitor<'_, '_> {
+    type Value = ();
+
+    fn expecting(&self, formatter: &mut fmt::Formatter<'_>) -> fmt::Result {
+        formatter.write_str("an array of question records")
+    }
+
+    fn visit_seq<A: SeqAccess<'de>>(self, mut seq: A) -> Result<(), A::Error> {
+        let mut index = 0;
+        while let Some(value) = seq.next_element::<Value>()? {
+            let location = RecordLocation { index, line: None };
+            if let Err(error) = self.builder.push(value, location) {
+                self.builder.error = Some(error);
+                return Err(de::Error::custom("invalid record"));
+            }
+            index += 1;
+        }
+        Ok(())
+    }
+}
+
+fn question_from_record(
+    value: Value,
+    index: usize,
+    task: &mut Option<Task>,
+) -> Result<Question, RecordError> {
+    let Value::Object(mut record) = value else {
+        return Err(RecordError::NotAnObject {
+            found: type_name(&value),
+        });
+    };
+    let record_task = *task.get_or_insert(if record.contains_key("claim") {
+        Task::Fever
+    } else {
+        Task::HotpotQa
+    });
+    let id = match (take(&mut record, "_id"), take(&mut record, "id")) {
+        (Some(id), _) => string_field("_id", id)?,
+        (None, Some(Value::Number(number))) => number.to_string(),
+        (None, Some(id)) => string_field("id", id)?,
+        (None, None) => index.to_string(),
+    };
+    let position = match take(&mut record, "dev_index") {
+        Some(value) => value
+            .as_u64()
+            .and_then(|n| usize::try_from(n).ok())
+            .ok_or_else(|| wrong_type("dev_index", "a non-negative integer", &value))?,
+        None => index,
+    };
+    let optional = |record: &mut Map<String, Value>, field: &'static str| {
+        take(record, field)
+            .map(|value| string_field(field, value))
+            .transpose()
+    };
+    match record_task {
+        Task::HotpotQa => Ok(Question {
+            id,
+            position,
+            question: required_string(&mut record, "question")?,
+            answer: optional(&mut record, "answer")?,
+            kind: optional(&mut record, "type")?,
+            level: optional(&mut record, "level")?,
+            context: match take(&mut record, "context") {
+                Some(context) => context_paragraphs(context)?,
+                None => Vec::new(),
+            },
+            label: None,
+        }),
+        Task::Fever => Ok(Question {
+            id,
+            position,
+            question: required_string(&mut record, "claim")?,
+            answer: None,
+            kind: None,
+            level: None,
+            context: Vec::new(),
+            label: optional(&mut record, "label")?,
+        }),
+    }
+}
+
+/// Removes a field; `null` counts as absent.
+fn take(record: &mut Map<String, Value>, field: &str) -> Option<Value> {
+    record.remove(field).filter(|value| !value.is_null())
+}
+
+fn required_string(record: &mut Map<String, Value>, field: &'static str) -> Result<String, RecordError> {
+    match take(record, field) {
+        Some(value) => string_field(field, value),
+        None => Err(RecordError::Field {
+            field: field.to_owned(),
+            problem: FieldProblem::Missing,
+        }),
+    }
+}
+
+fn string_field(field: &str, value: Value) -> Result<String, RecordError> {
+    match value {
+        Value::String(text) => Ok(text),
+        other => Err(wrong_type(field, "a string", &other)),
+    }
+}
+
+fn wrong_type(field: &str, expected: &'static str, found: &Value) -> RecordError {
+    RecordError::Field {
+        field: field.to_owned(),
+        problem: FieldProblem::WrongType {
+            expected,
+            found: type_name(found),
+        },
+    }
+}
+
+pub(crate) fn type_name(value: &Value) -> &'static str {
+    match value {
+        Value::Null => "null",
+        Value::Bool(_) => "a boolean",
+        Value::Number(_) => "a number",
+        Value::String(_) => "a string",
+        Value::Array(_) => "an array",
+        Value::Object(_) => "an object",
+    }
+}
+
+/// `[[title, [sentences]], ...]` (official) or `{title: [...], sentences: [[...]]}` (Hugging Face).
+fn context_paragraphs(context: Value) -> Result<Vec<ContextParagraph>, RecordError> {
+    match context {
+        Value::Array(pairs) => pairs
+            .into_iter()
+            .enumerate()
+            .map(|(idx, pair)| {
+                let field = format!("context[{idx}]");
+                let pair_error = |found: &Value| wrong_type(&field, "a `[title, [sentences]]` pair", found);
+                let Value::Array(mut parts) = pair else {
+                    return Err(pair_error(&pair));
+                };
+                if parts.len() != 2 {
+                    return Err(pair_error(&Value::Array(parts)));
+                }
+                let sentences = parts.pop().unwrap_or_default();
+                let title = parts.pop().unwrap_or_default();
+                Ok(ContextParagraph {
+                    title: string_field(&format!("{field}[0]"), title)?,
+                    sentences: strings(&format!("{field}[1]"), sentences)?,
+                })
+            })
+            .collect(),
+        Value::Object(mut columns) => {
+            let titles = match columns.remove("title") {
+                Some(titles) => strings("context.title", titles)?,
+                None => return Err(missing("context.title")),
+            };
+            let sentence_lists = match columns.remove("sentences") {
+                Some(Value::Array(lists)) => lists,
+                Some(other) => return Err(wrong_type("context.sentences", "an array", &other)),
+                None => return Err(missing("context.sentences")),
+            };
+            if titles.len() != sentence_lists.len() {
+                return Err(RecordError::Field {
+                    field: "context".to_owned(),
+                    problem: FieldProblem::LengthMismatch {
+                        n_titles: titles.len(),
+                        n_sentence_lists: sentence_lists.len(),
+                    },
+                });
+            }
+            titles
+                .into_iter()
+                .zip(sentence_lists)
+                .enumerate()
+                .map(|(idx, (title, sentences))| {
+                    Ok(ContextParagraph {
+                        title,
+                        sentences: strings(&format!("context.sentences[{idx}]"), sentences)?,
+                    })
+                })
+                .collect()
+        }
+        other => Err(wrong_type("context", "an array or an object", &other)),
+    }
+}
+
+fn missing(field: &str) -> RecordError {
+    RecordError::Field {
+        field: field.to_owned(),
+        problem: FieldProblem::Missing,
+    }
+}
+
+fn strings(field: &str, value: Value) -> Result<Vec<String>, RecordError> {
+    let Value::Array(items) = value else {
+        return Err(wrong_type(field, "an array of strings", &value));
+    };
+    items
+        .into_iter()
+        .enumerate()
+        .map(|(idx, item)| string_field(&format!("{field}[{idx}]"), item))
+        .collect()
+}

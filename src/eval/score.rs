@@ -1,0 +1,153 @@
+//! `score`: the official HotpotQA answer metric of a predictions file against a gold question file,
+//! as `hotpot_evaluate_v1.py` computes it — every gold question counts, a missing prediction scores zero.
+
+use std::collections::HashMap;
+use std::io::{self, Write};
+use std::path::{Path, PathBuf};
+
+use serde::Serialize;
+use serde_json::Value;
+
+use super::questions::{QuestionFile, QuestionFileError, type_name};
+use super::results::{ResultsError, ResultsFile};
+use super::summary::Scores;
+use crate::metrics::AnswerScore;
+
+/// The answer metric over a gold file (`--json`: `{"n", "em", "f1", "prec", "recall", "missing"}`).
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct ScoreReport {
+    pub n: usize,
+    pub em: f64,
+    pub f1: f64,
+    pub prec: f64,
+    pub recall: f64,
+    /// Gold questions without a prediction (scored zero).
+    pub missing: usize,
+    /// The first few of them.
+    #[serde(skip)]
+    pub missing_examples: Vec<String>,
+}
+
+#[derive(Debug, thiserror::Error)]
+pub enum ScoreError {
+    #[error("cannot read predictions file `{}`", path.display())]
+    Read {
+        path: PathBuf,
+        #[source]
+        source: io::Error,
+    },
+    #[error("predictions file `{}`: `answer.{id}` is {found}, expected a string", path.display())]
+    AnswerType {
+        path: PathBuf,
+        id: String,
+        found: &'static str,
+    },
+    #[error("predictions file `{}` is neither an official `{{\"answer\": {{id: text}}}}` object nor `eval` results", path.display())]
+    Format {
+        path: PathBuf,
+        #[source]
+        source: ResultsError,
+    },
+    #[error(transparent)]
+    Gold(#[from] QuestionFileError),
+    #[error("gold file `{}`: question `{id}` has no answer to score against", path.display())]
+    NoGold { path: PathBuf, id: String },
+}
+
+/// Reads predictions: the official `{"answer": {id: text}, ...}` object, or `eval` results JSON Lines.
+pub fn read_predictions(path: &Path) -> Result<HashMap<String, String>, ScoreError> {
+    let text = std::fs::read_to_string(path).map_err(|source| ScoreError::Read {
+        path: path.to_owned(),
+        source,
+    })?;
+    if let Ok(Value::Object(mut object)) = serde_json::from_str::<Value>(&text)
+        && let Some(Value::Object(answers)) = object.remove("answer")
+    {
+        return answers
+            .into_iter()
+            .map(|(id, answer)| match answer {
+                Value::String(text) => Ok((id, text)),
+                other => Err(ScoreError::AnswerType {
+                    path: path.to_owned(),
+                    id,
+                    found: type_name(&other),
+                }),
+            })
+            .collect();
+    }
+    let stored = ResultsFile::read(path).map_err(|source| ScoreError::Format {
+        path: path.to_owned(),
+        source,
+    })?;
+    Ok(stored
+        .runs
+        .into_iter()
+        .filter_map(|run| Some((run.id?, run.answer.unwrap_or_default())))
+        .collect())
+}
+
+/// Scores `predictions` against every question of `gold`.
+pub fn score(predictions: &Path, gold: &Path) -> Result<ScoreReport, ScoreError> {
+    let answers = read_predictions(predictions)?;
+    let gold_file = QuestionFile::read(gold)?;
+    let mut scores = Vec::with_capacity(gold_file.questions.len());
+    let mut missing_examples = Vec::new();
+    let mut missing = 0;
+    for question in &gold_file.questions {
+        let Some(gold_answer) = question.gold() else {
+            return Err(ScoreError::NoGold {
+                path: gold.to_owned(),
+                id: question.id.clone(),
+            });
+        };
+        match answers.get(&question.id) {
+            Some(answer) => scores.push(AnswerScore::new(answer, gold_answer)),
+            None => {
+                missing += 1;
+                if missing_examples.len() < 5 {
+                    missing_examples.push(question.id.clone());
+                }
+                scores.push(AnswerScore {
+                    em: false,
+                    f1: 0.0,
+                    precision: 0.0,
+                    recall: 0.0,
+                });
+            }
+        }
+    }
+    let mean = Scores::of(scores.iter());
+    Ok(ScoreReport {
+        n: mean.n,
+        em: mean.em,
+        f1: mean.f1,
+        prec: mean.prec,
+        recall: mean.recall,
+        missing,
+        missing_examples,
+    })
+}
+
+impl ScoreReport {
+    pub fn write_text(&self, out: &mut dyn Write) -> io::Result<()> {
+        writeln!(
+            out,
+            "EM {:.4}  F1 {:.4}  precision {:.4}  recall {:.4}  (n = {})",
+            self.em, self.f1, self.prec, self.recall, self.n
+        )?;
+        if self.missing > 0 {
+            let examples = self
+                .missing_examples
+                .iter()
+                .map(|id| format!("`{id}`"))
+                .collect::<Vec<_>>()
+                .join(", ");
+            writeln!(
+                out,
+                "missing        {} predictions, scored zero (e.g. {examples})",
+                self.missing
+            )?;
+        }
+        Ok(())
+    }
+}

@@ -1,0 +1,183 @@
+//! `Selection`: which questions of a file an evaluation runs — a named subset, an ids file, a limit.
+
+use std::collections::{HashMap, HashSet};
+use std::fmt;
+use std::path::{Path, PathBuf};
+use std::str::FromStr;
+
+use super::questions::{Question, QuestionFile};
+
+/// The ReAct notebook's 500 dev indices (`random.Random(233).shuffle`), in its order.
+const PAPER500: &str = include_str!("../../data/paper500.json");
+
+/// A named subset of a dataset split.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Subset {
+    /// The 500 HotpotQA dev questions the ReAct paper scores, in the notebook's order.
+    Paper500,
+}
+
+impl Subset {
+    /// The dataset positions of the subset, in the order the reference runs them.
+    pub fn positions(self) -> Vec<usize> {
+        match self {
+            Subset::Paper500 => {
+                #[derive(serde::Deserialize)]
+                struct Indices {
+                    idxs: Vec<usize>,
+                }
+                let indices: Indices =
+                    serde_json::from_str(PAPER500).expect("the bundled paper500 indices are valid JSON");
+                indices.idxs
+            }
+        }
+    }
+
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Subset::Paper500 => "paper500",
+        }
+    }
+}
+
+impl fmt::Display for Subset {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+impl FromStr for Subset {
+    type Err = String;
+
+    fn from_str(s: &str) -> Result<Self, Self::Err> {
+        match s {
+            "paper500" => Ok(Subset::Paper500),
+            other => Err(format!("unknown subset `{other}`, expected `paper500`")),
+        }
+    }
+}
+
+/// Which questions to run, applied in this order: subset, ids, limit.
+#[derive(Debug, Clone, Default)]
+pub struct Selection {
+    pub subset: Option<Subset>,
+    /// A file of question ids, one a line (`#` comments and blank lines ignored).
+    pub ids: Option<PathBuf>,
+    /// Run at most this many (the first ones after the other filters).
+    pub limit: Option<usize>,
+}
+
+#[derive(Debug, thiserror::Error)]
+pub enum SelectionError {
+    #[error("cannot read ids file `{}`", path.display())]
+    ReadIds {
+        path: PathBuf,
+        #[source]
+        source: std::io::Error,
+    },
+    #[error("ids file `{}` names {n_unknown} ids that are not in `{}`, e.g. {examples}", ids.display(), questions.display())]
+    UnknownIds {
+        ids: PathBuf,
+        questions: PathBuf,
+        n_unknown: usize,
+        examples: String,
+    },
+    #[error(
+        "subset `{subset}` needs the HotpotQA dev set in official order, but `{}` lacks {n_missing} of its questions (e.g. position {example}); use hotpot_dev_v1_simplified.json or hotpot_dev_distractor_v1.json",
+        questions.display()
+    )]
+    IncompleteSubset {
+        subset: Subset,
+        questions: PathBuf,
+        n_missing: usize,
+        example: usize,
+    },
+}
+
+impl Selection {
+    pub fn apply(&self, file: QuestionFile) -> Result<Vec<Question>, SelectionError> {
+        let QuestionFile { path, questions, .. } = file;
+        let mut questions = match self.subset {
+            None => questions,
+            Some(subset) => {
+                let positions = subset.positions();
+                let mut by_position: HashMap<usize, Question> = questions
+                    .into_iter()
+                    .map(|question| (question.position, question))
+                    .collect();
+                let missing: Vec<usize> = positions
+                    .iter()
+                    .copied()
+                    .filter(|position| !by_position.contains_key(position))
+                    .collect();
+                if let Some(&example) = missing.first() {
+                    return Err(SelectionError::IncompleteSubset {
+                        subset,
+                        questions: path,
+                        n_missing: missing.len(),
+                        example,
+                    });
+                }
+                positions
+                    .iter()
+                    .filter_map(|position| by_position.remove(position))
+                    .collect()
+            }
+        };
+        if let Some(ids_path) = &self.ids {
+            let wanted = read_ids(ids_path)?;
+            let present: HashSet<&str> = questions.iter().map(|question| question.id.as_str()).collect();
+            let unknown: Vec<&String> = wanted
+                .iter()
+                .filter(|id| !present.contains(id.as_str()))
+                .collect();
+            if !unknown.is_empty() {
+                let examples = unknown
+                    .iter()
+                    .take(3)
+                    .map(|id| format!("`{id}`"))
+                    .collect::<Vec<_>>()
+                    .join(", ");
+                return Err(SelectionError::UnknownIds {
+                    ids: ids_path.clone(),
+                    questions: path,
+                    n_unknown: unknown.len(),
+                    examples,
+                });
+            }
+            let wanted: HashSet<String> = wanted.into_iter().collect();
+            questions.retain(|question| wanted.contains(&question.id));
+        }
+        if let Some(limit) = self.limit {
+            questions.truncate(limit);
+        }
+        Ok(questions)
+    }
+}
+
+fn read_ids(path: &Path) -> Result<Vec<String>, SelectionError> {
+    let text = std::fs::read_to_string(path).map_err(|source| SelectionError::ReadIds {
+        path: path.to_owned(),
+        source,
+    })?;
+    Ok(text
+        .lines()
+        .map(str::trim)
+        .filter(|line| !line.is_empty() && !line.starts_with('#'))
+        .map(str::to_owned)
+        .collect())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn paper500_is_the_notebooks_shuffle() {
+        let positions = Subset::Paper500.positions();
+        assert_eq!(positions.len(), 500);
+        assert_eq!(positions[..5], [3687, 6238, 5388, 3522, 3824]);
+        assert_eq!(positions.iter().collect::<HashSet<_>>().len(), 500);
+        assert!(positions.iter().all(|&position| position < 7405));
+    }
+}

@@ -1,0 +1,254 @@
+//! `Summary`: what an evaluation adds up to — official EM/F1/precision/recall overall, by question
+//! type and by how runs stopped; the mean cost of a question; wall time and throughput.
+
+use std::collections::BTreeMap;
+use std::io::{self, Write};
+use std::path::PathBuf;
+use std::time::Duration;
+
+use serde::Serialize;
+
+use super::questions::{Question, Task};
+use crate::metrics::AnswerScore;
+use crate::run::{Run, Stopped, Usage};
+
+/// What the summary keeps of one finished run: enough to score it, not its trajectory.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Outcome {
+    pub kind: Option<String>,
+    pub stopped: Stopped,
+    /// `None` when the question has no gold answer.
+    pub score: Option<AnswerScore>,
+    pub n_steps: usize,
+    pub usage: Usage,
+}
+
+impl Outcome {
+    /// Scores `run` against `question`'s gold answer; a run without an answer scores zero.
+    pub fn new(run: &Run, question: &Question) -> Outcome {
+        Outcome {
+            kind: question.kind.clone(),
+            stopped: run.stopped.unwrap_or(Stopped::Error),
+            score: question
+                .gold()
+                .map(|gold| AnswerScore::new(run.answer.as_deref().unwrap_or(""), gold)),
+            n_steps: run.steps.len(),
+            usage: run.usage,
+        }
+    }
+}
+
+/// Mean scores of a group of questions.
+#[derive(Debug, Clone, Copy, PartialEq, Default, Serialize)]
+pub struct Scores {
+    pub n: usize,
+    pub em: f64,
+    pub f1: f64,
+    pub prec: f64,
+    pub recall: f64,
+}
+
+impl Scores {
+    pub(crate) fn of<'a>(scores: impl Iterator<Item = &'a AnswerScore>) -> Scores {
+        let mut sums = Scores::default();
+        for score in scores {
+            sums.n += 1;
+            sums.em += f64::from(u8::from(score.em));
+            sums.f1 += score.f1;
+            sums.prec += score.precision;
+            sums.recall += score.recall;
+        }
+        if sums.n > 0 {
+            let n = sums.n as f64;
+            sums.em /= n;
+            sums.f1 /= n;
+            sums.prec /= n;
+            sums.recall /= n;
+        }
+        sums
+    }
+}
+
+/// The mean cost of one finished question.
+#[derive(Debug, Clone, Copy, PartialEq, Default, Serialize)]
+pub struct PerQuestion {
+    pub steps: f64,
+    pub llm_calls: f64,
+    pub fallback_calls: f64,
+    pub invalid_actions: f64,
+    pub prompt_tokens: f64,
+    pub completion_tokens: f64,
+}
+
+/// The evaluation's result, printed on stdout (`--json`: this object).
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct Summary {
+    pub task: Task,
+    /// Finished questions with a gold answer: what EM/F1 average over. Errors score zero.
+    pub n: usize,
+    pub em: f64,
+    pub f1: f64,
+    pub prec: f64,
+    pub recall: f64,
+    /// FEVER: label accuracy (the exact match of the normalized label).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub accuracy: Option<f64>,
+    /// By HotpotQA `type` (bridge, comparison).
+    pub by_type: BTreeMap<String, Scores>,
+    /// By how runs stopped: finish, max_steps, repeated_action, error.
+    pub by_stopped: BTreeMap<String, Scores>,
+    pub per_question: PerQuestion,
+    /// Questions the selection names.
+    pub selected: usize,
+    /// Selected questions with a run in the results file.
+    pub done: usize,
+    /// Of those, found there when this evaluation started.
+    pub resumed: usize,
+    pub errors: usize,
+    /// Ctrl-C stopped the evaluation before every selected question was done.
+    pub interrupted: bool,
+    pub wall_seconds: f64,
+    /// Questions run by this invocation per minute of wall time.
+    pub questions_per_minute: f64,
+    pub results: PathBuf,
+}
+
+/// What the summary needs besides the outcomes.
+#[derive(Debug, Clone)]
+pub struct SummaryContext {
+    pub task: Task,
+    pub selected: usize,
+    pub resumed: usize,
+    pub interrupted: bool,
+    pub wall_time: Duration,
+    pub results: PathBuf,
+}
+
+impl Summary {
+    pub fn new(outcomes: &[Outcome], context: SummaryContext) -> Summary {
+        let overall = Scores::of(outcomes.iter().filter_map(|outcome| outcome.score.as_ref()));
+        let mut by_type: BTreeMap<String, Vec<&AnswerScore>> = BTreeMap::new();
+        let mut by_stopped: BTreeMap<String, Vec<&AnswerScore>> = BTreeMap::new();
+        for outcome in outcomes {
+            let Some(score) = &outcome.score else { continue };
+            if let Some(kind) = &outcome.kind {
+                by_type.entry(kind.clone()).or_default().push(score);
+            }
+            by_stopped
+                .entry(outcome.stopped.as_str().to_owned())
+                .or_default()
+                .push(score);
+        }
+        let group = |groups: BTreeMap<String, Vec<&AnswerScore>>| {
+            groups
+                .into_iter()
+                .map(|(name, scores)| (name, Scores::of(scores.into_iter())))
+                .collect()
+        };
+        let mut total = Usage::default();
+        let mut n_steps = 0;
+        for outcome in outcomes {
+            total.add(&outcome.usage);
+            n_steps += outcome.n_steps;
+        }
+        let mean = |sum: u64| {
+            if outcomes.is_empty() {
+                0.0
+            } else {
+                sum as f64 / outcomes.len() as f64
+            }
+        };
+        let wall_seconds = context.wall_time.as_secs_f64();
+        let n_run_now = outcomes.len() - context.resumed;
+        Summary {
+            task: context.task,
+            n: overall.n,
+            em: overall.em,
+            f1: overall.f1,
+            prec: overall.prec,
+            recall: overall.recall,
+            accuracy: (context.task == Task::Fever).then_some(overall.em),
+            by_type: group(by_type),
+            by_stopped: group(by_stopped),
+            per_question: PerQuestion {
+                steps: mean(n_steps as u64),
+                llm_calls: mean(total.llm_calls),
+                fallback_calls: mean(total.fallback_calls),
+                invalid_actions: mean(total.invalid_actions),
+                prompt_tokens: mean(total.prompt_tokens),
+                completion_tokens: mean(total.completion_tokens),
+            },
+            selected: context.selected,
+            done: outcomes.len(),
+            resumed: context.resumed,
+            errors: outcomes
+                .iter()
+                .filter(|outcome| outcome.stopped == Stopped::Error)
+                .count(),
+            interrupted: context.interrupted,
+            wall_seconds,
+            questions_per_minute: if wall_seconds > 0.0 {
+                n_run_now as f64 * 60.0 / wall_seconds
+            } else {
+                0.0
+            },
+            results: context.results,
+        }
+    }
+
+    /// The human-readable summary.
+    pub fn write_text(&self, out: &mut dyn Write) -> io::Result<()> {
+        let status = if self.interrupted { ", interrupted" } else { "" };
+        let errors = match self.errors {
+            1 => "1 error".to_owned(),
+            n => format!("{n} errors"),
+        };
+        writeln!(
+            out,
+            "questions      {} selected, {} done ({} resumed, {errors}){status}",
+            self.selected, self.done, self.resumed
+        )?;
+        match self.accuracy {
+            Some(accuracy) => writeln!(out, "accuracy       {accuracy:.4} (n = {})", self.n)?,
+            None => writeln!(
+                out,
+                "EM {:.4}  F1 {:.4}  precision {:.4}  recall {:.4}  (n = {})",
+                self.em, self.f1, self.prec, self.recall, self.n
+            )?,
+        }
+        for (title, groups) in [("by type", &self.by_type), ("by stop", &self.by_stopped)] {
+            if groups.is_empty() {
+                continue;
+            }
+            writeln!(
+                out,
+                "{title:<18}{:>5}{:>8}{:>8}{:>8}{:>8}",
+                "n", "EM", "F1", "prec", "recall"
+            )?;
+            for (name, scores) in groups {
+                writeln!(
+                    out,
+                    "  {name:<16}{:>5}{:>8.4}{:>8.4}{:>8.4}{:>8.4}",
+                    scores.n, scores.em, scores.f1, scores.prec, scores.recall
+                )?;
+            }
+        }
+        let per = &self.per_question;
+        writeln!(
+            out,
+            "per question   {:.2} steps, {:.2} LLM calls, {:.2} fallback calls, {:.2} invalid actions, {:.0} prompt tokens, {:.0} completion tokens",
+            per.steps,
+            per.llm_calls,
+            per.fallback_calls,
+            per.invalid_actions,
+            per.prompt_tokens,
+            per.completion_tokens
+        )?;
+        writeln!(
+            out,
+            "wall time      {:.1} s, {:.1} questions/minute",
+            self.wall_seconds, self.questions_per_minute
+        )?;
+        writeln!(out, "results        {}", self.results.display())
+    }
+}
