@@ -26,6 +26,8 @@ pub mod run;
 
 pub mod replay;
 
+pub mod explore;
+
 pub mod metrics;
 
 pub use action::{Action, ActionError, ActionGrammar};

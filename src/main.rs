@@ -1,13 +1,18 @@
 //! The `react-docstore` binary: parses the command line and hands over to the library.
 
+use std::io::IsTerminal;
 use std::path::PathBuf;
 use std::process::ExitCode;
 
 use clap::{Args, Parser, Subcommand};
 
-use react_docstore::Profile;
+use react_docstore::docstore::{DEFAULT_USER_AGENT, DocstoreConfig, DocstoreKind};
+use react_docstore::environment::{Environment, Workbench};
+use react_docstore::explore::{self, Explore, Format};
 use react_docstore::replay::{self, Output, ReplayConfig};
+use react_docstore::tool::Toolbox;
 use react_docstore::trace::TracePrinter;
+use react_docstore::{ActionGrammar, Profile, Run};
 
 #[derive(Parser)]
 #[command(
@@ -74,7 +79,7 @@ struct ModelArgs {
 struct DocstoreArgs {
     /// `wikipedia`, `distractor` (each question's own paragraphs) or `corpus:FILE`.
     #[arg(long, default_value = "wikipedia", value_name = "DOCSTORE")]
-    docstore: String,
+    docstore: DocstoreKind,
     /// The Wikipedia to search; tests and mirrors point it elsewhere.
     #[arg(
         long,
@@ -89,6 +94,26 @@ struct DocstoreArgs {
     /// Never touch the network: serve from the cache, and fail on a miss.
     #[arg(long)]
     offline: bool,
+    /// The User-Agent sent to Wikipedia: say who you are and how to reach you.
+    #[arg(long, env = "REACT_USER_AGENT", value_name = "TEXT")]
+    user_agent: Option<String>,
+}
+
+impl DocstoreArgs {
+    /// The library's docstore configuration under `profile`.
+    fn config(&self, profile: Profile) -> DocstoreConfig {
+        DocstoreConfig {
+            kind: self.docstore.clone(),
+            wiki_url: self.wiki_url.clone(),
+            cache_dir: self.cache_dir.clone(),
+            offline: self.offline,
+            user_agent: self
+                .user_agent
+                .clone()
+                .unwrap_or_else(|| DEFAULT_USER_AGENT.to_owned()),
+            ..DocstoreConfig::new(profile)
+        }
+    }
 }
 
 /// Extra bracketed tools.
@@ -97,6 +122,16 @@ struct ToolArgs {
     /// Built-in tools to register, comma-separated: `calculate`, `websearch`.
     #[arg(long, value_delimiter = ',', value_name = "TOOLS")]
     tools: Vec<String>,
+}
+
+impl ToolArgs {
+    /// The registered tools. No built-in tool exists yet: naming one is an error.
+    fn toolbox(&self) -> anyhow::Result<Toolbox> {
+        match self.tools.first() {
+            Some(name) => anyhow::bail!("unknown tool `{name}`"),
+            None => Ok(Toolbox::default()),
+        }
+    }
 }
 
 #[derive(Args)]
@@ -141,6 +176,9 @@ struct ReplayArgs {
     /// Print each run as a JSON line, then a summary line.
     #[arg(long)]
     json: bool,
+    /// Where steps without a recorded observation are observed.
+    #[command(flatten)]
+    docstore: DocstoreArgs,
 }
 
 #[derive(Args)]
@@ -208,7 +246,24 @@ async fn run(cli: Cli) -> anyhow::Result<ExitCode> {
         Command::Ask(_) => anyhow::bail!("`ask` is not built yet"),
         Command::Chat(_) => anyhow::bail!("`chat` is not built yet"),
         Command::Eval(_) => anyhow::bail!("`eval` is not built yet"),
-        Command::Explore(_) => anyhow::bail!("`explore` is not built yet"),
+        Command::Explore(args) => {
+            let source = args.docstore.config(args.profile).open()?;
+            let mut session = Explore::new(source.as_ref(), args.tools.toolbox()?, args.profile);
+            let format = if args.json { Format::Json } else { Format::Text };
+            let mut stdout = std::io::stdout().lock();
+            if args.actions.is_empty() {
+                let stdin = tokio::io::BufReader::new(tokio::io::stdin());
+                let mut prompt: Box<dyn std::io::Write> = if std::io::stdin().is_terminal() {
+                    Box::new(std::io::stderr())
+                } else {
+                    Box::new(std::io::sink())
+                };
+                explore::run_interactive(&mut session, stdin, format, &mut stdout, &mut prompt).await?;
+            } else {
+                explore::run_actions(&mut session, &args.actions, format, &mut stdout).await?;
+            }
+            Ok(ExitCode::SUCCESS)
+        }
         Command::Score(_) => anyhow::bail!("`score` is not built yet"),
         Command::Replay(args) => {
             let config = ReplayConfig {
@@ -217,9 +272,19 @@ async fn run(cli: Cli) -> anyhow::Result<ExitCode> {
                 profile: args.profile,
                 max_steps: args.max_steps,
             };
+            // Steps without a recorded observation are observed live, under each run's profile.
+            let sources = args.docstore.config(Profile::Default).open_sources()?;
+            let live = move |_run: &Run, grammar: &ActionGrammar| -> Option<Box<dyn Environment>> {
+                let source = sources.get(grammar.profile());
+                Some(Box::new(Workbench::new(
+                    source.open(&[]),
+                    Toolbox::default(),
+                    grammar.clone(),
+                )))
+            };
             let mut stdout = std::io::stdout().lock();
             let mut trace = TracePrinter::stderr();
-            let summary = replay::replay(&config, &|_, _| None, &mut stdout, &mut trace).await?;
+            let summary = replay::replay(&config, &live, &mut stdout, &mut trace).await?;
             Ok(if summary.n_answered > 0 {
                 ExitCode::SUCCESS
             } else {

@@ -1,5 +1,6 @@
 //! HTML 4 named character references (and `apos`), sorted by name for binary search.
 
+#[rustfmt::skip]
 pub(super) const ENTITIES: &[(&str, char)] = &[
     ("AElig", '\u{c6}'), ("Aacute", '\u{c1}'), ("Acirc", '\u{c2}'), ("Agrave", '\u{c0}'),
     ("Alpha", '\u{391}'), ("Aring", '\u{c5}'), ("Atilde", '\u{c3}'), ("Auml", '\u{c4}'),

@@ -117,7 +117,11 @@ impl Fetcher {
             });
         }
         let flight = {
-            let mut in_flight = self.inner.in_flight.lock().unwrap_or_else(|poison| poison.into_inner());
+            let mut in_flight = self
+                .inner
+                .in_flight
+                .lock()
+                .unwrap_or_else(|poison| poison.into_inner());
             match in_flight.get(url) {
                 Some(flight) => flight.clone(),
                 None => {
@@ -148,7 +152,10 @@ impl Fetcher {
 /// Why one attempt failed, and whether another may succeed.
 #[derive(Debug)]
 enum AttemptError {
-    Status { status: StatusCode, retry_after: Option<Duration> },
+    Status {
+        status: StatusCode,
+        retry_after: Option<Duration>,
+    },
     Network(reqwest::Error),
     TooLarge,
 }
@@ -221,7 +228,11 @@ impl FetcherInner {
 
     /// One request, holding one of the in-flight permits (not while backing off).
     async fn attempt(&self, url: &str) -> Result<Vec<u8>, AttemptError> {
-        let _permit = self.permits.acquire().await.expect("the semaphore is never closed");
+        let _permit = self
+            .permits
+            .acquire()
+            .await
+            .expect("the semaphore is never closed");
         self.requests.fetch_add(1, Ordering::Relaxed);
         let mut response = self.client.get(url).send().await.map_err(AttemptError::Network)?;
         let status = response.status();
@@ -232,7 +243,10 @@ impl FetcherInner {
             });
         }
         let limit = self.policy.max_body_bytes;
-        if response.content_length().is_some_and(|length| length > limit as u64) {
+        if response
+            .content_length()
+            .is_some_and(|length| length > limit as u64)
+        {
             return Err(AttemptError::TooLarge);
         }
         let mut body = Vec::with_capacity(response.content_length().unwrap_or(0) as usize);
@@ -352,7 +366,13 @@ fn entry_name(url: &str) -> String {
     let tail = url.rsplit(['=', '/']).next().unwrap_or("");
     let slug: String = tail
         .chars()
-        .map(|c| if c.is_ascii_alphanumeric() { c.to_ascii_lowercase() } else { '-' })
+        .map(|c| {
+            if c.is_ascii_alphanumeric() {
+                c.to_ascii_lowercase()
+            } else {
+                '-'
+            }
+        })
         .collect::<String>()
         .split('-')
         .filter(|part| !part.is_empty())
@@ -366,9 +386,9 @@ fn entry_name(url: &str) -> String {
 fn fnv1a_128(bytes: &[u8]) -> u128 {
     const OFFSET: u128 = 0x6c62272e07bb014262b821756295c58d;
     const PRIME: u128 = 0x0000000001000000000000000000013b;
-    bytes
-        .iter()
-        .fold(OFFSET, |hash, &byte| (hash ^ u128::from(byte)).wrapping_mul(PRIME))
+    bytes.iter().fold(OFFSET, |hash, &byte| {
+        (hash ^ u128::from(byte)).wrapping_mul(PRIME)
+    })
 }
 
 #[cfg(test)]
@@ -388,7 +408,10 @@ mod tests {
             let path = cache.path_for(url);
             assert_eq!(path.parent(), Some(Path::new("/cache/http")), "{url}");
             let name = path.file_name().unwrap().to_str().unwrap();
-            assert!(name.bytes().all(|b| b.is_ascii_alphanumeric() || b == b'-' || b == b'.'));
+            assert!(
+                name.bytes()
+                    .all(|b| b.is_ascii_alphanumeric() || b == b'-' || b == b'.')
+            );
             assert!(!name.starts_with('.'));
         }
         assert_ne!(cache.path_for("a"), cache.path_for("b"));

@@ -89,7 +89,11 @@ fn paper_outcome(doc: &Document<'_>) -> SearchOutcome {
 }
 
 fn paper_title(doc: &Document<'_>) -> String {
-    let title = doc.elements_named(Tag::Title).next().map(|el| doc.text(el)).unwrap_or_default();
+    let title = doc
+        .elements_named(Tag::Title)
+        .next()
+        .map(|el| doc.text(el))
+        .unwrap_or_default();
     let title = python_strip(&title);
     title.strip_suffix(" - Wikipedia").unwrap_or(title).to_owned()
 }
@@ -113,9 +117,10 @@ fn default_outcome(doc: &Document<'_>) -> SearchOutcome {
         return SearchOutcome::Results(titles);
     }
     let nonefound = doc.elements().any(|el| doc.has_class(el, "mw-search-nonefound"))
-        || doc.elements_named(Tag::P).any(|el| {
-            collapse_whitespace(&doc.text(el)).starts_with("There were no results matching the query")
-        });
+        || doc
+            .elements_named(Tag::P)
+            .take(50)
+            .any(|el| python_strip(&doc.text(el)).starts_with("There were no results matching the query"));
     if nonefound {
         return SearchOutcome::NoResults;
     }
@@ -133,14 +138,15 @@ fn default_outcome(doc: &Document<'_>) -> SearchOutcome {
 
 /// A result heading's title: the text of its link, without `(redirect from …)` and the like.
 fn result_title(doc: &Document<'_>, heading: usize) -> String {
-    let link = doc
-        .descendants(heading)
-        .find(|&el| doc.tag(el) == Tag::A);
+    let link = doc.descendants(heading).find(|&el| doc.tag(el) == Tag::A);
     let text = match link {
         Some(link) => doc.text(link),
         None => {
             let text = doc.text(heading);
-            let cut = text.find("(redirect from").or_else(|| text.find("(section ")).unwrap_or(text.len());
+            let cut = text
+                .find("(redirect from")
+                .or_else(|| text.find("(section "))
+                .unwrap_or(text.len());
             Cow::Owned(text[..cut].to_owned())
         }
     };
@@ -152,7 +158,10 @@ fn result_title(doc: &Document<'_>, heading: usize) -> String {
 fn content_root(doc: &Document<'_>) -> Option<usize> {
     doc.elements()
         .find(|&el| doc.has_class(el, "mw-parser-output"))
-        .or_else(|| doc.elements().find(|&el| doc.attr(el, "id").as_deref() == Some("mw-content-text")))
+        .or_else(|| {
+            doc.elements()
+                .find(|&el| doc.attr(el, "id").as_deref() == Some("mw-content-text"))
+        })
         .or_else(|| doc.elements_named(Tag::Body).next())
 }
 
@@ -167,7 +176,11 @@ fn default_title(doc: &Document<'_>) -> String {
             return title;
         }
     }
-    let title = doc.elements_named(Tag::Title).next().map(|el| doc.text(el)).unwrap_or_default();
+    let title = doc
+        .elements_named(Tag::Title)
+        .next()
+        .map(|el| doc.text(el))
+        .unwrap_or_default();
     let title = collapse_whitespace(&title);
     title.strip_suffix(" - Wikipedia").unwrap_or(&title).to_owned()
 }
@@ -213,7 +226,14 @@ const EXCLUDED_CLASSES: &[&str] = &[
     "Z3988",
 ];
 
-const EXCLUDED_IDS: &[&str] = &["coordinates", "toc", "siteSub", "contentSub", "catlinks", "disambigbox"];
+const EXCLUDED_IDS: &[&str] = &[
+    "coordinates",
+    "toc",
+    "siteSub",
+    "contentSub",
+    "catlinks",
+    "disambigbox",
+];
 
 /// Section headings whose content is not article prose.
 const SKIPPED_SECTIONS: &[&str] = &[
@@ -251,7 +271,9 @@ fn is_excluded(doc: &Document<'_>, el: usize) -> bool {
         return false;
     }
     if let Some(class) = doc.attr(el, "class")
-        && class.split_ascii_whitespace().any(|name| EXCLUDED_CLASSES.contains(&name))
+        && class
+            .split_ascii_whitespace()
+            .any(|name| EXCLUDED_CLASSES.contains(&name))
     {
         return true;
     }
@@ -306,7 +328,11 @@ fn tidy_punctuation(text: &str) -> String {
     let mut out = String::with_capacity(text.len());
     let mut chars = text.chars().peekable();
     while let Some(c) = chars.next() {
-        if c == ' ' && chars.peek().is_some_and(|next| matches!(next, '.' | ',' | ';' | ':' | ')')) {
+        if c == ' '
+            && chars
+                .peek()
+                .is_some_and(|next| matches!(next, '.' | ',' | ';' | ':' | ')'))
+        {
             continue;
         }
         out.push(c);
@@ -362,13 +388,14 @@ fn body_paragraphs(doc: &Document<'_>, root: Option<usize>) -> Vec<String> {
                 walk.depth += 1;
             }
             Tag::Br => walk.buffer.push(' '),
-            Tag::Img if walk.depth > 0 => {
-                if walk.doc.has_class(el, "mwe-math-fallback-image-inline")
-                    || walk.doc.has_class(el, "mwe-math-fallback-image-display")
-                {
-                    if let Some(alt) = walk.doc.attr(el, "alt") {
-                        walk.buffer.push_str(unwrap_tex(&alt));
-                    }
+            // Inline math: the TeX of its fallback image stands in for the MathML.
+            Tag::Img
+                if walk.depth > 0
+                    && (walk.doc.has_class(el, "mwe-math-fallback-image-inline")
+                        || walk.doc.has_class(el, "mwe-math-fallback-image-display")) =>
+            {
+                if let Some(alt) = walk.doc.attr(el, "alt") {
+                    walk.buffer.push_str(unwrap_tex(&alt));
                 }
             }
             tag if tag.is_block() => walk.flush(),
@@ -396,7 +423,10 @@ fn body_paragraphs(doc: &Document<'_>, root: Option<usize>) -> Vec<String> {
 fn unwrap_tex(alt: &str) -> &str {
     let trimmed = alt.trim();
     for prefix in ["{\\displaystyle ", "{\\textstyle ", "{\\scriptstyle "] {
-        if let Some(inner) = trimmed.strip_prefix(prefix).and_then(|rest| rest.strip_suffix('}')) {
+        if let Some(inner) = trimmed
+            .strip_prefix(prefix)
+            .and_then(|rest| rest.strip_suffix('}'))
+        {
             return inner.trim();
         }
     }
@@ -430,9 +460,10 @@ fn disambiguation_entries(doc: &Document<'_>, root: Option<usize>) -> Vec<String
     });
     let mut entries: Vec<String> = Vec::new();
     for item in items {
-        let link = doc.descendants(item).take_while(|&el| !matches!(doc.tag(el), Tag::Ul | Tag::Ol)).find(|&el| {
-            doc.tag(el) == Tag::A && !doc.has_class(el, "new") && !doc.has_class(el, "external")
-        });
+        let link = doc
+            .descendants(item)
+            .take_while(|&el| !matches!(doc.tag(el), Tag::Ul | Tag::Ol))
+            .find(|&el| doc.tag(el) == Tag::A && !doc.has_class(el, "new") && !doc.has_class(el, "external"));
         let entry = match link {
             Some(link) => doc
                 .attr(link, "title")
@@ -571,9 +602,9 @@ impl Tag {
 /// Void elements, as BeautifulSoup's HTML builder knows them.
 fn is_void(name: &str) -> bool {
     const VOID: &[&str] = &[
-        "area", "base", "basefont", "bgsound", "br", "col", "command", "embed", "frame", "hr", "image", "img",
-        "input", "isindex", "keygen", "link", "menuitem", "meta", "nextid", "param", "source", "spacer",
-        "track", "wbr",
+        "area", "base", "basefont", "bgsound", "br", "col", "command", "embed", "frame", "hr", "image",
+        "img", "input", "isindex", "keygen", "link", "menuitem", "meta", "nextid", "param", "source",
+        "spacer", "track", "wbr",
     ];
     name.len() <= 8 && VOID.iter().any(|void| void.eq_ignore_ascii_case(name))
 }
@@ -736,7 +767,12 @@ impl<'a> Builder<'a> {
                     pos = end;
                     text_start = end;
                 }
-                Some(Markup::Start { name, attrs, end, self_closing }) => {
+                Some(Markup::Start {
+                    name,
+                    attrs,
+                    end,
+                    self_closing,
+                }) => {
                     self.text(text_start, lt);
                     let el = self.open_tag(name, attrs, self_closing);
                     pos = end;
@@ -773,10 +809,17 @@ impl<'a> Builder<'a> {
         let hidden = self.hiding > 0;
         // BeautifulSoup's `endData`: a string of ASCII whitespace only becomes one newline (when
         // it holds one) or one space, except inside `pre` and `textarea`.
-        if self.preserving == 0 && raw.bytes().all(|b| matches!(b, b' ' | b'\n' | b'\t' | b'\x0c' | b'\r')) {
+        if self.preserving == 0
+            && raw
+                .bytes()
+                .all(|b| matches!(b, b' ' | b'\n' | b'\t' | b'\x0c' | b'\r'))
+        {
             let collapsed = if raw.contains('\n') { "\n" } else { " " };
             let index = self.doc.texts.len();
-            self.doc.texts.push(Text { content: Cow::Borrowed(collapsed), hidden });
+            self.doc.texts.push(Text {
+                content: Cow::Borrowed(collapsed),
+                hidden,
+            });
             self.doc.events.push(Event::Text(index));
             return;
         }
@@ -830,7 +873,8 @@ impl<'a> Builder<'a> {
         let tag = Tag::from_name(wanted);
         let found = self.stack.iter().rposition(|&el| {
             let element = &self.doc.elements[el];
-            element.tag == tag && (tag != Tag::Other || src[element.name.0..element.name.1].eq_ignore_ascii_case(wanted))
+            element.tag == tag
+                && (tag != Tag::Other || src[element.name.0..element.name.1].eq_ignore_ascii_case(wanted))
         });
         let Some(found) = found else {
             return;
@@ -861,7 +905,10 @@ impl<'a> Builder<'a> {
                 } else if bytes[lt..].starts_with(b"<![CDATA[") {
                     let inner_start = lt + 9;
                     let inner_end = find(src, inner_start, "]]>").unwrap_or(src.len());
-                    Some(Markup::CData((inner_start, inner_end), (inner_end + 3).min(src.len())))
+                    Some(Markup::CData(
+                        (inner_start, inner_end),
+                        (inner_end + 3).min(src.len()),
+                    ))
                 } else {
                     let end = memchr(b'>', &bytes[lt..]).map_or(src.len(), |idx| lt + idx + 1);
                     Some(Markup::Skip(end))
@@ -1051,7 +1098,13 @@ fn parse_numeric(rest: &str) -> Option<(char, usize)> {
     };
     let digits_len = bytes[digits_start..]
         .iter()
-        .take_while(|b| if radix == 16 { b.is_ascii_hexdigit() } else { b.is_ascii_digit() })
+        .take_while(|b| {
+            if radix == 16 {
+                b.is_ascii_hexdigit()
+            } else {
+                b.is_ascii_digit()
+            }
+        })
         .count();
     if digits_len == 0 {
         return None;

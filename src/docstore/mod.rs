@@ -43,7 +43,11 @@ pub trait Docstore: Send {
 #[derive(Debug, thiserror::Error)]
 pub enum DocstoreError {
     #[error("GET {url} answered HTTP {status} after {attempts} attempt(s)")]
-    Status { url: String, status: u16, attempts: usize },
+    Status {
+        url: String,
+        status: u16,
+        attempts: usize,
+    },
     #[error("GET {url} failed after {attempts} attempt(s)")]
     Network {
         url: String,
@@ -59,7 +63,11 @@ pub enum DocstoreError {
         "offline: no cached page for `{query}` in {} (it would be fetched from {url}); run once without --offline to cache it",
         .cache_dir.display()
     )]
-    NotCached { query: String, url: String, cache_dir: PathBuf },
+    NotCached {
+        query: String,
+        url: String,
+        cache_dir: PathBuf,
+    },
     #[error("page cache {}", .path.display())]
     Cache {
         path: PathBuf,
@@ -221,7 +229,11 @@ impl DocstoreSources {
 /// `~/.cache/react-docstore` (`~/Library/Caches/react-docstore` on macOS,
 /// `%LOCALAPPDATA%\react-docstore\cache` on Windows), else one under the temporary directory.
 pub fn default_cache_dir() -> PathBuf {
-    let env_dir = |name: &str| std::env::var_os(name).filter(|value| !value.is_empty()).map(PathBuf::from);
+    let env_dir = |name: &str| {
+        std::env::var_os(name)
+            .filter(|value| !value.is_empty())
+            .map(PathBuf::from)
+    };
     let base = if cfg!(windows) {
         env_dir("LOCALAPPDATA").map(|dir| dir.join("react-docstore").join("cache"))
     } else if cfg!(target_os = "macos") {

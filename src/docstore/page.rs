@@ -150,10 +150,10 @@ const WEAK_ABBREVIATIONS: &[&str] = &[
 
 /// Words that open a new sentence after a weak abbreviation.
 const SENTENCE_OPENERS: &[&str] = &[
-    "a", "after", "although", "an", "as", "at", "before", "but", "during", "for", "from", "he", "her",
-    "his", "however", "i", "if", "in", "it", "its", "many", "most", "on", "one", "other", "she", "since",
-    "some", "that", "the", "their", "there", "these", "they", "this", "those", "though", "to", "today",
-    "under", "when", "while", "with",
+    "a", "after", "although", "an", "as", "at", "before", "but", "during", "for", "from", "he", "her", "his",
+    "however", "i", "if", "in", "it", "its", "many", "most", "on", "one", "other", "she", "since", "some",
+    "that", "the", "their", "there", "these", "they", "this", "those", "though", "to", "today", "under",
+    "when", "while", "with",
 ];
 
 const CLOSERS: &[char] = &['"', '\'', '”', '’', ')', ']', '»'];
@@ -272,7 +272,11 @@ impl LookupCursor {
     pub fn advance(&mut self) -> Option<String> {
         let sentence = self.matches.get(self.position)?;
         self.position += 1;
-        Some(format!("(Result {} / {}) {sentence}", self.position, self.matches.len()))
+        Some(format!(
+            "(Result {} / {}) {sentence}",
+            self.position,
+            self.matches.len()
+        ))
     }
 }
 
@@ -344,7 +348,11 @@ impl Reader {
         match self.profile {
             Profile::Paper => {
                 // wikienv.py: the list is rebuilt only when the keyword string differs exactly.
-                if self.cursor.as_ref().is_none_or(|cursor| cursor.keyword != keyword) {
+                if self
+                    .cursor
+                    .as_ref()
+                    .is_none_or(|cursor| cursor.keyword != keyword)
+                {
                     let sentences: &[String] = if self.page.is_some() { &self.sentences } else { &[] };
                     self.cursor = Some(LookupCursor::new(keyword, sentences));
                 }

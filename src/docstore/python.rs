@@ -145,7 +145,10 @@ pub fn repr_str(text: &str) -> String {
 /// noncharacters; real titles hold none of the others.
 fn is_printable(c: char) -> bool {
     let code = u32::from(c);
-    let separator = matches!(code, 0xa0 | 0x1680 | 0x2000..=0x200a | 0x2028 | 0x2029 | 0x202f | 0x205f | 0x3000);
+    let separator = matches!(
+        code,
+        0xa0 | 0x1680 | 0x2000..=0x200a | 0x2028 | 0x2029 | 0x202f | 0x205f | 0x3000
+    );
     let control = c.is_control();
     let format = matches!(
         code,
@@ -209,12 +212,18 @@ mod tests {
     fn repr_follows_python_quoting() {
         let cases: &[(&[&str], &str)] = &[
             (&[], "[]"),
-            (&["Colorado orogeny", "Laramide orogeny"], "['Colorado orogeny', 'Laramide orogeny']"),
+            (
+                &["Colorado orogeny", "Laramide orogeny"],
+                "['Colorado orogeny', 'Laramide orogeny']",
+            ),
             (&["Arthur's Magazine"], "[\"Arthur's Magazine\"]"),
             (&["He said \"hi\""], "['He said \"hi\"']"),
             (&["both ' and \""], "['both \\' and \"']"),
             (&["back\\slash"], "['back\\\\slash']"),
-            (&["nb\u{a0}sp", "zero\u{200b}width", "tab\t"], "['nb\\xa0sp', 'zero\\u200bwidth', 'tab\\t']"),
+            (
+                &["nb\u{a0}sp", "zero\u{200b}width", "tab\t"],
+                "['nb\\xa0sp', 'zero\\u200bwidth', 'tab\\t']",
+            ),
             (&["Ünïcödé – 東京"], "['Ünïcödé – 東京']"),
         ];
         for (items, expected) in cases {

@@ -14,6 +14,8 @@ use crate::profile::Profile;
 const SIMILAR_TITLES: usize = 5;
 /// How many entries of a disambiguation page the `default` profile offers.
 const DISAMBIGUATION_ENTRIES: usize = 10;
+/// Pages larger than this are parsed on a blocking thread.
+const LARGE_PAGE_BYTES: usize = 1024 * 1024;
 
 /// Opens one [`WikipediaExplorer`] per question over a shared client and cache.
 #[derive(Clone)]
@@ -72,9 +74,15 @@ impl WikipediaExplorer {
         for depth in 0..2 {
             let url = search_url(&self.wiki_url, &query, profile);
             let body = self.fetcher.fetch(&url, &query).await?;
-            // Parsed synchronously into owned data: no document lives across an await.
-            let outcome = parse_search_page(&body, profile);
-            drop(body);
+            // Parsed synchronously into owned data: no document lives across an await. A large
+            // page is parsed off the async workers so it cannot stall other questions.
+            let outcome = if body.len() > LARGE_PAGE_BYTES {
+                tokio::task::spawn_blocking(move || parse_search_page(&body, profile))
+                    .await
+                    .map_err(|error| DocstoreError::Config(format!("parsing {url} failed: {error}")))?
+            } else {
+                parse_search_page(&body, profile)
+            };
             match outcome {
                 SearchOutcome::Article(page) => return Ok(self.reader.open(page)),
                 SearchOutcome::Results(titles) => {

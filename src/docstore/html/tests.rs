@@ -3,7 +3,9 @@ use crate::docstore::page::summary;
 use crate::docstore::python::repr_list;
 
 fn fixture(name: &str) -> String {
-    let path = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("fixtures/wikipedia").join(name);
+    let path = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("fixtures/wikipedia")
+        .join(name);
     std::fs::read_to_string(&path).unwrap_or_else(|error| panic!("{}: {error}", path.display()))
 }
 
@@ -29,7 +31,10 @@ provinces of southwestern United States.";
 
 #[test]
 fn paper_article_matches_beautifulsoup_sentence_for_sentence() {
-    let page = article(parse_search_page(&fixture("colorado_orogeny_hit.html"), Profile::Paper));
+    let page = article(parse_search_page(
+        &fixture("colorado_orogeny_hit.html"),
+        Profile::Paper,
+    ));
     let sentences = page.sentences(Profile::Paper);
     // Every sentence BeautifulSoup + wikienv.py produce on this page, nav and footer included.
     let expected: Vec<String> = fixture_json("colorado_orogeny_hit.paper-sentences.json");
@@ -56,7 +61,10 @@ fn paper_results_page_lists_titles_like_python() {
 fn zero_results_page_is_no_results_in_both_profiles() {
     let html = fixture("nonexistent_miss.html");
     assert_eq!(parse_search_page(&html, Profile::Paper), SearchOutcome::NoResults);
-    assert_eq!(parse_search_page(&html, Profile::Default), SearchOutcome::NoResults);
+    assert_eq!(
+        parse_search_page(&html, Profile::Default),
+        SearchOutcome::NoResults
+    );
 }
 
 enum Paper {
@@ -85,7 +93,10 @@ fn paper_scrape_matches_beautifulsoup_on_tricky_markup() {
         ),
         (
             "<p>x &amp; y &nbsp; z&#160;w &foo; &lt; &#150; &#x41;&eacute;</p>",
-            Paper::Page("x & y \u{a0} z\u{a0}w &foo < – Aé\n", "x & y \u{a0} z\u{a0}w &foo < – Aé."),
+            Paper::Page(
+                "x & y \u{a0} z\u{a0}w &foo < – Aé\n",
+                "x & y \u{a0} z\u{a0}w &foo < – Aé.",
+            ),
         ),
         (
             "<p>a<noscript><b>ns text</b></noscript> b c</p>",
@@ -105,11 +116,17 @@ fn paper_scrape_matches_beautifulsoup_on_tricky_markup() {
         ),
         (
             "<p>Short.</p><p>A real sentence. With two parts here.</p><p>Tabs\\tand \\\\n escapes a b</p>",
-            Paper::Page("A real sentence. With two parts here.\nTabs\tand \\n escapes a b\n", "A real sentence. With two parts here.. Tabs\tand \\n escapes a b."),
+            Paper::Page(
+                "A real sentence. With two parts here.\nTabs\tand \\n escapes a b\n",
+                "A real sentence. With two parts here.. Tabs\tand \\n escapes a b.",
+            ),
         ),
         (
             "<p>unclosed paragraph with words <b>bold text",
-            Paper::Page("unclosed paragraph with words bold text\n", "unclosed paragraph with words bold text."),
+            Paper::Page(
+                "unclosed paragraph with words bold text\n",
+                "unclosed paragraph with words bold text.",
+            ),
         ),
         (
             "</p></div><p>stray end tags before words</p></span>",
@@ -125,7 +142,10 @@ fn paper_scrape_matches_beautifulsoup_on_tricky_markup() {
         ),
         (
             "<p>Mr. Smith went to Washington. He arrived.</p>",
-            Paper::Page("Mr. Smith went to Washington. He arrived.\n", "Mr. Smith went to Washington. He arrived.."),
+            Paper::Page(
+                "Mr. Smith went to Washington. He arrived.\n",
+                "Mr. Smith went to Washington. He arrived..",
+            ),
         ),
         (
             "<p>one two three</p><p>Alabama may refer to: the state</p>",
@@ -133,11 +153,16 @@ fn paper_scrape_matches_beautifulsoup_on_tricky_markup() {
         ),
         (
             "<div class=\"mw-search-result-heading\"><a>Arthur's Magazine</a> <span>(redirect from X)</span></div><div class='x mw-search-result-heading'>Other \"quoted\" title</div>",
-            Paper::Results("Could not find E. Similar: [\"Arthur's Magazine (redirect from X)\", 'Other \"quoted\" title']."),
+            Paper::Results(
+                "Could not find E. Similar: [\"Arthur's Magazine (redirect from X)\", 'Other \"quoted\" title'].",
+            ),
         ),
         (
             "<p>text with <br/> break and <img alt='img'/> image words</p>",
-            Paper::Page("text with  break and  image words\n", "text with  break and  image words."),
+            Paper::Page(
+                "text with  break and  image words\n",
+                "text with  break and  image words.",
+            ),
         ),
         (
             "<script>document.write('<p>inside script</p>')</script><p>after the script here</p>",
@@ -145,7 +170,10 @@ fn paper_scrape_matches_beautifulsoup_on_tricky_markup() {
         ),
         (
             "<p>one. two. three. four. five. six. seven.</p>",
-            Paper::Page("one. two. three. four. five. six. seven.\n", "one. two. three. four. five."),
+            Paper::Page(
+                "one. two. three. four. five. six. seven.\n",
+                "one. two. three. four. five.",
+            ),
         ),
         (
             "<p>a  <b>b</b>  \n  <i>c</i> d</p>",
@@ -165,11 +193,18 @@ fn paper_scrape_matches_beautifulsoup_on_tricky_markup() {
         match (outcome, expected) {
             (SearchOutcome::Article(page), Paper::Page(text, observation)) => {
                 assert_eq!(page.paper_text(), *text, "page text of {html:?}");
-                assert_eq!(summary(&page.sentences(Profile::Paper)), *observation, "observation of {html:?}");
+                assert_eq!(
+                    summary(&page.sentences(Profile::Paper)),
+                    *observation,
+                    "observation of {html:?}"
+                );
             }
             (SearchOutcome::Results(titles), Paper::Results(observation)) => {
                 let shown = &titles[..titles.len().min(5)];
-                assert_eq!(format!("Could not find E. Similar: {}.", repr_list(shown)), *observation);
+                assert_eq!(
+                    format!("Could not find E. Similar: {}.", repr_list(shown)),
+                    *observation
+                );
             }
             (SearchOutcome::Disambiguation { .. }, Paper::Disambiguation) => {}
             (outcome, _) => panic!("unexpected outcome for {html:?}: {outcome:?}"),
@@ -179,15 +214,29 @@ fn paper_scrape_matches_beautifulsoup_on_tricky_markup() {
 
 #[test]
 fn default_article_is_the_body_only() {
-    let page = article(parse_search_page(&fixture("colorado_orogeny_hit.html"), Profile::Default));
+    let page = article(parse_search_page(
+        &fixture("colorado_orogeny_hit.html"),
+        Profile::Default,
+    ));
     assert_eq!(page.title, "Colorado orogeny");
     assert_eq!(page.paragraphs.len(), 5);
     let text = page.paragraphs.join("\n");
-    for chrome in ["Main page", "Jump to content", "Privacy policy", "[1]", "[edit]", ".mw-parser-output", "Retrieved"] {
+    for chrome in [
+        "Main page",
+        "Jump to content",
+        "Privacy policy",
+        "[1]",
+        "[edit]",
+        ".mw-parser-output",
+        "Retrieved",
+    ] {
         assert!(!text.contains(chrome), "{chrome:?} leaked into {text}");
     }
     let sentences = page.sentences(Profile::Default);
-    assert_eq!(sentences[3], "The Colorado orogeny was likely part of the larger Yavapai orogeny.");
+    assert_eq!(
+        sentences[3],
+        "The Colorado orogeny was likely part of the larger Yavapai orogeny."
+    );
     assert!(sentences.iter().all(|sentence| !sentence.contains("..")));
 }
 
@@ -233,7 +282,10 @@ fn malformed_input_never_panics() {
     }
     // Every prefix of a real page: cut anywhere, mid-tag or mid-entity.
     let page = fixture("colorado_orogeny_hit.html");
-    for cut in (0..page.len()).step_by(4999).filter(|&cut| page.is_char_boundary(cut)) {
+    for cut in (0..page.len())
+        .step_by(4999)
+        .filter(|&cut| page.is_char_boundary(cut))
+    {
         for profile in [Profile::Paper, Profile::Default] {
             let _ = parse_search_page(&page[..cut], profile);
         }
@@ -242,9 +294,91 @@ fn malformed_input_never_panics() {
 
 #[test]
 fn character_references() {
-    assert_eq!(decode_text("a &amp; b &lt;&gt; &#39;&#x27; &nbsp;"), "a & b <> '' \u{a0}");
+    assert_eq!(
+        decode_text("a &amp; b &lt;&gt; &#39;&#x27; &nbsp;"),
+        "a & b <> '' \u{a0}"
+    );
     assert_eq!(decode_text("&#150; &#128;"), "\u{2013} \u{20ac}");
     assert_eq!(decode_text("&unknown; & &#;"), "&unknown & &#;");
-    assert_eq!(decode_attribute("Tom &amp; Jerry &unknown;"), "Tom & Jerry &unknown;");
+    assert_eq!(
+        decode_attribute("Tom &amp; Jerry &unknown;"),
+        "Tom & Jerry &unknown;"
+    );
     assert_eq!(decode_text("&#99999999999;"), "\u{fffd}");
+}
+
+#[test]
+fn paper_matches_beautifulsoup_on_the_synthetic_pages() {
+    let page = article(parse_search_page(
+        &fixture("synthetic_abbreviations_coordinates.html"),
+        Profile::Paper,
+    ));
+    let expected: Vec<String> = fixture_json("synthetic_abbreviations_coordinates.paper-sentences.json");
+    assert_eq!(page.sentences(Profile::Paper), expected);
+    let SearchOutcome::Results(titles) =
+        parse_search_page(&fixture("synthetic_bracketed_results.html"), Profile::Paper)
+    else {
+        panic!("expected results");
+    };
+    let expected: Vec<String> = fixture_json("synthetic_bracketed_results.paper-titles.json");
+    assert_eq!(titles, expected);
+    assert!(matches!(
+        parse_search_page(&fixture("synthetic_disambiguation.html"), Profile::Paper),
+        SearchOutcome::Disambiguation { .. }
+    ));
+}
+
+#[test]
+fn default_disambiguation_offers_its_entries() {
+    let SearchOutcome::Disambiguation { entries, page } =
+        parse_search_page(&fixture("synthetic_disambiguation.html"), Profile::Default)
+    else {
+        panic!("expected a disambiguation page");
+    };
+    assert_eq!(
+        entries,
+        [
+            "Adam Clayton Powell Sr.",
+            "Adam Clayton Powell Jr.",
+            "Adam Clayton Powell III",
+            "Adam Clayton Powell IV"
+        ]
+    );
+    assert_eq!(page.title, "Adam Clayton Powell");
+}
+
+#[test]
+fn default_article_drops_coordinates_references_and_boxes() {
+    let page = article(parse_search_page(
+        &fixture("synthetic_abbreviations_coordinates.html"),
+        Profile::Default,
+    ));
+    let text = page.paragraphs.join("\n");
+    for junk in [
+        "Coordinates",
+        "38.62444",
+        "[1]",
+        "citation needed",
+        "For other uses",
+        "Monument in St. Louis",
+        "Location",
+        "Illinois side",
+        "List of tallest",
+        "Retrieved",
+        "Landmarks",
+        "mw-parser-output",
+        "\u{feff}",
+    ] {
+        assert!(!text.contains(junk), "{junk:?} leaked into {text}");
+    }
+    let sentences = page.sentences(Profile::Default);
+    assert_eq!(
+        sentences[0],
+        "The Gateway Arch is a 630-foot (192 m) monument in St. Louis, Missouri, U.S."
+    );
+    assert_eq!(
+        sentences[2],
+        "Construction began on Feb. 12, 1963, and the last section was set on Oct. 28, 1965."
+    );
+    assert!(sentences.contains(&"The arch is a weighted catenary, described by y=A\\cosh(Cx).".to_owned()));
 }
