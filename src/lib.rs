@@ -31,6 +31,8 @@ pub mod run;
 
 pub mod replay;
 
+pub mod explore;
+
 pub mod metrics;
 
 pub mod eval;

@@ -8,11 +8,12 @@ use std::time::Duration;
 
 use clap::{Args, Parser, Subcommand};
 
-use react_docstore::Profile;
 use react_docstore::ask::{self, AgentConfig, AskConfig, AskOutput, Outcome};
 use react_docstore::chat::{self, ChatConfig, Interaction};
-use react_docstore::docstore::{Docstore, DocstoreError, DocstoreSource};
+use react_docstore::docstore::{DEFAULT_USER_AGENT, DocstoreConfig, DocstoreKind, DocstoreSource};
+use react_docstore::environment::{Environment, Workbench};
 use react_docstore::eval::{self, EvalConfig, EvalServices, Progress, Selection, Subset};
+use react_docstore::explore::{self, Explore, Format};
 use react_docstore::fewshot::Fewshot;
 use react_docstore::llm::{Api, ApiKey, Llm, ModelSettings, OpenAiClient};
 use react_docstore::prompt::PromptOptions;
@@ -20,6 +21,7 @@ use react_docstore::replay::{self, Output, ReplayConfig};
 use react_docstore::tool::Toolbox;
 use react_docstore::tools::{self, BuiltinTool, CommandToolConfig, Network, ToolsConfig, WebSearchConfig};
 use react_docstore::trace::TracePrinter;
+use react_docstore::{ActionGrammar, Profile, Run};
 
 #[derive(Parser)]
 #[command(
@@ -101,7 +103,7 @@ struct ModelArgs {
 struct DocstoreArgs {
     /// `wikipedia`, `distractor` (each question's own paragraphs) or `corpus:FILE`.
     #[arg(long, default_value = "wikipedia", value_name = "DOCSTORE")]
-    docstore: String,
+    docstore: DocstoreKind,
     /// The Wikipedia to search; tests and mirrors point it elsewhere.
     #[arg(
         long,
@@ -116,6 +118,26 @@ struct DocstoreArgs {
     /// Never touch the network: serve from the cache, and fail on a miss.
     #[arg(long)]
     offline: bool,
+    /// The User-Agent sent to Wikipedia: say who you are and how to reach you.
+    #[arg(long, env = "REACT_USER_AGENT", value_name = "TEXT")]
+    user_agent: Option<String>,
+}
+
+impl DocstoreArgs {
+    /// The library's docstore configuration under `profile`.
+    fn config(&self, profile: Profile) -> DocstoreConfig {
+        DocstoreConfig {
+            kind: self.docstore.clone(),
+            wiki_url: self.wiki_url.clone(),
+            cache_dir: self.cache_dir.clone(),
+            offline: self.offline,
+            user_agent: self
+                .user_agent
+                .clone()
+                .unwrap_or_else(|| DEFAULT_USER_AGENT.to_owned()),
+            ..DocstoreConfig::new(profile)
+        }
+    }
 }
 
 /// Extra bracketed tools.
@@ -184,6 +206,9 @@ struct ReplayArgs {
     /// Print each run as a JSON line, then a summary line.
     #[arg(long)]
     json: bool,
+    /// Where steps without a recorded observation are observed.
+    #[command(flatten)]
+    docstore: DocstoreArgs,
 }
 
 #[derive(Args)]
@@ -377,7 +402,28 @@ async fn run(cli: Cli) -> anyhow::Result<ExitCode> {
                 ExitCode::from(1)
             })
         }
-        Command::Explore(_) => anyhow::bail!("`explore` is not built yet"),
+        Command::Explore(args) => {
+            let source = args.docstore.config(args.profile).open()?;
+            let mut session = Explore::new(
+                source.as_ref(),
+                open_toolbox(&args.tools, &args.docstore)?,
+                args.profile,
+            );
+            let format = if args.json { Format::Json } else { Format::Text };
+            let mut stdout = std::io::stdout().lock();
+            if args.actions.is_empty() {
+                let stdin = tokio::io::BufReader::new(tokio::io::stdin());
+                let mut prompt: Box<dyn std::io::Write> = if std::io::stdin().is_terminal() {
+                    Box::new(std::io::stderr())
+                } else {
+                    Box::new(std::io::sink())
+                };
+                explore::run_interactive(&mut session, stdin, format, &mut stdout, &mut prompt).await?;
+            } else {
+                explore::run_actions(&mut session, &args.actions, format, &mut stdout).await?;
+            }
+            Ok(ExitCode::SUCCESS)
+        }
         Command::Score(args) => {
             let report = eval::score::score(&args.predictions, &args.gold)?;
             let mut stdout = std::io::stdout().lock();
@@ -395,9 +441,19 @@ async fn run(cli: Cli) -> anyhow::Result<ExitCode> {
                 profile: args.profile,
                 max_steps: args.max_steps,
             };
+            // Steps without a recorded observation are observed live, under each run's profile.
+            let sources = args.docstore.config(Profile::Default).open_sources()?;
+            let live = move |_run: &Run, grammar: &ActionGrammar| -> Option<Box<dyn Environment>> {
+                let source = sources.get(grammar.profile());
+                Some(Box::new(Workbench::new(
+                    source.open(&[]),
+                    Toolbox::default(),
+                    grammar.clone(),
+                )))
+            };
             let mut stdout = std::io::stdout().lock();
             let mut trace = TracePrinter::stderr();
-            let summary = replay::replay(&config, &|_, _| None, &mut stdout, &mut trace).await?;
+            let summary = replay::replay(&config, &live, &mut stdout, &mut trace).await?;
             Ok(if summary.n_answered > 0 {
                 ExitCode::SUCCESS
             } else {
@@ -434,37 +490,9 @@ fn agent_config(args: &AgentArgs, prompt_options: PromptOptions) -> anyhow::Resu
     })
 }
 
-/// The docstore Search and Lookup read from. Replaced by the Wikipedia docstore at merge.
+/// The docstore Search and Lookup read from: one explorer per question over a shared source.
 fn open_docstore(args: &DocstoreArgs, profile: Profile) -> anyhow::Result<Arc<dyn DocstoreSource>> {
-    let _ = (args, profile);
-    Ok(Arc::new(NotWired))
-}
-
-/// Until the Wikipedia docstore is wired: every Search ends the run with an error saying so, and a
-/// run that needs none (the model finishes at once) still works.
-struct NotWired;
-
-impl DocstoreSource for NotWired {
-    fn open(&self, _context: &[react_docstore::docstore::ContextParagraph]) -> Box<dyn Docstore> {
-        Box::new(NotWired)
-    }
-}
-
-impl Docstore for NotWired {
-    fn search<'a>(
-        &'a mut self,
-        entity: &'a str,
-    ) -> futures::future::BoxFuture<'a, Result<String, DocstoreError>> {
-        Box::pin(async move {
-            Err(DocstoreError::NotConfigured {
-                action: format!("Search[{entity}]; the Wikipedia docstore is not wired yet"),
-            })
-        })
-    }
-
-    fn lookup(&mut self, _keyword: &str) -> String {
-        "There is no page to look up in: the Wikipedia docstore is not wired yet.".to_owned()
-    }
+    Ok(args.config(profile).open()?)
 }
 
 /// The extra tools the command line asks for. WebSearch answers are cached next to the pages.

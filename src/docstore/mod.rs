@@ -1,6 +1,33 @@
 //! `Docstore`: where Search and Lookup read from — one explorer per question, with its own cursor.
+//!
+//! [`DocstoreConfig`] is what the commands build from their options; [`DocstoreConfig::open`]
+//! gives the shared [`DocstoreSource`], which opens one [`Docstore`] explorer per question.
+//!
+//! - [`page`]: the opened page, sentence splitting and the Lookup cursor (pure).
+//! - [`html`]: a search response's HTML → article / results / no results / disambiguation (pure).
+//! - [`fetch`]: the polite HTTP client and the on-disk page cache.
+//! - [`wikipedia`]: the Wikipedia explorer and source.
+
+use std::path::PathBuf;
+use std::str::FromStr;
+use std::sync::Arc;
+use std::time::Duration;
 
 use futures::future::BoxFuture;
+
+use crate::profile::Profile;
+
+mod entities;
+pub mod fetch;
+pub mod html;
+pub mod page;
+pub mod python;
+pub mod wikipedia;
+
+pub use fetch::{Fetcher, HttpPolicy, PageCache};
+pub use html::{SearchOutcome, parse_search_page};
+pub use page::{LookupCursor, Page, Reader};
+pub use wikipedia::{WikipediaExplorer, WikipediaSource};
 
 /// A per-question explorer: the current page and the Lookup cursor live here.
 ///
@@ -12,11 +39,48 @@ pub trait Docstore: Send {
     fn lookup(&mut self, keyword: &str) -> String;
 }
 
-/// An infrastructure failure of a docstore.
+/// An infrastructure failure of a docstore: the network, the cache, the configuration.
 #[derive(Debug, thiserror::Error)]
 pub enum DocstoreError {
-    #[error("no docstore is configured to run `{action}`")]
-    NotConfigured { action: String },
+    #[error("GET {url} answered HTTP {status} after {attempts} attempt(s)")]
+    Status {
+        url: String,
+        status: u16,
+        attempts: usize,
+    },
+    #[error("GET {url} failed after {attempts} attempt(s)")]
+    Network {
+        url: String,
+        attempts: usize,
+        #[source]
+        source: reqwest::Error,
+    },
+    #[error("GET {url} answered with an empty page")]
+    EmptyBody { url: String },
+    #[error("GET {url} answered with more than {limit} bytes")]
+    TooLarge { url: String, limit: usize },
+    #[error(
+        "offline: no cached page for `{query}` in {} (it would be fetched from {url}); run once without --offline to cache it",
+        .cache_dir.display()
+    )]
+    NotCached {
+        query: String,
+        url: String,
+        cache_dir: PathBuf,
+    },
+    #[error("page cache {}", .path.display())]
+    Cache {
+        path: PathBuf,
+        #[source]
+        source: std::io::Error,
+    },
+    #[error("cannot build the HTTP client")]
+    Client(#[source] reqwest::Error),
+    #[error("{0}")]
+    Config(String),
+    /// A failure of a fetch that several explorers waited on together.
+    #[error(transparent)]
+    Shared(Arc<DocstoreError>),
 }
 
 /// A paragraph that comes with a question (HotpotQA's distractor setting): its title and sentences.
@@ -31,3 +95,157 @@ pub struct ContextParagraph {
 pub trait DocstoreSource: Send + Sync {
     fn open(&self, context: &[ContextParagraph]) -> Box<dyn Docstore>;
 }
+
+/// Which docstore Search and Lookup read from.
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
+pub enum DocstoreKind {
+    /// Live Wikipedia (or a mirror at `wiki_url`), through the page cache.
+    #[default]
+    Wikipedia,
+    /// Each question's own context paragraphs (HotpotQA's distractor setting).
+    Distractor,
+    /// A fixed set of pages: JSON Lines `{"title", "text"}`, or a HotpotQA file's contexts pooled.
+    Corpus(PathBuf),
+}
+
+impl FromStr for DocstoreKind {
+    type Err = String;
+
+    fn from_str(s: &str) -> Result<Self, Self::Err> {
+        match s {
+            "wikipedia" => Ok(DocstoreKind::Wikipedia),
+            "distractor" => Ok(DocstoreKind::Distractor),
+            _ => match s.strip_prefix("corpus:") {
+                Some(path) if !path.is_empty() => Ok(DocstoreKind::Corpus(PathBuf::from(path))),
+                _ => Err(format!(
+                    "unknown docstore `{s}`, expected `wikipedia`, `distractor` or `corpus:FILE`"
+                )),
+            },
+        }
+    }
+}
+
+/// The default Wikipedia.
+pub const DEFAULT_WIKI_URL: &str = "https://en.wikipedia.org";
+
+/// The User-Agent sent unless configured: Wikimedia asks every client to say who it is and how to
+/// reach its operator, so set `--user-agent` / `REACT_USER_AGENT` to one with your contact.
+pub const DEFAULT_USER_AGENT: &str = concat!(
+    "react-docstore/",
+    env!("CARGO_PKG_VERSION"),
+    " (ReAct multi-hop question answering; set REACT_USER_AGENT to add your contact) reqwest"
+);
+
+/// Everything needed to open a docstore; the commands build it from their options.
+#[derive(Debug, Clone)]
+pub struct DocstoreConfig {
+    pub kind: DocstoreKind,
+    /// Which rules the explorers follow.
+    pub profile: Profile,
+    /// The Wikipedia to search, without a trailing slash: `https://en.wikipedia.org`.
+    pub wiki_url: String,
+    /// Where fetched pages are kept; `None` for the user's cache directory
+    /// (see [`default_cache_dir`]).
+    pub cache_dir: Option<PathBuf>,
+    /// Serve only from the cache; a miss is an error.
+    pub offline: bool,
+    pub user_agent: String,
+    pub http: HttpPolicy,
+}
+
+impl DocstoreConfig {
+    /// Live Wikipedia under `profile`, with the default cache and politeness settings.
+    pub fn new(profile: Profile) -> DocstoreConfig {
+        DocstoreConfig {
+            kind: DocstoreKind::Wikipedia,
+            profile,
+            wiki_url: DEFAULT_WIKI_URL.to_owned(),
+            cache_dir: None,
+            offline: false,
+            user_agent: DEFAULT_USER_AGENT.to_owned(),
+            http: HttpPolicy::default(),
+        }
+    }
+
+    /// The cache directory in use: the configured one, or the user's.
+    pub fn cache_dir(&self) -> PathBuf {
+        self.cache_dir.clone().unwrap_or_else(default_cache_dir)
+    }
+
+    /// The source every question of a run opens its explorer from. Opening touches neither the
+    /// network nor the disk; the first search does.
+    pub fn open(&self) -> Result<Arc<dyn DocstoreSource>, DocstoreError> {
+        Ok(self.open_sources()?.get(self.profile))
+    }
+
+    /// One source per profile over a single client and cache (for `replay`, whose runs may each
+    /// follow another profile): the politeness limits hold across both.
+    pub fn open_sources(&self) -> Result<DocstoreSources, DocstoreError> {
+        match &self.kind {
+            DocstoreKind::Wikipedia => {
+                let fetcher = Fetcher::new(self)?;
+                let wiki_url = self.wiki_url.trim_end_matches('/').to_owned();
+                let source = |profile| -> Arc<dyn DocstoreSource> {
+                    Arc::new(WikipediaSource::new(fetcher.clone(), wiki_url.clone(), profile))
+                };
+                Ok(DocstoreSources {
+                    paper: source(Profile::Paper),
+                    default: source(Profile::Default),
+                })
+            }
+            DocstoreKind::Distractor | DocstoreKind::Corpus(_) => Err(DocstoreError::Config(format!(
+                "the `{}` docstore is not available yet",
+                self.kind_name()
+            ))),
+        }
+    }
+
+    fn kind_name(&self) -> String {
+        match &self.kind {
+            DocstoreKind::Wikipedia => "wikipedia".to_owned(),
+            DocstoreKind::Distractor => "distractor".to_owned(),
+            DocstoreKind::Corpus(path) => format!("corpus:{}", path.display()),
+        }
+    }
+}
+
+/// A source for each profile, sharing one client and cache.
+#[derive(Clone)]
+pub struct DocstoreSources {
+    paper: Arc<dyn DocstoreSource>,
+    default: Arc<dyn DocstoreSource>,
+}
+
+impl DocstoreSources {
+    pub fn get(&self, profile: Profile) -> Arc<dyn DocstoreSource> {
+        match profile {
+            Profile::Paper => self.paper.clone(),
+            Profile::Default => self.default.clone(),
+        }
+    }
+}
+
+/// The user's cache directory for react-docstore: `$XDG_CACHE_HOME/react-docstore`, else
+/// `~/.cache/react-docstore` (`~/Library/Caches/react-docstore` on macOS,
+/// `%LOCALAPPDATA%\react-docstore\cache` on Windows), else one under the temporary directory.
+pub fn default_cache_dir() -> PathBuf {
+    let env_dir = |name: &str| {
+        std::env::var_os(name)
+            .filter(|value| !value.is_empty())
+            .map(PathBuf::from)
+    };
+    let base = if cfg!(windows) {
+        env_dir("LOCALAPPDATA").map(|dir| dir.join("react-docstore").join("cache"))
+    } else if cfg!(target_os = "macos") {
+        env_dir("HOME").map(|home| home.join("Library").join("Caches").join("react-docstore"))
+    } else {
+        env_dir("XDG_CACHE_HOME")
+            .filter(|dir| dir.is_absolute())
+            .map(|dir| dir.join("react-docstore"))
+            .or_else(|| env_dir("HOME").map(|home| home.join(".cache").join("react-docstore")))
+    };
+    base.unwrap_or_else(|| std::env::temp_dir().join("react-docstore-cache"))
+}
+
+/// How long one request may take before it is retried.
+pub const DEFAULT_TIMEOUT: Duration = Duration::from_secs(30);

@@ -21,6 +21,8 @@ pub fn fixture(path: &str) -> std::path::PathBuf {
         .join(path)
 }
 mod ask;
+mod docstore;
 mod eval;
+mod explore;
 mod llm;
 mod tools;

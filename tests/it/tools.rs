@@ -514,9 +514,9 @@ struct NoDocstore;
 impl Docstore for NoDocstore {
     fn search<'a>(&'a mut self, entity: &'a str) -> BoxFuture<'a, Result<String, DocstoreError>> {
         Box::pin(async move {
-            Err(DocstoreError::NotConfigured {
-                action: format!("Search[{entity}]"),
-            })
+            Err(DocstoreError::Config(format!(
+                "no docstore in this test for `Search[{entity}]`"
+            )))
         })
     }
 

@@ -1,0 +1,384 @@
+use super::*;
+use crate::docstore::page::summary;
+use crate::docstore::python::repr_list;
+
+fn fixture(name: &str) -> String {
+    let path = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("fixtures/wikipedia")
+        .join(name);
+    std::fs::read_to_string(&path).unwrap_or_else(|error| panic!("{}: {error}", path.display()))
+}
+
+fn fixture_json<T: serde::de::DeserializeOwned>(name: &str) -> T {
+    serde_json::from_str(&fixture(name)).expect("valid JSON fixture")
+}
+
+fn article(outcome: SearchOutcome) -> Page {
+    match outcome {
+        SearchOutcome::Article(page) => page,
+        other => panic!("expected an article, got {other:?}"),
+    }
+}
+
+/// The observation `wikienv.py` gives for the article fixture (pinned in the reproduction's tests).
+const HIT_OBS: &str = "The Colorado orogeny was an episode of mountain building (an orogeny) in Colorado and \
+surrounding areas. This took place from 1780 to 1650 million years ago (Mya), during the Paleoproterozoic \
+(Statherian Period). It is recorded in the Colorado orogen, a >500-km-wide belt of oceanic arc rock that \
+extends southward into New Mexico. The Colorado orogeny was likely part of the larger Yavapai orogeny.. The \
+Colorado orogen, formerly called the Colorado province, is a >500-km-wide belt of oceanic arc rock \
+(1.78\u{2013}1.65 Ga) that extends southward into New Mexico and composes a major part of the Proterozoic \
+provinces of southwestern United States.";
+
+#[test]
+fn paper_article_matches_beautifulsoup_sentence_for_sentence() {
+    let page = article(parse_search_page(
+        &fixture("colorado_orogeny_hit.html"),
+        Profile::Paper,
+    ));
+    let sentences = page.sentences(Profile::Paper);
+    // Every sentence BeautifulSoup + wikienv.py produce on this page, nav and footer included.
+    let expected: Vec<String> = fixture_json("colorado_orogeny_hit.paper-sentences.json");
+    assert_eq!(sentences, expected);
+    assert_eq!(summary(&sentences), HIT_OBS);
+}
+
+#[test]
+fn paper_results_page_lists_titles_like_python() {
+    let outcome = parse_search_page(&fixture("colorado_orogenyy_similar.html"), Profile::Paper);
+    let SearchOutcome::Results(titles) = outcome else {
+        panic!("expected results, got {outcome:?}");
+    };
+    let expected: Vec<String> = fixture_json("colorado_orogenyy_similar.paper-titles.json");
+    assert_eq!(titles, expected);
+    assert_eq!(titles.len(), 20);
+    assert_eq!(
+        repr_list(&titles[..5]),
+        "['Colorado orogeny', 'Laramide orogeny', 'Sevier orogeny', 'Colorado Mineral Belt', 'Wyoming Craton']"
+    );
+}
+
+#[test]
+fn zero_results_page_is_no_results_in_both_profiles() {
+    let html = fixture("nonexistent_miss.html");
+    assert_eq!(parse_search_page(&html, Profile::Paper), SearchOutcome::NoResults);
+    assert_eq!(
+        parse_search_page(&html, Profile::Default),
+        SearchOutcome::NoResults
+    );
+}
+
+enum Paper {
+    /// The page text (kept blocks, each followed by `\n`) and the search observation.
+    Page(&'static str, &'static str),
+    Results(&'static str),
+    Disambiguation,
+}
+
+/// Expected values: BeautifulSoup 4.15 (`html.parser`, CPython 3.11) running `wikienv.py`'s
+/// scrape on each snippet.
+#[test]
+fn paper_scrape_matches_beautifulsoup_on_tricky_markup() {
+    let cases: &[(&str, Paper)] = &[
+        (
+            "<p>a <script>var x=1;</script>b <style>.c{}</style> c<!-- com --> d</p>",
+            Paper::Page("a b  c d\n", "a b  c d."),
+        ),
+        (
+            "<ul><li>one two</li>\n<li>three <template>tt</template>four five</li></ul>",
+            Paper::Page("one two\nthree four five\n", "one two. three four five."),
+        ),
+        (
+            "<p>ruby <ruby>漢<rp>(</rp><rt>kan</rt><rp>)</rp></ruby> x y</p>",
+            Paper::Page("ruby 漢 x y\n", "ruby 漢 x y."),
+        ),
+        (
+            "<p>x &amp; y &nbsp; z&#160;w &foo; &lt; &#150; &#x41;&eacute;</p>",
+            Paper::Page(
+                "x & y \u{a0} z\u{a0}w &foo < – Aé\n",
+                "x & y \u{a0} z\u{a0}w &foo < – Aé.",
+            ),
+        ),
+        (
+            "<p>a<noscript><b>ns text</b></noscript> b c</p>",
+            Paper::Page("ans text b c\n", "ans text b c."),
+        ),
+        (
+            "<p>one <p>two three</p> four five</p>",
+            Paper::Page("one two three four five\n", "one two three four five."),
+        ),
+        (
+            "<P CLASS=x>a b <div>c d</div> e f</P>",
+            Paper::Page("a b c d e f\n", "a b c d e f."),
+        ),
+        (
+            "<ul><li>x y z<ul><li>inner a b</li></ul></li></ul>",
+            Paper::Page("x y zinner a b\ninner a b\n", "x y zinner a b. inner a b."),
+        ),
+        (
+            "<p>Short.</p><p>A real sentence. With two parts here.</p><p>Tabs\\tand \\\\n escapes a b</p>",
+            Paper::Page(
+                "A real sentence. With two parts here.\nTabs\tand \\n escapes a b\n",
+                "A real sentence. With two parts here.. Tabs\tand \\n escapes a b.",
+            ),
+        ),
+        (
+            "<p>unclosed paragraph with words <b>bold text",
+            Paper::Page(
+                "unclosed paragraph with words bold text\n",
+                "unclosed paragraph with words bold text.",
+            ),
+        ),
+        (
+            "</p></div><p>stray end tags before words</p></span>",
+            Paper::Page("stray end tags before words\n", "stray end tags before words."),
+        ),
+        (
+            "<p>a < b and c > d here</p>",
+            Paper::Page("a < b and c > d here\n", "a < b and c > d here."),
+        ),
+        (
+            "<p title='x>y'>quoted attr with > inside</p>",
+            Paper::Page("quoted attr with > inside\n", "quoted attr with > inside."),
+        ),
+        (
+            "<p>Mr. Smith went to Washington. He arrived.</p>",
+            Paper::Page(
+                "Mr. Smith went to Washington. He arrived.\n",
+                "Mr. Smith went to Washington. He arrived..",
+            ),
+        ),
+        (
+            "<p>one two three</p><p>Alabama may refer to: the state</p>",
+            Paper::Disambiguation,
+        ),
+        (
+            "<div class=\"mw-search-result-heading\"><a>Arthur's Magazine</a> <span>(redirect from X)</span></div><div class='x mw-search-result-heading'>Other \"quoted\" title</div>",
+            Paper::Results(
+                "Could not find E. Similar: [\"Arthur's Magazine (redirect from X)\", 'Other \"quoted\" title'].",
+            ),
+        ),
+        (
+            "<p>text with <br/> break and <img alt='img'/> image words</p>",
+            Paper::Page(
+                "text with  break and  image words\n",
+                "text with  break and  image words.",
+            ),
+        ),
+        (
+            "<script>document.write('<p>inside script</p>')</script><p>after the script here</p>",
+            Paper::Page("after the script here\n", "after the script here."),
+        ),
+        (
+            "<p>one. two. three. four. five. six. seven.</p>",
+            Paper::Page(
+                "one. two. three. four. five. six. seven.\n",
+                "one. two. three. four. five.",
+            ),
+        ),
+        (
+            "<p>a  <b>b</b>  \n  <i>c</i> d</p>",
+            Paper::Page("a  b\nc d\n", "a  b. c d."),
+        ),
+        (
+            "<pre>  </pre><p>x <textarea>   </textarea> y z</p>",
+            Paper::Page("x     y z\n", "x     y z."),
+        ),
+        (
+            "<p>a <!-- c -->  <!-- d --> b c</p>",
+            Paper::Page("a   b c\n", "a   b c."),
+        ),
+    ];
+    for (html, expected) in cases {
+        let outcome = parse_search_page(html, Profile::Paper);
+        match (outcome, expected) {
+            (SearchOutcome::Article(page), Paper::Page(text, observation)) => {
+                assert_eq!(page.paper_text(), *text, "page text of {html:?}");
+                assert_eq!(
+                    summary(&page.sentences(Profile::Paper)),
+                    *observation,
+                    "observation of {html:?}"
+                );
+            }
+            (SearchOutcome::Results(titles), Paper::Results(observation)) => {
+                let shown = &titles[..titles.len().min(5)];
+                assert_eq!(
+                    format!("Could not find E. Similar: {}.", repr_list(shown)),
+                    *observation
+                );
+            }
+            (SearchOutcome::Disambiguation { .. }, Paper::Disambiguation) => {}
+            (outcome, _) => panic!("unexpected outcome for {html:?}: {outcome:?}"),
+        }
+    }
+}
+
+#[test]
+fn default_article_is_the_body_only() {
+    let page = article(parse_search_page(
+        &fixture("colorado_orogeny_hit.html"),
+        Profile::Default,
+    ));
+    assert_eq!(page.title, "Colorado orogeny");
+    assert_eq!(page.paragraphs.len(), 5);
+    let text = page.paragraphs.join("\n");
+    for chrome in [
+        "Main page",
+        "Jump to content",
+        "Privacy policy",
+        "[1]",
+        "[edit]",
+        ".mw-parser-output",
+        "Retrieved",
+    ] {
+        assert!(!text.contains(chrome), "{chrome:?} leaked into {text}");
+    }
+    let sentences = page.sentences(Profile::Default);
+    assert_eq!(
+        sentences[3],
+        "The Colorado orogeny was likely part of the larger Yavapai orogeny."
+    );
+    assert!(sentences.iter().all(|sentence| !sentence.contains("..")));
+}
+
+#[test]
+fn default_results_drop_redirect_notes() {
+    let html = r#"<div class="searchresults"><ul class="mw-search-results">
+        <li><div class="mw-search-result-heading"><a href="/wiki/Arthur%27s_Magazine" title="Arthur's Magazine">Arthur's Magazine</a> <span class="searchalttitle">(redirect from <a href="/wiki/Arthurs_Magazine">Arthurs Magazine</a>)</span></div></li>
+        <li><div class="mw-search-result-heading"><a href="/wiki/First_for_Women">First for <span class="searchmatch">Women</span></a></div></li>
+        </ul></div>"#;
+    assert_eq!(
+        parse_search_page(html, Profile::Default),
+        SearchOutcome::Results(vec!["Arthur's Magazine".to_owned(), "First for Women".to_owned()])
+    );
+    let SearchOutcome::Results(paper) = parse_search_page(html, Profile::Paper) else {
+        panic!("expected results");
+    };
+    assert_eq!(paper[0], "Arthur's Magazine (redirect from Arthurs Magazine)");
+}
+
+#[test]
+fn malformed_input_never_panics() {
+    let inputs: Vec<String> = vec![
+        String::new(),
+        "<".to_owned(),
+        "<<<>>>".to_owned(),
+        "</".to_owned(),
+        "<p".to_owned(),
+        "<p class=\"unterminated".to_owned(),
+        "<!--".to_owned(),
+        "<![CDATA[".to_owned(),
+        "<script>never closed".to_owned(),
+        "<p>a b c<!-- unterminated comment <p>x y z</p>".to_owned(),
+        "&#99999999999; &#x110000; &#0; &; &#; &#x; &amp".to_owned(),
+        "<p>\u{0}\u{feff}é</p></p></p><li><ul></li></ul>".to_owned(),
+        "<div class=mw-parser-output><h2>References</h2><p>x y z".to_owned(),
+        "<p>".repeat(10_000),
+        "</div>".repeat(10_000),
+    ];
+    for input in &inputs {
+        for profile in [Profile::Paper, Profile::Default] {
+            let _ = parse_search_page(input, profile);
+        }
+    }
+    // Every prefix of a real page: cut anywhere, mid-tag or mid-entity.
+    let page = fixture("colorado_orogeny_hit.html");
+    for cut in (0..page.len())
+        .step_by(4999)
+        .filter(|&cut| page.is_char_boundary(cut))
+    {
+        for profile in [Profile::Paper, Profile::Default] {
+            let _ = parse_search_page(&page[..cut], profile);
+        }
+    }
+}
+
+#[test]
+fn character_references() {
+    assert_eq!(
+        decode_text("a &amp; b &lt;&gt; &#39;&#x27; &nbsp;"),
+        "a & b <> '' \u{a0}"
+    );
+    assert_eq!(decode_text("&#150; &#128;"), "\u{2013} \u{20ac}");
+    assert_eq!(decode_text("&unknown; & &#;"), "&unknown & &#;");
+    assert_eq!(
+        decode_attribute("Tom &amp; Jerry &unknown;"),
+        "Tom & Jerry &unknown;"
+    );
+    assert_eq!(decode_text("&#99999999999;"), "\u{fffd}");
+}
+
+#[test]
+fn paper_matches_beautifulsoup_on_the_synthetic_pages() {
+    let page = article(parse_search_page(
+        &fixture("synthetic_abbreviations_coordinates.html"),
+        Profile::Paper,
+    ));
+    let expected: Vec<String> = fixture_json("synthetic_abbreviations_coordinates.paper-sentences.json");
+    assert_eq!(page.sentences(Profile::Paper), expected);
+    let SearchOutcome::Results(titles) =
+        parse_search_page(&fixture("synthetic_bracketed_results.html"), Profile::Paper)
+    else {
+        panic!("expected results");
+    };
+    let expected: Vec<String> = fixture_json("synthetic_bracketed_results.paper-titles.json");
+    assert_eq!(titles, expected);
+    assert!(matches!(
+        parse_search_page(&fixture("synthetic_disambiguation.html"), Profile::Paper),
+        SearchOutcome::Disambiguation { .. }
+    ));
+}
+
+#[test]
+fn default_disambiguation_offers_its_entries() {
+    let SearchOutcome::Disambiguation { entries, page } =
+        parse_search_page(&fixture("synthetic_disambiguation.html"), Profile::Default)
+    else {
+        panic!("expected a disambiguation page");
+    };
+    assert_eq!(
+        entries,
+        [
+            "Adam Clayton Powell Sr.",
+            "Adam Clayton Powell Jr.",
+            "Adam Clayton Powell III",
+            "Adam Clayton Powell IV"
+        ]
+    );
+    assert_eq!(page.title, "Adam Clayton Powell");
+}
+
+#[test]
+fn default_article_drops_coordinates_references_and_boxes() {
+    let page = article(parse_search_page(
+        &fixture("synthetic_abbreviations_coordinates.html"),
+        Profile::Default,
+    ));
+    let text = page.paragraphs.join("\n");
+    for junk in [
+        "Coordinates",
+        "38.62444",
+        "[1]",
+        "citation needed",
+        "For other uses",
+        "Monument in St. Louis",
+        "Location",
+        "Illinois side",
+        "List of tallest",
+        "Retrieved",
+        "Landmarks",
+        "mw-parser-output",
+        "\u{feff}",
+    ] {
+        assert!(!text.contains(junk), "{junk:?} leaked into {text}");
+    }
+    let sentences = page.sentences(Profile::Default);
+    assert_eq!(
+        sentences[0],
+        "The Gateway Arch is a 630-foot (192 m) monument in St. Louis, Missouri, U.S."
+    );
+    assert_eq!(
+        sentences[2],
+        "Construction began on Feb. 12, 1963, and the last section was set on Oct. 28, 1965."
+    );
+    assert!(sentences.contains(&"The arch is a weighted catenary, described by y=A\\cosh(Cx).".to_owned()));
+}

@@ -1,0 +1,385 @@
+//! `Page` and the Lookup cursor: the text of one opened page, split into sentences, and the
+//! Ctrl+F walk over it — pure and synchronous, shared by every docstore.
+//!
+//! The `paper` profile follows the ReAct repository's `wikienv.py`: the page text is the kept
+//! paragraphs joined with `\n`; it is split on `\n`, each line stripped, empty lines dropped, each
+//! line split on `". "` and every piece stripped and given a `.` back. The `default` profile splits
+//! real sentences: it keeps `U.S.`, `Jr.`, `St.`, initials and decimals inside their sentence and
+//! never doubles a period.
+
+use crate::profile::Profile;
+
+/// How many sentences a search shows.
+pub const SUMMARY_SENTENCES: usize = 5;
+
+/// One opened page: its title and its paragraphs, as owned text.
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
+pub struct Page {
+    pub title: String,
+    pub paragraphs: Vec<String>,
+    /// Sentences given by the source (HotpotQA paragraphs come split): the `default` profile uses
+    /// them as they are instead of splitting the paragraphs again.
+    given_sentences: Option<Vec<String>>,
+}
+
+impl Page {
+    pub fn new(title: impl Into<String>, paragraphs: Vec<String>) -> Page {
+        Page {
+            title: title.into(),
+            paragraphs,
+            given_sentences: None,
+        }
+    }
+
+    /// A page whose sentences are already known (a HotpotQA context paragraph). Its one paragraph
+    /// is the sentences joined as HotpotQA joins them (they carry their own leading spaces).
+    pub fn from_sentences(title: impl Into<String>, sentences: Vec<String>) -> Page {
+        Page {
+            title: title.into(),
+            paragraphs: vec![sentences.concat()],
+            given_sentences: Some(sentences),
+        }
+    }
+
+    /// The page's sentences under `profile`'s rules.
+    pub fn sentences(&self, profile: Profile) -> Vec<String> {
+        match profile {
+            Profile::Paper => paper_sentences(&self.paragraphs),
+            Profile::Default => match &self.given_sentences {
+                Some(sentences) => sentences
+                    .iter()
+                    .map(|sentence| collapse_whitespace(sentence))
+                    .filter(|sentence| !sentence.is_empty())
+                    .collect(),
+                None => self
+                    .paragraphs
+                    .iter()
+                    .flat_map(|paragraph| split_sentences(&collapse_whitespace(paragraph)))
+                    .collect(),
+            },
+        }
+    }
+
+    /// The text the paper's environment keeps as `self.page`: paragraphs joined, one `\n` after each.
+    pub fn paper_text(&self) -> String {
+        let mut text = String::new();
+        for paragraph in &self.paragraphs {
+            text.push_str(paragraph);
+            text.push('\n');
+        }
+        text
+    }
+}
+
+/// The first [`SUMMARY_SENTENCES`] sentences joined by spaces: what a successful search shows.
+pub fn summary(sentences: &[String]) -> String {
+    sentences
+        .iter()
+        .take(SUMMARY_SENTENCES)
+        .map(String::as_str)
+        .collect::<Vec<_>>()
+        .join(" ")
+}
+
+/// Python's `str.isspace`: Unicode White_Space plus the four ASCII separators `\x1c`..`\x1f`.
+fn is_python_space(c: char) -> bool {
+    c.is_whitespace() || ('\u{1c}'..='\u{1f}').contains(&c)
+}
+
+/// Python's `str.strip()` with no argument.
+pub fn python_strip(text: &str) -> &str {
+    text.trim_matches(is_python_space)
+}
+
+/// `wikienv.py`'s split: lines, stripped, non-empty; each split on `". "`; each piece stripped,
+/// dropped when empty, and given a `.`.
+pub fn paper_sentences<S: AsRef<str>>(paragraphs: &[S]) -> Vec<String> {
+    let mut sentences = Vec::new();
+    for paragraph in paragraphs {
+        for line in paragraph.as_ref().split('\n') {
+            let line = python_strip(line);
+            if line.is_empty() {
+                continue;
+            }
+            for piece in line.split(". ") {
+                let piece = python_strip(piece);
+                if !piece.is_empty() {
+                    let mut sentence = String::with_capacity(piece.len() + 1);
+                    sentence.push_str(piece);
+                    sentence.push('.');
+                    sentences.push(sentence);
+                }
+            }
+        }
+    }
+    sentences
+}
+
+/// Runs of whitespace (including newlines and no-break spaces) become one space; ends trimmed.
+pub fn collapse_whitespace(text: &str) -> String {
+    let mut out = String::with_capacity(text.len());
+    let mut pending_space = false;
+    for c in text.chars() {
+        if is_python_space(c) {
+            pending_space = !out.is_empty();
+        } else {
+            if pending_space {
+                out.push(' ');
+                pending_space = false;
+            }
+            out.push(c);
+        }
+    }
+    out
+}
+
+/// Words after which a period never ends a sentence: titles, initials-like shorthands, references.
+const STRONG_ABBREVIATIONS: &[&str] = &[
+    "adm", "approx", "apt", "assn", "ave", "blvd", "ca", "capt", "cf", "cmdr", "col", "cpl", "dept", "dr",
+    "e.g", "eds", "esp", "est", "fig", "figs", "fr", "ft", "gen", "gov", "hon", "i.e", "lt", "maj", "messrs",
+    "mr", "mrs", "ms", "mt", "no", "nos", "op", "pp", "pres", "prof", "pt", "rep", "rev", "sen", "sgt", "st",
+    "ste", "supt", "v", "viz", "vol", "vols", "vs",
+];
+
+/// Words after which a period ends a sentence only when a typical sentence opener follows
+/// (`... Martin Luther King Jr. He was` splits; `Sammy Davis Jr. Show` does not).
+const WEAK_ABBREVIATIONS: &[&str] = &[
+    "al", "apr", "aug", "bros", "co", "corp", "dec", "ed", "etc", "feb", "inc", "jan", "jr", "jul", "jun",
+    "ltd", "mar", "nov", "oct", "sep", "sept", "sr",
+];
+
+/// Words that open a new sentence after a weak abbreviation.
+const SENTENCE_OPENERS: &[&str] = &[
+    "a", "after", "although", "an", "as", "at", "before", "but", "during", "for", "from", "he", "her", "his",
+    "however", "i", "if", "in", "it", "its", "many", "most", "on", "one", "other", "she", "since", "some",
+    "that", "the", "their", "there", "these", "they", "this", "those", "though", "to", "today", "under",
+    "when", "while", "with",
+];
+
+const CLOSERS: &[char] = &['"', '\'', '”', '’', ')', ']', '»'];
+const OPENERS: &[char] = &['"', '\'', '“', '‘', '(', '[', '«', '¿', '¡'];
+
+/// Splits one paragraph (whitespace already collapsed) into sentences, keeping abbreviations,
+/// initials and decimals inside their sentence. Sentences keep their own punctuation: nothing is
+/// appended, so no sentence ends in `..`.
+pub fn split_sentences(paragraph: &str) -> Vec<String> {
+    let mut sentences = Vec::new();
+    let mut start = 0;
+    let bytes = paragraph.as_bytes();
+    let mut idx = 0;
+    while idx < bytes.len() {
+        let c = bytes[idx];
+        if !matches!(c, b'.' | b'!' | b'?') {
+            idx += 1;
+            continue;
+        }
+        // The end of the terminator: more terminators (`?!`, `...`), then closing quotes/brackets.
+        let mut end = idx + 1;
+        while end < bytes.len() && matches!(bytes[end], b'.' | b'!' | b'?') {
+            end += 1;
+        }
+        let mut rest = &paragraph[end..];
+        while let Some(closer) = rest.chars().next().filter(|c| CLOSERS.contains(c)) {
+            end += closer.len_utf8();
+            rest = &paragraph[end..];
+        }
+        let Some(after_space) = rest.strip_prefix(' ') else {
+            idx = end.max(idx + 1);
+            continue;
+        };
+        let next_word = after_space.split(' ').next().unwrap_or("");
+        if !starts_sentence(next_word) || (c == b'.' && !ends_sentence(&paragraph[start..idx], next_word)) {
+            idx = end;
+            continue;
+        }
+        let sentence = paragraph[start..end].trim();
+        if !sentence.is_empty() {
+            sentences.push(sentence.to_owned());
+        }
+        start = end + 1;
+        idx = start;
+    }
+    let last = paragraph[start..].trim();
+    if !last.is_empty() {
+        sentences.push(last.to_owned());
+    }
+    sentences
+}
+
+/// Whether a word can open a sentence: a capital, a digit or an opening quote/bracket first.
+fn starts_sentence(word: &str) -> bool {
+    let trimmed = word.trim_start_matches(OPENERS);
+    match trimmed.chars().next() {
+        Some(first) => first.is_uppercase() || first.is_ascii_digit() || trimmed.len() < word.len(),
+        None => false,
+    }
+}
+
+/// Whether the period closing `before` ends the sentence, given the word after it.
+fn ends_sentence(before: &str, next_word: &str) -> bool {
+    let word = before.rsplit(' ').next().unwrap_or("");
+    let word = word.trim_start_matches(OPENERS);
+    if word.is_empty() {
+        return true;
+    }
+    let lower = word.to_lowercase();
+    let mut chars = word.chars();
+    let single_letter = matches!((chars.next(), chars.next()), (Some(c), None) if c.is_alphabetic());
+    if single_letter && word.chars().all(char::is_uppercase) {
+        // An initial: `J. R. R. Tolkien`, `George W. Bush`.
+        return false;
+    }
+    if STRONG_ABBREVIATIONS.contains(&lower.as_str()) {
+        return false;
+    }
+    // `U.S`, `D.C`, `Ph.D`: periods inside the word make it an abbreviation.
+    let dotted = word.contains('.') && word.chars().any(char::is_alphabetic);
+    if dotted || WEAK_ABBREVIATIONS.contains(&lower.as_str()) {
+        let opener = next_word
+            .trim_start_matches(OPENERS)
+            .trim_end_matches(|c: char| !c.is_alphanumeric())
+            .to_lowercase();
+        return SENTENCE_OPENERS.contains(&opener.as_str());
+    }
+    true
+}
+
+/// The Ctrl+F state: the keyword, the sentences that contain it, and how many were shown.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct LookupCursor {
+    pub keyword: String,
+    pub matches: Vec<String>,
+    pub position: usize,
+}
+
+impl LookupCursor {
+    /// The sentences containing `keyword`, case-insensitively, in page order.
+    pub fn new(keyword: &str, sentences: &[String]) -> LookupCursor {
+        let needle = keyword.to_lowercase();
+        let matches = sentences
+            .iter()
+            .filter(|sentence| sentence.to_lowercase().contains(&needle))
+            .cloned()
+            .collect();
+        LookupCursor {
+            keyword: keyword.to_owned(),
+            matches,
+            position: 0,
+        }
+    }
+
+    /// The next match as `(Result i / n) sentence`, or `None` when all were shown.
+    pub fn advance(&mut self) -> Option<String> {
+        let sentence = self.matches.get(self.position)?;
+        self.position += 1;
+        Some(format!(
+            "(Result {} / {}) {sentence}",
+            self.position,
+            self.matches.len()
+        ))
+    }
+}
+
+/// The paper's observation when a lookup has nothing (left) to show.
+pub const PAPER_NO_MORE: &str = "No more results.\n";
+/// The `default` observation when every match was shown.
+pub const NO_MORE: &str = "No more results.";
+/// The `default` observation for a Lookup before any page was opened.
+pub const NO_PAGE: &str = "No page is open: Search[entity] first, then Lookup[keyword] in it.";
+
+/// One question's reading state, common to every docstore: the open page and the Lookup cursor.
+#[derive(Debug, Clone)]
+pub struct Reader {
+    profile: Profile,
+    page: Option<Page>,
+    sentences: Vec<String>,
+    cursor: Option<LookupCursor>,
+}
+
+impl Reader {
+    pub fn new(profile: Profile) -> Reader {
+        Reader {
+            profile,
+            page: None,
+            sentences: Vec::new(),
+            cursor: None,
+        }
+    }
+
+    pub fn profile(&self) -> Profile {
+        self.profile
+    }
+
+    /// The open page, if a search found one.
+    pub fn page(&self) -> Option<&Page> {
+        self.page.as_ref()
+    }
+
+    pub fn cursor(&self) -> Option<&LookupCursor> {
+        self.cursor.as_ref()
+    }
+
+    /// Opens a page a search found and returns what the search shows: its first sentences.
+    /// The cursor starts afresh.
+    pub fn open(&mut self, page: Page) -> String {
+        self.sentences = page.sentences(self.profile);
+        self.page = Some(page);
+        self.cursor = None;
+        let shown = summary(&self.sentences);
+        match self.profile {
+            Profile::Default if shown.is_empty() => {
+                let title = self.page.as_ref().map(|page| page.title.as_str()).unwrap_or("");
+                format!("The page {title} has no text.")
+            }
+            _ => shown,
+        }
+    }
+
+    /// A search found no page. The paper keeps page and cursor as they were; the `default`
+    /// profile keeps the page but starts the cursor afresh, as after every search.
+    pub fn missed(&mut self) {
+        if self.profile == Profile::Default {
+            self.cursor = None;
+        }
+    }
+
+    /// `Lookup[keyword]`: the next sentence of the open page containing the keyword.
+    pub fn lookup(&mut self, keyword: &str) -> String {
+        match self.profile {
+            Profile::Paper => {
+                // wikienv.py: the list is rebuilt only when the keyword string differs exactly.
+                if self
+                    .cursor
+                    .as_ref()
+                    .is_none_or(|cursor| cursor.keyword != keyword)
+                {
+                    let sentences: &[String] = if self.page.is_some() { &self.sentences } else { &[] };
+                    self.cursor = Some(LookupCursor::new(keyword, sentences));
+                }
+                let cursor = self.cursor.as_mut().expect("set above");
+                cursor.advance().unwrap_or_else(|| PAPER_NO_MORE.to_owned())
+            }
+            Profile::Default => {
+                if self.page.is_none() {
+                    return NO_PAGE.to_owned();
+                }
+                let keyword = keyword.trim();
+                let same = self
+                    .cursor
+                    .as_ref()
+                    .is_some_and(|cursor| cursor.keyword.to_lowercase() == keyword.to_lowercase());
+                if !same {
+                    self.cursor = Some(LookupCursor::new(keyword, &self.sentences));
+                }
+                let cursor = self.cursor.as_mut().expect("set above");
+                if cursor.matches.is_empty() {
+                    return format!("No results for {keyword}.");
+                }
+                cursor.advance().unwrap_or_else(|| NO_MORE.to_owned())
+            }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests;

@@ -1,0 +1,180 @@
+//! The Wikipedia explorer: `Search[entity]` fetches `{wiki}/w/index.php?search={entity}` (through
+//! the page cache), reads the page and keeps it open for `Lookup[keyword]`.
+
+use futures::future::BoxFuture;
+
+use super::fetch::Fetcher;
+use super::html::{SearchOutcome, parse_search_page};
+use super::page::Reader;
+use super::python::repr_list;
+use super::{ContextParagraph, Docstore, DocstoreError, DocstoreSource};
+use crate::profile::Profile;
+
+/// How many titles a miss offers.
+const SIMILAR_TITLES: usize = 5;
+/// How many entries of a disambiguation page the `default` profile offers.
+const DISAMBIGUATION_ENTRIES: usize = 10;
+/// Pages larger than this are parsed on a blocking thread.
+const LARGE_PAGE_BYTES: usize = 1024 * 1024;
+
+/// Opens one [`WikipediaExplorer`] per question over a shared client and cache.
+#[derive(Clone)]
+pub struct WikipediaSource {
+    fetcher: Fetcher,
+    wiki_url: String,
+    profile: Profile,
+}
+
+impl WikipediaSource {
+    pub fn new(fetcher: Fetcher, wiki_url: String, profile: Profile) -> WikipediaSource {
+        WikipediaSource {
+            fetcher,
+            wiki_url,
+            profile,
+        }
+    }
+
+    pub fn fetcher(&self) -> &Fetcher {
+        &self.fetcher
+    }
+
+    /// A fresh explorer: no page open, no cursor.
+    pub fn explorer(&self) -> WikipediaExplorer {
+        WikipediaExplorer {
+            fetcher: self.fetcher.clone(),
+            wiki_url: self.wiki_url.clone(),
+            reader: Reader::new(self.profile),
+        }
+    }
+}
+
+impl DocstoreSource for WikipediaSource {
+    fn open(&self, _context: &[ContextParagraph]) -> Box<dyn Docstore> {
+        Box::new(self.explorer())
+    }
+}
+
+/// One question's view of Wikipedia: the page the last successful search opened, and the
+/// Lookup cursor over it.
+pub struct WikipediaExplorer {
+    fetcher: Fetcher,
+    wiki_url: String,
+    reader: Reader,
+}
+
+impl WikipediaExplorer {
+    pub fn reader(&self) -> &Reader {
+        &self.reader
+    }
+
+    async fn search_entity(&mut self, entity: &str) -> Result<String, DocstoreError> {
+        let profile = self.reader.profile();
+        let mut query = entity.to_owned();
+        // The paper re-searches `[entity]` once when it lands on a disambiguation page.
+        for depth in 0..2 {
+            let url = search_url(&self.wiki_url, &query, profile);
+            let body = self.fetcher.fetch(&url, &query).await?;
+            // Parsed synchronously into owned data: no document lives across an await. A large
+            // page is parsed off the async workers so it cannot stall other questions.
+            let outcome = if body.len() > LARGE_PAGE_BYTES {
+                tokio::task::spawn_blocking(move || parse_search_page(&body, profile))
+                    .await
+                    .map_err(|error| DocstoreError::Config(format!("parsing {url} failed: {error}")))?
+            } else {
+                parse_search_page(&body, profile)
+            };
+            match outcome {
+                SearchOutcome::Article(page) => return Ok(self.reader.open(page)),
+                SearchOutcome::Results(titles) => {
+                    self.reader.missed();
+                    let shown = &titles[..titles.len().min(SIMILAR_TITLES)];
+                    return Ok(format!("Could not find {query}. Similar: {}.", repr_list(shown)));
+                }
+                SearchOutcome::NoResults => {
+                    self.reader.missed();
+                    return Ok(match profile {
+                        Profile::Paper => format!("Could not find {query}. Similar: []."),
+                        Profile::Default => format!("Could not find {query}. No similar pages."),
+                    });
+                }
+                SearchOutcome::Disambiguation { entries, page } => match profile {
+                    Profile::Paper if depth == 0 => query = format!("[{query}]"),
+                    // A second disambiguation page is shown as it is.
+                    Profile::Paper => return Ok(self.reader.open(page)),
+                    Profile::Default => {
+                        self.reader.missed();
+                        let shown = &entries[..entries.len().min(DISAMBIGUATION_ENTRIES)];
+                        return Ok(format!("Could not find {query}. Similar: {}.", repr_list(shown)));
+                    }
+                },
+            }
+        }
+        unreachable!("the loop returns by its second pass")
+    }
+}
+
+impl Docstore for WikipediaExplorer {
+    fn search<'a>(&'a mut self, entity: &'a str) -> BoxFuture<'a, Result<String, DocstoreError>> {
+        Box::pin(self.search_entity(entity))
+    }
+
+    fn lookup(&mut self, keyword: &str) -> String {
+        self.reader.lookup(keyword)
+    }
+}
+
+/// `{wiki}/w/index.php?search={entity}`. The paper turns spaces into `+` and leaves the rest as
+/// written (the HTTP client then escapes what a URL cannot hold); the `default` profile encodes
+/// the entity as a form value, so `&`, `#`, `+` and `%` reach the search as written.
+pub fn search_url(wiki_url: &str, entity: &str, profile: Profile) -> String {
+    let wiki_url = wiki_url.trim_end_matches('/');
+    let query: String = match profile {
+        Profile::Paper => entity.replace(' ', "+"),
+        Profile::Default => url::form_urlencoded::byte_serialize(entity.as_bytes()).collect(),
+    };
+    let raw = format!("{wiki_url}/w/index.php?search={query}");
+    // The URL as the client sends it, so the cache key is the request's URL.
+    match reqwest::Url::parse(&raw) {
+        Ok(url) => {
+            let mut url = url;
+            url.set_fragment(None);
+            url.to_string()
+        }
+        Err(_) => raw,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn search_urls_per_profile() {
+        let wiki = "https://en.wikipedia.org/";
+        assert_eq!(
+            search_url(wiki, "Colorado orogeny", Profile::Paper),
+            "https://en.wikipedia.org/w/index.php?search=Colorado+orogeny"
+        );
+        assert_eq!(
+            search_url(wiki, "Colorado orogeny", Profile::Default),
+            "https://en.wikipedia.org/w/index.php?search=Colorado+orogeny"
+        );
+        assert_eq!(
+            search_url(wiki, "AT&T C# 1+1 100%", Profile::Default),
+            "https://en.wikipedia.org/w/index.php?search=AT%26T+C%23+1%2B1+100%25"
+        );
+        // The paper sends `&` and `#` raw: the server sees `AT`, the fragment is dropped.
+        assert_eq!(
+            search_url(wiki, "AT&T C#", Profile::Paper),
+            "https://en.wikipedia.org/w/index.php?search=AT&T+C"
+        );
+        assert_eq!(
+            search_url(wiki, "Zürich", Profile::Paper),
+            "https://en.wikipedia.org/w/index.php?search=Z%C3%BCrich"
+        );
+        assert_eq!(
+            search_url(wiki, "Zürich", Profile::Default),
+            "https://en.wikipedia.org/w/index.php?search=Z%C3%BCrich"
+        );
+    }
+}

@@ -1,0 +1,118 @@
+//! `explore`: run `Search[...]`, `Lookup[...]` and tool actions by hand against a docstore —
+//! the observations the model would read, one action at a time, with the cursor kept between them.
+
+use std::io::Write;
+
+use serde::Serialize;
+use tokio::io::{AsyncBufRead, AsyncBufReadExt};
+
+use crate::action::ActionGrammar;
+use crate::docstore::DocstoreSource;
+use crate::environment::{Environment, EnvironmentError, Workbench};
+use crate::profile::Profile;
+use crate::tool::Toolbox;
+
+/// How `explore` prints.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Format {
+    /// `Action: ...` / `Observation: ...` lines (interactive: the observation only).
+    Text,
+    /// One `{"action": ..., "observation": ...}` line per action.
+    Json,
+}
+
+/// One action and what it brought back.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct Explored {
+    /// The action as the scratchpad would show it.
+    pub action: String,
+    pub observation: String,
+}
+
+/// One explorer session: a docstore explorer and the tools, as one question's agent has them.
+pub struct Explore {
+    workbench: Workbench,
+    grammar: ActionGrammar,
+    step: usize,
+}
+
+impl Explore {
+    pub fn new(source: &dyn DocstoreSource, toolbox: Toolbox, profile: Profile) -> Explore {
+        let grammar = ActionGrammar::new(profile, toolbox.names());
+        Explore {
+            workbench: Workbench::new(source.open(&[]), toolbox, grammar.clone()),
+            grammar,
+            step: 0,
+        }
+    }
+
+    /// Runs one action written as the model would write it.
+    pub async fn run(&mut self, written: &str) -> Result<Explored, EnvironmentError> {
+        self.step += 1;
+        let parsed = self.grammar.parse(written);
+        let observation = self.workbench.observe(self.step, &parsed, written).await?;
+        Ok(Explored {
+            action: self.grammar.display(written, &parsed),
+            observation,
+        })
+    }
+}
+
+/// Runs `actions` in order, printing each result. An infrastructure failure stops the run.
+pub async fn run_actions(
+    explore: &mut Explore,
+    actions: &[String],
+    format: Format,
+    out: &mut dyn Write,
+) -> anyhow::Result<()> {
+    for written in actions {
+        let explored = explore.run(written).await?;
+        match format {
+            Format::Text => {
+                writeln!(out, "Action: {}", explored.action)?;
+                writeln!(out, "Observation: {}", explored.observation.trim_end())?;
+            }
+            Format::Json => writeln!(out, "{}", serde_json::to_string(&explored)?)?,
+        }
+        out.flush()?;
+    }
+    Ok(())
+}
+
+/// Reads actions line by line until end of input (or `exit` / `quit`), keeping the page and the
+/// cursor between lines. `prompt` (stderr on a terminal) gets the `> ` prompt and error messages;
+/// a failed action is reported there and the session goes on.
+pub async fn run_interactive<R: AsyncBufRead + Unpin>(
+    explore: &mut Explore,
+    input: R,
+    format: Format,
+    out: &mut dyn Write,
+    prompt: &mut dyn Write,
+) -> anyhow::Result<()> {
+    let mut lines = input.lines();
+    loop {
+        let _ = write!(prompt, "> ");
+        let _ = prompt.flush();
+        let Some(line) = lines.next_line().await? else {
+            let _ = writeln!(prompt);
+            return Ok(());
+        };
+        let line = line.trim();
+        if line.is_empty() {
+            continue;
+        }
+        if line.eq_ignore_ascii_case("exit") || line.eq_ignore_ascii_case("quit") {
+            return Ok(());
+        }
+        match explore.run(line).await {
+            Ok(explored) => match format {
+                Format::Text => writeln!(out, "{}", explored.observation.trim_end())?,
+                Format::Json => writeln!(out, "{}", serde_json::to_string(&explored)?)?,
+            },
+            Err(error) => {
+                let _ = writeln!(prompt, "error: {:#}", anyhow::Error::new(error));
+            }
+        }
+        out.flush()?;
+    }
+}

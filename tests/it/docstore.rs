@@ -1,0 +1,508 @@
+//! The Wikipedia docstore against a local server serving recorded pages: both profiles, the
+//! client's politeness and failure handling, and the page cache.
+
+use std::path::Path;
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use react_docstore::Profile;
+use react_docstore::docstore::{Docstore, DocstoreConfig, DocstoreError, DocstoreSource, HttpPolicy};
+use wiremock::matchers::{method, path, query_param};
+use wiremock::{Mock, MockServer, ResponseTemplate};
+
+use crate::fixture;
+
+const HTML: &str = "text/html; charset=UTF-8";
+
+fn page(name: &str) -> Vec<u8> {
+    std::fs::read(fixture(&format!("wikipedia/{name}"))).expect("fixture page")
+}
+
+/// Serves `body` for `/w/index.php?search={search}`.
+async fn serve(server: &MockServer, search: &str, body: Vec<u8>) {
+    Mock::given(method("GET"))
+        .and(path("/w/index.php"))
+        .and(query_param("search", search))
+        .respond_with(ResponseTemplate::new(200).set_body_raw(body, HTML))
+        .mount(server)
+        .await;
+}
+
+/// The three recorded pages and the synthetic ones, under the searches that return them.
+async fn wikipedia() -> MockServer {
+    let server = MockServer::start().await;
+    serve(&server, "Colorado orogeny", page("colorado_orogeny_hit.html")).await;
+    serve(
+        &server,
+        "Colorado orogenyy",
+        page("colorado_orogenyy_similar.html"),
+    )
+    .await;
+    serve(
+        &server,
+        "Qwertzuiop Zzyzxian Orogeny",
+        page("nonexistent_miss.html"),
+    )
+    .await;
+    serve(
+        &server,
+        "Adam Clayton Powell",
+        page("synthetic_disambiguation.html"),
+    )
+    .await;
+    serve(
+        &server,
+        "[Adam Clayton Powell]",
+        page("synthetic_bracketed_results.html"),
+    )
+    .await;
+    serve(
+        &server,
+        "Gateway Arch",
+        page("synthetic_abbreviations_coordinates.html"),
+    )
+    .await;
+    server
+}
+
+/// Fast retries, so failure tests take milliseconds.
+fn config(server: &MockServer, cache_dir: &Path, profile: Profile) -> DocstoreConfig {
+    DocstoreConfig {
+        wiki_url: server.uri(),
+        cache_dir: Some(cache_dir.to_owned()),
+        http: HttpPolicy {
+            timeout: Duration::from_secs(5),
+            max_retries: 2,
+            min_backoff: Duration::from_millis(1),
+            max_backoff: Duration::from_millis(10),
+            ..HttpPolicy::default()
+        },
+        ..DocstoreConfig::new(profile)
+    }
+}
+
+fn open(config: &DocstoreConfig) -> Box<dyn Docstore> {
+    config.open().expect("docstore opens").open(&[])
+}
+
+const HIT_OBS: &str = "The Colorado orogeny was an episode of mountain building (an orogeny) in Colorado and \
+surrounding areas. This took place from 1780 to 1650 million years ago (Mya), during the Paleoproterozoic \
+(Statherian Period). It is recorded in the Colorado orogen, a >500-km-wide belt of oceanic arc rock that \
+extends southward into New Mexico. The Colorado orogeny was likely part of the larger Yavapai orogeny.. The \
+Colorado orogen, formerly called the Colorado province, is a >500-km-wide belt of oceanic arc rock \
+(1.78\u{2013}1.65 Ga) that extends southward into New Mexico and composes a major part of the Proterozoic \
+provinces of southwestern United States.";
+
+const RESULT1: &str = "(Result 1 / 2) It is recorded in the Colorado orogen, a >500-km-wide belt of oceanic \
+arc rock that extends southward into New Mexico.";
+const RESULT2: &str = "(Result 2 / 2) The Colorado orogen, formerly called the Colorado province, is a \
+>500-km-wide belt of oceanic arc rock (1.78\u{2013}1.65 Ga) that extends southward into New Mexico and \
+composes a major part of the Proterozoic provinces of southwestern United States.";
+
+#[tokio::test]
+async fn paper_profile_reproduces_the_reference_strings() {
+    let server = wikipedia().await;
+    let cache = tempfile::tempdir().unwrap();
+    let mut docstore = open(&config(&server, cache.path(), Profile::Paper));
+
+    assert_eq!(docstore.lookup("New Mexico"), "No more results.\n");
+    assert_eq!(docstore.search("Colorado orogeny").await.unwrap(), HIT_OBS);
+    assert_eq!(docstore.lookup("New Mexico"), RESULT1);
+    assert_eq!(docstore.lookup("new mexico"), RESULT1);
+    assert_eq!(docstore.lookup("new mexico"), RESULT2);
+    assert_eq!(docstore.lookup("new mexico"), "No more results.\n");
+    assert_eq!(
+        docstore.lookup("High Plains"),
+        "(Result 1 / 1) The eastern sector extends into the High Plains and is called the Central Plains orogeny."
+    );
+    assert_eq!(docstore.lookup("High Plains"), "No more results.\n");
+    assert_eq!(docstore.lookup("elevation"), "No more results.\n");
+
+    // A miss keeps the page and the cursor.
+    assert_eq!(docstore.lookup("New Mexico"), RESULT1);
+    assert_eq!(
+        docstore.search("Colorado orogenyy").await.unwrap(),
+        "Could not find Colorado orogenyy. Similar: ['Colorado orogeny', 'Laramide orogeny', 'Sevier orogeny', \
+         'Colorado Mineral Belt', 'Wyoming Craton']."
+    );
+    assert_eq!(docstore.lookup("New Mexico"), RESULT2);
+    assert_eq!(
+        docstore.search("Qwertzuiop Zzyzxian Orogeny").await.unwrap(),
+        "Could not find Qwertzuiop Zzyzxian Orogeny. Similar: []."
+    );
+    assert_eq!(docstore.lookup("New Mexico"), "No more results.\n");
+}
+
+#[tokio::test]
+async fn paper_profile_re_searches_a_disambiguation_page_in_brackets() {
+    let server = wikipedia().await;
+    let cache = tempfile::tempdir().unwrap();
+    let mut docstore = open(&config(&server, cache.path(), Profile::Paper));
+    // The ReAct few-shot prompt's own observation shape: the bracketed entity, redirect notes kept.
+    assert_eq!(
+        docstore.search("Adam Clayton Powell").await.unwrap(),
+        "Could not find [Adam Clayton Powell]. Similar: ['Adam Clayton Powell III', 'Seventh Avenue (Manhattan) \
+         (redirect from Adam Clayton Powell Jr. Boulevard)', 'Adam Clayton Powell Jr. State Office Building', \
+         'Isabel Washington Powell', 'Adam Powell']."
+    );
+}
+
+/// A transcript of actions and observations, for snapshots.
+async fn transcript(docstore: &mut dyn Docstore, actions: &[&str]) -> String {
+    let mut out = String::new();
+    for action in actions {
+        let observation =
+            if let Some(entity) = action.strip_prefix("Search[").and_then(|a| a.strip_suffix(']')) {
+                docstore.search(entity).await.unwrap()
+            } else if let Some(keyword) = action.strip_prefix("Lookup[").and_then(|a| a.strip_suffix(']')) {
+                docstore.lookup(keyword)
+            } else {
+                panic!("not an action: {action}")
+            };
+        out.push_str(&format!("Action: {action}\nObservation: {observation:?}\n\n"));
+    }
+    out
+}
+
+#[tokio::test]
+async fn default_profile_on_the_recorded_and_synthetic_pages() {
+    let server = wikipedia().await;
+    let cache = tempfile::tempdir().unwrap();
+    let mut docstore = open(&config(&server, cache.path(), Profile::Default));
+    let text = transcript(
+        docstore.as_mut(),
+        &[
+            "Lookup[New Mexico]",
+            "Search[Colorado orogeny]",
+            "Lookup[New Mexico]",
+            "Lookup[new mexico]",
+            "Lookup[New Mexico]",
+            "Lookup[High Plains]",
+            "Lookup[elevation]",
+            "Lookup[New Mexico]",
+            "Search[Colorado orogenyy]",
+            "Lookup[New Mexico]",
+            "Search[Qwertzuiop Zzyzxian Orogeny]",
+            "Search[Adam Clayton Powell]",
+            "Search[Gateway Arch]",
+            "Lookup[U.S.]",
+            "Lookup[Jr.]",
+            "Lookup[coordinates]",
+            "Lookup[cosh]",
+        ],
+    )
+    .await;
+    assert_snapshot!(text);
+}
+
+#[tokio::test]
+async fn retries_429_honouring_retry_after() {
+    let server = MockServer::start().await;
+    Mock::given(method("GET"))
+        .respond_with(ResponseTemplate::new(429).insert_header("Retry-After", "1"))
+        .up_to_n_times(1)
+        .expect(1)
+        .mount(&server)
+        .await;
+    Mock::given(method("GET"))
+        .respond_with(ResponseTemplate::new(200).set_body_raw(page("colorado_orogeny_hit.html"), HTML))
+        .expect(1)
+        .mount(&server)
+        .await;
+    let cache = tempfile::tempdir().unwrap();
+    let mut docstore = open(&config(&server, cache.path(), Profile::Paper));
+    let start = Instant::now();
+    assert_eq!(docstore.search("Colorado orogeny").await.unwrap(), HIT_OBS);
+    assert!(
+        start.elapsed() >= Duration::from_secs(1),
+        "Retry-After: 1 was not honoured"
+    );
+}
+
+#[tokio::test]
+async fn gives_up_after_the_retry_budget() {
+    let server = MockServer::start().await;
+    Mock::given(method("GET"))
+        .respond_with(ResponseTemplate::new(503))
+        .expect(3)
+        .mount(&server)
+        .await;
+    let cache = tempfile::tempdir().unwrap();
+    let mut docstore = open(&config(&server, cache.path(), Profile::Default));
+    let error = docstore.search("Colorado orogeny").await.unwrap_err();
+    assert!(
+        matches!(
+            error,
+            DocstoreError::Status {
+                status: 503,
+                attempts: 3,
+                ..
+            }
+        ),
+        "{error:?}"
+    );
+    assert_eq!(
+        error.to_string(),
+        format!(
+            "GET {}/w/index.php?search=Colorado+orogeny answered HTTP 503 after 3 attempt(s)",
+            server.uri()
+        )
+    );
+    // Nothing was cached: the next search asks again.
+    assert!(std::fs::read_dir(cache.path()).map_or(true, |mut entries| entries.next().is_none()));
+}
+
+#[tokio::test]
+async fn a_client_error_is_not_retried() {
+    let server = MockServer::start().await;
+    Mock::given(method("GET"))
+        .respond_with(ResponseTemplate::new(403))
+        .expect(1)
+        .mount(&server)
+        .await;
+    let cache = tempfile::tempdir().unwrap();
+    let error = open(&config(&server, cache.path(), Profile::Default))
+        .search("x")
+        .await
+        .unwrap_err();
+    assert!(
+        error.to_string().contains("HTTP 403 after 1 attempt(s)"),
+        "{error}"
+    );
+}
+
+#[tokio::test]
+async fn a_timeout_is_retried_then_reported() {
+    let server = MockServer::start().await;
+    Mock::given(method("GET"))
+        .respond_with(ResponseTemplate::new(200).set_delay(Duration::from_secs(2)))
+        .expect(3)
+        .mount(&server)
+        .await;
+    let cache = tempfile::tempdir().unwrap();
+    let mut config = config(&server, cache.path(), Profile::Default);
+    config.http.timeout = Duration::from_millis(100);
+    let error = open(&config).search("slow").await.unwrap_err();
+    assert!(
+        matches!(error, DocstoreError::Network { attempts: 3, .. }),
+        "{error:?}"
+    );
+    assert!(error.to_string().starts_with("GET "), "{error}");
+}
+
+#[tokio::test]
+async fn a_cached_search_makes_no_request() {
+    let server = MockServer::start().await;
+    Mock::given(method("GET"))
+        .and(query_param("search", "Colorado orogeny"))
+        .respond_with(ResponseTemplate::new(200).set_body_raw(page("colorado_orogeny_hit.html"), HTML))
+        .expect(1)
+        .mount(&server)
+        .await;
+    let cache = tempfile::tempdir().unwrap();
+    let paper = config(&server, cache.path(), Profile::Paper);
+    assert_eq!(open(&paper).search("Colorado orogeny").await.unwrap(), HIT_OBS);
+    // Another explorer, another source (a later run) and the other profile: all from the cache.
+    assert_eq!(open(&paper).search("Colorado orogeny").await.unwrap(), HIT_OBS);
+    let default = config(&server, cache.path(), Profile::Default);
+    let observation = open(&default).search("Colorado orogeny").await.unwrap();
+    assert!(observation.ends_with("part of the larger Yavapai orogeny. The Colorado orogen, formerly called \
+        the Colorado province, is a >500-km-wide belt of oceanic arc rock (1.78–1.65 Ga) that extends southward \
+        into New Mexico and composes a major part of the Proterozoic provinces of southwestern United States."));
+    let offline = DocstoreConfig {
+        offline: true,
+        ..paper
+    };
+    assert_eq!(open(&offline).search("Colorado orogeny").await.unwrap(), HIT_OBS);
+}
+
+#[tokio::test]
+async fn identical_concurrent_searches_make_one_request() {
+    let server = MockServer::start().await;
+    Mock::given(method("GET"))
+        .respond_with(
+            ResponseTemplate::new(200)
+                .set_body_raw(page("colorado_orogeny_hit.html"), HTML)
+                .set_delay(Duration::from_millis(300)),
+        )
+        .expect(1)
+        .mount(&server)
+        .await;
+    let cache = tempfile::tempdir().unwrap();
+    let source: Arc<dyn DocstoreSource> = config(&server, cache.path(), Profile::Paper).open().unwrap();
+    let searches = (0..8).map(|_| {
+        let source = source.clone();
+        tokio::spawn(async move { source.open(&[]).search("Colorado orogeny").await.unwrap() })
+    });
+    for observation in futures::future::join_all(searches).await {
+        assert_eq!(observation.unwrap(), HIT_OBS);
+    }
+}
+
+#[tokio::test]
+async fn requests_in_flight_are_limited() {
+    let server = MockServer::start().await;
+    Mock::given(method("GET"))
+        .respond_with(
+            ResponseTemplate::new(200)
+                .set_body_raw(b"<p>one two three</p>".to_vec(), HTML)
+                .set_delay(Duration::from_millis(300)),
+        )
+        .expect(6)
+        .mount(&server)
+        .await;
+    let cache = tempfile::tempdir().unwrap();
+    let mut config = config(&server, cache.path(), Profile::Default);
+    config.http.max_in_flight = 2;
+    let source = config.open().unwrap();
+    let start = Instant::now();
+    let searches = (0..6).map(|idx| {
+        let source = source.clone();
+        tokio::spawn(async move { source.open(&[]).search(&format!("page {idx}")).await.unwrap() })
+    });
+    for observation in futures::future::join_all(searches).await {
+        assert_eq!(observation.unwrap(), "one two three");
+    }
+    // Six requests of 300 ms, two at a time: at least three rounds.
+    assert!(
+        start.elapsed() >= Duration::from_millis(900),
+        "{:?}",
+        start.elapsed()
+    );
+}
+
+#[tokio::test]
+async fn offline_miss_names_what_is_missing() {
+    let server = MockServer::start().await;
+    Mock::given(method("GET"))
+        .respond_with(ResponseTemplate::new(200))
+        .expect(0)
+        .mount(&server)
+        .await;
+    let cache = tempfile::tempdir().unwrap();
+    let config = DocstoreConfig {
+        offline: true,
+        ..config(&server, cache.path(), Profile::Default)
+    };
+    let error = open(&config).search("Colorado orogeny").await.unwrap_err();
+    assert!(matches!(error, DocstoreError::NotCached { .. }), "{error:?}");
+    let message = error.to_string();
+    assert!(message.contains("`Colorado orogeny`"), "{message}");
+    assert!(message.contains(&cache.path().display().to_string()), "{message}");
+    assert!(
+        message.contains("/w/index.php?search=Colorado+orogeny"),
+        "{message}"
+    );
+}
+
+#[tokio::test]
+async fn cache_files_stay_inside_the_cache_directory() {
+    let server = MockServer::start().await;
+    Mock::given(method("GET"))
+        .respond_with(ResponseTemplate::new(200).set_body_raw(b"<p>one two three</p>".to_vec(), HTML))
+        .mount(&server)
+        .await;
+    let root = tempfile::tempdir().unwrap();
+    let cache = root.path().join("cache");
+    for profile in [Profile::Paper, Profile::Default] {
+        let mut docstore = open(&config(&server, &cache, profile));
+        for entity in [
+            "../../escape",
+            "a/b/../../c",
+            "..",
+            "/etc/passwd",
+            "Zürich/東京/..",
+            "..\\..\\win",
+            "%2e%2e%2f",
+        ] {
+            assert!(
+                docstore
+                    .search(entity)
+                    .await
+                    .unwrap()
+                    .starts_with("one two three"),
+                "{entity}"
+            );
+        }
+    }
+    // Only `cache/http/*.json` exists under the root.
+    let mut files = Vec::new();
+    let mut dirs = vec![root.path().to_owned()];
+    while let Some(dir) = dirs.pop() {
+        for entry in std::fs::read_dir(&dir).unwrap() {
+            let path = entry.unwrap().path();
+            if path.is_dir() {
+                dirs.push(path);
+            } else {
+                files.push(path);
+            }
+        }
+    }
+    assert!(!files.is_empty());
+    for file in &files {
+        assert_eq!(
+            file.parent(),
+            Some(cache.join("http").as_path()),
+            "{}",
+            file.display()
+        );
+        assert_eq!(file.extension().and_then(|ext| ext.to_str()), Some("json"));
+    }
+}
+
+#[tokio::test]
+async fn odd_bodies_give_an_observation_or_a_clear_error() {
+    let server = MockServer::start().await;
+    let respond = |search: &str, body: Vec<u8>| {
+        Mock::given(method("GET"))
+            .and(query_param("search", search))
+            .respond_with(ResponseTemplate::new(200).set_body_raw(body, HTML))
+    };
+    respond("empty", Vec::new()).mount(&server).await;
+    respond("blank", b"  \n ".to_vec()).mount(&server).await;
+    respond(
+        "malformed",
+        b"<html><p>Broken <b>markup <p>with <i>unclosed</ul> tags and & stray < signs".to_vec(),
+    )
+    .mount(&server)
+    .await;
+    respond("binary", vec![0xff, 0xfe, 0x00, 0x3c, 0x70, 0x3e, 0x80, 0x81])
+        .mount(&server)
+        .await;
+    let mut huge = String::from("<html><body><div class=\"mw-parser-output\">");
+    while huge.len() < 10 * 1024 * 1024 {
+        huge.push_str(
+            "<p>The quick brown fox jumps over the lazy dog. Pack my box with five dozen jugs.</p>\n",
+        );
+    }
+    respond("huge", huge.into_bytes()).mount(&server).await;
+
+    let cache = tempfile::tempdir().unwrap();
+    for profile in [Profile::Paper, Profile::Default] {
+        let mut docstore = open(&config(&server, cache.path(), profile));
+        for entity in ["empty", "blank"] {
+            let error = docstore.search(entity).await.unwrap_err();
+            assert!(
+                error.to_string().contains("answered with an empty page"),
+                "{error}"
+            );
+        }
+        let malformed = docstore.search("malformed").await.unwrap();
+        assert!(malformed.contains("Broken markup"), "{malformed}");
+        docstore.search("binary").await.unwrap();
+        let huge = docstore.search("huge").await.unwrap();
+        assert!(
+            huge.starts_with("The quick brown fox jumps over the lazy dog."),
+            "{huge}"
+        );
+    }
+
+    let mut small = config(&server, cache.path(), Profile::Default);
+    small.http.max_body_bytes = 1024;
+    small.cache_dir = Some(cache.path().join("other"));
+    let error = open(&small).search("huge").await.unwrap_err();
+    assert!(
+        matches!(error, DocstoreError::TooLarge { limit: 1024, .. }),
+        "{error:?}"
+    );
+}

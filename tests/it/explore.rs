@@ -1,0 +1,107 @@
+//! `react-docstore explore` end to end: the binary against a local server serving recorded pages.
+
+use std::process::{Command, Stdio};
+
+use wiremock::matchers::{method, path, query_param};
+use wiremock::{Mock, MockServer, ResponseTemplate};
+
+use crate::fixture;
+
+async fn wikipedia() -> MockServer {
+    let server = MockServer::start().await;
+    for (search, file) in [
+        ("Colorado orogeny", "colorado_orogeny_hit.html"),
+        ("Colorado orogenyy", "colorado_orogenyy_similar.html"),
+    ] {
+        let body = std::fs::read(fixture(&format!("wikipedia/{file}"))).unwrap();
+        Mock::given(method("GET"))
+            .and(path("/w/index.php"))
+            .and(query_param("search", search))
+            .respond_with(ResponseTemplate::new(200).set_body_raw(body, "text/html; charset=UTF-8"))
+            .mount(&server)
+            .await;
+    }
+    server
+}
+
+/// Runs `react-docstore explore ARGS` with `stdin`; returns stdout, stderr and the exit code.
+fn explore(
+    server: &MockServer,
+    cache: &std::path::Path,
+    args: &[&str],
+    stdin: &str,
+) -> (String, String, i32) {
+    use std::io::Write;
+    let mut child = Command::new(env!("CARGO_BIN_EXE_react-docstore"))
+        .arg("explore")
+        .args(["--wiki-url", &server.uri(), "--cache-dir"])
+        .arg(cache)
+        .args(args)
+        .env_remove("REACT_PROFILE")
+        .env_remove("REACT_WIKI_URL")
+        .env_remove("REACT_CACHE_DIR")
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("the binary runs");
+    child.stdin.take().unwrap().write_all(stdin.as_bytes()).unwrap();
+    let output = child.wait_with_output().unwrap();
+    (
+        String::from_utf8(output.stdout).unwrap(),
+        String::from_utf8(output.stderr).unwrap(),
+        output.status.code().unwrap_or(-1),
+    )
+}
+
+const ACTIONS: &[&str] = &[
+    "Search[Colorado orogeny]",
+    "Lookup[New Mexico]",
+    "Lookup[New Mexico]",
+    "Lookup[New Mexico]",
+    "Lookup[High Plains]",
+    "Search[Colorado orogenyy]",
+    "Finish[x]",
+    "Dance[now]",
+];
+
+#[tokio::test]
+async fn explore_prints_observations_in_both_profiles() {
+    let server = wikipedia().await;
+    let cache = tempfile::tempdir().unwrap();
+    let (default, stderr, code) = explore(&server, cache.path(), ACTIONS, "");
+    assert_eq!((code, stderr.as_str()), (0, ""));
+    assert_snapshot!("explore_default_text", default);
+    let mut args = vec!["--profile", "paper", "--json"];
+    args.extend(ACTIONS.iter().map(|action| action.to_owned()));
+    let (paper, stderr, code) = explore(&server, cache.path(), &args, "");
+    assert_eq!((code, stderr.as_str()), (0, ""));
+    assert_snapshot!("explore_paper_json", paper);
+}
+
+#[tokio::test]
+async fn explore_reads_actions_from_stdin_keeping_the_cursor() {
+    let server = wikipedia().await;
+    let cache = tempfile::tempdir().unwrap();
+    let input = "Search[Colorado orogeny]\n\nLookup[New Mexico]\nLookup[New Mexico]\nLookup[New Mexico]\nquit\nLookup[x]\n";
+    let (stdout, stderr, code) = explore(&server, cache.path(), &["--json"], input);
+    assert_eq!((code, stderr.as_str()), (0, ""));
+    assert_snapshot!("explore_interactive_json", stdout);
+}
+
+#[tokio::test]
+async fn explore_offline_miss_is_an_error() {
+    let server = wikipedia().await;
+    let cache = tempfile::tempdir().unwrap();
+    let (stdout, stderr, code) = explore(
+        &server,
+        cache.path(),
+        &["--offline", "Search[Colorado orogeny]"],
+        "",
+    );
+    assert_eq!((code, stdout.as_str()), (2, ""));
+    assert!(
+        stderr.starts_with("error: offline: no cached page for `Colorado orogeny`"),
+        "{stderr}"
+    );
+}
