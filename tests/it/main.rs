@@ -22,6 +22,7 @@ pub fn fixture(path: &str) -> std::path::PathBuf {
 }
 mod ask;
 mod docstore;
+mod end_to_end;
 mod eval;
 mod explore;
 mod llm;
