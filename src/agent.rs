@@ -225,6 +225,11 @@ fn count_call(run: &mut Run, completion: &crate::llm::Completion) {
 
 fn fail(run: &mut Run, error: &(dyn std::error::Error + 'static)) {
     run.stopped = Some(Stopped::Error);
+    run.error = Some(error_chain(error));
+}
+
+/// An error and its causes on one line, `: `-separated (what `{:#}` prints for `anyhow`).
+pub(crate) fn error_chain(error: &(dyn std::error::Error + 'static)) -> String {
     let mut message = error.to_string();
     let mut source = error.source();
     while let Some(cause) = source {
@@ -232,5 +237,5 @@ fn fail(run: &mut Run, error: &(dyn std::error::Error + 'static)) {
         message.push_str(&cause.to_string());
         source = cause.source();
     }
-    run.error = Some(message);
+    message
 }

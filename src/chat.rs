@@ -2,6 +2,7 @@
 //! question from the `Q:`/`A:` history (the pattern of LangChain's conversational agents and of
 //! langchain-mini), then answered by the agent.
 
+use crate::agent::error_chain;
 use std::io::{BufRead, Write};
 
 use crate::ask::{AgentConfig, Outcome, run_question};
@@ -198,17 +199,6 @@ pub async fn chat(
         trace.blank();
     }
     Ok(summary)
-}
-
-fn error_chain(error: &(dyn std::error::Error + 'static)) -> String {
-    let mut message = error.to_string();
-    let mut source = error.source();
-    while let Some(cause) = source {
-        message.push_str(": ");
-        message.push_str(&cause.to_string());
-        source = cause.source();
-    }
-    message
 }
 
 /// Today's date (UTC) as `YYYY-MM-DD`, the default of `chat --today`.

@@ -264,6 +264,7 @@ mod cli {
     use std::process::Command;
 
     use crate::llm::{Sequence, model_server};
+    use crate::regex_escape;
 
     fn command(server_uri: &str, args: &[&str]) -> Command {
         subcommand("ask", server_uri, args)
@@ -294,18 +295,6 @@ mod cli {
             settings.add_filter(&regex_escape(server_uri), "[SERVER]");
         }
         settings
-    }
-
-    fn regex_escape(text: &str) -> String {
-        text.chars()
-            .map(|c| {
-                if c.is_ascii_alphanumeric() {
-                    c.to_string()
-                } else {
-                    format!("\\{c}")
-                }
-            })
-            .collect()
     }
 
     const FINISH: &str = "Thought 1: Arthur's Magazine was started in 1844, First for Women in 1989.\nAction 1: Finish[Arthur's Magazine]";

@@ -8,8 +8,8 @@ use insta_cmd::{assert_cmd_snapshot, get_cargo_bin};
 use wiremock::matchers::{method, path, query_param};
 use wiremock::{Mock, MockServer, ResponseTemplate};
 
-use crate::fixture;
 use crate::llm::{Sequence, model_server};
+use crate::{fixture, regex_escape};
 
 const QUESTION: &str =
     "What is the elevation range for the area that the eastern sector of the Colorado orogeny extends into?";
@@ -63,18 +63,6 @@ fn settings(servers: &[&MockServer], dir: &std::path::Path) -> insta::Settings {
     }
     settings.add_filter(&regex_escape(&dir.display().to_string()), "[TMP]");
     settings
-}
-
-fn regex_escape(text: &str) -> String {
-    text.chars()
-        .map(|c| {
-            if c.is_ascii_alphanumeric() {
-                c.to_string()
-            } else {
-                format!("\\{c}")
-            }
-        })
-        .collect()
 }
 
 #[tokio::test(flavor = "multi_thread")]

@@ -27,3 +27,16 @@ mod eval;
 mod explore;
 mod llm;
 mod tools;
+
+/// `text` as a regex matching itself, for insta filters of server URLs and temp paths.
+pub fn regex_escape(text: &str) -> String {
+    text.chars()
+        .map(|c| {
+            if c.is_ascii_alphanumeric() {
+                c.to_string()
+            } else {
+                format!("\\{c}")
+            }
+        })
+        .collect()
+}
