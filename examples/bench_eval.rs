@@ -1,5 +1,6 @@
-//! Benchmark of `eval`'s concurrency: a model that answers every call after a fixed latency,
-//! questions of 4 steps each; prints the makespan against the ideal and the peak memory.
+//! Benchmark of `eval`'s concurrency: a local OpenAI-compatible server that answers every call
+//! after 200 ms, questions of 4 steps each, through the real HTTP client; prints the makespan
+//! against the ideal and the peak memory of the whole process (mock server included).
 //!
 //! `cargo run --release --example bench_eval` (figures in README.md).
 
@@ -11,38 +12,50 @@ use futures::future::BoxFuture;
 use react_docstore::Profile;
 use react_docstore::docstore::{ContextParagraph, Docstore, DocstoreError, DocstoreSource};
 use react_docstore::eval::{self, EvalConfig, EvalServices, Progress, Selection};
-use react_docstore::llm::{Completion, Llm, LlmError, LlmRequest, TokenUsage};
+use react_docstore::llm::{Api, OpenAiClient, OpenAiConfig};
 use react_docstore::tool::Toolbox;
+use wiremock::matchers::{method, path};
+use wiremock::{Mock, MockServer, Request, Respond, ResponseTemplate};
 
 const LATENCY: Duration = Duration::from_millis(200);
 const STEPS_PER_QUESTION: usize = 4;
 
-/// Searches for three steps, finishes on the fourth; every call takes `LATENCY`.
+/// A local OpenAI-compatible server (`/v1/completions`): searches for three steps, finishes on
+/// the fourth; every answer leaves after `LATENCY`.
 struct SlowModel;
 
-impl Llm for SlowModel {
-    fn complete<'a>(&'a self, request: LlmRequest<'a>) -> BoxFuture<'a, Result<Completion, LlmError>> {
-        Box::pin(async move {
-            tokio::time::sleep(LATENCY).await;
-            let step = request.step;
-            let text = if step < STEPS_PER_QUESTION {
-                format!(" I should look up part {step}.\nAction {step}: Search[Entity {step}]")
-            } else {
-                format!(" I know it now.\nAction {step}: Finish[answer]")
-            };
-            Ok(Completion {
-                text,
-                usage: Some(TokenUsage {
-                    prompt_tokens: request.prompt.len() as u64 / 4,
-                    completion_tokens: 16,
-                }),
-            })
-        })
+impl Respond for SlowModel {
+    fn respond(&self, request: &Request) -> ResponseTemplate {
+        let body: serde_json::Value = serde_json::from_slice(&request.body).unwrap_or_default();
+        let prompt = body["prompt"].as_str().unwrap_or_default();
+        // The prompt ends with `Thought {step}:`.
+        let step: usize = prompt
+            .rsplit_once("Thought ")
+            .and_then(|(_, rest)| rest.trim_end_matches(':').parse().ok())
+            .unwrap_or(1);
+        let text = if step < STEPS_PER_QUESTION {
+            format!(" I should look up part {step}.\nAction {step}: Search[Entity {step}]")
+        } else {
+            format!(" I know it now.\nAction {step}: Finish[answer]")
+        };
+        ResponseTemplate::new(200)
+            .set_body_json(serde_json::json!({
+                "id": "cmpl-bench", "object": "text_completion", "model": "slow-model",
+                "choices": [{"index": 0, "text": text, "finish_reason": "stop"}],
+                "usage": {"prompt_tokens": prompt.len() / 4, "completion_tokens": 16, "total_tokens": prompt.len() / 4 + 16}
+            }))
+            .set_delay(LATENCY)
     }
+}
 
-    fn model(&self) -> &str {
-        "slow-model"
-    }
+async fn slow_model_server() -> MockServer {
+    let server = MockServer::builder().disable_request_recording().start().await;
+    Mock::given(method("POST"))
+        .and(path("/v1/completions"))
+        .respond_with(SlowModel)
+        .mount(&server)
+        .await;
+    server
 }
 
 /// Answers every search at once with a paragraph of realistic length.
@@ -74,7 +87,7 @@ fn write_questions(path: &Path, n_questions: usize) {
 }
 
 /// Evaluates `n_questions` fresh questions `concurrency` at a time; returns the wall time.
-async fn time_run(dir: &Path, n_questions: usize, concurrency: usize) -> Duration {
+async fn time_run(dir: &Path, model: &MockServer, n_questions: usize, concurrency: usize) -> Duration {
     let name = format!("q{n_questions}-c{concurrency}");
     let questions = dir.join(format!("{name}.json"));
     write_questions(&questions, n_questions);
@@ -89,7 +102,7 @@ async fn time_run(dir: &Path, n_questions: usize, concurrency: usize) -> Duratio
         progress: Progress::Hidden,
     };
     let services = EvalServices {
-        llm: Arc::new(SlowModel),
+        llm: Arc::new(client(model)),
         docstore: Arc::new(InstantDocstore),
         toolbox: Toolbox::default(),
     };
@@ -101,6 +114,14 @@ async fn time_run(dir: &Path, n_questions: usize, concurrency: usize) -> Duratio
     assert_eq!((summary.done, summary.em), (n_questions, 1.0));
     assert_eq!(summary.per_question.llm_calls, STEPS_PER_QUESTION as f64);
     elapsed
+}
+
+/// The real HTTP client, as `eval --api completions --base-url {server}/v1` builds it.
+fn client(model: &MockServer) -> OpenAiClient {
+    let mut config = OpenAiConfig::new("slow-model");
+    config.base_url = format!("{}/v1", model.uri());
+    config.api = Api::Completions;
+    OpenAiClient::new(config).expect("a client of the local server")
 }
 
 fn ideal_makespan(n_questions: usize, concurrency: usize) -> Duration {
@@ -120,8 +141,9 @@ fn main() {
     let runtime = tokio::runtime::Runtime::new().unwrap();
     let dir = tempfile::tempdir().unwrap();
     runtime.block_on(async {
+        let model = slow_model_server().await;
         let (n, concurrency) = (100, 25);
-        let elapsed = time_run(dir.path(), n, concurrency).await;
+        let elapsed = time_run(dir.path(), &model, n, concurrency).await;
         let ideal = ideal_makespan(n, concurrency);
         println!(
             "{n} questions x {STEPS_PER_QUESTION} steps, {}ms per call, --concurrency {concurrency}: {:.3} s (ideal {:.1} s, {:.3}x)",
@@ -132,7 +154,7 @@ fn main() {
         );
 
         let n_sequential = 5;
-        let elapsed = time_run(dir.path(), n_sequential, 1).await;
+        let elapsed = time_run(dir.path(), &model, n_sequential, 1).await;
         let per_question = elapsed.as_secs_f64() / n_sequential as f64;
         println!(
             "{n_sequential} questions, --concurrency 1: {:.3} s, {:.3} s a question -> {:.1} s for {n} questions (extrapolated; ideal {:.1} s)",
@@ -143,7 +165,7 @@ fn main() {
         );
 
         let (n_large, concurrency_large) = (500, 100);
-        let elapsed = time_run(dir.path(), n_large, concurrency_large).await;
+        let elapsed = time_run(dir.path(), &model, n_large, concurrency_large).await;
         println!(
             "{n_large} questions, --concurrency {concurrency_large}: {:.3} s (ideal {:.1} s); peak memory of the process (VmHWM) {:.1} MB",
             elapsed.as_secs_f64(),
