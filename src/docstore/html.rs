@@ -272,7 +272,9 @@ fn is_excluded(doc: &Document<'_>, el: usize) -> bool {
     }
     for (name, value) in attributes(source) {
         let excluded = if name.eq_ignore_ascii_case("class") {
-            value.split_ascii_whitespace().any(|class| EXCLUDED_CLASSES.contains(&class))
+            value
+                .split_ascii_whitespace()
+                .any(|class| EXCLUDED_CLASSES.contains(&class))
         } else if name.eq_ignore_ascii_case("id") {
             EXCLUDED_IDS.contains(&value)
         } else if name.eq_ignore_ascii_case("style") && value.contains("none") {
@@ -433,7 +435,10 @@ fn unwrap_tex(alt: &str) -> &str {
 fn is_disambiguation(doc: &Document<'_>, page: &Page) -> bool {
     let marked = doc.elements().any(|el| {
         // Cheap test first: every marker spells `disambig` in the tag's attributes.
-        if !doc.attr_source(el).is_some_and(|source| source.contains("isambig")) {
+        if !doc
+            .attr_source(el)
+            .is_some_and(|source| source.contains("isambig"))
+        {
             return false;
         }
         doc.attr(el, "id").as_deref() == Some("disambigbox")
