@@ -264,27 +264,26 @@ fn is_excluded(doc: &Document<'_>, el: usize) -> bool {
         | Tag::Title => return true,
         _ => {}
     }
-    let Some(attrs) = doc.attr_source(el) else {
+    let Some(source) = doc.attr_source(el) else {
         return false;
     };
-    if attrs.is_empty() {
+    if source.is_empty() {
         return false;
     }
-    if let Some(class) = doc.attr(el, "class")
-        && class
-            .split_ascii_whitespace()
-            .any(|name| EXCLUDED_CLASSES.contains(&name))
-    {
-        return true;
-    }
-    if let Some(id) = doc.attr(el, "id")
-        && EXCLUDED_IDS.contains(&id.as_ref())
-    {
-        return true;
-    }
-    if let Some(style) = doc.attr(el, "style") {
-        let compact: String = style.chars().filter(|c| !c.is_whitespace()).collect();
-        if compact.to_ascii_lowercase().contains("display:none") {
+    for (name, value) in attributes(source) {
+        let excluded = if name.eq_ignore_ascii_case("class") {
+            value
+                .split_ascii_whitespace()
+                .any(|class| EXCLUDED_CLASSES.contains(&class))
+        } else if name.eq_ignore_ascii_case("id") {
+            EXCLUDED_IDS.contains(&value)
+        } else if name.eq_ignore_ascii_case("style") && value.contains("none") {
+            let compact: String = value.chars().filter(|c| !c.is_whitespace()).collect();
+            compact.to_ascii_lowercase().contains("display:none")
+        } else {
+            false
+        };
+        if excluded {
             return true;
         }
     }
@@ -435,6 +434,13 @@ fn unwrap_tex(alt: &str) -> &str {
 
 fn is_disambiguation(doc: &Document<'_>, page: &Page) -> bool {
     let marked = doc.elements().any(|el| {
+        // Cheap test first: every marker spells `disambig` in the tag's attributes.
+        if !doc
+            .attr_source(el)
+            .is_some_and(|source| source.contains("isambig"))
+        {
+            return false;
+        }
         doc.attr(el, "id").as_deref() == Some("disambigbox")
             || doc.has_class(el, "dmbox-disambig")
             || (matches!(doc.tag(el), Tag::Meta | Tag::Link)
@@ -601,12 +607,40 @@ impl Tag {
 
 /// Void elements, as BeautifulSoup's HTML builder knows them.
 fn is_void(name: &str) -> bool {
-    const VOID: &[&str] = &[
-        "area", "base", "basefont", "bgsound", "br", "col", "command", "embed", "frame", "hr", "image",
-        "img", "input", "isindex", "keygen", "link", "menuitem", "meta", "nextid", "param", "source",
-        "spacer", "track", "wbr",
-    ];
-    name.len() <= 8 && VOID.iter().any(|void| void.eq_ignore_ascii_case(name))
+    let mut lower = [0u8; 8];
+    if name.len() > lower.len() {
+        return false;
+    }
+    for (slot, byte) in lower.iter_mut().zip(name.bytes()) {
+        *slot = byte.to_ascii_lowercase();
+    }
+    matches!(
+        &lower[..name.len()],
+        b"area"
+            | b"base"
+            | b"basefont"
+            | b"bgsound"
+            | b"br"
+            | b"col"
+            | b"command"
+            | b"embed"
+            | b"frame"
+            | b"hr"
+            | b"image"
+            | b"img"
+            | b"input"
+            | b"isindex"
+            | b"keygen"
+            | b"link"
+            | b"menuitem"
+            | b"meta"
+            | b"nextid"
+            | b"param"
+            | b"source"
+            | b"spacer"
+            | b"track"
+            | b"wbr"
+    )
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -965,22 +999,19 @@ fn is_name_end(byte: u8) -> bool {
 /// The `>` that ends a start tag whose name ends at `from`, skipping quoted attribute values.
 fn find_tag_end(bytes: &[u8], from: usize) -> Option<usize> {
     let mut idx = from;
-    let mut quote: Option<u8> = None;
-    while idx < bytes.len() {
-        let byte = bytes[idx];
-        match quote {
-            Some(q) if byte == q => quote = None,
-            Some(_) => {}
-            None if byte == b'>' => return Some(idx),
-            // A quote opens a value only after `=` (possibly with spaces between).
-            None if (byte == b'"' || byte == b'\'') && preceded_by_equals(bytes, from, idx) => {
-                quote = Some(byte)
-            }
-            None => {}
+    loop {
+        let found = idx + memchr::memchr3(b'>', b'"', b'\'', bytes.get(idx..)?)?;
+        let byte = bytes[found];
+        if byte == b'>' {
+            return Some(found);
         }
-        idx += 1;
+        // A quote opens a value only after `=` (possibly with spaces between).
+        idx = if preceded_by_equals(bytes, from, found) {
+            found + 1 + memchr(byte, &bytes[found + 1..])? + 1
+        } else {
+            found + 1
+        };
     }
-    None
 }
 
 fn preceded_by_equals(bytes: &[u8], from: usize, idx: usize) -> bool {
@@ -1016,7 +1047,7 @@ fn find(src: &str, from: usize, needle: &str) -> Option<usize> {
 }
 
 fn memchr(needle: u8, haystack: &[u8]) -> Option<usize> {
-    haystack.iter().position(|&b| b == needle)
+    memchr::memchr(needle, haystack)
 }
 
 /// `name="value"`, `name='value'`, `name=value` and bare `name` pairs of an attribute source.

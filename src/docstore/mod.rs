@@ -183,8 +183,17 @@ impl DocstoreConfig {
     pub fn open_sources(&self) -> Result<DocstoreSources, DocstoreError> {
         match &self.kind {
             DocstoreKind::Wikipedia => {
-                let fetcher = Fetcher::new(self)?;
                 let wiki_url = self.wiki_url.trim_end_matches('/').to_owned();
+                match reqwest::Url::parse(&wiki_url) {
+                    Ok(url) if matches!(url.scheme(), "http" | "https") && url.has_host() => {}
+                    _ => {
+                        return Err(DocstoreError::Config(format!(
+                            "invalid wiki URL `{}`: expected http(s)://host, e.g. {DEFAULT_WIKI_URL}",
+                            self.wiki_url
+                        )));
+                    }
+                }
+                let fetcher = Fetcher::new(self)?;
                 let source = |profile| -> Arc<dyn DocstoreSource> {
                     Arc::new(WikipediaSource::new(fetcher.clone(), wiki_url.clone(), profile))
                 };
@@ -249,3 +258,40 @@ pub fn default_cache_dir() -> PathBuf {
 
 /// How long one request may take before it is retried.
 pub const DEFAULT_TIMEOUT: Duration = Duration::from_secs(30);
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn docstore_kinds_parse() {
+        assert_eq!("wikipedia".parse(), Ok(DocstoreKind::Wikipedia));
+        assert_eq!("distractor".parse(), Ok(DocstoreKind::Distractor));
+        assert_eq!(
+            "corpus:data/pages.jsonl".parse(),
+            Ok(DocstoreKind::Corpus("data/pages.jsonl".into()))
+        );
+        assert!("corpus:".parse::<DocstoreKind>().is_err());
+        assert_eq!(
+            "wiki".parse::<DocstoreKind>().unwrap_err(),
+            "unknown docstore `wiki`, expected `wikipedia`, `distractor` or `corpus:FILE`"
+        );
+    }
+
+    #[test]
+    fn a_wiki_url_must_be_http() {
+        for url in ["en.wikipedia.org", "ftp://example.org", "https://"] {
+            let config = DocstoreConfig {
+                wiki_url: url.to_owned(),
+                ..DocstoreConfig::new(Profile::Default)
+            };
+            let error = config.open().err().expect("rejected");
+            assert!(error.to_string().starts_with("invalid wiki URL"), "{error}");
+        }
+        let config = DocstoreConfig {
+            wiki_url: "http://localhost:8080/".to_owned(),
+            ..DocstoreConfig::new(Profile::Default)
+        };
+        assert!(config.open().is_ok());
+    }
+}
