@@ -105,3 +105,34 @@ async fn explore_offline_miss_is_an_error() {
         "{stderr}"
     );
 }
+
+#[test]
+fn explore_a_corpus_file_offline() {
+    let corpus = fixture("docstore/corpus-3.jsonl");
+    let output = Command::new(env!("CARGO_BIN_EXE_react-docstore"))
+        .arg("explore")
+        .arg("--docstore")
+        .arg(format!("corpus:{}", corpus.display()))
+        .args([
+            "--json",
+            "Search[Missouri Compromise]",
+            "Lookup[Maine]",
+            "Lookup[Maine]",
+            "Search[William King]",
+            "Search[maine gubernatorial election 1820]",
+        ])
+        .env_remove("REACT_PROFILE")
+        .output()
+        .unwrap();
+    assert_eq!(String::from_utf8_lossy(&output.stderr), "");
+    assert_snapshot!("explore_corpus_json", String::from_utf8(output.stdout).unwrap());
+    let missing = Command::new(env!("CARGO_BIN_EXE_react-docstore"))
+        .args(["explore", "--docstore", "corpus:no/such/file.jsonl", "Search[x]"])
+        .output()
+        .unwrap();
+    assert_eq!(missing.status.code(), Some(2));
+    assert_eq!(
+        String::from_utf8_lossy(&missing.stderr),
+        "error: cannot read the corpus no/such/file.jsonl: No such file or directory (os error 2)\n"
+    );
+}
