@@ -21,3 +21,4 @@ pub fn fixture(path: &str) -> std::path::PathBuf {
 
 mod docstore;
 mod explore;
+mod replay_live;
