@@ -291,6 +291,26 @@ async fn a_timeout_is_retried_then_reported() {
 }
 
 #[tokio::test]
+async fn requests_carry_the_configured_user_agent() {
+    let server = MockServer::start().await;
+    Mock::given(method("GET"))
+        .and(wiremock::matchers::header(
+            "user-agent",
+            "qa-lab/1.0 (qa@example.org)",
+        ))
+        .respond_with(ResponseTemplate::new(200).set_body_raw(b"<p>one two three</p>".to_vec(), HTML))
+        .expect(1)
+        .mount(&server)
+        .await;
+    let cache = tempfile::tempdir().unwrap();
+    let config = DocstoreConfig {
+        user_agent: "qa-lab/1.0 (qa@example.org)".to_owned(),
+        ..config(&server, cache.path(), Profile::Default)
+    };
+    assert_eq!(open(&config).search("x").await.unwrap(), "one two three");
+}
+
+#[tokio::test]
 async fn a_cached_search_makes_no_request() {
     let server = MockServer::start().await;
     Mock::given(method("GET"))

@@ -90,6 +90,21 @@ async fn explore_reads_actions_from_stdin_keeping_the_cursor() {
 }
 
 #[tokio::test]
+async fn explore_reports_a_failed_line_and_goes_on() {
+    let server = wikipedia().await;
+    let cache = tempfile::tempdir().unwrap();
+    let input = "Search[Not served]\nSearch[Colorado orogenyy]\n";
+    let (stdout, stderr, code) = explore(&server, cache.path(), &["--offline"], input);
+    assert_eq!(code, 0);
+    assert!(
+        stderr.starts_with("error: offline: no cached page for `Not served`"),
+        "{stderr}"
+    );
+    assert_eq!(stdout, "");
+    assert_eq!(stderr.lines().count(), 2, "{stderr}");
+}
+
+#[tokio::test]
 async fn explore_offline_miss_is_an_error() {
     let server = wikipedia().await;
     let cache = tempfile::tempdir().unwrap();
