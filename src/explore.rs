@@ -80,21 +80,26 @@ pub async fn run_actions(
 }
 
 /// Reads actions line by line until end of input (or `exit` / `quit`), keeping the page and the
-/// cursor between lines. `prompt` (stderr on a terminal) gets the `> ` prompt and error messages;
-/// a failed action is reported there and the session goes on.
+/// cursor between lines. `errors` (stderr) gets error messages, and the `> ` prompt when `prompt`
+/// is set (stdin is a terminal); a failed action is reported there and the session goes on.
 pub async fn run_interactive<R: AsyncBufRead + Unpin>(
     explore: &mut Explore,
     input: R,
     format: Format,
     out: &mut dyn Write,
-    prompt: &mut dyn Write,
+    errors: &mut dyn Write,
+    prompt: bool,
 ) -> anyhow::Result<()> {
     let mut lines = input.lines();
     loop {
-        let _ = write!(prompt, "> ");
-        let _ = prompt.flush();
+        if prompt {
+            let _ = write!(errors, "> ");
+            let _ = errors.flush();
+        }
         let Some(line) = lines.next_line().await? else {
-            let _ = writeln!(prompt);
+            if prompt {
+                let _ = writeln!(errors);
+            }
             return Ok(());
         };
         let line = line.trim();
@@ -110,7 +115,7 @@ pub async fn run_interactive<R: AsyncBufRead + Unpin>(
                 Format::Json => writeln!(out, "{}", serde_json::to_string(&explored)?)?,
             },
             Err(error) => {
-                let _ = writeln!(prompt, "error: {:#}", anyhow::Error::new(error));
+                let _ = writeln!(errors, "error: {:#}", anyhow::Error::new(error));
             }
         }
         out.flush()?;

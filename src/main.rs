@@ -413,12 +413,10 @@ async fn run(cli: Cli) -> anyhow::Result<ExitCode> {
             let mut stdout = std::io::stdout().lock();
             if args.actions.is_empty() {
                 let stdin = tokio::io::BufReader::new(tokio::io::stdin());
-                let mut prompt: Box<dyn std::io::Write> = if std::io::stdin().is_terminal() {
-                    Box::new(std::io::stderr())
-                } else {
-                    Box::new(std::io::sink())
-                };
-                explore::run_interactive(&mut session, stdin, format, &mut stdout, &mut prompt).await?;
+                let prompt = std::io::stdin().is_terminal();
+                let mut stderr = std::io::stderr();
+                explore::run_interactive(&mut session, stdin, format, &mut stdout, &mut stderr, prompt)
+                    .await?;
             } else {
                 explore::run_actions(&mut session, &args.actions, format, &mut stdout).await?;
             }

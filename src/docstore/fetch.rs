@@ -174,6 +174,10 @@ impl AttemptError {
 
 impl FetcherInner {
     async fn fetch_and_cache(&self, url: &str) -> Result<Arc<str>, DocstoreError> {
+        // A flight that just landed may have cached it between our miss and this flight's start.
+        if let Some(body) = self.cache.get(url).await? {
+            return Ok(body);
+        }
         let attempts = AtomicUsize::new(0);
         let policy = &self.policy;
         let backoff = ExponentialBuilder::default()

@@ -17,6 +17,7 @@ use futures::future::BoxFuture;
 
 use crate::profile::Profile;
 
+pub mod corpus;
 mod entities;
 pub mod fetch;
 pub mod html;
@@ -24,6 +25,7 @@ pub mod page;
 pub mod python;
 pub mod wikipedia;
 
+pub use corpus::{Corpus, CorpusExplorer, CorpusSource, DistractorSource};
 pub use fetch::{Fetcher, HttpPolicy, PageCache};
 pub use html::{SearchOutcome, parse_search_page};
 pub use page::{LookupCursor, Page, Reader};
@@ -78,6 +80,18 @@ pub enum DocstoreError {
     Client(#[source] reqwest::Error),
     #[error("{0}")]
     Config(String),
+    #[error("cannot read the corpus {}", .path.display())]
+    CorpusFile {
+        path: PathBuf,
+        #[source]
+        source: std::io::Error,
+    },
+    #[error("corpus {}, {record}: {message}", .path.display())]
+    Corpus {
+        path: PathBuf,
+        record: String,
+        message: String,
+    },
     /// A failure of a fetch that several explorers waited on together.
     #[error(transparent)]
     Shared(Arc<DocstoreError>),
@@ -202,18 +216,17 @@ impl DocstoreConfig {
                     default: source(Profile::Default),
                 })
             }
-            DocstoreKind::Distractor | DocstoreKind::Corpus(_) => Err(DocstoreError::Config(format!(
-                "the `{}` docstore is not available yet",
-                self.kind_name()
-            ))),
-        }
-    }
-
-    fn kind_name(&self) -> String {
-        match &self.kind {
-            DocstoreKind::Wikipedia => "wikipedia".to_owned(),
-            DocstoreKind::Distractor => "distractor".to_owned(),
-            DocstoreKind::Corpus(path) => format!("corpus:{}", path.display()),
+            DocstoreKind::Distractor => Ok(DocstoreSources {
+                paper: Arc::new(DistractorSource::new(Profile::Paper)),
+                default: Arc::new(DistractorSource::new(Profile::Default)),
+            }),
+            DocstoreKind::Corpus(path) => {
+                let corpus = Arc::new(Corpus::load(path)?);
+                Ok(DocstoreSources {
+                    paper: Arc::new(CorpusSource::new(corpus.clone(), Profile::Paper)),
+                    default: Arc::new(CorpusSource::new(corpus, Profile::Default)),
+                })
+            }
         }
     }
 }

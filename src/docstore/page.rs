@@ -328,8 +328,15 @@ impl Reader {
         let shown = summary(&self.sentences);
         match self.profile {
             Profile::Default if shown.is_empty() => {
-                let title = self.page.as_ref().map(|page| page.title.as_str()).unwrap_or("");
-                format!("The page {title} has no text.")
+                match self
+                    .page
+                    .as_ref()
+                    .map(|page| page.title.trim())
+                    .filter(|title| !title.is_empty())
+                {
+                    Some(title) => format!("The page {title} has no text."),
+                    None => "The page has no text.".to_owned(),
+                }
             }
             _ => shown,
         }

@@ -291,6 +291,26 @@ async fn a_timeout_is_retried_then_reported() {
 }
 
 #[tokio::test]
+async fn requests_carry_the_configured_user_agent() {
+    let server = MockServer::start().await;
+    Mock::given(method("GET"))
+        .and(wiremock::matchers::header(
+            "user-agent",
+            "qa-lab/1.0 (qa@example.org)",
+        ))
+        .respond_with(ResponseTemplate::new(200).set_body_raw(b"<p>one two three</p>".to_vec(), HTML))
+        .expect(1)
+        .mount(&server)
+        .await;
+    let cache = tempfile::tempdir().unwrap();
+    let config = DocstoreConfig {
+        user_agent: "qa-lab/1.0 (qa@example.org)".to_owned(),
+        ..config(&server, cache.path(), Profile::Default)
+    };
+    assert_eq!(open(&config).search("x").await.unwrap(), "one two three");
+}
+
+#[tokio::test]
 async fn a_cached_search_makes_no_request() {
     let server = MockServer::start().await;
     Mock::given(method("GET"))
@@ -504,5 +524,55 @@ async fn odd_bodies_give_an_observation_or_a_clear_error() {
     assert!(
         matches!(error, DocstoreError::TooLarge { limit: 1024, .. }),
         "{error:?}"
+    );
+}
+
+#[tokio::test]
+async fn distractor_docstore_searches_each_questions_own_paragraphs() {
+    use react_docstore::docstore::{ContextParagraph, DocstoreKind};
+    let records: Vec<serde_json::Value> = serde_json::from_str(
+        &std::fs::read_to_string(fixture("docstore/hotpotqa-distractor-3.json")).unwrap(),
+    )
+    .unwrap();
+    let context = |idx: usize| -> Vec<ContextParagraph> {
+        react_docstore::docstore::corpus::context_paragraphs(&records[idx]["context"]).unwrap()
+    };
+    let config = DocstoreConfig {
+        kind: DocstoreKind::Distractor,
+        ..DocstoreConfig::new(Profile::Default)
+    };
+    let source = config.open().unwrap();
+    let mut first = source.open(&context(0));
+    let mut second = source.open(&context(1));
+    assert!(
+        first
+            .search("VIVA Media")
+            .await
+            .unwrap()
+            .starts_with("VIVA Media GmbH (until 2004")
+    );
+    assert!(
+        second
+            .search("VIVA Media")
+            .await
+            .unwrap()
+            .starts_with("Could not find VIVA Media. Similar: [")
+    );
+    assert!(
+        second
+            .search("pete doherty")
+            .await
+            .unwrap()
+            .starts_with("Peter Doherty (born 12 March 1979)")
+    );
+    assert_eq!(
+        second.lookup("Libertines"),
+        "(Result 1 / 1) He is best known for being co-frontman of the Libertines, which he formed with Carl \
+         Barât in 1997."
+    );
+    // Without context every search misses.
+    assert_eq!(
+        source.open(&[]).search("VIVA Media").await.unwrap(),
+        "Could not find VIVA Media. No similar pages."
     );
 }

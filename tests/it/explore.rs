@@ -90,6 +90,21 @@ async fn explore_reads_actions_from_stdin_keeping_the_cursor() {
 }
 
 #[tokio::test]
+async fn explore_reports_a_failed_line_and_goes_on() {
+    let server = wikipedia().await;
+    let cache = tempfile::tempdir().unwrap();
+    let input = "Search[Not served]\nSearch[Colorado orogenyy]\n";
+    let (stdout, stderr, code) = explore(&server, cache.path(), &["--offline"], input);
+    assert_eq!(code, 0);
+    assert!(
+        stderr.starts_with("error: offline: no cached page for `Not served`"),
+        "{stderr}"
+    );
+    assert_eq!(stdout, "");
+    assert_eq!(stderr.lines().count(), 2, "{stderr}");
+}
+
+#[tokio::test]
 async fn explore_offline_miss_is_an_error() {
     let server = wikipedia().await;
     let cache = tempfile::tempdir().unwrap();
@@ -103,5 +118,36 @@ async fn explore_offline_miss_is_an_error() {
     assert!(
         stderr.starts_with("error: offline: no cached page for `Colorado orogeny`"),
         "{stderr}"
+    );
+}
+
+#[test]
+fn explore_a_corpus_file_offline() {
+    let corpus = fixture("docstore/corpus-3.jsonl");
+    let output = Command::new(env!("CARGO_BIN_EXE_react-docstore"))
+        .arg("explore")
+        .arg("--docstore")
+        .arg(format!("corpus:{}", corpus.display()))
+        .args([
+            "--json",
+            "Search[Missouri Compromise]",
+            "Lookup[Maine]",
+            "Lookup[Maine]",
+            "Search[William King]",
+            "Search[maine gubernatorial election 1820]",
+        ])
+        .env_remove("REACT_PROFILE")
+        .output()
+        .unwrap();
+    assert_eq!(String::from_utf8_lossy(&output.stderr), "");
+    assert_snapshot!("explore_corpus_json", String::from_utf8(output.stdout).unwrap());
+    let missing = Command::new(env!("CARGO_BIN_EXE_react-docstore"))
+        .args(["explore", "--docstore", "corpus:no/such/file.jsonl", "Search[x]"])
+        .output()
+        .unwrap();
+    assert_eq!(missing.status.code(), Some(2));
+    assert_eq!(
+        String::from_utf8_lossy(&missing.stderr),
+        "error: cannot read the corpus no/such/file.jsonl: No such file or directory (os error 2)\n"
     );
 }

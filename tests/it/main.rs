@@ -1,7 +1,6 @@
 //! The integration tests: one binary, one module per area. Nothing here touches the network:
 //! HTTP clients talk to local wiremock servers serving recorded bodies.
 
-mod replay;
 
 /// Where every snapshot lives: `tests/snapshots/`, committed and reviewed like code.
 #[macro_export]
@@ -26,6 +25,8 @@ mod end_to_end;
 mod eval;
 mod explore;
 mod llm;
+mod replay;
+mod replay_live;
 mod tools;
 
 /// `text` as a regex matching itself, for insta filters of server URLs and temp paths.

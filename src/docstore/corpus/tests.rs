@@ -1,0 +1,192 @@
+use super::*;
+
+fn fixture(name: &str) -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("fixtures/docstore")
+        .join(name)
+}
+
+use std::path::PathBuf;
+
+/// The first question's ten paragraphs (HotpotQA distractor setting).
+fn context() -> Vec<ContextParagraph> {
+    let records: Vec<Value> =
+        serde_json::from_str(&std::fs::read_to_string(fixture("hotpotqa-distractor-3.json")).unwrap())
+            .unwrap();
+    context_paragraphs(&records[0]["context"]).unwrap()
+}
+
+fn explorer(profile: Profile) -> CorpusExplorer {
+    CorpusExplorer::new(Arc::new(Corpus::from_context(&context())), profile)
+}
+
+#[test]
+fn titles_normalise_case_and_punctuation() {
+    assert_eq!(normalize_title("Arthur's  Magazine!"), "arthurs magazine");
+    assert_eq!(normalize_title("Viva (UK and Ireland)"), "viva uk and ireland");
+    assert_eq!(normalize_title("ProSiebenSat.1 Media"), "prosiebensat1 media");
+    assert_eq!(
+        normalize_title("Up the Shambles – Live in Manchester"),
+        "up the shambles live in manchester"
+    );
+    assert_eq!(normalize_title("Parallel 36°30′ north"), "parallel 36 30 north");
+    assert_eq!(normalize_title("  "), "");
+}
+
+#[test]
+fn search_by_exact_title_ignoring_case_and_punctuation() {
+    for profile in [Profile::Paper, Profile::Default] {
+        let mut explorer = explorer(profile);
+        for entity in ["VIVA Media", "viva media", "Viva-Media", "\"VIVA Media\""] {
+            let observation = explorer.search_now(entity);
+            assert!(
+                observation.starts_with("VIVA Media GmbH (until 2004 \"VIVA Media AG\") is a music"),
+                "{observation}"
+            );
+        }
+    }
+    let mut explorer = explorer(Profile::Default);
+    assert_eq!(
+        explorer.search_now("VIVA: UK and Ireland"),
+        "Viva (stylised as VIVA) is a music television channel in the United Kingdom and Ireland, owned by VIVA \
+         Media and thereby Viacom International Media Networks Europe. The channel launched on 26 October 2009, \
+         replacing TMF."
+    );
+}
+
+#[test]
+fn a_miss_ranks_titles_by_similarity() {
+    let mut default = explorer(Profile::Default);
+    assert_eq!(
+        default.search_now("VIVA Media GmbH"),
+        "Could not find VIVA Media GmbH. Similar: ['VIVA Media', 'VIVA Poland', 'ProSiebenSat.1 Media', \
+         'Viva (UK and Ireland)', 'Constantin Medien']."
+    );
+    assert_eq!(
+        default.search_now("Gesellschaft Haftung"),
+        "Could not find Gesellschaft Haftung. Similar: ['Gesellschaft mit beschränkter Haftung', \
+         'John M. Keller', 'Viva (UK and Ireland)', 'Constantin Medien', 'VIVA Poland']."
+    );
+    // Close spellings find the page first.
+    assert!(
+        default
+            .search_now("viva uk & ireland")
+            .starts_with("Could not find viva uk & ireland. Similar: ['Viva (UK and Ireland)', ")
+    );
+    let mut empty = CorpusExplorer::new(Arc::new(Corpus::default()), Profile::Default);
+    assert_eq!(empty.search_now("x"), "Could not find x. No similar pages.");
+    let mut paper = CorpusExplorer::new(Arc::new(Corpus::default()), Profile::Paper);
+    assert_eq!(paper.search_now("x"), "Could not find x. Similar: [].");
+}
+
+#[test]
+fn lookup_has_the_wikipedia_cursor() {
+    let mut default = explorer(Profile::Default);
+    assert_eq!(default.lookup("2004"), crate::docstore::page::NO_PAGE);
+    default.search_now("VIVA Media");
+    assert_eq!(
+        default.lookup("gmbh"),
+        "(Result 1 / 1) VIVA Media GmbH (until 2004 \"VIVA Media AG\") is a music television network \
+         originating from Germany."
+    );
+    assert_eq!(default.lookup("GmbH"), "No more results.");
+    assert_eq!(default.lookup("elephant"), "No results for elephant.");
+    // A miss keeps the page, starts the cursor afresh.
+    default.search_now("nothing like it");
+    assert!(default.lookup("GmbH").starts_with("(Result 1 / 1)"));
+
+    let mut paper = explorer(Profile::Paper);
+    assert_eq!(paper.lookup("2004"), "No more results.\n");
+    paper.search_now("VIVA Media");
+    assert!(paper.lookup("GmbH").starts_with("(Result 1 / 1) VIVA Media GmbH"));
+    assert_eq!(paper.lookup("GmbH"), "No more results.\n");
+}
+
+#[test]
+fn loads_every_corpus_format() {
+    let jsonl = Corpus::load(&fixture("corpus-3.jsonl")).unwrap();
+    assert_eq!(jsonl.len(), 30);
+    let huggingface = Corpus::load(&fixture("hotpotqa-distractor-3.json")).unwrap();
+    assert_eq!(huggingface.len(), 30);
+    let official = Corpus::load(&fixture("hotpotqa-official-1.json")).unwrap();
+    assert_eq!(official.len(), 10);
+    for corpus in [&jsonl, &huggingface, &official] {
+        let CorpusHit::Page(page) = corpus.search("john m keller") else {
+            panic!("John M. Keller is in every corpus");
+        };
+        assert_eq!(page.title, "John M. Keller");
+        assert!(page.sentences(Profile::Default)[0].starts_with("John M. Keller (born March 5, 1938)"));
+    }
+    assert_eq!(
+        jsonl
+            .pages()
+            .iter()
+            .map(|page| page.sentences(Profile::Paper))
+            .collect::<Vec<_>>(),
+        huggingface
+            .pages()
+            .iter()
+            .map(|page| page.sentences(Profile::Paper))
+            .collect::<Vec<_>>(),
+    );
+}
+
+#[test]
+fn corpus_errors_name_the_file_and_the_record() {
+    let dir = tempfile::tempdir().unwrap();
+    let cases = [
+        (
+            "bad.jsonl",
+            "{\"title\": \"A\", \"text\": \"x\"}\n{oops\n",
+            "line 2: not valid JSON",
+        ),
+        (
+            "notitle.jsonl",
+            "{\"text\": \"x\"}\n",
+            "line 1: expected a `title` (a page) or a `context`",
+        ),
+        (
+            "notext.jsonl",
+            "{\"title\": \"A\"}\n",
+            "line 1: a page needs `text` or `sentences`",
+        ),
+        (
+            "number.jsonl",
+            "{\"title\": 3, \"text\": \"x\"}\n",
+            "line 1: `title` must be a string",
+        ),
+        (
+            "array.json",
+            "[{\"context\": [[\"A\", \"not a list\"]]}]",
+            "record 1: `context[0][1]` must be a list",
+        ),
+        (
+            "columns.json",
+            "[{}, {\"context\": {\"title\": [\"A\"], \"sentences\": []}}]",
+            "record 1: expected a `title`",
+        ),
+        (
+            "mismatch.json",
+            "[{\"context\": {\"title\": [\"A\"], \"sentences\": []}}]",
+            "1 titles but 0 sentence lists",
+        ),
+        ("empty.jsonl", "\n\n", "the file: holds no pages"),
+        ("scalar.jsonl", "3\n", "line 1: expected a JSON object"),
+    ];
+    for (name, content, expected) in cases {
+        let path = dir.path().join(name);
+        std::fs::write(&path, content).unwrap();
+        let message = Corpus::load(&path).unwrap_err().to_string();
+        assert!(
+            message.starts_with(&format!("corpus {}, ", path.display())),
+            "{message}"
+        );
+        assert!(message.contains(expected), "{name}: {message}");
+    }
+    let missing = dir.path().join("missing.jsonl");
+    let error = Corpus::load(&missing).unwrap_err();
+    assert_eq!(
+        error.to_string(),
+        format!("cannot read the corpus {}", missing.display())
+    );
+}
