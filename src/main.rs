@@ -209,6 +209,9 @@ struct ReplayArgs {
     /// Where steps without a recorded observation are observed.
     #[command(flatten)]
     docstore: DocstoreArgs,
+    /// The tools that observe recorded tool actions without an observation.
+    #[command(flatten)]
+    tools: ToolArgs,
 }
 
 #[derive(Args)]
@@ -441,11 +444,12 @@ async fn run(cli: Cli) -> anyhow::Result<ExitCode> {
             };
             // Steps without a recorded observation are observed live, under each run's profile.
             let sources = args.docstore.config(Profile::Default).open_sources()?;
+            let toolbox = open_toolbox(&args.tools, &args.docstore)?;
             let live = move |_run: &Run, grammar: &ActionGrammar| -> Option<Box<dyn Environment>> {
                 let source = sources.get(grammar.profile());
                 Some(Box::new(Workbench::new(
                     source.open(&[]),
-                    Toolbox::default(),
+                    toolbox.clone(),
                     grammar.clone(),
                 )))
             };

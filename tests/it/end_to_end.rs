@@ -127,3 +127,132 @@ async fn ask_json_records_a_run_that_replays_identically() {
     // Replay needs no network: it made no request.
     assert_eq!(wiki.received_requests().await.unwrap().len(), 2);
 }
+
+/// A model server for `eval`: for each question (read from the prompt's last `Question:` line)
+/// it searches the question's fourth context title, then finishes with the gold answer.
+struct QuestionModel {
+    scripts: Vec<(String, String, String)>,
+}
+
+impl wiremock::Respond for QuestionModel {
+    fn respond(&self, request: &wiremock::Request) -> ResponseTemplate {
+        let body: serde_json::Value = serde_json::from_slice(&request.body).unwrap();
+        let prompt = body["prompt"].as_str().unwrap();
+        let question = prompt
+            .rsplit_once("\nQuestion: ")
+            .unwrap()
+            .1
+            .split('\n')
+            .next()
+            .unwrap();
+        let step: usize = prompt
+            .rsplit_once("Thought ")
+            .unwrap()
+            .1
+            .trim_end_matches(':')
+            .parse()
+            .unwrap();
+        let (_, title, answer) = self.scripts.iter().find(|(q, _, _)| q == question).unwrap();
+        let text = match step {
+            1 => format!(" I need to search {title}.\nAction 1: Search[{title}]"),
+            _ => format!(" So the answer is {answer}.\nAction {step}: Finish[{answer}]"),
+        };
+        ResponseTemplate::new(200)
+            .set_body_json(serde_json::json!({
+                "choices": [{"index": 0, "text": text, "finish_reason": "stop"}],
+                "usage": {"prompt_tokens": 1000, "completion_tokens": 20}
+            }))
+            .set_delay(std::time::Duration::from_millis(150))
+    }
+}
+
+fn results_ids(path: &std::path::Path) -> Vec<String> {
+    let text = std::fs::read_to_string(path).unwrap_or_default();
+    text.lines()
+        .filter_map(|line| serde_json::from_str::<serde_json::Value>(line).ok())
+        .map(|run| run["id"].as_str().unwrap().to_owned())
+        .collect()
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn eval_killed_half_way_resumes_with_each_question_once() {
+    let questions = fixture("hotpotqa/official.json");
+    let records: Vec<serde_json::Value> =
+        serde_json::from_str(&std::fs::read_to_string(&questions).unwrap()).unwrap();
+    let scripts = records
+        .iter()
+        .map(|record| {
+            let title = record["context"][3][0].as_str().unwrap().to_owned();
+            let answer = record["answer"].as_str().unwrap().to_owned();
+            (record["question"].as_str().unwrap().to_owned(), title, answer)
+        })
+        .collect();
+    let model = MockServer::start().await;
+    Mock::given(method("POST"))
+        .and(path("/v1/completions"))
+        .respond_with(QuestionModel { scripts })
+        .mount(&model)
+        .await;
+    let dir = tempfile::tempdir().unwrap();
+    let results = dir.path().join("results.jsonl");
+    let eval = || {
+        let mut command = Command::new(get_cargo_bin("react-docstore"));
+        command
+            .arg("eval")
+            .arg(&questions)
+            .args([
+                "--docstore",
+                "distractor",
+                "--api",
+                "completions",
+                "--concurrency",
+                "1",
+                "--json",
+            ])
+            .args(["--base-url", &format!("{}/v1", model.uri()), "--model", "mock"])
+            .arg("--out")
+            .arg(&results)
+            .env_remove("OPENAI_API_KEY")
+            .env("NO_COLOR", "1")
+            .stdout(std::process::Stdio::piped())
+            .stderr(std::process::Stdio::null());
+        command
+    };
+
+    // Kill the first evaluation as soon as one question is on disk.
+    let mut child = eval().spawn().unwrap();
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(30);
+    while results_ids(&results).is_empty() {
+        assert!(std::time::Instant::now() < deadline, "no result within 30 s");
+        std::thread::sleep(std::time::Duration::from_millis(20));
+    }
+    child.kill().unwrap();
+    child.wait().unwrap();
+    let done_before = results_ids(&results).len();
+    assert!(done_before < records.len(), "killed too late to test resuming");
+
+    let output = eval().output().unwrap();
+    assert!(output.status.success());
+    let summary: serde_json::Value = serde_json::from_slice(&output.stdout).unwrap();
+    assert_eq!(
+        (summary["n"].as_u64(), summary["em"].as_f64()),
+        (Some(3), Some(1.0))
+    );
+    let mut ids = results_ids(&results);
+    ids.sort();
+    let mut expected: Vec<String> = records
+        .iter()
+        .map(|r| r["_id"].as_str().unwrap().to_owned())
+        .collect();
+    expected.sort();
+    assert_eq!(ids, expected, "each question exactly once");
+    // Each question searched its own context paragraphs (the distractor setting).
+    for line in std::fs::read_to_string(&results).unwrap().lines() {
+        let run: serde_json::Value = serde_json::from_str(line).unwrap();
+        let observation = run["steps"][0]["observation"].as_str().unwrap();
+        assert!(!observation.starts_with("Could not find"), "{observation}");
+    }
+    // The resumed questions made no model call again: two calls for each question run after the kill.
+    let n_calls = model.received_requests().await.unwrap().len();
+    assert!(n_calls <= 2 * records.len() + 2, "{n_calls} calls");
+}

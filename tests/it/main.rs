@@ -1,7 +1,6 @@
 //! The integration tests: one binary, one module per area. Nothing here touches the network:
 //! HTTP clients talk to local wiremock servers serving recorded bodies.
 
-
 /// Where every snapshot lives: `tests/snapshots/`, committed and reviewed like code.
 #[macro_export]
 macro_rules! assert_snapshot {
