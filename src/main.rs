@@ -151,7 +151,7 @@ struct ToolArgs {
     #[arg(long = "tool", value_name = "NAME=COMMAND", value_parser = CommandToolConfig::parse)]
     commands: Vec<CommandToolConfig>,
     /// The SerpApi-compatible search endpoint of `WebSearch`.
-    #[arg(long, env = "REACT_SEARCH_URL", default_value = tools::websearch::SERPAPI_URL, value_name = "URL")]
+    #[arg(long, env = "REACT_SEARCH_URL", default_value = tools::websearch::DEFAULT_SEARCH_URL, value_name = "URL")]
     search_url: String,
     /// The SerpApi key of `WebSearch`. Never printed.
     #[arg(long, env = "SERPAPI_API_KEY", hide_env_values = true, value_name = "KEY")]

@@ -150,31 +150,31 @@ mod tests {
 
     #[test]
     fn search_urls_per_profile() {
-        let wiki = "https://en.wikipedia.org/";
+        let wiki = "https://wiki.example.org/";
         assert_eq!(
             search_url(wiki, "Colorado orogeny", Profile::Paper),
-            "https://en.wikipedia.org/w/index.php?search=Colorado+orogeny"
+            "https://wiki.example.org/w/index.php?search=Colorado+orogeny"
         );
         assert_eq!(
             search_url(wiki, "Colorado orogeny", Profile::Default),
-            "https://en.wikipedia.org/w/index.php?search=Colorado+orogeny"
+            "https://wiki.example.org/w/index.php?search=Colorado+orogeny"
         );
         assert_eq!(
             search_url(wiki, "AT&T C# 1+1 100%", Profile::Default),
-            "https://en.wikipedia.org/w/index.php?search=AT%26T+C%23+1%2B1+100%25"
+            "https://wiki.example.org/w/index.php?search=AT%26T+C%23+1%2B1+100%25"
         );
         // The paper sends `&` and `#` raw: the server sees `AT`, the fragment is dropped.
         assert_eq!(
             search_url(wiki, "AT&T C#", Profile::Paper),
-            "https://en.wikipedia.org/w/index.php?search=AT&T+C"
+            "https://wiki.example.org/w/index.php?search=AT&T+C"
         );
         assert_eq!(
             search_url(wiki, "Zürich", Profile::Paper),
-            "https://en.wikipedia.org/w/index.php?search=Z%C3%BCrich"
+            "https://wiki.example.org/w/index.php?search=Z%C3%BCrich"
         );
         assert_eq!(
             search_url(wiki, "Zürich", Profile::Default),
-            "https://en.wikipedia.org/w/index.php?search=Z%C3%BCrich"
+            "https://wiki.example.org/w/index.php?search=Z%C3%BCrich"
         );
     }
 }

@@ -17,7 +17,7 @@ use serde_json::Value;
 use crate::tool::{Tool, ToolError};
 
 /// SerpApi's search endpoint.
-pub const SERPAPI_URL: &str = "https://serpapi.com/search";
+pub const DEFAULT_SEARCH_URL: &str = "https://serpapi.com/search";
 
 const NAME: &str = "WebSearch";
 const EXAMPLES: &str = include_str!("../../fewshot/websearch.txt");
@@ -37,7 +37,7 @@ pub enum Network {
 /// How the WebSearch tool reaches its service.
 #[derive(Debug, Clone)]
 pub struct WebSearchConfig {
-    /// A SerpApi-compatible endpoint; [`SERPAPI_URL`] by default.
+    /// A SerpApi-compatible endpoint; [`DEFAULT_SEARCH_URL`] by default.
     pub search_url: String,
     pub api_key: Option<ApiKey>,
     /// Where answers are cached (`{cache_dir}/websearch/{hash}.json`); `None`: no cache.
@@ -53,7 +53,7 @@ pub struct WebSearchConfig {
 impl Default for WebSearchConfig {
     fn default() -> WebSearchConfig {
         WebSearchConfig {
-            search_url: SERPAPI_URL.to_owned(),
+            search_url: DEFAULT_SEARCH_URL.to_owned(),
             api_key: None,
             cache_dir: None,
             network: Network::Online,
@@ -122,7 +122,7 @@ struct CacheEntry {
 
 impl WebSearch {
     pub fn new(config: WebSearchConfig) -> Result<WebSearch, WebSearchError> {
-        if config.api_key.is_none() && config.search_url == SERPAPI_URL {
+        if config.api_key.is_none() && config.search_url == DEFAULT_SEARCH_URL {
             return Err(WebSearchError::MissingKey);
         }
         let client = reqwest::Client::builder()
