@@ -9,6 +9,8 @@
 pub mod profile;
 pub mod secret;
 
+mod http;
+
 pub mod fewshot;
 pub mod prompt;
 pub mod scratchpad;

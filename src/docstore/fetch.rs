@@ -6,6 +6,7 @@
 //! (honouring `Retry-After`) — and caches the body. Offline, a cache miss is an error that names
 //! what is missing.
 
+use crate::http::retry_after;
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
@@ -16,7 +17,6 @@ use backon::{ExponentialBuilder, Retryable};
 use futures::FutureExt;
 use futures::future::{BoxFuture, Shared};
 use reqwest::StatusCode;
-use reqwest::header::{HeaderMap, RETRY_AFTER};
 use serde::{Deserialize, Serialize};
 use tokio::sync::Semaphore;
 
@@ -264,16 +264,6 @@ impl FetcherInner {
     }
 }
 
-/// `Retry-After` as seconds or an HTTP date.
-fn retry_after(headers: &HeaderMap) -> Option<Duration> {
-    let value = headers.get(RETRY_AFTER)?.to_str().ok()?.trim();
-    if let Ok(seconds) = value.parse::<u64>() {
-        return Some(Duration::from_secs(seconds));
-    }
-    let when = httpdate::parse_http_date(value).ok()?;
-    Some(when.duration_since(SystemTime::now()).unwrap_or(Duration::ZERO))
-}
-
 /// Raw response bodies on disk, keyed by URL, so both profiles share them.
 ///
 /// Each entry is one JSON file `{"url", "fetched_at", "body"}` under `DIR/http/`, named by a hash
@@ -426,16 +416,5 @@ mod tests {
                 fnv1a_128(b"https://en.wikipedia.org/w/index.php?search=Colorado+orogeny")
             )
         );
-    }
-
-    #[test]
-    fn retry_after_reads_seconds_and_dates() {
-        let mut headers = HeaderMap::new();
-        headers.insert(RETRY_AFTER, "7".parse().unwrap());
-        assert_eq!(retry_after(&headers), Some(Duration::from_secs(7)));
-        headers.insert(RETRY_AFTER, "Wed, 21 Oct 2015 07:28:00 GMT".parse().unwrap());
-        assert_eq!(retry_after(&headers), Some(Duration::ZERO));
-        headers.insert(RETRY_AFTER, "soon".parse().unwrap());
-        assert_eq!(retry_after(&headers), None);
     }
 }

@@ -14,6 +14,7 @@
 
 mod wire;
 
+use crate::http::retry_after;
 use std::fmt;
 
 pub use crate::secret::ApiKey;
@@ -24,7 +25,6 @@ use std::time::Duration;
 use backon::{ExponentialBuilder, Retryable};
 use futures::future::BoxFuture;
 use reqwest::StatusCode;
-use reqwest::header::HeaderMap;
 use serde_json::{Map, Value, json};
 
 use super::{Completion, Llm, LlmError, LlmRequest, TokenUsage};
@@ -554,15 +554,6 @@ fn stop_index(text: &str, stop: &[String]) -> usize {
         .filter_map(|stop| text.find(stop.as_str()))
         .min()
         .unwrap_or(text.len())
-}
-
-/// `Retry-After` (seconds) or `retry-after-ms`, as some OpenAI-compatible servers send.
-fn retry_after(headers: &HeaderMap) -> Option<Duration> {
-    let header = |name: &str| headers.get(name)?.to_str().ok()?.trim().parse::<f64>().ok();
-    let delay = header("retry-after-ms")
-        .map(|ms| ms / 1000.0)
-        .or_else(|| header("retry-after"))?;
-    (delay.is_finite() && delay >= 0.0).then(|| Duration::from_secs_f64(delay))
 }
 
 /// The endpoint without any user name or password a base URL might carry.

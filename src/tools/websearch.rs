@@ -78,7 +78,12 @@ pub enum WebSearchError {
         source: reqwest::Error,
     },
     #[error("the web search for `{query}` answered HTTP {status}")]
-    Status { query: String, status: u16 },
+    Status {
+        query: String,
+        status: u16,
+        /// How long the service asked us to wait before trying again.
+        retry_after: Option<Duration>,
+    },
     #[error("the web search for `{query}` answered with a body that is not SerpApi JSON")]
     Body {
         query: String,
@@ -157,6 +162,14 @@ impl WebSearch {
                     .with_jitter(),
             )
             .when(WebSearchError::is_retryable)
+            // Wait at least as long as the service's `Retry-After`, as the other clients do.
+            .adjust(|error, delay| match error {
+                WebSearchError::Status {
+                    retry_after: Some(wait),
+                    ..
+                } => delay.map(|delay| delay.max(*wait)),
+                _ => delay,
+            })
             .notify(|error, delay| {
                 tracing::warn!("{error}; retrying in {delay:?}");
             })
@@ -196,6 +209,7 @@ impl WebSearch {
             return Err(WebSearchError::Status {
                 query: query.to_owned(),
                 status: status.as_u16(),
+                retry_after: crate::http::retry_after(response.headers()),
             });
         }
         let text = response.text().await.map_err(request_error)?;

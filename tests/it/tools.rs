@@ -284,6 +284,38 @@ fn websearch_observations() {
 }
 
 #[tokio::test]
+async fn websearch_waits_as_long_as_retry_after_asks() {
+    let server = MockServer::start().await;
+    Mock::given(method("GET"))
+        .and(path("/search"))
+        .respond_with(ResponseTemplate::new(429).insert_header("retry-after", "1"))
+        .up_to_n_times(1)
+        .expect(1)
+        .mount(&server)
+        .await;
+    Mock::given(method("GET"))
+        .and(path("/search"))
+        .respond_with(
+            ResponseTemplate::new(200).set_body_string(serpapi_body("serpapi_president_spain.json")),
+        )
+        .expect(1)
+        .mount(&server)
+        .await;
+    let websearch = WebSearch::new(websearch_config(&server)).unwrap();
+    let started = std::time::Instant::now();
+    assert_eq!(
+        websearch.search("president of Spain").await.unwrap(),
+        "Pedro Sánchez"
+    );
+    // The backoff alone would have waited a millisecond.
+    assert!(
+        started.elapsed() >= Duration::from_secs(1),
+        "{:?}",
+        started.elapsed()
+    );
+}
+
+#[tokio::test]
 async fn websearch_retries_then_caches_without_the_key() {
     let server = MockServer::start().await;
     Mock::given(method("GET"))
