@@ -168,6 +168,7 @@ pub async fn run_invoice_agent() -> Episode {
         prompt: &prompt,
         grammar: &grammar,
         max_steps: 8,
+        repeats: react_docstore::agent::Repeats::of(Profile::Default),
     };
     agent.run(QUESTION, &mut workbench, &mut |_| {}).await
 }

@@ -11,9 +11,29 @@ use crate::scratchpad::Scratchpad;
 /// The ReAct notebook's step budget: `for i in range(1, 8)`.
 pub const DEFAULT_MAX_STEPS: usize = 7;
 
-/// How many times in a row the `default` profile lets the identical action bring back the
-/// identical observation before it ends the run (`stopped: repeated_action`).
-const MAX_IDENTICAL_STEPS: usize = 4;
+/// How many identical steps in a row (same action, same observation) end a `default`-profile run
+/// with `stopped: repeated_action`. A recorded agent recovered after three, so four.
+pub const MAX_IDENTICAL_STEPS: usize = 4;
+
+/// What the agent does when the model repeats itself.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Repeats {
+    /// End the run after this many identical steps in a row (the `default` profile).
+    StopAfter(usize),
+    /// Let the step budget end it (the `paper` profile, and replays of runs that were not
+    /// stopped for repeating themselves).
+    Allow,
+}
+
+impl Repeats {
+    /// The profile's own policy.
+    pub fn of(profile: Profile) -> Repeats {
+        match profile {
+            Profile::Paper => Repeats::Allow,
+            Profile::Default => Repeats::StopAfter(MAX_IDENTICAL_STEPS),
+        }
+    }
+}
 
 /// Something that happened during a run, for live traces.
 #[derive(Debug, Clone, Copy)]
@@ -52,6 +72,7 @@ pub struct Agent<'a> {
     pub prompt: &'a Prompt,
     pub grammar: &'a ActionGrammar,
     pub max_steps: usize,
+    pub repeats: Repeats,
 }
 
 impl Agent<'_> {
@@ -147,7 +168,7 @@ impl Agent<'_> {
                         action: Some(written),
                         observation: Some(observation),
                     });
-                    if profile == Profile::Default && identical_steps >= MAX_IDENTICAL_STEPS {
+                    if matches!(self.repeats, Repeats::StopAfter(limit) if identical_steps >= limit) {
                         run.stopped = Some(Stopped::RepeatedAction);
                         break;
                     }

@@ -96,6 +96,7 @@ pub async fn run_question(
         prompt: &prompt,
         grammar: &grammar,
         max_steps: config.max_steps,
+        repeats: crate::agent::Repeats::of(config.profile),
     };
     let mut episode = agent
         .run(question, &mut workbench, &mut |event| trace.event(event))

@@ -5,13 +5,13 @@ use std::io::Write;
 use std::path::PathBuf;
 
 use crate::action::ActionGrammar;
-use crate::agent::{Agent, DEFAULT_MAX_STEPS, Episode};
+use crate::agent::{Agent, DEFAULT_MAX_STEPS, Episode, Repeats};
 use crate::environment::{Environment, Recording};
 use crate::fewshot::Fewshot;
 use crate::llm::ReplayLlm;
 use crate::profile::Profile;
 use crate::prompt::{Prompt, PromptOptions};
-use crate::run::{Run, Usage};
+use crate::run::{Run, Stopped, Usage};
 use crate::tool::Toolbox;
 use crate::trace::TracePrinter;
 
@@ -78,6 +78,11 @@ pub async fn replay_run(
         prompt: &prompt,
         grammar: &grammar,
         max_steps: max_steps.or(recorded.max_steps).unwrap_or(DEFAULT_MAX_STEPS),
+        // A recording that was not stopped for repeating itself replays to its own end.
+        repeats: match recorded.stopped {
+            Some(stopped) if stopped != Stopped::RepeatedAction => Repeats::Allow,
+            _ => Repeats::of(profile),
+        },
     };
     if !trace.is_silent() {
         trace.header("Question:", &recorded.question);
@@ -90,6 +95,14 @@ pub async fn replay_run(
     episode.run.id = recorded.id.clone();
     episode.run.gold = recorded.gold.clone();
     episode.run.tools = recorded.tools.clone();
+    // Recorded completions carry no token counts of their own: a replay that made the same calls
+    // cost what the recording says.
+    let usage = &mut episode.run.usage;
+    if usage.prompt_tokens == 0 && usage.completion_tokens == 0 && usage.llm_calls == recorded.usage.llm_calls
+    {
+        usage.prompt_tokens = recorded.usage.prompt_tokens;
+        usage.completion_tokens = recorded.usage.completion_tokens;
+    }
     episode.run.score();
     episode
 }
@@ -116,14 +129,9 @@ pub async fn replay(
         if run.answer.as_deref().is_some_and(|answer| !answer.is_empty()) {
             summary.n_answered += 1;
         }
-        if recorded.stopped.is_some() && normalized(&recorded.answer) != normalized(&run.answer) {
+        if let Some(difference) = difference(&recorded, run) {
             summary.n_changed += 1;
-            trace.note(&format!(
-                "{}: replayed answer {:?} differs from the recorded {:?}",
-                file.display(),
-                run.answer.as_deref().unwrap_or(""),
-                recorded.answer.as_deref().unwrap_or("")
-            ));
+            trace.note(&format!("{}: {difference}", file.display()));
         }
         if let (Some(em), Some(f1)) = (run.em, run.f1) {
             summary.n_scored += 1;
@@ -177,6 +185,29 @@ pub async fn replay(
         }
     }
     Ok(summary)
+}
+
+/// How a replayed run ended differently from its recording, if it did.
+fn difference(recorded: &Run, replayed: &Run) -> Option<String> {
+    let recorded_stop = recorded.stopped?;
+    if normalized(&recorded.answer) != normalized(&replayed.answer) {
+        return Some(format!(
+            "replayed answer {:?} differs from the recorded {:?}",
+            replayed.answer.as_deref().unwrap_or(""),
+            recorded.answer.as_deref().unwrap_or("")
+        ));
+    }
+    let replayed_stop = replayed.stopped.unwrap_or(Stopped::Error);
+    if replayed_stop != recorded_stop || replayed.steps.len() != recorded.steps.len() {
+        return Some(format!(
+            "replay stopped ({}) after {} steps, the recording ({}) after {}",
+            replayed_stop.as_str(),
+            replayed.steps.len(),
+            recorded_stop.as_str(),
+            recorded.steps.len()
+        ));
+    }
+    None
 }
 
 fn normalized(answer: &Option<String>) -> String {

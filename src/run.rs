@@ -56,6 +56,8 @@ fn run_format() -> String {
 /// One Thought / Action / Observation step.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct RunStep {
+    /// 1-based; may be left out of a hand-written file, then steps are numbered by position.
+    #[serde(default)]
     pub n: usize,
     /// The raw model outputs of the step, in order: two when the fallback call was made.
     pub completions: Vec<String>,
@@ -208,7 +210,7 @@ impl Run {
     }
 
     pub fn from_json(text: &str, path: &Path) -> Result<Run, RunFileError> {
-        let run: Run = serde_json::from_str(text).map_err(|source| RunFileError::Parse {
+        let mut run: Run = serde_json::from_str(text).map_err(|source| RunFileError::Parse {
             path: path.to_owned(),
             line: source.line(),
             column: source.column(),
@@ -220,7 +222,10 @@ impl Run {
                 found: run.format,
             });
         }
-        for (idx, step) in run.steps.iter().enumerate() {
+        for (idx, step) in run.steps.iter_mut().enumerate() {
+            if step.n == 0 {
+                step.n = idx + 1;
+            }
             if step.n != idx + 1 {
                 return Err(RunFileError::StepNumber {
                     path: path.to_owned(),

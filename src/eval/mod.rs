@@ -156,6 +156,7 @@ pub async fn evaluate(
         prompt: &prompt,
         grammar: &grammar,
         max_steps: config.max_steps,
+        repeats: crate::agent::Repeats::of(config.profile),
     };
 
     let mut runs = futures::stream::iter(pending)

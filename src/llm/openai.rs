@@ -476,6 +476,12 @@ impl OpenAiClient {
                 )) => {
                     let message = wire::error_message(&body)
                         .unwrap_or_else(|| status.canonical_reason().unwrap_or("no message").to_owned());
+                    // Servers quote the key they refused ("Incorrect API key provided: sk-..."):
+                    // it must not reach an error, a run file or a log.
+                    let message = match &self.config.api_key {
+                        Some(key) => key.redact(&message),
+                        None => message,
+                    };
                     let max_wait = self.config.retry.max_retry_after;
                     let transient = is_transient_status(status);
                     let status = status.to_string();

@@ -308,6 +308,21 @@ async fn failures_give_the_servers_own_message() {
         "a 401 is not retried"
     );
 
+    // A server that quotes the key it refused: the key never reaches the error.
+    let mut echoed = fixture_json("error-invalid-key.json");
+    echoed["error"]["message"] = "Incorrect API key provided: sk-test-secret.".into();
+    let server = model_server(
+        "chat/completions",
+        ResponseTemplate::new(401).set_body_json(echoed),
+    )
+    .await;
+    let error = complete(&client(&server, Api::Chat), &stop()).await.unwrap_err();
+    check(
+        error,
+        &server,
+        "the model server at `[SERVER]/v1/chat/completions` rejected the request (401 Unauthorized): Incorrect API key provided: <redacted>.",
+    );
+
     let server = model_server("chat/completions", ResponseTemplate::new(503)).await;
     let error = complete(&client(&server, Api::Chat), &stop()).await.unwrap_err();
     check(
