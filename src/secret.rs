@@ -27,6 +27,12 @@ impl ApiKey {
     }
 }
 
+impl fmt::Debug for ApiKey {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str("ApiKey(<redacted>)")
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -40,11 +46,5 @@ mod tests {
             "Incorrect API key provided: <redacted>. See <redacted>."
         );
         assert_eq!(ApiKey::new("sk").redact("a sky"), "a sky");
-    }
-}
-
-impl fmt::Debug for ApiKey {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str("ApiKey(<redacted>)")
     }
 }
