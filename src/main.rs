@@ -294,6 +294,7 @@ fn main() -> ExitCode {
                 .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("warn")),
         )
         .with_writer(std::io::stderr)
+        .with_ansi(react_docstore::trace::Color::for_stderr() == react_docstore::trace::Color::Always)
         .without_time()
         .init();
     let runtime = match tokio::runtime::Runtime::new() {
@@ -309,6 +310,7 @@ fn main() -> ExitCode {
 async fn run(cli: Cli) -> anyhow::Result<ExitCode> {
     match cli.command {
         Command::Ask(args) => {
+            check_combination(args.agent.profile, &args.docstore, &args.tools, "ask")?;
             let llm = open_model(&args.model)?;
             let docstore = open_docstore(&args.docstore, args.agent.profile)?;
             let toolbox = open_toolbox(&args.tools, &args.docstore)?;
@@ -339,6 +341,7 @@ async fn run(cli: Cli) -> anyhow::Result<ExitCode> {
             Ok(ExitCode::from(Outcome::of(&run).exit_code()))
         }
         Command::Chat(args) => {
+            check_combination(args.agent.profile, &args.docstore, &args.tools, "chat")?;
             let llm = open_model(&args.model)?;
             let docstore = open_docstore(&args.docstore, args.agent.profile)?;
             let toolbox = open_toolbox(&args.tools, &args.docstore)?;
@@ -367,6 +370,16 @@ async fn run(cli: Cli) -> anyhow::Result<ExitCode> {
             Ok(ExitCode::from(summary.exit_code()))
         }
         Command::Eval(args) => {
+            check_tools(args.agent.profile, &args.tools)?;
+            if args.docstore.docstore == DocstoreKind::Distractor {
+                let file = eval::questions::QuestionFile::read(&args.questions)?;
+                if file.questions.iter().all(|question| question.context.is_empty()) {
+                    anyhow::bail!(
+                        "`{}` has no context paragraphs: `--docstore distractor` needs a HotpotQA file with `context` (official or Hugging Face schema)",
+                        args.questions.display()
+                    );
+                }
+            }
             let results = args
                 .out
                 .clone()
@@ -397,15 +410,10 @@ async fn run(cli: Cli) -> anyhow::Result<ExitCode> {
             } else {
                 summary.write_text(&mut stdout)?;
             }
-            Ok(if summary.interrupted {
-                ExitCode::from(2)
-            } else if summary.done > summary.errors {
-                ExitCode::SUCCESS
-            } else {
-                ExitCode::from(1)
-            })
+            Ok(ExitCode::from(summary.exit_code()))
         }
         Command::Explore(args) => {
+            check_combination(args.profile, &args.docstore, &args.tools, "explore")?;
             let source = args.docstore.config(args.profile).open()?;
             let mut session = Explore::new(
                 source.as_ref(),
@@ -433,9 +441,15 @@ async fn run(cli: Cli) -> anyhow::Result<ExitCode> {
             } else {
                 report.write_text(&mut stdout)?;
             }
-            Ok(ExitCode::SUCCESS)
+            // 1: the predictions answer none of the gold questions.
+            Ok(if report.missing == report.n {
+                ExitCode::from(1)
+            } else {
+                ExitCode::SUCCESS
+            })
         }
         Command::Replay(args) => {
+            check_combination(Profile::Default, &args.docstore, &args.tools, "replay")?;
             let config = ReplayConfig {
                 paths: args.runs,
                 output: if args.json { Output::Json } else { Output::Text },
@@ -456,11 +470,7 @@ async fn run(cli: Cli) -> anyhow::Result<ExitCode> {
             let mut stdout = std::io::stdout().lock();
             let mut trace = TracePrinter::stderr();
             let summary = replay::replay(&config, &live, &mut stdout, &mut trace).await?;
-            Ok(if summary.n_answered > 0 {
-                ExitCode::SUCCESS
-            } else {
-                ExitCode::from(1)
-            })
+            Ok(ExitCode::from(summary.exit_code()))
         }
     }
 }
@@ -495,6 +505,32 @@ fn agent_config(args: &AgentArgs, prompt_options: PromptOptions) -> anyhow::Resu
 /// The docstore Search and Lookup read from: one explorer per question over a shared source.
 fn open_docstore(args: &DocstoreArgs, profile: Profile) -> anyhow::Result<Arc<dyn DocstoreSource>> {
     Ok(args.config(profile).open()?)
+}
+
+/// Options that cannot work together, refused before anything runs.
+fn check_combination(
+    profile: Profile,
+    docstore: &DocstoreArgs,
+    tools: &ToolArgs,
+    command: &str,
+) -> anyhow::Result<()> {
+    check_tools(profile, tools)?;
+    if docstore.docstore == DocstoreKind::Distractor {
+        anyhow::bail!(
+            "`--docstore distractor` searches each question's own paragraphs, which only `eval` has (a HotpotQA file with contexts); `{command}` can search Wikipedia or `--docstore corpus:FILE`"
+        );
+    }
+    Ok(())
+}
+
+/// The `paper` profile is the ReAct repository's agent, which knows no extra tools.
+fn check_tools(profile: Profile, tools: &ToolArgs) -> anyhow::Result<()> {
+    if profile == Profile::Paper && !(tools.tools.is_empty() && tools.commands.is_empty()) {
+        anyhow::bail!(
+            "the `paper` profile reproduces the ReAct repository, which has no extra tools: drop `--tools`/`--tool` or use `--profile default`"
+        );
+    }
+    Ok(())
 }
 
 /// The extra tools the command line asks for. WebSearch answers are cached next to the pages.

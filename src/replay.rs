@@ -46,10 +46,25 @@ pub struct ReplaySummary {
     pub n_answered: usize,
     /// Runs whose replayed answer differs from the answer they recorded.
     pub n_changed: usize,
+    /// Runs that ended in an error (a step with no recorded observation and no docstore, ...).
+    pub n_errors: usize,
     pub n_scored: usize,
     pub em: f64,
     pub f1: f64,
     pub usage: Usage,
+}
+
+impl ReplaySummary {
+    /// 2 when a run ended in an error, 1 when none answered, else 0.
+    pub fn exit_code(&self) -> u8 {
+        if self.n_errors > 0 {
+            2
+        } else if self.n_answered == 0 {
+            1
+        } else {
+            0
+        }
+    }
 }
 
 /// Replays one run. Its identity (id, gold) carries over; the steps, answer and usage are replayed.
@@ -139,6 +154,7 @@ pub async fn replay(
             f1_sum += f1;
         }
         if let Some(error) = &run.error {
+            summary.n_errors += 1;
             trace.note(&format!("{}: {error}", file.display()));
         }
         match config.output {

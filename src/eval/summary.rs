@@ -125,6 +125,25 @@ pub struct SummaryContext {
 }
 
 impl Summary {
+    /// Questions whose model wrote `Finish[...]` (this run or a resumed one).
+    pub fn n_finished(&self) -> usize {
+        self.by_stopped
+            .get(crate::run::Stopped::Finish.as_str())
+            .map_or(0, |scores| scores.n)
+    }
+
+    /// The exit code DESIGN.md fixes: 2 when interrupted or when every question failed (the model
+    /// or the docstore is down), 1 when questions ran but none was answered, else 0.
+    pub fn exit_code(&self) -> u8 {
+        if self.interrupted || (self.done > 0 && self.errors == self.done) {
+            2
+        } else if self.n_finished() == 0 {
+            1
+        } else {
+            0
+        }
+    }
+
     pub fn new(outcomes: &[Outcome], context: SummaryContext) -> Summary {
         let overall = Scores::of(outcomes.iter().filter_map(|outcome| outcome.score.as_ref()));
         let mut by_type: BTreeMap<String, Vec<&AnswerScore>> = BTreeMap::new();

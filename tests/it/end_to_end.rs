@@ -121,9 +121,8 @@ async fn ask_json_records_a_run_that_replays_identically() {
             .unwrap(),
     )
     .unwrap();
-    for field in ["question", "answer", "stopped", "steps", "profile", "model"] {
-        assert_eq!(replayed[field], recorded[field], "{field}");
-    }
+    // The identical run: every field, token usage included.
+    assert_eq!(replayed, recorded);
     // Replay needs no network: it made no request.
     assert_eq!(wiki.received_requests().await.unwrap().len(), 2);
 }
@@ -255,4 +254,67 @@ async fn eval_killed_half_way_resumes_with_each_question_once() {
     // The resumed questions made no model call again: two calls for each question run after the kill.
     let n_calls = model.received_requests().await.unwrap().len();
     assert!(n_calls <= 2 * records.len() + 2, "{n_calls} calls");
+}
+
+#[test]
+fn options_that_cannot_work_together_are_refused_before_anything_runs() {
+    let refused = |args: &[&str]| {
+        let mut command = Command::new(get_cargo_bin("react-docstore"));
+        command
+            .args(args)
+            .current_dir(env!("CARGO_MANIFEST_DIR"))
+            .env("NO_COLOR", "1");
+        command
+    };
+    let mut settings = insta::Settings::clone_current();
+    settings.set_snapshot_path(concat!(env!("CARGO_MANIFEST_DIR"), "/tests/snapshots"));
+    settings.set_prepend_module_to_snapshot(true);
+    settings.bind(|| {
+        assert_cmd_snapshot!(
+            "refused_distractor_outside_eval",
+            refused(&["explore", "--docstore", "distractor", "Search[x]"])
+        );
+        assert_cmd_snapshot!(
+            "refused_tools_in_paper",
+            refused(&[
+                "explore",
+                "--profile",
+                "paper",
+                "--tools",
+                "calculate",
+                "Calculate[1+1]"
+            ])
+        );
+        assert_cmd_snapshot!(
+            "refused_distractor_without_context",
+            refused(&[
+                "eval",
+                "fixtures/hotpotqa/simplified.json",
+                "--docstore",
+                "distractor",
+                "--model",
+                "m"
+            ])
+        );
+    });
+}
+
+#[test]
+fn score_of_predictions_that_answer_nothing_exits_1() {
+    let dir = tempfile::tempdir().unwrap();
+    let predictions = dir.path().join("pred.json");
+    std::fs::write(&predictions, r#"{"answer": {}}"#).unwrap();
+    let output = Command::new(get_cargo_bin("react-docstore"))
+        .arg("score")
+        .arg(&predictions)
+        .arg(fixture("hotpotqa/official.json"))
+        .arg("--json")
+        .output()
+        .unwrap();
+    assert_eq!(output.status.code(), Some(1));
+    let report: serde_json::Value = serde_json::from_slice(&output.stdout).unwrap();
+    assert_eq!(
+        (report["n"].as_u64(), report["em"].as_f64()),
+        (Some(3), Some(0.0))
+    );
 }
