@@ -175,6 +175,9 @@ struct AskArgs {
     /// Write the run file (`react-docstore.run.v1`) here, for `replay`.
     #[arg(long, value_name = "FILE")]
     record: Option<PathBuf>,
+    /// State the date in the prompt (`Today is DATE.`), so the model does not argue with current facts.
+    #[arg(long, value_name = "DATE")]
+    today: Option<String>,
 }
 
 #[derive(Args)]
@@ -316,7 +319,7 @@ async fn run(cli: Cli) -> anyhow::Result<ExitCode> {
             let toolbox = open_toolbox(&args.tools, &args.docstore)?;
             let config = AskConfig {
                 question: args.question,
-                agent: agent_config(&args.agent, PromptOptions::default())?,
+                agent: agent_config(&args.agent, PromptOptions { today: args.today })?,
                 output: if args.json {
                     AskOutput::Run
                 } else {

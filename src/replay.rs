@@ -80,7 +80,9 @@ pub async fn replay_run(
     // Replayed completions ignore the prompt, but the trajectory shows the input's label.
     let fewshot = match recorded.fewshot.as_deref() {
         Some("fever") => Fewshot::fever(),
-        _ => Fewshot::hotpotqa(),
+        Some("hotpotqa") | None => Fewshot::hotpotqa(),
+        // A user's file, when it is still there; else the label of the bundled prompt.
+        Some(path) => Fewshot::from_file(std::path::Path::new(path)).unwrap_or_else(|_| Fewshot::hotpotqa()),
     };
     let prompt = Prompt::new(profile, &fewshot, &Toolbox::default(), &PromptOptions::default());
     let llm = ReplayLlm::new(
