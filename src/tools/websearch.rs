@@ -131,11 +131,7 @@ impl WebSearch {
             return Err(WebSearchError::MissingKey);
         }
         let client = reqwest::Client::builder()
-            .user_agent(concat!(
-                "react-docstore/",
-                env!("CARGO_PKG_VERSION"),
-                " (https://github.com/react-docstore)"
-            ))
+            .user_agent(crate::docstore::DEFAULT_USER_AGENT)
             .timeout(config.timeout)
             .build()
             .map_err(|source| WebSearchError::Client(source.without_url()))?;
