@@ -11,7 +11,7 @@ use std::time::{Duration, Instant};
 use futures::future::BoxFuture;
 use react_docstore::Profile;
 use react_docstore::docstore::{ContextParagraph, Docstore, DocstoreError, DocstoreSource};
-use react_docstore::eval::{self, EvalConfig, EvalServices, Progress, Selection};
+use react_docstore::eval::{self, EvalConfig, EvalServices, Progress, Resume, Selection};
 use react_docstore::llm::{Api, OpenAiClient, OpenAiConfig};
 use react_docstore::tool::Toolbox;
 use wiremock::matchers::{method, path};
@@ -99,6 +99,7 @@ async fn time_run(dir: &Path, model: &MockServer, n_questions: usize, concurrenc
         fewshot: None,
         concurrency,
         results: dir.join(format!("{name}.results.jsonl")),
+        resume: Resume::SkipDone,
         progress: Progress::Hidden,
     };
     let services = EvalServices {

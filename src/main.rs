@@ -12,7 +12,7 @@ use react_docstore::ask::{self, AgentConfig, AskConfig, AskOutput, Outcome};
 use react_docstore::chat::{self, ChatConfig, Interaction};
 use react_docstore::docstore::{DEFAULT_USER_AGENT, DocstoreConfig, DocstoreKind, DocstoreSource};
 use react_docstore::environment::{Environment, Workbench};
-use react_docstore::eval::{self, EvalConfig, EvalServices, Progress, Selection, Subset};
+use react_docstore::eval::{self, EvalConfig, EvalServices, Progress, Resume, Selection, Subset};
 use react_docstore::explore::{self, Explore, Format};
 use react_docstore::fewshot::Fewshot;
 use react_docstore::llm::{Api, ApiKey, Llm, ModelSettings, OpenAiClient};
@@ -238,6 +238,9 @@ struct EvalArgs {
     /// Default: `<questions file stem>.results.jsonl` in the current directory.
     #[arg(long, value_name = "FILE")]
     out: Option<PathBuf>,
+    /// Run again the questions whose run ended in an error (the results file drops them first).
+    #[arg(long)]
+    retry_errors: bool,
     /// Print the summary as one JSON object.
     #[arg(long)]
     json: bool,
@@ -399,6 +402,11 @@ async fn run(cli: Cli) -> anyhow::Result<ExitCode> {
                 fewshot: args.agent.fewshot,
                 concurrency: usize::from(args.concurrency),
                 results,
+                resume: if args.retry_errors {
+                    Resume::RetryErrors
+                } else {
+                    Resume::SkipDone
+                },
                 progress: Progress::for_stderr(),
             };
             let services = EvalServices {

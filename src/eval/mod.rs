@@ -50,7 +50,18 @@ pub struct EvalConfig {
     pub concurrency: usize,
     /// The JSON Lines file every finished run is appended to, and resumed from.
     pub results: PathBuf,
+    pub resume: Resume,
     pub progress: Progress,
+}
+
+/// What a re-run does with the questions the results file already holds.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum Resume {
+    /// Skip every question already in the results file, errors included.
+    #[default]
+    SkipDone,
+    /// Remove the runs that ended in an error first, so their questions run again.
+    RetryErrors,
 }
 
 /// Whether a progress bar is drawn on stderr.
@@ -107,6 +118,9 @@ pub async fn evaluate(
     let questions = config.selection.apply(file)?;
     if questions.is_empty() {
         return Err(EvalError::NothingSelected);
+    }
+    if config.resume == Resume::RetryErrors {
+        ResultsFile::drop_errors(&config.results)?;
     }
     let (mut results, stored) = ResultsFile::open(&config.results)?;
     let progress = ProgressReporter::new(config.progress, questions.len());

@@ -9,7 +9,7 @@ use std::fs::{File, OpenOptions};
 use std::io::Write;
 use std::path::{Path, PathBuf};
 
-use crate::run::Run;
+use crate::run::{Run, Stopped};
 
 /// An open results file, ready to take more runs.
 #[derive(Debug)]
@@ -94,6 +94,49 @@ impl ResultsFile {
             source,
         })?;
         Ok(parse_runs(&text, path)?.0)
+    }
+
+    /// Removes the runs that ended in an error (`stopped: error`), so `eval --retry-errors` runs
+    /// their questions again; returns how many were removed. The file is rewritten to a temporary
+    /// file and renamed into place: a crash leaves either the old file or the new one.
+    pub fn drop_errors(path: &Path) -> Result<usize, ResultsError> {
+        let text = match std::fs::read(path) {
+            Ok(bytes) => String::from_utf8_lossy(&bytes).into_owned(),
+            Err(error) if error.kind() == std::io::ErrorKind::NotFound => return Ok(0),
+            Err(source) => {
+                return Err(ResultsError::Read {
+                    path: path.to_owned(),
+                    source,
+                });
+            }
+        };
+        let (stored, _) = parse_runs(&text, path)?;
+        let kept: Vec<&Run> = stored
+            .runs
+            .iter()
+            .filter(|run| run.stopped != Some(Stopped::Error))
+            .collect();
+        let n_dropped = stored.runs.len() - kept.len();
+        if n_dropped == 0 {
+            return Ok(0);
+        }
+        let mut rewritten = String::new();
+        for run in kept {
+            rewritten.push_str(&serde_json::to_string(run).expect("a run always serializes"));
+            rewritten.push('\n');
+        }
+        let write_error = |source| ResultsError::Write {
+            path: path.to_owned(),
+            source,
+        };
+        let file_name = path
+            .file_name()
+            .map(|name| name.to_string_lossy().into_owned())
+            .unwrap_or_default();
+        let tmp = path.with_file_name(format!(".{file_name}.retry-errors.tmp"));
+        std::fs::write(&tmp, rewritten).map_err(write_error)?;
+        std::fs::rename(&tmp, path).map_err(write_error)?;
+        Ok(n_dropped)
     }
 
     /// Appends one run as a line, in one write.

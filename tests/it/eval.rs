@@ -12,7 +12,7 @@ use react_docstore::Profile;
 use react_docstore::docstore::{ContextParagraph, Docstore, DocstoreError, DocstoreSource};
 use react_docstore::eval::score::score;
 use react_docstore::eval::{
-    self, EvalConfig, EvalServices, Progress, QuestionFile, Selection, Subset, Summary,
+    self, EvalConfig, EvalServices, Progress, QuestionFile, Resume, Selection, Subset, Summary,
 };
 use react_docstore::llm::{Completion, Llm, LlmError, LlmRequest};
 use react_docstore::run::Run;
@@ -472,6 +472,7 @@ fn config(questions: PathBuf, results: PathBuf, concurrency: usize) -> EvalConfi
         fewshot: None,
         concurrency,
         results,
+        resume: Resume::SkipDone,
         progress: Progress::Hidden,
     }
 }
@@ -567,6 +568,19 @@ async fn eval_scores_every_way_a_run_ends_and_resumes_without_calls() {
         (6, 6, summary.em, summary.f1)
     );
     assert_eq!(read_results(&results).len(), 6);
+
+    // `--retry-errors`: the errored question runs again (and fails again: its script is empty),
+    // nothing else does, and the file still holds each question once.
+    let retry = EvalConfig {
+        resume: Resume::RetryErrors,
+        ..config.clone()
+    };
+    let retried = eval::evaluate(&retry, &services(llm.clone()), std::future::pending())
+        .await
+        .unwrap();
+    assert_eq!((retried.resumed, retried.errors), (5, 1));
+    assert_eq!(llm.n_calls.load(Ordering::SeqCst), n_calls + 1);
+    assert_each_once(&read_results(&results), 6);
 }
 
 #[tokio::test]
