@@ -163,13 +163,7 @@ pub async fn run_invoice_agent() -> Episode {
     let grammar = ActionGrammar::new(profile, toolbox.names());
     let mut workbench = Workbench::new(Box::new(NoDocstore), toolbox, grammar.clone());
     let llm = ReplayLlm::new("recorded", recorded_completions());
-    let agent = Agent {
-        llm: &llm,
-        prompt: &prompt,
-        grammar: &grammar,
-        max_steps: 8,
-        repeats: react_docstore::agent::Repeats::of(Profile::Default),
-    };
+    let agent = Agent::new(&llm, &prompt, &grammar, 8);
     agent.run(QUESTION, &mut workbench, &mut |_| {}).await
 }
 

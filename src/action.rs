@@ -81,6 +81,11 @@ impl ActionGrammar {
         self.profile
     }
 
+    /// The registered extra tools, by canonical name (recorded in run files so replay reads them).
+    pub fn tool_names(&self) -> &[String] {
+        &self.names[3..]
+    }
+
     /// `Search[...], Lookup[...], Finish[...]` and the registered tools, for observations.
     pub fn valid_actions(&self) -> String {
         let names: Vec<String> = self.names.iter().map(|name| format!("{name}[...]")).collect();

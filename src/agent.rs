@@ -75,7 +75,23 @@ pub struct Agent<'a> {
     pub repeats: Repeats,
 }
 
-impl Agent<'_> {
+impl<'a> Agent<'a> {
+    /// An agent with the profile's own repeated-action policy.
+    pub fn new(
+        llm: &'a dyn Llm,
+        prompt: &'a Prompt,
+        grammar: &'a ActionGrammar,
+        max_steps: usize,
+    ) -> Agent<'a> {
+        Agent {
+            llm,
+            prompt,
+            grammar,
+            max_steps,
+            repeats: Repeats::of(grammar.profile()),
+        }
+    }
+
     /// Runs one question to its end. Infrastructure failures end the run with `stopped: error`
     /// and the message in `error`; what was done before stays in the run.
     pub async fn run(
@@ -91,6 +107,7 @@ impl Agent<'_> {
         run.model = Some(self.llm.model().to_owned());
         run.max_steps = Some(self.max_steps);
         run.fewshot = Some(self.prompt.fewshot().to_owned());
+        run.tools = self.grammar.tool_names().to_vec();
         let mut identical_steps = 0;
 
         for step in 1..=self.max_steps {

@@ -91,17 +91,10 @@ pub async fn run_question(
     let grammar = ActionGrammar::new(config.profile, toolbox.names());
     let prompt = Prompt::new(config.profile, &config.fewshot, toolbox, &config.prompt_options);
     let mut workbench = Workbench::new(docstore.open(&[]), toolbox.clone(), grammar.clone());
-    let agent = Agent {
-        llm,
-        prompt: &prompt,
-        grammar: &grammar,
-        max_steps: config.max_steps,
-        repeats: crate::agent::Repeats::of(config.profile),
-    };
-    let mut episode = agent
+    let agent = Agent::new(llm, &prompt, &grammar, config.max_steps);
+    let episode = agent
         .run(question, &mut workbench, &mut |event| trace.event(event))
         .await;
-    episode.run.tools = toolbox.names().collect();
     episode.run
 }
 

@@ -90,16 +90,14 @@ pub async fn replay_run(
         recorded.completions(),
     );
     let mut environment = Recording::new(recorded.observations(), grammar.clone(), live(recorded, &grammar));
+    let max_steps = max_steps.or(recorded.max_steps).unwrap_or(DEFAULT_MAX_STEPS);
     let agent = Agent {
-        llm: &llm,
-        prompt: &prompt,
-        grammar: &grammar,
-        max_steps: max_steps.or(recorded.max_steps).unwrap_or(DEFAULT_MAX_STEPS),
         // A recording that was not stopped for repeating itself replays to its own end.
         repeats: match recorded.stopped {
             Some(stopped) if stopped != Stopped::RepeatedAction => Repeats::Allow,
             _ => Repeats::of(profile),
         },
+        ..Agent::new(&llm, &prompt, &grammar, max_steps)
     };
     if !trace.is_silent() {
         trace.header("Question:", &recorded.question);
@@ -111,7 +109,6 @@ pub async fn replay_run(
         .await;
     episode.run.id = recorded.id.clone();
     episode.run.gold = recorded.gold.clone();
-    episode.run.tools = recorded.tools.clone();
     // Recorded completions carry no token counts of their own: a replay that made the same calls
     // cost what the recording says.
     let usage = &mut episode.run.usage;

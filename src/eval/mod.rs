@@ -165,13 +165,7 @@ pub async fn evaluate(
         &PromptOptions::default(),
     );
     let grammar = ActionGrammar::new(config.profile, services.toolbox.names());
-    let agent = Agent {
-        llm: services.llm.as_ref(),
-        prompt: &prompt,
-        grammar: &grammar,
-        max_steps: config.max_steps,
-        repeats: crate::agent::Repeats::of(config.profile),
-    };
+    let agent = Agent::new(services.llm.as_ref(), &prompt, &grammar, config.max_steps);
 
     let mut runs = futures::stream::iter(pending)
         .map(|question| run_question(&agent, question, services, &grammar))
@@ -232,7 +226,6 @@ async fn run_question<'q>(
     let mut run = episode.run;
     run.id = Some(question.id.clone());
     run.gold = question.gold().map(str::to_owned);
-    run.tools = services.toolbox.names().collect();
     run.score();
     (question, run)
 }

@@ -225,13 +225,7 @@ fn each_prompt_starts_with_the_previous_one() {
             &Default::default(),
             &PromptOptions::default(),
         );
-        let agent = Agent {
-            llm: &llm,
-            prompt: &prompt,
-            grammar: &grammar,
-            max_steps: 7,
-            repeats: react_docstore::agent::Repeats::of(run.profile),
-        };
+        let agent = Agent::new(&llm, &prompt, &grammar, 7);
         let mut environment = Recording::new(run.observations(), grammar.clone(), None);
         let episode = block_on(agent.run(&run.question, &mut environment, &mut |_| {}));
         assert_eq!(episode.run.answer, replay(&run).run.answer);

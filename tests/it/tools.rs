@@ -566,6 +566,8 @@ async fn replayed_run_uses_calculate_and_websearch() {
     let episode = replay_run(&recorded, None, None, &|_, _| None, &mut TracePrinter::silent()).await;
     assert_eq!(episode.run.answer.as_deref(), Some("404"));
     assert_eq!(episode.run.steps, recorded.steps);
+    // The agent records the tools its grammar read, so a replay of the replay parses them too.
+    assert_eq!(episode.run.tools, recorded.tools);
     crate::assert_snapshot!(episode.trajectory());
 
     let server = serpapi_server("current year", 200, serpapi_body("serpapi_current_year.json")).await;
