@@ -7,63 +7,10 @@ use std::time::{Duration, Instant};
 
 use react_docstore::Profile;
 use react_docstore::docstore::{Docstore, DocstoreConfig, DocstoreError, DocstoreSource, HttpPolicy};
-use wiremock::matchers::{method, path, query_param};
+use wiremock::matchers::{method, query_param};
 use wiremock::{Mock, MockServer, ResponseTemplate};
 
-use crate::fixture;
-
-const HTML: &str = "text/html; charset=UTF-8";
-
-fn page(name: &str) -> Vec<u8> {
-    std::fs::read(fixture(&format!("wikipedia/{name}"))).expect("fixture page")
-}
-
-/// Serves `body` for `/w/index.php?search={search}`.
-async fn serve(server: &MockServer, search: &str, body: Vec<u8>) {
-    Mock::given(method("GET"))
-        .and(path("/w/index.php"))
-        .and(query_param("search", search))
-        .respond_with(ResponseTemplate::new(200).set_body_raw(body, HTML))
-        .mount(server)
-        .await;
-}
-
-/// The three recorded pages and the synthetic ones, under the searches that return them.
-async fn wikipedia() -> MockServer {
-    let server = MockServer::start().await;
-    serve(&server, "Colorado orogeny", page("colorado_orogeny_hit.html")).await;
-    serve(
-        &server,
-        "Colorado orogenyy",
-        page("colorado_orogenyy_similar.html"),
-    )
-    .await;
-    serve(
-        &server,
-        "Qwertzuiop Zzyzxian Orogeny",
-        page("nonexistent_miss.html"),
-    )
-    .await;
-    serve(
-        &server,
-        "Adam Clayton Powell",
-        page("synthetic_disambiguation.html"),
-    )
-    .await;
-    serve(
-        &server,
-        "[Adam Clayton Powell]",
-        page("synthetic_bracketed_results.html"),
-    )
-    .await;
-    serve(
-        &server,
-        "Gateway Arch",
-        page("synthetic_abbreviations_coordinates.html"),
-    )
-    .await;
-    server
-}
+use crate::{HTML, fixture, wikipedia_page};
 
 /// Fast retries, so failure tests take milliseconds.
 fn config(server: &MockServer, cache_dir: &Path, profile: Profile) -> DocstoreConfig {
@@ -101,7 +48,7 @@ composes a major part of the Proterozoic provinces of southwestern United States
 
 #[tokio::test]
 async fn paper_profile_reproduces_the_reference_strings() {
-    let server = wikipedia().await;
+    let server = crate::mock_wikipedia().await;
     let cache = tempfile::tempdir().unwrap();
     let mut docstore = open(&config(&server, cache.path(), Profile::Paper));
 
@@ -135,7 +82,7 @@ async fn paper_profile_reproduces_the_reference_strings() {
 
 #[tokio::test]
 async fn paper_profile_re_searches_a_disambiguation_page_in_brackets() {
-    let server = wikipedia().await;
+    let server = crate::mock_wikipedia().await;
     let cache = tempfile::tempdir().unwrap();
     let mut docstore = open(&config(&server, cache.path(), Profile::Paper));
     // The ReAct few-shot prompt's own observation shape: the bracketed entity, redirect notes kept.
@@ -166,7 +113,7 @@ async fn transcript(docstore: &mut dyn Docstore, actions: &[&str]) -> String {
 
 #[tokio::test]
 async fn default_profile_on_the_recorded_and_synthetic_pages() {
-    let server = wikipedia().await;
+    let server = crate::mock_wikipedia().await;
     let cache = tempfile::tempdir().unwrap();
     let mut docstore = open(&config(&server, cache.path(), Profile::Default));
     let text = transcript(
@@ -205,7 +152,9 @@ async fn retries_429_honouring_retry_after() {
         .mount(&server)
         .await;
     Mock::given(method("GET"))
-        .respond_with(ResponseTemplate::new(200).set_body_raw(page("colorado_orogeny_hit.html"), HTML))
+        .respond_with(
+            ResponseTemplate::new(200).set_body_raw(wikipedia_page("colorado_orogeny_hit.html"), HTML),
+        )
         .expect(1)
         .mount(&server)
         .await;
@@ -315,7 +264,9 @@ async fn a_cached_search_makes_no_request() {
     let server = MockServer::start().await;
     Mock::given(method("GET"))
         .and(query_param("search", "Colorado orogeny"))
-        .respond_with(ResponseTemplate::new(200).set_body_raw(page("colorado_orogeny_hit.html"), HTML))
+        .respond_with(
+            ResponseTemplate::new(200).set_body_raw(wikipedia_page("colorado_orogeny_hit.html"), HTML),
+        )
         .expect(1)
         .mount(&server)
         .await;
@@ -342,7 +293,7 @@ async fn identical_concurrent_searches_make_one_request() {
     Mock::given(method("GET"))
         .respond_with(
             ResponseTemplate::new(200)
-                .set_body_raw(page("colorado_orogeny_hit.html"), HTML)
+                .set_body_raw(wikipedia_page("colorado_orogeny_hit.html"), HTML)
                 .set_delay(Duration::from_millis(300)),
         )
         .expect(1)

@@ -5,7 +5,7 @@
 use std::process::Command;
 
 use insta_cmd::{assert_cmd_snapshot, get_cargo_bin};
-use wiremock::matchers::{method, path, query_param};
+use wiremock::matchers::{method, path};
 use wiremock::{Mock, MockServer, ResponseTemplate};
 
 use crate::llm::{Sequence, model_server};
@@ -21,23 +21,6 @@ const COMPLETIONS: [&str; 4] = [
     " The eastern sector extends into the High Plains. I need to search Colorado orogenyy.\nAction 3: Search[Colorado orogenyy]\nObservation 3: invented",
     " High Plains rise in elevation from around 1,800 to 7,000 ft, so the answer is 1,800 to 7,000 ft.\nAction 4: Finish[1,800 to 7,000 ft]",
 ];
-
-async fn wikipedia() -> MockServer {
-    let server = MockServer::start().await;
-    for (search, page) in [
-        ("Colorado orogeny", "colorado_orogeny_hit.html"),
-        ("Colorado orogenyy", "colorado_orogenyy_similar.html"),
-    ] {
-        let body = std::fs::read(fixture(&format!("wikipedia/{page}"))).unwrap();
-        Mock::given(method("GET"))
-            .and(path("/w/index.php"))
-            .and(query_param("search", search))
-            .respond_with(ResponseTemplate::new(200).set_body_raw(body, "text/html; charset=UTF-8"))
-            .mount(&server)
-            .await;
-    }
-    server
-}
 
 fn react_docstore(model: &MockServer, wiki: &MockServer, cache: &std::path::Path, args: &[&str]) -> Command {
     let mut command = Command::new(get_cargo_bin("react-docstore"));
@@ -67,7 +50,7 @@ fn settings(servers: &[&MockServer], dir: &std::path::Path) -> insta::Settings {
 
 #[tokio::test(flavor = "multi_thread")]
 async fn ask_reaches_finish_against_a_mock_model_and_a_mock_wikipedia() {
-    let wiki = wikipedia().await;
+    let wiki = crate::mock_wikipedia().await;
     let dir = tempfile::tempdir().unwrap();
     let cache = dir.path().join("cache");
     for (name, profile) in [("default", "default"), ("paper", "paper")] {
@@ -87,7 +70,7 @@ async fn ask_reaches_finish_against_a_mock_model_and_a_mock_wikipedia() {
 
 #[tokio::test(flavor = "multi_thread")]
 async fn ask_json_records_a_run_that_replays_identically() {
-    let wiki = wikipedia().await;
+    let wiki = crate::mock_wikipedia().await;
     let model = model_server("chat/completions", Sequence::chat(&COMPLETIONS)).await;
     let dir = tempfile::tempdir().unwrap();
     let cache = dir.path().join("cache");

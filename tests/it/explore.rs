@@ -2,27 +2,9 @@
 
 use std::process::{Command, Stdio};
 
-use wiremock::matchers::{method, path, query_param};
-use wiremock::{Mock, MockServer, ResponseTemplate};
+use wiremock::MockServer;
 
 use crate::fixture;
-
-async fn wikipedia() -> MockServer {
-    let server = MockServer::start().await;
-    for (search, file) in [
-        ("Colorado orogeny", "colorado_orogeny_hit.html"),
-        ("Colorado orogenyy", "colorado_orogenyy_similar.html"),
-    ] {
-        let body = std::fs::read(fixture(&format!("wikipedia/{file}"))).unwrap();
-        Mock::given(method("GET"))
-            .and(path("/w/index.php"))
-            .and(query_param("search", search))
-            .respond_with(ResponseTemplate::new(200).set_body_raw(body, "text/html; charset=UTF-8"))
-            .mount(&server)
-            .await;
-    }
-    server
-}
 
 /// Runs `react-docstore explore ARGS` with `stdin`; returns stdout, stderr and the exit code.
 fn explore(
@@ -67,7 +49,7 @@ const ACTIONS: &[&str] = &[
 
 #[tokio::test]
 async fn explore_prints_observations_in_both_profiles() {
-    let server = wikipedia().await;
+    let server = crate::mock_wikipedia().await;
     let cache = tempfile::tempdir().unwrap();
     let (default, stderr, code) = explore(&server, cache.path(), ACTIONS, "");
     assert_eq!((code, stderr.as_str()), (0, ""));
@@ -81,7 +63,7 @@ async fn explore_prints_observations_in_both_profiles() {
 
 #[tokio::test]
 async fn explore_reads_actions_from_stdin_keeping_the_cursor() {
-    let server = wikipedia().await;
+    let server = crate::mock_wikipedia().await;
     let cache = tempfile::tempdir().unwrap();
     let input = "Search[Colorado orogeny]\n\nLookup[New Mexico]\nLookup[New Mexico]\nLookup[New Mexico]\nquit\nLookup[x]\n";
     let (stdout, stderr, code) = explore(&server, cache.path(), &["--json"], input);
@@ -91,7 +73,7 @@ async fn explore_reads_actions_from_stdin_keeping_the_cursor() {
 
 #[tokio::test]
 async fn explore_reports_a_failed_line_and_goes_on() {
-    let server = wikipedia().await;
+    let server = crate::mock_wikipedia().await;
     let cache = tempfile::tempdir().unwrap();
     let input = "Search[Not served]\nSearch[Colorado orogenyy]\n";
     let (stdout, stderr, code) = explore(&server, cache.path(), &["--offline"], input);
@@ -106,7 +88,7 @@ async fn explore_reports_a_failed_line_and_goes_on() {
 
 #[tokio::test]
 async fn explore_offline_miss_is_an_error() {
-    let server = wikipedia().await;
+    let server = crate::mock_wikipedia().await;
     let cache = tempfile::tempdir().unwrap();
     let (stdout, stderr, code) = explore(
         &server,

@@ -40,3 +40,37 @@ pub fn regex_escape(text: &str) -> String {
         })
         .collect()
 }
+
+/// The content type the mock Wikipedia answers with.
+pub const HTML: &str = "text/html; charset=UTF-8";
+
+/// The pages of `fixtures/wikipedia/` (three recorded, three synthetic), under the searches that
+/// return them.
+const WIKIPEDIA_PAGES: [(&str, &str); 6] = [
+    ("Colorado orogeny", "colorado_orogeny_hit.html"),
+    ("Colorado orogenyy", "colorado_orogenyy_similar.html"),
+    ("Qwertzuiop Zzyzxian Orogeny", "nonexistent_miss.html"),
+    ("Adam Clayton Powell", "synthetic_disambiguation.html"),
+    ("[Adam Clayton Powell]", "synthetic_bracketed_results.html"),
+    ("Gateway Arch", "synthetic_abbreviations_coordinates.html"),
+];
+
+/// A page of `fixtures/wikipedia/`.
+pub fn wikipedia_page(name: &str) -> Vec<u8> {
+    std::fs::read(fixture(&format!("wikipedia/{name}"))).expect("fixture page")
+}
+
+/// A local Wikipedia: every page of `fixtures/wikipedia/` under `/w/index.php?search=...`.
+pub async fn mock_wikipedia() -> wiremock::MockServer {
+    use wiremock::matchers::{method, path, query_param};
+    let server = wiremock::MockServer::start().await;
+    for (search, page) in WIKIPEDIA_PAGES {
+        wiremock::Mock::given(method("GET"))
+            .and(path("/w/index.php"))
+            .and(query_param("search", search))
+            .respond_with(wiremock::ResponseTemplate::new(200).set_body_raw(wikipedia_page(page), HTML))
+            .mount(&server)
+            .await;
+    }
+    server
+}
