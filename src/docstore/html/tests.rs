@@ -21,13 +21,10 @@ fn article(outcome: SearchOutcome) -> Page {
 }
 
 /// The observation `wikienv.py` gives for the article fixture (pinned in the reproduction's tests).
-const HIT_OBS: &str = "The Colorado orogeny was an episode of mountain building (an orogeny) in Colorado and \
-surrounding areas. This took place from 1780 to 1650 million years ago (Mya), during the Paleoproterozoic \
-(Statherian Period). It is recorded in the Colorado orogen, a >500-km-wide belt of oceanic arc rock that \
-extends southward into New Mexico. The Colorado orogeny was likely part of the larger Yavapai orogeny.. The \
-Colorado orogen, formerly called the Colorado province, is a >500-km-wide belt of oceanic arc rock \
-(1.78\u{2013}1.65 Ga) that extends southward into New Mexico and composes a major part of the Proterozoic \
-provinces of southwestern United States.";
+const HIT_OBS: &str = include_str!(concat!(
+    env!("CARGO_MANIFEST_DIR"),
+    "/fixtures/wikipedia/colorado_orogeny_hit.paper-observation.txt"
+));
 
 #[test]
 fn paper_article_matches_beautifulsoup_sentence_for_sentence() {
