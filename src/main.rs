@@ -115,7 +115,8 @@ struct DocstoreArgs {
     /// Where fetched pages are cached.
     #[arg(long, env = "REACT_CACHE_DIR", value_name = "DIR")]
     cache_dir: Option<PathBuf>,
-    /// Never touch the network: serve from the cache, and fail on a miss.
+    /// Serve Wikipedia pages and web searches from the cache only; a miss is an error (the model is
+    /// still called: `replay` runs without one).
     #[arg(long)]
     offline: bool,
     /// The User-Agent sent to Wikipedia: say who you are and how to reach you.
@@ -158,9 +159,9 @@ struct ToolArgs {
     serpapi_key: Option<String>,
 }
 
+/// What every command that runs the agent takes: the agent, its model, its docstore, its tools.
 #[derive(Args)]
-struct AskArgs {
-    question: String,
+struct AgentRunArgs {
     #[command(flatten)]
     agent: AgentArgs,
     #[command(flatten)]
@@ -169,6 +170,13 @@ struct AskArgs {
     docstore: DocstoreArgs,
     #[command(flatten)]
     tools: ToolArgs,
+}
+
+#[derive(Args)]
+struct AskArgs {
+    question: String,
+    #[command(flatten)]
+    run: AgentRunArgs,
     /// Print the run as JSON on stdout.
     #[arg(long)]
     json: bool,
@@ -186,13 +194,7 @@ struct ChatArgs {
     #[arg(long, value_name = "DATE")]
     today: Option<String>,
     #[command(flatten)]
-    agent: AgentArgs,
-    #[command(flatten)]
-    model: ModelArgs,
-    #[command(flatten)]
-    docstore: DocstoreArgs,
-    #[command(flatten)]
-    tools: ToolArgs,
+    run: AgentRunArgs,
 }
 
 #[derive(Args)]
@@ -222,13 +224,7 @@ struct EvalArgs {
     /// A HotpotQA (official, Hugging Face or ReAct-simplified JSON, or JSON Lines) or FEVER file.
     questions: PathBuf,
     #[command(flatten)]
-    agent: AgentArgs,
-    #[command(flatten)]
-    model: ModelArgs,
-    #[command(flatten)]
-    docstore: DocstoreArgs,
-    #[command(flatten)]
-    tools: ToolArgs,
+    run: AgentRunArgs,
     #[command(flatten)]
     selection: SelectionArgs,
     /// Questions in flight at once.
@@ -316,13 +312,13 @@ fn main() -> ExitCode {
 async fn run(cli: Cli) -> anyhow::Result<ExitCode> {
     match cli.command {
         Command::Ask(args) => {
-            check_combination(args.agent.profile, &args.docstore, &args.tools, "ask")?;
-            let llm = open_model(&args.model)?;
-            let docstore = open_docstore(&args.docstore, args.agent.profile)?;
-            let toolbox = open_toolbox(&args.tools, &args.docstore)?;
+            check_combination(args.run.agent.profile, &args.run.docstore, &args.run.tools, "ask")?;
+            let llm = open_model(&args.run.model)?;
+            let docstore = open_docstore(&args.run.docstore, args.run.agent.profile)?;
+            let toolbox = open_toolbox(&args.run.tools, &args.run.docstore)?;
             let config = AskConfig {
                 question: args.question,
-                agent: agent_config(&args.agent, PromptOptions { today: args.today })?,
+                agent: agent_config(&args.run.agent, PromptOptions { today: args.today })?,
                 output: if args.json {
                     AskOutput::Run
                 } else {
@@ -347,13 +343,18 @@ async fn run(cli: Cli) -> anyhow::Result<ExitCode> {
             Ok(ExitCode::from(Outcome::of(&run).exit_code()))
         }
         Command::Chat(args) => {
-            check_combination(args.agent.profile, &args.docstore, &args.tools, "chat")?;
-            let llm = open_model(&args.model)?;
-            let docstore = open_docstore(&args.docstore, args.agent.profile)?;
-            let toolbox = open_toolbox(&args.tools, &args.docstore)?;
+            check_combination(
+                args.run.agent.profile,
+                &args.run.docstore,
+                &args.run.tools,
+                "chat",
+            )?;
+            let llm = open_model(&args.run.model)?;
+            let docstore = open_docstore(&args.run.docstore, args.run.agent.profile)?;
+            let toolbox = open_toolbox(&args.run.tools, &args.run.docstore)?;
             let today = args.today.unwrap_or_else(chat::today_utc);
             let config = ChatConfig {
-                agent: agent_config(&args.agent, PromptOptions { today: Some(today) })?,
+                agent: agent_config(&args.run.agent, PromptOptions { today: Some(today) })?,
                 interaction: if std::io::stdin().is_terminal() {
                     Interaction::Terminal
                 } else {
@@ -376,8 +377,8 @@ async fn run(cli: Cli) -> anyhow::Result<ExitCode> {
             Ok(ExitCode::from(summary.exit_code()))
         }
         Command::Eval(args) => {
-            check_tools(args.agent.profile, &args.tools)?;
-            if args.docstore.docstore == DocstoreKind::Distractor {
+            check_tools(args.run.agent.profile, &args.run.tools)?;
+            if args.run.docstore.docstore == DocstoreKind::Distractor {
                 let file = eval::questions::QuestionFile::read(&args.questions)?;
                 if file.questions.iter().all(|question| question.context.is_empty()) {
                     anyhow::bail!(
@@ -397,9 +398,9 @@ async fn run(cli: Cli) -> anyhow::Result<ExitCode> {
                     ids: args.selection.ids,
                     limit: args.selection.limit,
                 },
-                profile: args.agent.profile,
-                max_steps: args.agent.max_steps,
-                fewshot: args.agent.fewshot,
+                profile: args.run.agent.profile,
+                max_steps: args.run.agent.max_steps,
+                fewshot: args.run.agent.fewshot,
                 concurrency: usize::from(args.concurrency),
                 results,
                 resume: if args.retry_errors {
@@ -410,9 +411,9 @@ async fn run(cli: Cli) -> anyhow::Result<ExitCode> {
                 progress: Progress::for_stderr(),
             };
             let services = EvalServices {
-                llm: open_llm(&args.model)?,
-                docstore: open_docstore(&args.docstore, args.agent.profile)?,
-                toolbox: open_toolbox(&args.tools, &args.docstore)?,
+                llm: open_llm(&args.run.model)?,
+                docstore: open_docstore(&args.run.docstore, args.run.agent.profile)?,
+                toolbox: open_toolbox(&args.run.tools, &args.run.docstore)?,
             };
             let summary = eval::evaluate(&config, &services, ctrl_c()).await?;
             let mut stdout = std::io::stdout().lock();
