@@ -301,3 +301,29 @@ fn score_of_predictions_that_answer_nothing_exits_1() {
         (Some(3), Some(0.0))
     );
 }
+
+#[tokio::test(flavor = "multi_thread")]
+async fn ask_today_states_the_date_in_the_prompt() {
+    const FINISH: &str = " I know it.\nAction 1: Finish[Arthur's Magazine]";
+    let model = model_server("chat/completions", Sequence::chat(&[FINISH])).await;
+    let output = Command::new(get_cargo_bin("react-docstore"))
+        .args([
+            "ask",
+            "Which magazine was started first?",
+            "--today",
+            "2026-11-22",
+            "--model",
+            "gpt-4",
+        ])
+        .args(["--base-url", &format!("{}/v1", model.uri())])
+        .env_remove("OPENAI_API_KEY")
+        .output()
+        .unwrap();
+    assert_eq!(String::from_utf8_lossy(&output.stdout), "Arthur's Magazine\n");
+    let requests = model.received_requests().await.unwrap();
+    let body = String::from_utf8_lossy(&requests[0].body);
+    assert!(
+        body.contains("Today is 2026-11-22.\\nHere are some examples."),
+        "{body}"
+    );
+}

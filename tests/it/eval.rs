@@ -579,6 +579,24 @@ async fn eval_scores_every_way_a_run_ends_and_resumes_without_calls() {
         .await
         .unwrap();
     assert_eq!((retried.resumed, retried.errors), (5, 1));
+
+    // A budget of one step finishes no question: exit code 1, "ran but nothing answered".
+    let one_step = EvalConfig {
+        max_steps: 1,
+        results: dir.path().join("one-step.jsonl"),
+        ..config.clone()
+    };
+    const SEARCH_ONLY: &[&str] = &[" Let me look.\nAction 1: Search[Something]"];
+    let searching: Vec<(&str, &[&str])> = SIMPLIFIED_SCRIPTS
+        .iter()
+        .map(|(question, _)| (*question, SEARCH_ONLY))
+        .collect();
+    let llm_one = Arc::new(ScriptedLlm::new(&searching, Duration::ZERO));
+    let unanswered = eval::evaluate(&one_step, &services(llm_one), std::future::pending())
+        .await
+        .unwrap();
+    assert_eq!(unanswered.n_finished(), 0);
+    assert_eq!(unanswered.exit_code(), 1);
     assert_eq!(llm.n_calls.load(Ordering::SeqCst), n_calls + 1);
     assert_each_once(&read_results(&results), 6);
 }
@@ -702,6 +720,7 @@ fn check_killed_and_resumed(kill: Kill) {
                     .await
                     .unwrap();
                 assert!(summary.interrupted);
+                assert_eq!(summary.exit_code(), 2, "interrupted");
                 assert!((2..6).contains(&summary.done), "done {}", summary.done);
             }
         }
@@ -722,6 +741,7 @@ fn check_killed_and_resumed(kill: Kill) {
         );
         assert_each_once(&read_results(&results), 6);
         assert_eq!(summary.em, 2.0 / 6.0);
+        assert_eq!(summary.exit_code(), 0, "some questions were answered");
     });
 }
 
