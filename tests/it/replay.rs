@@ -360,3 +360,31 @@ fn paper_profile_reproduces_the_notebooks_printed_trajectory() {
     assert_eq!(episode.run.stopped, Some(Stopped::MaxSteps));
     assert_eq!(episode.run.usage.invalid_actions, 5);
 }
+
+#[test]
+fn a_replay_that_ends_differently_is_reported() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut run = Run::read(&fixture("runs/synthetic/halted-by-budget.json")).unwrap();
+    // Recorded as halted after 2 steps, it replays under a budget of 3 to a Finish.
+    run.stopped = Some(Stopped::MaxSteps);
+    let path = dir.path().join("run.json");
+    run.write(&path).unwrap();
+    let config = react_docstore::replay::ReplayConfig {
+        paths: vec![path],
+        output: react_docstore::replay::Output::Json,
+        profile: None,
+        max_steps: Some(3),
+    };
+    let mut stdout = Vec::new();
+    let summary = block_on(react_docstore::replay::replay(
+        &config,
+        &|_, _| None,
+        &mut stdout,
+        &mut TracePrinter::silent(),
+    ))
+    .unwrap();
+    assert_eq!(
+        (summary.n_runs, summary.n_changed, summary.exit_code()),
+        (1, 1, 0)
+    );
+}
