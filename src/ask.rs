@@ -95,7 +95,9 @@ pub async fn run_question(
     let episode = agent
         .run(question, &mut workbench, &mut |event| trace.event(event))
         .await;
-    episode.run
+    let mut run = episode.run;
+    run.docstore = Some(docstore.info());
+    run
 }
 
 /// `react-docstore ask`: answers the question, prints the answer (or the run) on stdout and writes

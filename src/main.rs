@@ -4,12 +4,16 @@ use std::io::{IsTerminal, Write};
 use std::path::PathBuf;
 use std::process::ExitCode;
 use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Duration;
 
 use clap::{Args, Parser, Subcommand};
 
 use react_docstore::ask::{self, AgentConfig, AskConfig, AskOutput, Outcome};
 use react_docstore::chat::{self, ChatConfig, Interaction};
+use react_docstore::docstore::index::{
+    self, BuildConfig, BuildProgress, DumpFormat, IndexInfo, MalformedRecords,
+};
 use react_docstore::docstore::{DEFAULT_USER_AGENT, DocstoreConfig, DocstoreKind, DocstoreSource};
 use react_docstore::environment::{Environment, Workbench};
 use react_docstore::eval::{self, EvalConfig, EvalServices, Progress, Resume, Selection, Subset};
@@ -48,6 +52,65 @@ enum Command {
     Explore(ExploreArgs),
     /// The official HotpotQA EM/F1 of a predictions file against a gold file.
     Score(ScoreArgs),
+    /// Index a frozen Wikipedia dump for `--docstore index:DIR`, or say what an index holds.
+    #[command(subcommand)]
+    Index(IndexCommand),
+}
+
+#[derive(Subcommand)]
+enum IndexCommand {
+    /// Index dumps (HotpotQA processed Wikipedia, KILT, FEVER wiki-pages, DPR passages, JSON Lines),
+    /// compressed or not, in tar/zip archives or directories.
+    Build(IndexBuildArgs),
+    /// What an index holds: formats, sources, pages, snapshot id, build date.
+    Info(IndexInfoArgs),
+}
+
+#[derive(Args)]
+struct IndexBuildArgs {
+    /// Dump files or directories, read in the order given.
+    #[arg(required = true, value_name = "SOURCE")]
+    sources: Vec<PathBuf>,
+    /// The index directory to write (an existing index there is replaced when the build completes).
+    #[arg(long, value_name = "DIR")]
+    out: PathBuf,
+    /// `auto` (recognised from each source's first record), `hotpotqa`, `kilt`, `fever`, `dpr` or `jsonl`.
+    #[arg(long, default_value = "auto", value_parser = parse_dump_format, value_name = "FORMAT")]
+    format: FormatChoice,
+    /// Memory of the indexing threads together (`512M`, `2G`): bounds the build's memory.
+    #[arg(long, default_value = "512M", value_parser = react_docstore::docstore::index::parse_size, value_name = "SIZE")]
+    memory: usize,
+    /// Parsing and indexing threads (default: the number of cores).
+    #[arg(long, value_name = "N")]
+    threads: Option<std::num::NonZeroUsize>,
+    /// Stop at the first malformed record instead of skipping it.
+    #[arg(long)]
+    strict: bool,
+    /// Print the manifest as JSON on stdout.
+    #[arg(long)]
+    json: bool,
+}
+
+#[derive(Args)]
+struct IndexInfoArgs {
+    /// The index directory.
+    #[arg(value_name = "DIR")]
+    dir: PathBuf,
+    /// Print it as one JSON object.
+    #[arg(long)]
+    json: bool,
+}
+
+/// `--format`: `None` to recognise each source's format.
+#[derive(Clone)]
+struct FormatChoice(Option<DumpFormat>);
+
+/// `auto` → detect, else the named format.
+fn parse_dump_format(text: &str) -> Result<FormatChoice, String> {
+    match text {
+        "auto" => Ok(FormatChoice(None)),
+        _ => text.parse().map(|format| FormatChoice(Some(format))),
+    }
 }
 
 /// How the agent runs.
@@ -101,7 +164,8 @@ struct ModelArgs {
 /// Where Search and Lookup read from.
 #[derive(Args, Clone)]
 struct DocstoreArgs {
-    /// `wikipedia`, `distractor` (each question's own paragraphs) or `corpus:FILE`.
+    /// `wikipedia`, `distractor` (each question's own paragraphs), `corpus:FILE` or `index:DIR`
+    /// (built by `index build`).
     #[arg(long, default_value = "wikipedia", value_name = "DOCSTORE")]
     docstore: DocstoreKind,
     /// The Wikipedia to search; tests and mirrors point it elsewhere.
@@ -459,6 +523,42 @@ async fn run(cli: Cli) -> anyhow::Result<ExitCode> {
             } else {
                 ExitCode::SUCCESS
             })
+        }
+        Command::Index(IndexCommand::Build(args)) => {
+            let mut config = BuildConfig::new(args.sources, args.out);
+            config.format = args.format.0;
+            config.memory_bytes = args.memory;
+            if let Some(threads) = args.threads {
+                config.threads = threads.get();
+            }
+            if args.strict {
+                config.malformed = MalformedRecords::Fail;
+            }
+            config.progress = BuildProgress::for_stderr();
+            let interrupted = Arc::new(AtomicBool::new(false));
+            let flag = interrupted.clone();
+            tokio::spawn(async move {
+                ctrl_c().await;
+                flag.store(true, Ordering::Relaxed);
+            });
+            let report = tokio::task::spawn_blocking(move || index::build(&config, &interrupted)).await??;
+            let mut stdout = std::io::stdout().lock();
+            if args.json {
+                writeln!(stdout, "{}", serde_json::to_string(&report.manifest)?)?;
+            } else {
+                report.write_summary(&mut stdout)?;
+            }
+            Ok(ExitCode::SUCCESS)
+        }
+        Command::Index(IndexCommand::Info(args)) => {
+            let info = IndexInfo::read(&args.dir)?;
+            let mut stdout = std::io::stdout().lock();
+            if args.json {
+                writeln!(stdout, "{}", serde_json::to_string(&info)?)?;
+            } else {
+                info.write_text(&mut stdout)?;
+            }
+            Ok(ExitCode::SUCCESS)
         }
         Command::Replay(args) => {
             check_combination(Profile::Default, &args.docstore, &args.tools, "replay")?;

@@ -109,6 +109,7 @@ pub async fn replay_run(
         .await;
     episode.run.id = recorded.id.clone();
     episode.run.gold = recorded.gold.clone();
+    episode.run.docstore = recorded.docstore.clone();
     // Recorded completions carry no token counts of their own: a replay that made the same calls
     // cost what the recording says.
     let usage = &mut episode.run.usage;

@@ -4,6 +4,7 @@ use std::path::{Path, PathBuf};
 
 use serde::{Deserialize, Serialize};
 
+use crate::docstore::DocstoreInfo;
 use crate::metrics::AnswerScore;
 use crate::profile::Profile;
 
@@ -33,6 +34,9 @@ pub struct Run {
     /// Extra tools that were registered (`Calculate`, `WebSearch`, ...), so replay parses their actions.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub tools: Vec<String>,
+    /// The docstore that answered the searches: its kind and, for a frozen one, its snapshot.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub docstore: Option<DocstoreInfo>,
     pub steps: Vec<RunStep>,
     #[serde(default)]
     pub answer: Option<String>,
@@ -171,6 +175,7 @@ impl Run {
             fewshot: None,
             max_steps: None,
             tools: Vec::new(),
+            docstore: None,
             steps: Vec::new(),
             answer: None,
             stopped: None,

@@ -1,173 +1,95 @@
-//! Offline docstores: a fixed set of pages instead of Wikipedia, so an evaluation needs no network.
+//! The small offline docstores: a fixed set of pages instead of Wikipedia, searched like the
+//! offline Wikipedia ([`super::index`]) from an index in memory, so an evaluation needs no network.
 //!
 //! - [`DistractorSource`]: each question's own context paragraphs (HotpotQA's distractor setting).
 //! - [`CorpusSource`]: the pages of a file — JSON Lines `{"title", "text"}` (or `"sentences"`), or
 //!   the contexts of a HotpotQA file (official, Hugging Face or JSON Lines), pooled.
 //!
-//! `Search[entity]` opens the page whose title matches exactly, ignoring case and punctuation;
+//! `Search[entity]` opens the page whose title matches (ignoring case, then punctuation);
 //! otherwise it answers `Could not find X. Similar: [...]` with the titles most like the entity.
 //! `Lookup` has the same cursor as on Wikipedia.
 
-use std::collections::HashMap;
+use std::collections::HashSet;
 use std::path::Path;
 use std::sync::Arc;
 
-use futures::future::BoxFuture;
 use serde_json::Value;
 
-use super::page::{Page, Reader};
-use super::python::repr_list;
-use super::{ContextParagraph, Docstore, DocstoreError, DocstoreSource};
+use super::index::title::title_key;
+use super::index::{IndexExplorer, IndexSource, IndexedPage, PageIndex};
+use super::{ContextParagraph, Docstore, DocstoreError, DocstoreInfo, DocstoreSource};
 use crate::profile::Profile;
 
-/// How many titles a miss offers.
-const SIMILAR_TITLES: usize = 5;
-
-/// A set of pages, searchable by title.
-#[derive(Debug, Clone, Default)]
-pub struct Corpus {
-    pages: Vec<Page>,
-    /// Normalised title → the first page with it.
-    index: HashMap<String, usize>,
-    /// Each page's normalised title, for ranking.
-    keys: Vec<String>,
+/// A question's context paragraphs, each a page.
+pub fn context_pages(context: &[ContextParagraph]) -> Vec<IndexedPage> {
+    context
+        .iter()
+        .map(|paragraph| IndexedPage::split(paragraph.title.clone(), vec![paragraph.sentences.clone()]))
+        .collect()
 }
 
-/// What a search of a corpus found.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub enum CorpusHit<'c> {
-    Page(&'c Page),
-    /// The most similar titles, best first (empty for an empty corpus).
-    Similar(Vec<String>),
+/// Loads the pages of a corpus file: JSON Lines of `{"title", "text"}` / `{"title", "sentences"}`
+/// pages, or a HotpotQA question file (a JSON array or JSON Lines of records with a `context`,
+/// official `[title, sentences]` pairs or the Hugging Face `{title: [...], sentences: [[...]]}`),
+/// whose paragraphs are pooled. A title seen twice (ignoring case and punctuation) keeps its first
+/// page.
+pub fn load_pages(path: &Path) -> Result<Vec<IndexedPage>, DocstoreError> {
+    let text = std::fs::read_to_string(path).map_err(|source| DocstoreError::CorpusFile {
+        path: path.to_owned(),
+        source,
+    })?;
+    let error = |record: String, message: String| DocstoreError::Corpus {
+        path: path.to_owned(),
+        record,
+        message,
+    };
+    let mut loader = Loader::default();
+    if text.trim_start().starts_with('[') {
+        let records: Vec<Value> = serde_json::from_str(&text)
+            .map_err(|json| error(format!("line {}", json.line()), format!("not valid JSON: {json}")))?;
+        for (idx, record) in records.iter().enumerate() {
+            loader
+                .record(record)
+                .map_err(|message| error(format!("record {}", idx + 1), message))?;
+        }
+    } else {
+        for (idx, line) in text.lines().enumerate() {
+            if line.trim().is_empty() {
+                continue;
+            }
+            let record: Value = serde_json::from_str(line)
+                .map_err(|json| error(format!("line {}", idx + 1), format!("not valid JSON: {json}")))?;
+            loader
+                .record(&record)
+                .map_err(|message| error(format!("line {}", idx + 1), message))?;
+        }
+    }
+    if loader.pages.is_empty() {
+        return Err(error("the file".to_owned(), "holds no pages".to_owned()));
+    }
+    Ok(loader.pages)
 }
 
-impl Corpus {
-    pub fn new(pages: impl IntoIterator<Item = Page>) -> Corpus {
-        let mut corpus = Corpus::default();
-        for page in pages {
-            corpus.push(page);
-        }
-        corpus
-    }
-
-    /// A question's context paragraphs, each a page.
-    pub fn from_context(context: &[ContextParagraph]) -> Corpus {
-        Corpus::new(
-            context
-                .iter()
-                .map(|paragraph| Page::from_sentences(paragraph.title.clone(), paragraph.sentences.clone())),
-        )
-    }
-
-    fn push(&mut self, page: Page) {
-        let key = normalize_title(&page.title);
-        let idx = self.pages.len();
-        self.index.entry(key.clone()).or_insert(idx);
-        self.keys.push(key);
-        self.pages.push(page);
-    }
-
-    pub fn len(&self) -> usize {
-        self.pages.len()
-    }
-
-    pub fn is_empty(&self) -> bool {
-        self.pages.is_empty()
-    }
-
-    pub fn pages(&self) -> &[Page] {
-        &self.pages
-    }
-
-    /// The page titled `entity` (case and punctuation ignored), else the most similar titles.
-    pub fn search(&self, entity: &str) -> CorpusHit<'_> {
-        let key = normalize_title(entity);
-        if let Some(&idx) = self.index.get(&key) {
-            return CorpusHit::Page(&self.pages[idx]);
-        }
-        let mut ranked: Vec<(f64, usize)> = self
-            .keys
-            .iter()
-            .enumerate()
-            .map(|(idx, title)| (title_similarity(&key, title), idx))
-            .collect();
-        // Best first; equal scores keep the corpus order.
-        ranked.sort_by(|a, b| b.0.total_cmp(&a.0).then(a.1.cmp(&b.1)));
-        let mut titles: Vec<String> = Vec::new();
-        for (_, idx) in ranked {
-            let title = &self.pages[idx].title;
-            if !titles.contains(title) {
-                titles.push(title.clone());
-            }
-            if titles.len() == SIMILAR_TITLES {
-                break;
-            }
-        }
-        CorpusHit::Similar(titles)
-    }
-
-    /// Loads a corpus file: JSON Lines of `{"title", "text"}` / `{"title", "sentences"}` pages, or
-    /// a HotpotQA question file (a JSON array or JSON Lines of records with a `context`, official
-    /// `[title, sentences]` pairs or the Hugging Face `{title: [...], sentences: [[...]]}`), whose
-    /// paragraphs are pooled (a title seen twice keeps its first paragraph).
-    pub fn load(path: &Path) -> Result<Corpus, DocstoreError> {
-        let text = std::fs::read_to_string(path).map_err(|source| DocstoreError::CorpusFile {
-            path: path.to_owned(),
-            source,
-        })?;
-        let error = |record: String, message: String| DocstoreError::Corpus {
-            path: path.to_owned(),
-            record,
-            message,
-        };
-        let mut loader = Loader::default();
-        if text.trim_start().starts_with('[') {
-            let records: Vec<Value> = serde_json::from_str(&text)
-                .map_err(|json| error(format!("line {}", json.line()), format!("not valid JSON: {json}")))?;
-            for (idx, record) in records.iter().enumerate() {
-                loader
-                    .record(record)
-                    .map_err(|message| error(format!("record {}", idx + 1), message))?;
-            }
-        } else {
-            for (idx, line) in text.lines().enumerate() {
-                if line.trim().is_empty() {
-                    continue;
-                }
-                let record: Value = serde_json::from_str(line)
-                    .map_err(|json| error(format!("line {}", idx + 1), format!("not valid JSON: {json}")))?;
-                loader
-                    .record(&record)
-                    .map_err(|message| error(format!("line {}", idx + 1), message))?;
-            }
-        }
-        if loader.corpus.is_empty() {
-            return Err(error("the file".to_owned(), "holds no pages".to_owned()));
-        }
-        Ok(loader.corpus)
-    }
-}
-
-/// Pools records into a corpus, skipping titles already seen.
+/// Pools records into pages, skipping titles already seen.
 #[derive(Default)]
 struct Loader {
-    corpus: Corpus,
+    pages: Vec<IndexedPage>,
+    seen: HashSet<String>,
 }
 
 impl Loader {
-    fn add(&mut self, page: Page) {
-        if self.corpus.index.contains_key(&normalize_title(&page.title)) {
-            return;
+    fn add(&mut self, page: IndexedPage) {
+        if self.seen.insert(title_key(&page.title)) {
+            self.pages.push(page);
         }
-        self.corpus.push(page);
     }
 
     /// One record: a page, or a question whose context is pooled.
     fn record(&mut self, record: &Value) -> Result<(), String> {
         let object = record.as_object().ok_or("expected a JSON object")?;
         if let Some(context) = object.get("context") {
-            for paragraph in context_paragraphs(context)? {
-                self.add(Page::from_sentences(paragraph.title, paragraph.sentences));
+            for page in context_pages(&context_paragraphs(context)?) {
+                self.add(page);
             }
             return Ok(());
         }
@@ -186,9 +108,9 @@ impl Loader {
                     .filter(|paragraph| !paragraph.is_empty())
                     .map(str::to_owned)
                     .collect();
-                Page::new(title, paragraphs)
+                IndexedPage::unsplit(title, paragraphs)
             }
-            (None, Some(sentences)) => Page::from_sentences(title, strings(sentences, "sentences")?),
+            (None, Some(sentences)) => IndexedPage::split(title, vec![strings(sentences, "sentences")?]),
             (None, None) => return Err("a page needs `text` or `sentences`".to_owned()),
         };
         self.add(page);
@@ -262,105 +184,6 @@ fn strings(value: &Value, field: &str) -> Result<Vec<String>, String> {
         .collect()
 }
 
-/// Lowercase letters and digits, words separated by one space: `"Arthur's  Magazine!"` →
-/// `arthurs magazine`. Apostrophes join (`arthur's` → `arthurs`); other punctuation separates.
-pub fn normalize_title(title: &str) -> String {
-    let mut out = String::with_capacity(title.len());
-    let mut pending_space = false;
-    for c in title.chars() {
-        if c.is_alphanumeric() {
-            if pending_space && !out.is_empty() {
-                out.push(' ');
-            }
-            pending_space = false;
-            out.extend(c.to_lowercase());
-        } else if !matches!(c, '\'' | '’' | '‘' | '`' | '.') {
-            pending_space = true;
-        }
-    }
-    out
-}
-
-/// How alike two normalised titles are, in `[0, 2]`: the Dice coefficient of their character
-/// bigrams plus the share of the query's words found in the title.
-fn title_similarity(query: &str, title: &str) -> f64 {
-    let bigrams = |text: &str| -> Vec<(char, char)> {
-        let chars: Vec<char> = text.chars().collect();
-        let mut pairs: Vec<(char, char)> = chars.windows(2).map(|pair| (pair[0], pair[1])).collect();
-        pairs.sort_unstable();
-        pairs
-    };
-    let (a, b) = (bigrams(query), bigrams(title));
-    let dice = if a.is_empty() && b.is_empty() {
-        0.0
-    } else {
-        // Multiset intersection of the sorted bigram lists.
-        let (mut i, mut j, mut common) = (0, 0, 0usize);
-        while i < a.len() && j < b.len() {
-            match a[i].cmp(&b[j]) {
-                std::cmp::Ordering::Less => i += 1,
-                std::cmp::Ordering::Greater => j += 1,
-                std::cmp::Ordering::Equal => {
-                    common += 1;
-                    i += 1;
-                    j += 1;
-                }
-            }
-        }
-        2.0 * common as f64 / (a.len() + b.len()) as f64
-    };
-    let words: Vec<&str> = query.split(' ').filter(|word| !word.is_empty()).collect();
-    let title_words: Vec<&str> = title.split(' ').collect();
-    let overlap = if words.is_empty() {
-        0.0
-    } else {
-        words.iter().filter(|word| title_words.contains(word)).count() as f64 / words.len() as f64
-    };
-    dice + overlap
-}
-
-/// One question's explorer over a corpus.
-pub struct CorpusExplorer {
-    corpus: Arc<Corpus>,
-    reader: Reader,
-}
-
-impl CorpusExplorer {
-    pub fn new(corpus: Arc<Corpus>, profile: Profile) -> CorpusExplorer {
-        CorpusExplorer {
-            corpus,
-            reader: Reader::new(profile),
-        }
-    }
-
-    /// `Search[entity]`, synchronously.
-    pub fn search_now(&mut self, entity: &str) -> String {
-        let profile = self.reader.profile();
-        match self.corpus.search(entity) {
-            CorpusHit::Page(page) => self.reader.open(page.clone()),
-            CorpusHit::Similar(titles) => {
-                self.reader.missed();
-                if titles.is_empty() && profile == Profile::Default {
-                    format!("Could not find {entity}. No similar pages.")
-                } else {
-                    format!("Could not find {entity}. Similar: {}.", repr_list(&titles))
-                }
-            }
-        }
-    }
-}
-
-impl Docstore for CorpusExplorer {
-    fn search<'a>(&'a mut self, entity: &'a str) -> BoxFuture<'a, Result<String, DocstoreError>> {
-        let observation = self.search_now(entity);
-        Box::pin(async move { Ok(observation) })
-    }
-
-    fn lookup(&mut self, keyword: &str) -> String {
-        self.reader.lookup(keyword)
-    }
-}
-
 /// Opens each question's explorer over that question's own context paragraphs.
 #[derive(Debug, Clone, Copy)]
 pub struct DistractorSource {
@@ -371,38 +194,82 @@ impl DistractorSource {
     pub fn new(profile: Profile) -> DistractorSource {
         DistractorSource { profile }
     }
+
+    /// The explorer over `context`'s paragraphs.
+    pub fn explorer(&self, context: &[ContextParagraph]) -> Result<IndexExplorer, DocstoreError> {
+        let index = PageIndex::in_memory(context_pages(context), "distractor")?;
+        Ok(IndexExplorer::new(Arc::new(index), self.profile))
+    }
 }
 
 impl DocstoreSource for DistractorSource {
     fn open(&self, context: &[ContextParagraph]) -> Box<dyn Docstore> {
-        Box::new(CorpusExplorer::new(
-            Arc::new(Corpus::from_context(context)),
-            self.profile,
-        ))
+        match self.explorer(context) {
+            Ok(explorer) => Box::new(explorer),
+            Err(error) => Box::new(FailedDocstore(Arc::new(error))),
+        }
+    }
+
+    /// Every question has its own pages: no snapshot.
+    fn info(&self) -> DocstoreInfo {
+        DocstoreInfo {
+            kind: "distractor".to_owned(),
+            snapshot: None,
+        }
     }
 }
 
-/// Opens every question's explorer over one shared corpus.
-#[derive(Debug, Clone)]
+/// An explorer that could not be built: every search reports why (an error of that question).
+struct FailedDocstore(Arc<DocstoreError>);
+
+impl Docstore for FailedDocstore {
+    fn search<'a>(
+        &'a mut self,
+        _entity: &'a str,
+    ) -> futures::future::BoxFuture<'a, Result<String, DocstoreError>> {
+        let error = DocstoreError::Shared(self.0.clone());
+        Box::pin(async move { Err(error) })
+    }
+
+    fn lookup(&mut self, _keyword: &str) -> String {
+        super::page::NO_PAGE.to_owned()
+    }
+}
+
+/// Opens every question's explorer over one corpus file's pages, indexed in memory.
+#[derive(Clone)]
 pub struct CorpusSource {
-    corpus: Arc<Corpus>,
-    profile: Profile,
+    source: IndexSource,
 }
 
 impl CorpusSource {
-    pub fn new(corpus: Arc<Corpus>, profile: Profile) -> CorpusSource {
-        CorpusSource { corpus, profile }
+    /// Loads and indexes `path` (see [`load_pages`]).
+    pub fn load(path: &Path, profile: Profile) -> Result<CorpusSource, DocstoreError> {
+        let index = PageIndex::in_memory(load_pages(path)?, "corpus")?;
+        Ok(CorpusSource {
+            source: IndexSource::new(Arc::new(index), "corpus", profile),
+        })
     }
 
-    /// Loads `path` (see [`Corpus::load`]).
-    pub fn load(path: &Path, profile: Profile) -> Result<CorpusSource, DocstoreError> {
-        Ok(CorpusSource::new(Arc::new(Corpus::load(path)?), profile))
+    /// The same corpus under another profile.
+    pub fn with_profile(&self, profile: Profile) -> CorpusSource {
+        CorpusSource {
+            source: self.source.with_profile(profile),
+        }
+    }
+
+    pub fn explorer(&self) -> IndexExplorer {
+        self.source.explorer()
     }
 }
 
 impl DocstoreSource for CorpusSource {
-    fn open(&self, _context: &[ContextParagraph]) -> Box<dyn Docstore> {
-        Box::new(CorpusExplorer::new(self.corpus.clone(), self.profile))
+    fn open(&self, context: &[ContextParagraph]) -> Box<dyn Docstore> {
+        self.source.open(context)
+    }
+
+    fn info(&self) -> DocstoreInfo {
+        self.source.info()
     }
 }
 

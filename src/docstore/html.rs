@@ -1151,7 +1151,7 @@ fn parse_numeric(rest: &str) -> Option<(char, usize)> {
 
 /// Text character references, as BeautifulSoup's `html.parser` builder decodes them: an unknown
 /// named reference stays as `&name` (its `;` dropped, as BeautifulSoup does).
-fn decode_text(raw: &str) -> String {
+pub(crate) fn decode_text(raw: &str) -> String {
     decode_references(raw, true)
 }
 

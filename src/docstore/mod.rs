@@ -7,6 +7,9 @@
 //! - [`html`]: a search response's HTML → article / results / no results / disambiguation (pure).
 //! - [`fetch`]: the polite HTTP client and the on-disk page cache.
 //! - [`wikipedia`]: the Wikipedia explorer and source.
+//! - [`index`]: the offline Wikipedia (a dump indexed with tantivy), also behind `corpus:FILE` and
+//!   `distractor`.
+//! - [`corpus`]: the small offline docstores: a question's context, a corpus file.
 
 use std::path::PathBuf;
 use std::str::FromStr;
@@ -21,13 +24,15 @@ pub mod corpus;
 mod entities;
 pub mod fetch;
 pub mod html;
+pub mod index;
 pub mod page;
 pub mod python;
 pub mod wikipedia;
 
-pub use corpus::{Corpus, CorpusExplorer, CorpusSource, DistractorSource};
+pub use corpus::{CorpusSource, DistractorSource};
 pub use fetch::{Fetcher, HttpPolicy, PageCache};
 pub use html::{SearchOutcome, parse_search_page};
+pub use index::{IndexError, IndexExplorer, IndexSource, PageIndex};
 pub use page::{LookupCursor, Page, Reader};
 pub use wikipedia::{WikipediaExplorer, WikipediaSource};
 
@@ -92,6 +97,8 @@ pub enum DocstoreError {
         record: String,
         message: String,
     },
+    #[error(transparent)]
+    Index(#[from] IndexError),
     /// A failure of a fetch that several explorers waited on together.
     #[error(transparent)]
     Shared(Arc<DocstoreError>),
@@ -105,9 +112,35 @@ pub struct ContextParagraph {
 }
 
 /// Opens a fresh explorer for each question: Wikipedia (shared client and cache underneath), or an
-/// offline docstore built from the question's own context or a corpus file.
+/// offline docstore built from the question's own context, a corpus file or an index.
 pub trait DocstoreSource: Send + Sync {
     fn open(&self, context: &[ContextParagraph]) -> Box<dyn Docstore>;
+
+    /// Which docstore answers, as runs record it.
+    fn info(&self) -> DocstoreInfo {
+        DocstoreInfo {
+            kind: "custom".to_owned(),
+            snapshot: None,
+        }
+    }
+}
+
+/// The docstore a run was answered from (`"docstore": {"kind", "snapshot"}` in a run file): its
+/// kind (`wikipedia`, `distractor`, `corpus`, `index`) and, for a frozen one, its snapshot id.
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+pub struct DocstoreInfo {
+    pub kind: String,
+    #[serde(default)]
+    pub snapshot: Option<String>,
+}
+
+impl std::fmt::Display for DocstoreInfo {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match &self.snapshot {
+            Some(snapshot) => write!(f, "{} (snapshot {snapshot})", self.kind),
+            None => f.write_str(&self.kind),
+        }
+    }
 }
 
 /// Which docstore Search and Lookup read from.
@@ -120,6 +153,8 @@ pub enum DocstoreKind {
     Distractor,
     /// A fixed set of pages: JSON Lines `{"title", "text"}`, or a HotpotQA file's contexts pooled.
     Corpus(PathBuf),
+    /// An index built by `index build` (a frozen Wikipedia dump).
+    Index(PathBuf),
 }
 
 impl FromStr for DocstoreKind {
@@ -129,10 +164,11 @@ impl FromStr for DocstoreKind {
         match s {
             "wikipedia" => Ok(DocstoreKind::Wikipedia),
             "distractor" => Ok(DocstoreKind::Distractor),
-            _ => match s.strip_prefix("corpus:") {
-                Some(path) if !path.is_empty() => Ok(DocstoreKind::Corpus(PathBuf::from(path))),
+            _ => match (s.strip_prefix("corpus:"), s.strip_prefix("index:")) {
+                (Some(path), _) if !path.is_empty() => Ok(DocstoreKind::Corpus(PathBuf::from(path))),
+                (_, Some(path)) if !path.is_empty() => Ok(DocstoreKind::Index(PathBuf::from(path))),
                 _ => Err(format!(
-                    "unknown docstore `{s}`, expected `wikipedia`, `distractor` or `corpus:FILE`"
+                    "unknown docstore `{s}`, expected `wikipedia`, `distractor`, `corpus:FILE` or `index:DIR`"
                 )),
             },
         }
@@ -221,10 +257,17 @@ impl DocstoreConfig {
                 default: Arc::new(DistractorSource::new(Profile::Default)),
             }),
             DocstoreKind::Corpus(path) => {
-                let corpus = Arc::new(Corpus::load(path)?);
+                let source = CorpusSource::load(path, Profile::Default)?;
                 Ok(DocstoreSources {
-                    paper: Arc::new(CorpusSource::new(corpus.clone(), Profile::Paper)),
-                    default: Arc::new(CorpusSource::new(corpus, Profile::Default)),
+                    paper: Arc::new(source.with_profile(Profile::Paper)),
+                    default: Arc::new(source),
+                })
+            }
+            DocstoreKind::Index(dir) => {
+                let source = IndexSource::open(dir, Profile::Default)?;
+                Ok(DocstoreSources {
+                    paper: Arc::new(source.with_profile(Profile::Paper)),
+                    default: Arc::new(source),
                 })
             }
         }
@@ -286,8 +329,13 @@ mod tests {
         );
         assert!("corpus:".parse::<DocstoreKind>().is_err());
         assert_eq!(
+            "index:wiki-2017".parse(),
+            Ok(DocstoreKind::Index("wiki-2017".into()))
+        );
+        assert!("index:".parse::<DocstoreKind>().is_err());
+        assert_eq!(
             "wiki".parse::<DocstoreKind>().unwrap_err(),
-            "unknown docstore `wiki`, expected `wikipedia`, `distractor` or `corpus:FILE`"
+            "unknown docstore `wiki`, expected `wikipedia`, `distractor`, `corpus:FILE` or `index:DIR`"
         );
     }
 

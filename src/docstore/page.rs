@@ -41,6 +41,32 @@ impl Page {
         }
     }
 
+    /// A page of several paragraphs, each given as its sentences (an offline dump). A paragraph's
+    /// text is its sentences joined, with a space between two that carry none of their own.
+    pub fn with_sentences(title: impl Into<String>, paragraphs: Vec<Vec<String>>) -> Page {
+        let texts = paragraphs
+            .iter()
+            .map(|sentences| {
+                let mut text = String::new();
+                for sentence in sentences {
+                    let needs_space = !text.is_empty()
+                        && !text.ends_with(is_python_space)
+                        && !sentence.starts_with(is_python_space);
+                    if needs_space {
+                        text.push(' ');
+                    }
+                    text.push_str(sentence);
+                }
+                text
+            })
+            .collect();
+        Page {
+            title: title.into(),
+            paragraphs: texts,
+            given_sentences: Some(paragraphs.into_iter().flatten().collect()),
+        }
+    }
+
     /// The page's sentences under `profile`'s rules.
     pub fn sentences(&self, profile: Profile) -> Vec<String> {
         match profile {

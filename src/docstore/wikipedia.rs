@@ -7,7 +7,7 @@ use super::fetch::Fetcher;
 use super::html::{SearchOutcome, parse_search_page};
 use super::page::Reader;
 use super::python::repr_list;
-use super::{ContextParagraph, Docstore, DocstoreError, DocstoreSource};
+use super::{ContextParagraph, Docstore, DocstoreError, DocstoreInfo, DocstoreSource};
 use crate::profile::Profile;
 
 /// How many titles a miss offers.
@@ -51,6 +51,14 @@ impl WikipediaSource {
 impl DocstoreSource for WikipediaSource {
     fn open(&self, _context: &[ContextParagraph]) -> Box<dyn Docstore> {
         Box::new(self.explorer())
+    }
+
+    /// Live pages have no snapshot.
+    fn info(&self) -> DocstoreInfo {
+        DocstoreInfo {
+            kind: "wikipedia".to_owned(),
+            snapshot: None,
+        }
     }
 }
 

@@ -13,7 +13,7 @@ pub mod summary;
 use std::collections::HashMap;
 use std::future::Future;
 use std::io::IsTerminal;
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
@@ -27,7 +27,7 @@ pub use summary::{Outcome, Summary, SummaryContext};
 
 use crate::action::ActionGrammar;
 use crate::agent::Agent;
-use crate::docstore::DocstoreSource;
+use crate::docstore::{DocstoreInfo, DocstoreSource};
 use crate::environment::Workbench;
 use crate::fewshot::{Fewshot, FewshotError};
 use crate::llm::Llm;
@@ -102,6 +102,15 @@ pub enum EvalError {
     Fewshot(#[from] FewshotError),
     #[error("the selection holds no question")]
     NothingSelected,
+    #[error(
+        "`{}` holds runs answered from the docstore {recorded}, this evaluation uses {current}: an evaluation never mixes snapshots — pass another --out, or the docstore those runs used",
+        .results.display()
+    )]
+    OtherDocstore {
+        results: PathBuf,
+        recorded: DocstoreInfo,
+        current: DocstoreInfo,
+    },
 }
 
 /// Runs every selected question that the results file does not hold yet, `concurrency` at a
@@ -123,6 +132,7 @@ pub async fn evaluate(
         ResultsFile::drop_errors(&config.results)?;
     }
     let (mut results, stored) = ResultsFile::open(&config.results)?;
+    check_same_docstore(&stored.runs, &services.docstore.info(), &config.results)?;
     let progress = ProgressReporter::new(config.progress, questions.len());
     if stored.torn_bytes > 0 {
         progress.note(&format!(
@@ -213,6 +223,21 @@ pub async fn evaluate(
     ))
 }
 
+/// Refuses to resume runs that another docstore (or another snapshot of one) answered.
+fn check_same_docstore(stored: &[Run], current: &DocstoreInfo, results: &Path) -> Result<(), EvalError> {
+    match stored
+        .iter()
+        .find_map(|run| run.docstore.as_ref().filter(|info| *info != current))
+    {
+        Some(recorded) => Err(EvalError::OtherDocstore {
+            results: results.to_owned(),
+            recorded: recorded.clone(),
+            current: current.clone(),
+        }),
+        None => Ok(()),
+    }
+}
+
 /// One question with its own docstore explorer and scratchpad.
 async fn run_question<'q>(
     agent: &Agent<'_>,
@@ -225,6 +250,7 @@ async fn run_question<'q>(
     let episode = agent.run(&question.question, &mut workbench, &mut |_| {}).await;
     let mut run = episode.run;
     run.id = Some(question.id.clone());
+    run.docstore = Some(services.docstore.info());
     run.gold = question.gold().map(str::to_owned);
     run.score();
     (question, run)

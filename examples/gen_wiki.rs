@@ -1,0 +1,596 @@
+//! A synthetic Wikipedia in the HotpotQA abstracts format, for index benchmarks.
+//!
+//! ```sh
+//! cargo run --release --example gen_wiki -- --pages 200000 --out /tmp/wiki-200k.jsonl \
+//!     --queries /tmp/wiki-200k.queries.tsv --seed 1
+//! ```
+//!
+//! Writes one JSON object a line, shaped like a line of the HotpotQA processed-Wikipedia
+//! abstracts (`enwiki-20171001-pages-meta-current-withlinks-abstracts/*/wiki_*.bz2`, uncompressed):
+//! `id`, `url`, `title`, `text` (sentences; every sentence but the first starts with a space),
+//! `charoffset` (token offsets, relative to each sentence), `text_with_links` (the same sentences
+//! with `<a href="Percent%20Encoded">Title</a>` links to other generated pages) and
+//! `charoffset_with_links` (a link's opening and closing tags are one token each).
+//!
+//! Titles are unique, 1–4 capitalised words. A page has 20–120 words (about 60) in 3–6
+//! sentences, drawn Zipf-distributed (s = 1.07) from 50,000 pseudo-words whose most frequent
+//! ranks are real English function words; the first sentence starts with the title. The queries
+//! file (`query<TAB>expected title`) alternates exact titles and titles with exactly one typo
+//! (deletion, insertion, substitution or transposition, never on a word's first letter) in one
+//! word of 5 letters or more; a typo that happens to spell another title is redrawn.
+//!
+//! Deterministic for a given `--seed` (SplitMix64). Only the title list stays in memory; pages
+//! are streamed to the output.
+
+use std::collections::HashSet;
+use std::fs::File;
+use std::io::{self, BufWriter, Write};
+use std::path::{Path, PathBuf};
+use std::process::ExitCode;
+use std::time::Instant;
+
+const USAGE: &str = "usage: gen_wiki --out FILE [--pages N (200000)] [--queries FILE] \
+                     [--num-queries N (2000)] [--seed N (1)]";
+
+const VOCAB_SIZE: usize = 50_000;
+const ZIPF_S: f64 = 1.07;
+/// The most frequent ranks of the vocabulary, so that stop-word lists behave as on real text.
+const FUNCTION_WORDS: &[&str] = &[
+    "the", "of", "and", "in", "a", "is", "to", "was", "for", "by", "on", "as", "with", "his", "at", "from",
+    "that", "an", "which", "it", "her", "are", "were", "who",
+];
+/// Title words are drawn uniformly from the ranks past this one (content words, not the
+/// very frequent short ones).
+const TITLE_MIN_RANK: usize = 224;
+const ONSETS: &[&str] = &[
+    "b", "c", "d", "f", "g", "h", "j", "k", "l", "m", "n", "p", "r", "s", "t", "v", "w", "z", "br", "ch",
+    "dr", "gr", "kr", "pl", "st", "th", "tr", "sh",
+];
+const NUCLEI: &[&str] = &["a", "e", "i", "o", "u", "ai", "ea", "ou", "y", "io"];
+const CODAS: &[&str] = &["", "", "", "n", "r", "s", "l", "m", "th", "nd", "rk", "st", "x"];
+/// Probability that a body word slot holds a link to another page instead.
+const LINK_RATE: f64 = 0.04;
+/// Probability of a comma after a body word.
+const COMMA_RATE: f64 = 0.07;
+
+struct Args {
+    pages: usize,
+    out: PathBuf,
+    queries: Option<PathBuf>,
+    num_queries: usize,
+    seed: u64,
+}
+
+fn parse_number<T: std::str::FromStr>(flag: &str, value: &str) -> Result<T, String> {
+    value
+        .parse()
+        .map_err(|_| format!("{flag}: not a number: {value}\n{USAGE}"))
+}
+
+fn parse_args() -> Result<Args, String> {
+    let mut pages: usize = 200_000;
+    let mut out: Option<PathBuf> = None;
+    let mut queries: Option<PathBuf> = None;
+    let mut num_queries: usize = 2_000;
+    let mut seed: u64 = 1;
+    let mut args = std::env::args().skip(1);
+    while let Some(flag) = args.next() {
+        if flag == "-h" || flag == "--help" {
+            return Err(USAGE.to_string());
+        }
+        let Some(value) = args.next() else {
+            return Err(format!("{flag} needs a value\n{USAGE}"));
+        };
+        match flag.as_str() {
+            "--pages" => pages = parse_number(&flag, &value)?,
+            "--out" => out = Some(PathBuf::from(value)),
+            "--queries" => queries = Some(PathBuf::from(value)),
+            "--num-queries" => num_queries = parse_number(&flag, &value)?,
+            "--seed" => seed = parse_number(&flag, &value)?,
+            _ => return Err(format!("unknown argument {flag}\n{USAGE}")),
+        }
+    }
+    let Some(out) = out else {
+        return Err(format!("--out is required\n{USAGE}"));
+    };
+    if pages < 2 {
+        return Err(format!(
+            "--pages must be at least 2 (pages link to each other)\n{USAGE}"
+        ));
+    }
+    Ok(Args {
+        pages,
+        out,
+        queries,
+        num_queries,
+        seed,
+    })
+}
+
+/// SplitMix64 (Steele, Lea and Flood 2014): small, fast, and good enough for test data.
+struct SplitMix64(u64);
+
+impl SplitMix64 {
+    fn next_u64(&mut self) -> u64 {
+        self.0 = self.0.wrapping_add(0x9E37_79B9_7F4A_7C15);
+        let mut z = self.0;
+        z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
+        z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
+        z ^ (z >> 31)
+    }
+
+    /// Uniform in `0..n`; `n` must be positive.
+    fn below(&mut self, n: usize) -> usize {
+        ((u128::from(self.next_u64()) * n as u128) >> 64) as usize
+    }
+
+    /// Uniform in `[0, 1)`.
+    fn unit(&mut self) -> f64 {
+        (self.next_u64() >> 11) as f64 / (1u64 << 53) as f64
+    }
+
+    fn chance(&mut self, p: f64) -> bool {
+        self.unit() < p
+    }
+
+    fn pick(&mut self, items: &[&'static str]) -> &'static str {
+        items[self.below(items.len())]
+    }
+}
+
+/// Inverse-CDF sampling of Zipf ranks (0-based) over `n` items.
+struct Zipf {
+    cdf: Vec<f64>,
+}
+
+impl Zipf {
+    fn new(n: usize, s: f64) -> Self {
+        let mut cdf = Vec::with_capacity(n);
+        let mut total = 0.0_f64;
+        for rank in 1..=n {
+            total += (rank as f64).powf(-s);
+            cdf.push(total);
+        }
+        for c in &mut cdf {
+            *c /= total;
+        }
+        Self { cdf }
+    }
+
+    fn sample(&self, rng: &mut SplitMix64) -> usize {
+        let u = rng.unit();
+        self.cdf.partition_point(|&c| c <= u).min(self.cdf.len() - 1)
+    }
+}
+
+/// The function words, then unique pseudo-words; frequent ranks are short, rare ones longer.
+fn vocabulary(rng: &mut SplitMix64) -> Vec<String> {
+    let mut words: Vec<String> = FUNCTION_WORDS.iter().map(|w| String::from(*w)).collect();
+    let mut seen: HashSet<String> = words.iter().cloned().collect();
+    while words.len() < VOCAB_SIZE {
+        let rank = words.len();
+        let syllables = 1 + usize::from(rank > 200) + rng.below(2);
+        let mut word = String::with_capacity(12);
+        for _ in 0..syllables {
+            word.push_str(rng.pick(ONSETS));
+            word.push_str(rng.pick(NUCLEI));
+        }
+        word.push_str(rng.pick(CODAS));
+        if seen.insert(word.clone()) {
+            words.push(word);
+        }
+    }
+    words
+}
+
+fn push_capitalised(out: &mut String, word: &str) {
+    let mut chars = word.chars();
+    if let Some(first) = chars.next() {
+        out.push(first.to_ascii_uppercase());
+        out.push_str(chars.as_str());
+    }
+}
+
+fn make_title(len: usize, words: &[String], rng: &mut SplitMix64) -> String {
+    let mut title = String::with_capacity(len * 9);
+    for i in 0..len {
+        if i > 0 {
+            title.push(' ');
+        }
+        let word = &words[TITLE_MIN_RANK + rng.below(words.len() - TITLE_MIN_RANK)];
+        push_capitalised(&mut title, word);
+    }
+    title
+}
+
+/// `n` unique titles of 1–4 words. A title that already exists is redrawn, one word longer
+/// every few tries, so uniqueness never depends on luck.
+fn make_titles(n: usize, words: &[String], rng: &mut SplitMix64) -> Vec<String> {
+    let mut seen: HashSet<String> = HashSet::with_capacity(n);
+    let mut out = Vec::with_capacity(n);
+    while out.len() < n {
+        let mut len = match rng.below(100) {
+            0..15 => 1,
+            15..60 => 2,
+            60..88 => 3,
+            _ => 4,
+        };
+        let mut attempts: u32 = 0;
+        loop {
+            let title = make_title(len, words, rng);
+            if seen.insert(title.clone()) {
+                out.push(title);
+                break;
+            }
+            attempts += 1;
+            if attempts.is_multiple_of(4) {
+                len += 1;
+            }
+        }
+    }
+    out
+}
+
+/// One sentence in both renderings, with its token offsets (relative to the sentence).
+#[derive(Default)]
+struct Sentence {
+    plain: String,
+    linked: String,
+    plain_tokens: Vec<(usize, usize)>,
+    linked_tokens: Vec<(usize, usize)>,
+}
+
+fn push_token(text: &mut String, tokens: &mut Vec<(usize, usize)>, token: &str) {
+    let start = text.len();
+    text.push_str(token);
+    tokens.push((start, text.len()));
+}
+
+impl Sentence {
+    fn clear(&mut self) {
+        self.plain.clear();
+        self.linked.clear();
+        self.plain_tokens.clear();
+        self.linked_tokens.clear();
+    }
+
+    fn space(&mut self) {
+        self.plain.push(' ');
+        self.linked.push(' ');
+    }
+
+    fn token(&mut self, token: &str) {
+        push_token(&mut self.plain, &mut self.plain_tokens, token);
+        push_token(&mut self.linked, &mut self.linked_tokens, token);
+    }
+
+    /// The words of `title`, linked to it in the linked rendering.
+    fn link(&mut self, title: &str) {
+        let start = self.linked.len();
+        self.linked.push_str("<a href=\"");
+        for (i, part) in title.split(' ').enumerate() {
+            if i > 0 {
+                self.linked.push_str("%20");
+            }
+            self.linked.push_str(part);
+        }
+        self.linked.push_str("\">");
+        self.linked_tokens.push((start, self.linked.len()));
+        for (i, word) in title.split(' ').enumerate() {
+            if i > 0 {
+                self.space();
+            }
+            self.token(word);
+        }
+        let start = self.linked.len();
+        self.linked.push_str("</a>");
+        self.linked_tokens.push((start, self.linked.len()));
+    }
+}
+
+struct Corpus {
+    words: Vec<String>,
+    zipf: Zipf,
+    titles: Vec<String>,
+}
+
+/// Generates page `page`'s sentences into `pool`; returns how many it used.
+fn fill_page(rng: &mut SplitMix64, corpus: &Corpus, page: usize, pool: &mut Vec<Sentence>) -> usize {
+    let title = &corpus.titles[page];
+    let title_words = title.split(' ').count();
+    let extra = if rng.below(5) == 0 { rng.below(21) } else { 0 };
+    let total = 20 + rng.below(41) + rng.below(41) + extra; // 20..=120, about 62
+    let sentences = (3 + rng.below(4)).min(total / 6); // 3..=6
+    let mut left = total;
+    let mut capitalised = String::new();
+    for k in 0..sentences {
+        let remaining = sentences - k;
+        // Invariant: left >= 4 * remaining, so every sentence gets 4 words or more.
+        let mut len = if remaining == 1 {
+            left
+        } else {
+            let jitter = rng.below(5);
+            (left / remaining + jitter)
+                .saturating_sub(2)
+                .clamp(4, left - 4 * (remaining - 1))
+        };
+        left -= len;
+        if pool.len() == k {
+            pool.push(Sentence::default());
+        }
+        let s = &mut pool[k];
+        s.clear();
+        if k == 0 {
+            // "<Title> is a ...", as real abstracts open.
+            for (i, word) in title.split(' ').enumerate() {
+                if i > 0 {
+                    s.space();
+                }
+                s.token(word);
+            }
+            s.space();
+            s.token(if rng.chance(0.7) { "is" } else { "was" });
+            s.space();
+            s.token(if rng.chance(0.8) { "a" } else { "the" });
+            len = len.saturating_sub(title_words + 2).max(2);
+        } else {
+            s.space();
+        }
+        for w in 0..len {
+            if w > 0 || k == 0 {
+                s.space();
+            }
+            if (w > 0 || k == 0) && rng.chance(LINK_RATE) {
+                let mut other = rng.below(corpus.titles.len());
+                if other == page {
+                    other = (other + 1) % corpus.titles.len();
+                }
+                s.link(&corpus.titles[other]);
+            } else {
+                let word = &corpus.words[corpus.zipf.sample(rng)];
+                if w == 0 && k > 0 {
+                    capitalised.clear();
+                    push_capitalised(&mut capitalised, word);
+                    s.token(&capitalised);
+                } else {
+                    s.token(word);
+                }
+            }
+            if w + 1 < len && rng.chance(COMMA_RATE) {
+                s.token(",");
+            }
+        }
+        s.token(".");
+    }
+    sentences
+}
+
+fn push_usize(buf: &mut Vec<u8>, mut n: usize) {
+    let mut digits = [0u8; 20];
+    let mut i = digits.len();
+    loop {
+        i -= 1;
+        digits[i] = b'0' + (n % 10) as u8;
+        n /= 10;
+        if n == 0 {
+            break;
+        }
+    }
+    buf.extend_from_slice(&digits[i..]);
+}
+
+fn push_json_string(buf: &mut Vec<u8>, s: &str) {
+    const HEX: &[u8; 16] = b"0123456789abcdef";
+    buf.push(b'"');
+    for &b in s.as_bytes() {
+        match b {
+            b'"' => buf.extend_from_slice(b"\\\""),
+            b'\\' => buf.extend_from_slice(b"\\\\"),
+            0x00..=0x1f => {
+                buf.extend_from_slice(b"\\u00");
+                buf.push(HEX[usize::from(b >> 4)]);
+                buf.push(HEX[usize::from(b & 0x0f)]);
+            }
+            _ => buf.push(b),
+        }
+    }
+    buf.push(b'"');
+}
+
+fn push_texts(buf: &mut Vec<u8>, sentences: &[Sentence], linked: bool) {
+    buf.push(b'[');
+    for (k, s) in sentences.iter().enumerate() {
+        if k > 0 {
+            buf.extend_from_slice(b", ");
+        }
+        push_json_string(buf, if linked { &s.linked } else { &s.plain });
+    }
+    buf.push(b']');
+}
+
+fn push_offsets(buf: &mut Vec<u8>, sentences: &[Sentence], linked: bool) {
+    buf.push(b'[');
+    for (k, s) in sentences.iter().enumerate() {
+        if k > 0 {
+            buf.extend_from_slice(b", ");
+        }
+        buf.push(b'[');
+        let tokens = if linked { &s.linked_tokens } else { &s.plain_tokens };
+        for (t, &(start, end)) in tokens.iter().enumerate() {
+            if t > 0 {
+                buf.extend_from_slice(b", ");
+            }
+            buf.push(b'[');
+            push_usize(buf, start);
+            buf.extend_from_slice(b", ");
+            push_usize(buf, end);
+            buf.push(b']');
+        }
+        buf.push(b']');
+    }
+    buf.push(b']');
+}
+
+/// One JSON line, keys in the real dump's order, separators as Python's `json.dumps`.
+fn write_page(buf: &mut Vec<u8>, id: usize, title: &str, sentences: &[Sentence]) {
+    buf.extend_from_slice(b"{\"id\": \"");
+    push_usize(buf, id);
+    buf.extend_from_slice(b"\", \"url\": \"https://en.wikipedia.org/wiki?curid=");
+    push_usize(buf, id);
+    buf.extend_from_slice(b"\", \"title\": ");
+    push_json_string(buf, title);
+    buf.extend_from_slice(b", \"text\": ");
+    push_texts(buf, sentences, false);
+    buf.extend_from_slice(b", \"charoffset\": ");
+    push_offsets(buf, sentences, false);
+    buf.extend_from_slice(b", \"text_with_links\": ");
+    push_texts(buf, sentences, true);
+    buf.extend_from_slice(b", \"charoffset_with_links\": ");
+    push_offsets(buf, sentences, true);
+    buf.extend_from_slice(b"}\n");
+}
+
+/// `title` with exactly one edit in one of its words of 5 letters or more, never on the
+/// word's first letter; `None` when the title has no such word (or no such edit applies).
+fn typo(title: &str, rng: &mut SplitMix64) -> Option<String> {
+    let words: Vec<&str> = title.split(' ').collect();
+    let long: Vec<usize> = words
+        .iter()
+        .enumerate()
+        .filter(|(_, w)| w.len() >= 5)
+        .map(|(i, _)| i)
+        .collect();
+    if long.is_empty() {
+        return None;
+    }
+    let target = long[rng.below(long.len())];
+    let mut letters: Vec<u8> = words[target].as_bytes().to_vec();
+    let len = letters.len();
+    match rng.below(4) {
+        0 => {
+            // deletion
+            let _ = letters.remove(1 + rng.below(len - 1));
+        }
+        1 => {
+            // insertion
+            let letter = b'a' + rng.below(26) as u8;
+            letters.insert(1 + rng.below(len), letter);
+        }
+        2 => {
+            // substitution by a different letter
+            let pos = 1 + rng.below(len - 1);
+            let mut letter = b'a' + rng.below(25) as u8;
+            if letter >= letters[pos] {
+                letter += 1;
+            }
+            letters[pos] = letter;
+        }
+        _ => {
+            // transposition of two different adjacent letters
+            let candidates: Vec<usize> = (1..len - 1).filter(|&p| letters[p] != letters[p + 1]).collect();
+            if candidates.is_empty() {
+                return None;
+            }
+            let pos = candidates[rng.below(candidates.len())];
+            letters.swap(pos, pos + 1);
+        }
+    }
+    let edited = String::from_utf8(letters).ok()?;
+    let mut query = String::with_capacity(title.len() + 1);
+    for (i, &word) in words.iter().enumerate() {
+        if i > 0 {
+            query.push(' ');
+        }
+        query.push_str(if i == target { edited.as_str() } else { word });
+    }
+    Some(query)
+}
+
+fn write_queries(path: &Path, titles: &[String], n: usize, rng: &mut SplitMix64) -> io::Result<usize> {
+    let known: HashSet<&str> = titles.iter().map(String::as_str).collect();
+    let mut out = BufWriter::new(File::create(path)?);
+    let mut written: usize = 0;
+    let mut attempts: usize = 0;
+    while written < n {
+        attempts += 1;
+        if attempts > 1_000 + 100 * n {
+            return Err(io::Error::other("could not draw enough typo queries"));
+        }
+        let title = &titles[rng.below(titles.len())];
+        let query = if written.is_multiple_of(2) {
+            title.clone()
+        } else {
+            let Some(query) = typo(title, rng) else {
+                continue;
+            };
+            if known.contains(query.as_str()) {
+                continue;
+            }
+            query
+        };
+        writeln!(out, "{query}\t{title}")?;
+        written += 1;
+    }
+    out.flush()?;
+    Ok(written)
+}
+
+fn run(args: &Args) -> io::Result<()> {
+    let start = Instant::now();
+    let mut rng = SplitMix64(args.seed);
+    let words = vocabulary(&mut rng);
+    let titles = make_titles(args.pages, &words, &mut rng);
+    let corpus = Corpus {
+        words,
+        zipf: Zipf::new(VOCAB_SIZE, ZIPF_S),
+        titles,
+    };
+    let setup = start.elapsed().as_secs_f64();
+
+    let mut out = BufWriter::with_capacity(1 << 20, File::create(&args.out)?);
+    let mut pool: Vec<Sentence> = Vec::new();
+    let mut buf: Vec<u8> = Vec::with_capacity(1 << 16);
+    let mut bytes: u64 = 0;
+    for (page, title) in corpus.titles.iter().enumerate() {
+        let used = fill_page(&mut rng, &corpus, page, &mut pool);
+        buf.clear();
+        write_page(&mut buf, 12 + 3 * page, title, &pool[..used]);
+        out.write_all(&buf)?;
+        bytes += buf.len() as u64;
+    }
+    out.flush()?;
+    let secs = start.elapsed().as_secs_f64();
+    println!(
+        "wrote {} pages, {bytes} bytes, to {} in {secs:.2} s ({:.0} pages/s; vocabulary and titles {setup:.2} s)",
+        args.pages,
+        args.out.display(),
+        args.pages as f64 / secs
+    );
+
+    if let Some(path) = &args.queries {
+        let mut query_rng = SplitMix64(args.seed ^ 0x5155_4552_5945_5321);
+        let written = write_queries(path, &corpus.titles, args.num_queries, &mut query_rng)?;
+        println!(
+            "wrote {written} queries (half exact titles, half with one typo) to {}",
+            path.display()
+        );
+    }
+    Ok(())
+}
+
+fn main() -> ExitCode {
+    let args = match parse_args() {
+        Ok(args) => args,
+        Err(message) => {
+            eprintln!("{message}");
+            return ExitCode::from(2);
+        }
+    };
+    match run(&args) {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(error) => {
+            eprintln!("gen_wiki: {error}");
+            ExitCode::FAILURE
+        }
+    }
+}

@@ -1,0 +1,563 @@
+//! `build`: a frozen dump → an offline Wikipedia index, streaming and in parallel. One thread reads
+//! and decompresses the sources ([`super::input`]), the parsing threads turn lines into pages
+//! ([`super::formats`]) and hand them to tantivy's own indexing threads; memory is bounded by the
+//! writer budget, never by the size of the dump.
+//!
+//! Crash-safe: the index is built in a temporary directory beside the destination and moved into
+//! place only when complete, its manifest written last; an interrupted build leaves nothing that
+//! opens as an index, and building again replaces the old one.
+
+use std::io::IsTerminal;
+use std::path::{Path, PathBuf};
+use std::sync::Mutex;
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::time::{Duration, Instant, SystemTime};
+
+use tantivy::{Index, IndexWriter, TantivyDocument};
+
+use super::IndexError;
+use super::formats::{DumpFormat, Record, dpr_page, parse_record};
+use super::input::{Feeder, ReadIssue, Work, for_each_line};
+use super::manifest::{INDEX_FORMAT, Manifest, SourceInfo, thousands};
+use super::schema::{Digest, IndexedPage, WikiSchema};
+
+/// The writer's memory budget unless `--memory` says otherwise.
+pub const DEFAULT_MEMORY_BYTES: usize = 512 << 20;
+/// The least memory tantivy accepts for one indexing thread.
+pub const MIN_MEMORY_PER_THREAD: usize = 16 << 20;
+/// How many malformed records are shown one by one; the rest are only counted.
+const SHOWN_ISSUES: u64 = 100;
+/// How often the plain progress line is printed when stderr is not a terminal.
+const PROGRESS_LINE_EVERY: Duration = Duration::from_secs(5);
+
+/// What `index build` does.
+#[derive(Debug, Clone)]
+pub struct BuildConfig {
+    pub sources: Vec<PathBuf>,
+    pub out: PathBuf,
+    /// `None`: recognise each source's format from its first line.
+    pub format: Option<DumpFormat>,
+    /// The indexing threads' memory budget, in bytes.
+    pub memory_bytes: usize,
+    /// Parsing threads and tantivy indexing threads (each).
+    pub threads: usize,
+    pub malformed: MalformedRecords,
+    pub progress: BuildProgress,
+}
+
+impl BuildConfig {
+    pub fn new(sources: Vec<PathBuf>, out: PathBuf) -> BuildConfig {
+        BuildConfig {
+            sources,
+            out,
+            format: None,
+            memory_bytes: DEFAULT_MEMORY_BYTES,
+            threads: std::thread::available_parallelism().map_or(2, usize::from),
+            malformed: MalformedRecords::Skip,
+            progress: BuildProgress::Quiet,
+        }
+    }
+}
+
+/// What a malformed record does to a build.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum MalformedRecords {
+    /// Reported (file, line, reason), counted and skipped.
+    Skip,
+    /// The first one ends the build (`--strict`).
+    Fail,
+}
+
+/// How a build shows its progress on stderr.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum BuildProgress {
+    /// A progress bar (a terminal).
+    Bar,
+    /// A plain line every few seconds (a log file).
+    Lines,
+    /// Nothing but the malformed records (tests).
+    Quiet,
+}
+
+impl BuildProgress {
+    pub fn for_stderr() -> BuildProgress {
+        if std::io::stderr().is_terminal() {
+            BuildProgress::Bar
+        } else {
+            BuildProgress::Lines
+        }
+    }
+}
+
+/// A malformed record: where, and why.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Malformed {
+    pub origin: String,
+    pub line: u64,
+    pub reason: String,
+}
+
+impl std::fmt::Display for Malformed {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "{}, line {}: {}", self.origin, self.line, self.reason)
+    }
+}
+
+/// What a finished build reports.
+#[derive(Debug, Clone)]
+pub struct BuildReport {
+    pub manifest: Manifest,
+    pub dir: PathBuf,
+    /// The first malformed records (up to 100), in the order they were found.
+    pub malformed: Vec<Malformed>,
+}
+
+/// Shared between the reading thread, the parsing threads and the progress display.
+struct Shared {
+    bytes_read: AtomicU64,
+    pages: AtomicU64,
+    malformed: AtomicU64,
+    abort: AtomicBool,
+    shown: Mutex<Vec<Malformed>>,
+    /// The malformed record that ended a `--strict` build, or the first failure of a thread.
+    failure: Mutex<Option<IndexError>>,
+    progress: BuildProgress,
+    malformed_records: MalformedRecords,
+}
+
+impl Shared {
+    fn malformed(&self, record: Malformed) {
+        if self.malformed_records == MalformedRecords::Fail {
+            self.fail(IndexError::Malformed(record));
+            return;
+        }
+        let count = self.malformed.fetch_add(1, Ordering::Relaxed) + 1;
+        if count <= SHOWN_ISSUES {
+            if self.progress != BuildProgress::Quiet {
+                eprintln!("warning: skipped a malformed record: {record}");
+                if count == SHOWN_ISSUES {
+                    eprintln!("warning: further malformed records are counted, not shown");
+                }
+            }
+            if let Ok(mut shown) = self.shown.lock() {
+                shown.push(record);
+            }
+        }
+    }
+
+    fn fail(&self, error: IndexError) {
+        if let Ok(mut failure) = self.failure.lock()
+            && failure.is_none()
+        {
+            *failure = Some(error);
+        }
+        self.abort.store(true, Ordering::Relaxed);
+    }
+
+    fn aborted(&self) -> bool {
+        self.abort.load(Ordering::Relaxed)
+    }
+}
+
+/// Builds the index `config` describes. `interrupted` is polled: when it turns true the build
+/// stops, removes its temporary directory and returns [`IndexError::Interrupted`].
+pub fn build(config: &BuildConfig, interrupted: &AtomicBool) -> Result<BuildReport, IndexError> {
+    let started = Instant::now();
+    if config.sources.is_empty() {
+        return Err(IndexError::NoSources);
+    }
+    let mut source_infos = Vec::new();
+    for path in &config.sources {
+        source_infos.push(SourceInfo {
+            path: path.clone(),
+            bytes: bytes_on_disk(path)?,
+            format: None,
+        });
+    }
+    let total_bytes: u64 = source_infos.iter().map(|source| source.bytes).sum();
+    let staging = Staging::new(&config.out)?;
+
+    let (schema, fields) = WikiSchema::new();
+    let tantivy_error = |source| IndexError::Tantivy {
+        dir: staging.dir.clone(),
+        source,
+    };
+    let index = Index::create_in_dir(&staging.dir, schema).map_err(tantivy_error)?;
+    WikiSchema::register_tokenizer(&index);
+    let threads = config.threads.clamp(1, 8);
+    let memory = config.memory_bytes.max(threads * MIN_MEMORY_PER_THREAD);
+    let mut writer: IndexWriter<TantivyDocument> = index
+        .writer_with_num_threads(threads, memory)
+        .map_err(tantivy_error)?;
+
+    let shared = Shared {
+        bytes_read: AtomicU64::new(0),
+        pages: AtomicU64::new(0),
+        malformed: AtomicU64::new(0),
+        abort: AtomicBool::new(false),
+        shown: Mutex::new(Vec::new()),
+        failure: Mutex::new(None),
+        progress: config.progress,
+        malformed_records: config.malformed,
+    };
+    let (tx, rx) = crossbeam_channel::bounded::<Work>(threads * 2);
+    let mut digest = Digest::default();
+    let finished = AtomicBool::new(false);
+    std::thread::scope(|scope| {
+        let workers: Vec<_> = (0..threads)
+            .map(|_| {
+                let rx = rx.clone();
+                let writer = &writer;
+                let shared = &shared;
+                scope.spawn(move || {
+                    let mut digest = Digest::default();
+                    for work in rx {
+                        if shared.aborted() {
+                            continue;
+                        }
+                        index_work(&work, writer, &fields, shared, &mut digest);
+                    }
+                    digest
+                })
+            })
+            .collect();
+        drop(rx);
+        let display = scope.spawn(|| show_progress(&shared, total_bytes, &finished, interrupted, started));
+        let issue = |issue: ReadIssue| {
+            shared.malformed(Malformed {
+                origin: issue.origin.to_string(),
+                line: issue.line,
+                reason: issue.reason,
+            })
+        };
+        let mut feeder = Feeder::new(tx, config.format, &shared.bytes_read, &shared.abort, &issue);
+        for (source, info) in config.sources.iter().zip(source_infos.iter_mut()) {
+            if shared.aborted() {
+                break;
+            }
+            match feeder.source(source) {
+                Ok(format) => info.format = format,
+                Err(error) => shared.fail(error),
+            }
+        }
+        drop(feeder);
+        for worker in workers {
+            match worker.join() {
+                Ok(worker_digest) => digest.merge(worker_digest),
+                Err(_) => shared.fail(IndexError::Thread),
+            }
+        }
+        finished.store(true, Ordering::Relaxed);
+        let _ = display.join();
+    });
+    if interrupted.load(Ordering::Relaxed) {
+        return Err(IndexError::Interrupted);
+    }
+    if let Some(error) = shared.failure.lock().ok().and_then(|mut failure| failure.take()) {
+        return Err(error);
+    }
+    let pages = shared.pages.load(Ordering::Relaxed);
+    if pages == 0 {
+        return Err(IndexError::NoPages {
+            malformed: shared.malformed.load(Ordering::Relaxed),
+        });
+    }
+    writer.commit().map_err(tantivy_error)?;
+    writer.wait_merging_threads().map_err(tantivy_error)?;
+    if interrupted.load(Ordering::Relaxed) {
+        return Err(IndexError::Interrupted);
+    }
+
+    let mut dump_formats: Vec<DumpFormat> = Vec::new();
+    for format in source_infos.iter().filter_map(|source| source.format) {
+        if !dump_formats.contains(&format) {
+            dump_formats.push(format);
+        }
+    }
+    let label: Vec<&str> = dump_formats.iter().map(|format| format.as_str()).collect();
+    let manifest = Manifest {
+        format: INDEX_FORMAT.to_owned(),
+        snapshot: digest.snapshot(&label.join("+")),
+        dump_formats,
+        sources: source_infos,
+        pages,
+        malformed: shared.malformed.load(Ordering::Relaxed),
+        built: httpdate::fmt_http_date(SystemTime::now()),
+        build_seconds: started.elapsed().as_secs_f64(),
+        tool: concat!("react-docstore ", env!("CARGO_PKG_VERSION")).to_owned(),
+    };
+    manifest.write(&staging.dir)?;
+    let dir = staging.install()?;
+    let malformed = shared.shown.into_inner().unwrap_or_default();
+    Ok(BuildReport {
+        manifest,
+        dir,
+        malformed,
+    })
+}
+
+/// Parses one work item and hands its pages to the writer.
+fn index_work(
+    work: &Work,
+    writer: &IndexWriter<TantivyDocument>,
+    fields: &WikiSchema,
+    shared: &Shared,
+    digest: &mut Digest,
+) {
+    // DPR: consecutive passages of one title, waiting for the title to change.
+    let mut passages: Option<(u64, String, Vec<String>)> = None;
+    let mut add = |ordinal: u64, page: IndexedPage| {
+        digest.add(ordinal, &page);
+        match writer.add_document(fields.document(&page, ordinal)) {
+            Ok(_) => {
+                shared.pages.fetch_add(1, Ordering::Relaxed);
+            }
+            Err(source) => shared.fail(IndexError::Write {
+                path: PathBuf::from("(index writer)"),
+                source: std::io::Error::other(source),
+            }),
+        }
+    };
+    let result = for_each_line(
+        work,
+        |line_no, line| {
+            if shared.aborted() {
+                return;
+            }
+            let ordinal = (work.seq << 32) | (line_no - work.first_line).min(u64::from(u32::MAX));
+            match parse_record(work.format, line) {
+                Ok(Record::Page(page)) => add(ordinal, page),
+                Ok(Record::Passage { title, text }) => match &mut passages {
+                    Some((_, current, texts)) if *current == title => texts.push(text),
+                    _ => {
+                        if let Some((first, title, texts)) = passages.replace((ordinal, title, vec![text])) {
+                            add(first, dpr_page(title, &texts));
+                        }
+                    }
+                },
+                Ok(Record::Nothing) => {}
+                Err(reason) => shared.malformed(Malformed {
+                    origin: work.origin.to_string(),
+                    line: line_no,
+                    reason,
+                }),
+            }
+        },
+        |issue| {
+            shared.malformed(Malformed {
+                origin: issue.origin.to_string(),
+                line: issue.line,
+                reason: issue.reason,
+            })
+        },
+    );
+    if let Some((first, title, texts)) = passages.take() {
+        add(first, dpr_page(title, &texts));
+    }
+    if let Err(source) = result {
+        shared.fail(IndexError::Archive {
+            origin: work.origin.to_string(),
+            message: source.to_string(),
+        });
+    }
+}
+
+/// The progress bar, or a plain line every few seconds, until the build finishes.
+fn show_progress(
+    shared: &Shared,
+    total_bytes: u64,
+    finished: &AtomicBool,
+    interrupted: &AtomicBool,
+    started: Instant,
+) {
+    let bar = (shared.progress == BuildProgress::Bar).then(|| {
+        let bar = indicatif::ProgressBar::new(total_bytes);
+        bar.set_style(
+            indicatif::ProgressStyle::with_template("{bar:30} {bytes}/{total_bytes} read  {msg}  ETA {eta}")
+                .unwrap_or_else(|_| indicatif::ProgressStyle::default_bar()),
+        );
+        bar
+    });
+    let mut last_line = Instant::now();
+    while !finished.load(Ordering::Relaxed) {
+        std::thread::sleep(Duration::from_millis(100));
+        if interrupted.load(Ordering::Relaxed) {
+            shared.abort.store(true, Ordering::Relaxed);
+        }
+        let pages = shared.pages.load(Ordering::Relaxed);
+        let read = shared.bytes_read.load(Ordering::Relaxed).min(total_bytes);
+        let rate = pages as f64 / started.elapsed().as_secs_f64().max(0.001);
+        match (&bar, shared.progress) {
+            (Some(bar), _) => {
+                bar.set_position(read);
+                bar.set_message(format!("{pages} pages, {rate:.0} pages/s"));
+            }
+            (None, BuildProgress::Lines) if last_line.elapsed() >= PROGRESS_LINE_EVERY => {
+                last_line = Instant::now();
+                let share = if total_bytes == 0 {
+                    1.0
+                } else {
+                    read as f64 / total_bytes as f64
+                };
+                let eta = if share > 0.0 {
+                    format!("{:.0} s", started.elapsed().as_secs_f64() * (1.0 - share) / share)
+                } else {
+                    "unknown".to_owned()
+                };
+                eprintln!(
+                    "indexed {pages} pages, {:.1}% of the input read, {rate:.0} pages/s, ETA {eta}",
+                    share * 100.0
+                );
+            }
+            _ => {}
+        }
+    }
+    if let Some(bar) = bar {
+        bar.finish_and_clear();
+    }
+}
+
+/// Bytes on disk of a file, or of every file under a directory.
+fn bytes_on_disk(path: &Path) -> Result<u64, IndexError> {
+    let metadata = std::fs::metadata(path).map_err(|source| IndexError::Read {
+        path: path.to_owned(),
+        source,
+    })?;
+    if !metadata.is_dir() {
+        return Ok(metadata.len());
+    }
+    let mut total = 0;
+    let entries = std::fs::read_dir(path).map_err(|source| IndexError::Read {
+        path: path.to_owned(),
+        source,
+    })?;
+    for entry in entries.flatten() {
+        total += bytes_on_disk(&entry.path())?;
+    }
+    Ok(total)
+}
+
+/// The temporary directory a build writes into, beside its destination; removed unless installed.
+struct Staging {
+    dir: PathBuf,
+    out: PathBuf,
+    installed: bool,
+}
+
+impl Staging {
+    fn new(out: &Path) -> Result<Staging, IndexError> {
+        let name = out
+            .file_name()
+            .ok_or_else(|| IndexError::BadOut { out: out.to_owned() })?
+            .to_string_lossy()
+            .into_owned();
+        let parent = match out.parent() {
+            Some(parent) if !parent.as_os_str().is_empty() => parent.to_owned(),
+            _ => PathBuf::from("."),
+        };
+        std::fs::create_dir_all(&parent).map_err(|source| IndexError::Write {
+            path: parent.clone(),
+            source,
+        })?;
+        remove_stale_staging(&parent, &name);
+        let dir = parent.join(format!(".{name}.building-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&dir);
+        std::fs::create_dir(&dir).map_err(|source| IndexError::Write {
+            path: dir.clone(),
+            source,
+        })?;
+        Ok(Staging {
+            dir,
+            out: out.to_owned(),
+            installed: false,
+        })
+    }
+
+    /// Moves the finished index into place, replacing an older one.
+    fn install(mut self) -> Result<PathBuf, IndexError> {
+        let write_error = |path: &Path| {
+            let path = path.to_owned();
+            move |source| IndexError::Write { path, source }
+        };
+        if self.out.exists() {
+            // An index, finished or not (tantivy's `meta.json`), or an empty directory.
+            let replaceable = Manifest::path(&self.out).exists()
+                || self.out.join("meta.json").exists()
+                || is_empty_dir(&self.out);
+            if !self.out.is_dir() || !replaceable {
+                return Err(IndexError::OutNotIndex {
+                    out: self.out.clone(),
+                });
+            }
+            let old = self.dir.with_extension("old");
+            std::fs::rename(&self.out, &old).map_err(write_error(&self.out))?;
+            std::fs::rename(&self.dir, &self.out).map_err(write_error(&self.out))?;
+            let _ = std::fs::remove_dir_all(&old);
+        } else {
+            std::fs::rename(&self.dir, &self.out).map_err(write_error(&self.out))?;
+        }
+        self.installed = true;
+        Ok(self.out.clone())
+    }
+}
+
+impl Drop for Staging {
+    fn drop(&mut self) {
+        if !self.installed {
+            let _ = std::fs::remove_dir_all(&self.dir);
+        }
+    }
+}
+
+fn is_empty_dir(path: &Path) -> bool {
+    std::fs::read_dir(path).is_ok_and(|mut entries| entries.next().is_none())
+}
+
+/// Removes what builds of `name` that were killed left behind (their process is gone).
+fn remove_stale_staging(parent: &Path, name: &str) {
+    let prefix = format!(".{name}.building-");
+    let Ok(entries) = std::fs::read_dir(parent) else {
+        return;
+    };
+    for entry in entries.flatten() {
+        let file_name = entry.file_name().to_string_lossy().into_owned();
+        let Some(pid) = file_name
+            .strip_prefix(&prefix)
+            .map(|rest| rest.trim_end_matches(".old"))
+            .and_then(|pid| pid.parse::<u32>().ok())
+        else {
+            continue;
+        };
+        let alive = Path::new("/proc").is_dir() && Path::new("/proc").join(pid.to_string()).exists();
+        if pid != std::process::id() && !alive {
+            let _ = std::fs::remove_dir_all(entry.path());
+        }
+    }
+}
+
+impl BuildReport {
+    /// The closing summary: pages, time, rate, malformed records, snapshot.
+    pub fn write_summary(&self, out: &mut dyn std::io::Write) -> std::io::Result<()> {
+        let manifest = &self.manifest;
+        let rate = manifest.pages as f64 / manifest.build_seconds.max(0.001);
+        writeln!(
+            out,
+            "indexed {} pages from {} source{} in {:.1} s ({} pages/s) into {}",
+            thousands(manifest.pages),
+            manifest.sources.len(),
+            if manifest.sources.len() == 1 { "" } else { "s" },
+            manifest.build_seconds,
+            thousands(rate as u64),
+            self.dir.display()
+        )?;
+        if manifest.malformed > 0 {
+            writeln!(
+                out,
+                "skipped {} malformed record{} (shown on stderr; --strict stops at the first)",
+                thousands(manifest.malformed),
+                if manifest.malformed == 1 { "" } else { "s" }
+            )?;
+        }
+        writeln!(out, "snapshot {}", manifest.snapshot)
+    }
+}

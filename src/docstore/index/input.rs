@@ -1,0 +1,542 @@
+//! Reading dumps as distributed: files and directories, gzip / bzip2 / zstd streams (recognised by
+//! their magic bytes), tar and zip containers read in place — cut into [`Work`] items of whole
+//! lines for the parsing threads. Runs on one thread; everything it holds is bounded.
+
+use std::fs::File;
+use std::io::{BufRead, BufReader, Read, Seek, SeekFrom};
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+
+use crossbeam_channel::Sender;
+use ruzstd::decoding::{BlockDecodingStrategy, FrameDecoder};
+
+use super::IndexError;
+use super::formats::DumpFormat;
+
+/// How many bytes of whole lines one work item carries.
+const CHUNK_BYTES: usize = 1 << 20;
+/// A line longer than this is reported as malformed and skipped.
+pub const MAX_LINE_BYTES: usize = 64 << 20;
+/// Compressed members up to this size are handed whole to a parsing thread, which decompresses
+/// them (in parallel with the others); larger ones are decompressed here, as a stream.
+const MAX_MEMBER_IN_MEMORY: u64 = 32 << 20;
+
+/// A compression recognised by its magic bytes.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Compression {
+    Gzip,
+    Bzip2,
+    Zstd,
+}
+
+impl Compression {
+    fn sniff(bytes: &[u8]) -> Option<Compression> {
+        if bytes.starts_with(&[0x1f, 0x8b]) {
+            Some(Compression::Gzip)
+        } else if bytes.starts_with(b"BZh") {
+            Some(Compression::Bzip2)
+        } else if bytes.starts_with(&[0x28, 0xb5, 0x2f, 0xfd]) {
+            Some(Compression::Zstd)
+        } else {
+            None
+        }
+    }
+
+    /// The decompressed stream.
+    pub fn decoder<'a, R: BufRead + 'a>(self, reader: R) -> Box<dyn Read + 'a> {
+        match self {
+            Compression::Gzip => Box::new(flate2::bufread::MultiGzDecoder::new(reader)),
+            Compression::Bzip2 => Box::new(bzip2::bufread::MultiBzDecoder::new(reader)),
+            Compression::Zstd => Box::new(ZstdFrames::new(reader)),
+        }
+    }
+}
+
+fn is_zip(bytes: &[u8]) -> bool {
+    bytes.starts_with(b"PK\x03\x04")
+}
+
+fn is_tar(bytes: &[u8]) -> bool {
+    bytes.len() >= 262 && &bytes[257..262] == b"ustar"
+}
+
+/// Zstandard frames one after the other (`zstd` writes one, `pzstd` several), decoded by ruzstd.
+struct ZstdFrames<R> {
+    source: R,
+    decoder: FrameDecoder,
+    in_frame: bool,
+}
+
+impl<R: BufRead> ZstdFrames<R> {
+    fn new(source: R) -> ZstdFrames<R> {
+        ZstdFrames {
+            source,
+            decoder: FrameDecoder::new(),
+            in_frame: false,
+        }
+    }
+}
+
+impl<R: BufRead> Read for ZstdFrames<R> {
+    fn read(&mut self, buf: &mut [u8]) -> std::io::Result<usize> {
+        loop {
+            if !self.in_frame {
+                if self.source.fill_buf()?.is_empty() {
+                    return Ok(0);
+                }
+                self.decoder
+                    .reset(&mut self.source)
+                    .map_err(std::io::Error::other)?;
+                self.in_frame = true;
+            }
+            while self.decoder.can_collect() == 0 && !self.decoder.is_finished() {
+                self.decoder
+                    .decode_blocks(&mut self.source, BlockDecodingStrategy::UptoBlocks(1))
+                    .map_err(std::io::Error::other)?;
+            }
+            let read = self.decoder.read(buf)?;
+            if read > 0 || buf.is_empty() {
+                return Ok(read);
+            }
+            if self.decoder.is_finished() {
+                self.in_frame = false;
+            }
+        }
+    }
+}
+
+/// Counts the bytes read from a source file, for the progress bar and its ETA.
+struct Counted<'c, R> {
+    inner: R,
+    counter: &'c AtomicU64,
+}
+
+impl<R: Read> Read for Counted<'_, R> {
+    fn read(&mut self, buf: &mut [u8]) -> std::io::Result<usize> {
+        let read = self.inner.read(buf)?;
+        self.counter.fetch_add(read as u64, Ordering::Relaxed);
+        Ok(read)
+    }
+}
+
+impl<R: Seek> Seek for Counted<'_, R> {
+    fn seek(&mut self, pos: SeekFrom) -> std::io::Result<u64> {
+        self.inner.seek(pos)
+    }
+}
+
+/// What one work item holds.
+pub enum WorkData {
+    /// Whole lines, uncompressed.
+    Lines(Vec<u8>),
+    /// A whole compressed member (`AA/wiki_00.bz2`), decompressed by the parsing thread.
+    Compressed(Compression, Vec<u8>),
+}
+
+/// A piece of a dump for one parsing thread.
+pub struct Work {
+    /// `file` or `file (member)`, for messages.
+    pub origin: Arc<str>,
+    /// The work item's position in the dump: with the line, it orders the pages.
+    pub seq: u64,
+    /// The number of the item's first line within its file or member (1-based).
+    pub first_line: u64,
+    pub format: DumpFormat,
+    pub data: WorkData,
+}
+
+/// A malformed line found while reading (too long), reported like a malformed record.
+pub struct ReadIssue {
+    pub origin: Arc<str>,
+    pub line: u64,
+    pub reason: String,
+}
+
+/// Feeds the parsing threads: walks the sources in order and sends [`Work`].
+pub struct Feeder<'a> {
+    pub tx: Sender<Work>,
+    /// The forced format, or `None` to detect it from each source's first line.
+    pub forced: Option<DumpFormat>,
+    pub bytes_read: &'a AtomicU64,
+    pub abort: &'a AtomicBool,
+    pub issues: &'a dyn Fn(ReadIssue),
+    seq: u64,
+    /// The format of the source being read, once known.
+    format: Option<DumpFormat>,
+}
+
+impl<'a> Feeder<'a> {
+    pub fn new(
+        tx: Sender<Work>,
+        forced: Option<DumpFormat>,
+        bytes_read: &'a AtomicU64,
+        abort: &'a AtomicBool,
+        issues: &'a dyn Fn(ReadIssue),
+    ) -> Feeder<'a> {
+        Feeder {
+            tx,
+            forced,
+            bytes_read,
+            abort,
+            issues,
+            seq: 0,
+            format: None,
+        }
+    }
+
+    /// Reads one source (a file or a directory) and returns the format it was read as.
+    pub fn source(&mut self, path: &Path) -> Result<Option<DumpFormat>, IndexError> {
+        self.format = self.forced;
+        if path.is_dir() {
+            for file in files_under(path)? {
+                let name = file.strip_prefix(path).unwrap_or(&file).display().to_string();
+                let origin = format!("{} ({name})", path.display());
+                self.file(&file, &origin)?;
+            }
+        } else {
+            self.file(path, &path.display().to_string())?;
+        }
+        Ok(self.format)
+    }
+
+    fn aborted(&self) -> bool {
+        self.abort.load(Ordering::Relaxed)
+    }
+
+    fn file(&mut self, path: &Path, origin: &str) -> Result<(), IndexError> {
+        let read_error = |source| IndexError::Read {
+            path: path.to_owned(),
+            source,
+        };
+        let file = File::open(path).map_err(read_error)?;
+        let mut reader = BufReader::with_capacity(
+            256 << 10,
+            Counted {
+                inner: file,
+                counter: self.bytes_read,
+            },
+        );
+        let head = reader.fill_buf().map_err(read_error)?.to_vec();
+        if is_zip(&head) {
+            let counted = reader.into_inner();
+            return self.zip(counted, path, origin);
+        }
+        match Compression::sniff(&head) {
+            Some(compression) => self.container(compression.decoder(reader), origin),
+            None => self.container(reader, origin),
+        }
+    }
+
+    /// A decompressed file: a tar archive, or lines.
+    fn container(&mut self, reader: impl Read, origin: &str) -> Result<(), IndexError> {
+        let (head, reader) = peek(reader, 512).map_err(|source| archive_error(origin, source))?;
+        if is_tar(&head) {
+            let mut archive = tar::Archive::new(reader);
+            let entries = archive
+                .entries()
+                .map_err(|source| archive_error(origin, source))?;
+            for entry in entries {
+                if self.aborted() {
+                    return Ok(());
+                }
+                let mut entry = entry.map_err(|source| archive_error(origin, source))?;
+                if !entry.header().entry_type().is_file() {
+                    continue;
+                }
+                let name = entry
+                    .path()
+                    .map(|path| path.display().to_string())
+                    .unwrap_or_else(|_| "?".to_owned());
+                let member = format!("{origin} ({name})");
+                let size = entry.size();
+                self.member(&mut entry, size, &member)?;
+            }
+            return Ok(());
+        }
+        self.lines(BufReader::with_capacity(256 << 10, reader), origin)
+    }
+
+    fn zip(&mut self, file: Counted<'a, File>, path: &Path, origin: &str) -> Result<(), IndexError> {
+        let zip_error = |error: zip::result::ZipError| IndexError::Archive {
+            origin: origin.to_owned(),
+            message: error.to_string(),
+        };
+        let mut archive = zip::ZipArchive::new(file).map_err(zip_error)?;
+        for idx in 0..archive.len() {
+            if self.aborted() {
+                return Ok(());
+            }
+            let mut entry = archive.by_index(idx).map_err(zip_error)?;
+            if entry.is_dir() {
+                continue;
+            }
+            let name = entry
+                .name()
+                .map(|name| name.into_owned())
+                .unwrap_or_else(|_| "?".to_owned());
+            let member = format!("{} ({name})", path.display());
+            let size = entry.size();
+            self.member(&mut entry, size, &member)?;
+        }
+        Ok(())
+    }
+
+    /// One member of an archive: small compressed members go whole to a parsing thread.
+    fn member(&mut self, entry: &mut dyn Read, size: u64, origin: &str) -> Result<(), IndexError> {
+        let mut reader = BufReader::with_capacity(256 << 10, entry);
+        let head = reader
+            .fill_buf()
+            .map_err(|source| archive_error(origin, source))?
+            .to_vec();
+        match Compression::sniff(&head) {
+            Some(compression) if size <= MAX_MEMBER_IN_MEMORY => {
+                let mut bytes = Vec::with_capacity(size as usize);
+                reader
+                    .read_to_end(&mut bytes)
+                    .map_err(|source| archive_error(origin, source))?;
+                let format = match self.format {
+                    Some(format) => format,
+                    None => {
+                        let first = first_line(compression.decoder(&bytes[..]))
+                            .map_err(|source| archive_error(origin, source))?;
+                        self.detect(&first, origin)?
+                    }
+                };
+                self.send(Work {
+                    origin: origin.into(),
+                    seq: 0,
+                    first_line: 1,
+                    format,
+                    data: WorkData::Compressed(compression, bytes),
+                });
+                Ok(())
+            }
+            Some(compression) => {
+                let stream = BufReader::with_capacity(256 << 10, compression.decoder(reader));
+                self.lines(stream, origin)
+            }
+            None => self.lines(reader, origin),
+        }
+    }
+
+    fn detect(&mut self, line: &[u8], origin: &str) -> Result<DumpFormat, IndexError> {
+        let format = DumpFormat::detect(line).ok_or_else(|| IndexError::UnknownFormat {
+            origin: origin.to_owned(),
+            line: String::from_utf8_lossy(&line[..line.len().min(120)]).into_owned(),
+        })?;
+        self.format = Some(format);
+        Ok(format)
+    }
+
+    /// Cuts a stream into work items of whole lines. DPR passages of one title stay together.
+    fn lines(&mut self, mut reader: impl BufRead, origin: &str) -> Result<(), IndexError> {
+        let origin: Arc<str> = origin.into();
+        let mut chunk: Vec<u8> = Vec::with_capacity(CHUNK_BYTES + (64 << 10));
+        let mut line = Vec::new();
+        let mut line_no = 0u64;
+        let mut chunk_first_line = 1u64;
+        let mut last_title: Vec<u8> = Vec::new();
+        loop {
+            if self.aborted() {
+                return Ok(());
+            }
+            line.clear();
+            let read = (&mut reader)
+                .take(MAX_LINE_BYTES as u64 + 1)
+                .read_until(b'\n', &mut line)
+                .map_err(|source| archive_error(&origin, source))?;
+            if read == 0 {
+                break;
+            }
+            line_no += 1;
+            if line.len() > MAX_LINE_BYTES && !line.ends_with(b"\n") {
+                skip_line(&mut reader).map_err(|source| archive_error(&origin, source))?;
+                (self.issues)(ReadIssue {
+                    origin: origin.clone(),
+                    line: line_no,
+                    reason: format!("the line is longer than {} MiB", MAX_LINE_BYTES >> 20),
+                });
+                line.clear();
+                line.push(b'\n');
+            }
+            let format = match self.format {
+                Some(format) => format,
+                None if line.iter().all(u8::is_ascii_whitespace) => {
+                    chunk.extend_from_slice(&line);
+                    continue;
+                }
+                None => self.detect(&line, &origin)?,
+            };
+            let mut cut = chunk.len() >= CHUNK_BYTES;
+            if format == DumpFormat::Dpr {
+                let title = dpr_title(&line).to_vec();
+                // Passages of one title stay in one item (up to 16 items' worth).
+                if cut && title == last_title && chunk.len() < 16 * CHUNK_BYTES {
+                    cut = false;
+                }
+                last_title = title;
+            }
+            if cut {
+                let full = std::mem::replace(&mut chunk, Vec::with_capacity(CHUNK_BYTES + (64 << 10)));
+                self.send_lines(&origin, chunk_first_line, format, full);
+                chunk_first_line = line_no;
+            }
+            chunk.extend_from_slice(&line);
+        }
+        if let Some(format) = self.format
+            && !chunk.is_empty()
+        {
+            self.send_lines(&origin, chunk_first_line, format, chunk);
+        }
+        Ok(())
+    }
+
+    fn send_lines(&mut self, origin: &Arc<str>, first_line: u64, format: DumpFormat, bytes: Vec<u8>) {
+        self.send(Work {
+            origin: origin.clone(),
+            seq: 0,
+            first_line,
+            format,
+            data: WorkData::Lines(bytes),
+        });
+    }
+
+    fn send(&mut self, mut work: Work) {
+        work.seq = self.seq;
+        self.seq += 1;
+        // A closed channel means the parsing threads stopped (an abort): nothing more to do.
+        let _ = self.tx.send(work);
+    }
+}
+
+fn archive_error(origin: &str, source: std::io::Error) -> IndexError {
+    IndexError::Archive {
+        origin: origin.to_owned(),
+        message: source.to_string(),
+    }
+}
+
+/// The first `len` bytes of `reader` (fewer at its end), and the whole stream again.
+fn peek(mut reader: impl Read, len: usize) -> std::io::Result<(Vec<u8>, impl Read)> {
+    let mut head = Vec::with_capacity(len);
+    (&mut reader).take(len as u64).read_to_end(&mut head)?;
+    Ok((head.clone(), std::io::Cursor::new(head).chain(reader)))
+}
+
+/// Skips the rest of an overlong line.
+fn skip_line(reader: &mut impl BufRead) -> std::io::Result<()> {
+    loop {
+        let buffer = reader.fill_buf()?;
+        if buffer.is_empty() {
+            return Ok(());
+        }
+        match memchr::memchr(b'\n', buffer) {
+            Some(end) => {
+                reader.consume(end + 1);
+                return Ok(());
+            }
+            None => {
+                let len = buffer.len();
+                reader.consume(len);
+            }
+        }
+    }
+}
+
+/// The first non-empty line of a stream (bounded).
+fn first_line(reader: impl Read) -> std::io::Result<Vec<u8>> {
+    let mut reader = BufReader::new(reader.take(MAX_LINE_BYTES as u64));
+    let mut line = Vec::new();
+    loop {
+        line.clear();
+        if reader.read_until(b'\n', &mut line)? == 0 || !line.iter().all(u8::is_ascii_whitespace) {
+            return Ok(line);
+        }
+    }
+}
+
+/// The last tab-separated field of a DPR line: its title.
+fn dpr_title(line: &[u8]) -> &[u8] {
+    let line = line.strip_suffix(b"\n").unwrap_or(line);
+    let line = line.strip_suffix(b"\r").unwrap_or(line);
+    match memchr::memrchr(b'\t', line) {
+        Some(tab) => &line[tab + 1..],
+        None => line,
+    }
+}
+
+/// Every file under `dir`, recursively, in name order; hidden files are left out.
+fn files_under(dir: &Path) -> Result<Vec<PathBuf>, IndexError> {
+    let mut files = Vec::new();
+    let mut pending = vec![dir.to_owned()];
+    while let Some(dir) = pending.pop() {
+        let entries = std::fs::read_dir(&dir).map_err(|source| IndexError::Read {
+            path: dir.clone(),
+            source,
+        })?;
+        for entry in entries {
+            let entry = entry.map_err(|source| IndexError::Read {
+                path: dir.clone(),
+                source,
+            })?;
+            let path = entry.path();
+            if entry.file_name().to_string_lossy().starts_with('.') {
+                continue;
+            }
+            if path.is_dir() {
+                pending.push(path);
+            } else {
+                files.push(path);
+            }
+        }
+    }
+    files.sort();
+    Ok(files)
+}
+
+/// The lines of a work item, each with its number, decompressing a whole member on the way.
+pub fn for_each_line(
+    work: &Work,
+    mut line: impl FnMut(u64, &[u8]),
+    mut issue: impl FnMut(ReadIssue),
+) -> std::io::Result<()> {
+    match &work.data {
+        WorkData::Lines(bytes) => {
+            for (number, text) in (work.first_line..).zip(bytes.split(|&byte| byte == b'\n')) {
+                if !text.is_empty() {
+                    line(number, text);
+                }
+            }
+        }
+        WorkData::Compressed(compression, bytes) => {
+            let mut reader = BufReader::with_capacity(256 << 10, compression.decoder(&bytes[..]));
+            let mut buffer = Vec::new();
+            let mut number = work.first_line;
+            loop {
+                buffer.clear();
+                let read = (&mut reader)
+                    .take(MAX_LINE_BYTES as u64 + 1)
+                    .read_until(b'\n', &mut buffer)?;
+                if read == 0 {
+                    return Ok(());
+                }
+                if buffer.len() > MAX_LINE_BYTES && !buffer.ends_with(b"\n") {
+                    skip_line(&mut reader)?;
+                    issue(ReadIssue {
+                        origin: work.origin.clone(),
+                        line: number,
+                        reason: format!("the line is longer than {} MiB", MAX_LINE_BYTES >> 20),
+                    });
+                } else {
+                    let text = buffer.strip_suffix(b"\n").unwrap_or(&buffer);
+                    if !text.is_empty() {
+                        line(number, text);
+                    }
+                }
+                number += 1;
+            }
+        }
+    }
+    Ok(())
+}

@@ -1,0 +1,303 @@
+//! `PageIndex`: Wikipedia's search over a tantivy index — an exact title opens its page (MediaWiki's
+//! "Go": normalised, then case-insensitive, then without punctuation), anything else gives the
+//! ranked, typo-tolerant list of similar titles.
+//!
+//! The ranking is deterministic: BM25 over titles (boosted) and text, a fuzzy title term for each
+//! word no title contains (one edit, transpositions included), ties to the page earlier in the
+//! dump; the best candidates are then re-ranked by how alike their titles are to the entity.
+
+use std::cmp::Reverse;
+use std::ops::Bound;
+use std::path::Path;
+
+use tantivy::collector::TopDocs;
+use tantivy::query::{BooleanQuery, BoostQuery, FuzzyTermQuery, Occur, Query, RangeQuery, TermQuery};
+use tantivy::schema::IndexRecordOption;
+use tantivy::{
+    DocAddress, Index, IndexReader, Order, ReloadPolicy, Searcher, SegmentReader, TantivyDocument, Term,
+};
+
+use super::IndexError;
+use super::manifest::Manifest;
+use super::schema::{Digest, IndexedPage, WikiSchema, analyzer};
+use super::title::{folded_title, is_possible_title, mediawiki_title, title_key, title_similarity};
+
+/// How many titles a miss offers.
+pub const SIMILAR_TITLES: usize = 5;
+/// How many entries of a disambiguation page the `default` profile offers.
+pub const DISAMBIGUATION_ENTRIES: usize = 10;
+/// How many ranked candidates are re-ranked by title similarity.
+const CANDIDATES: usize = 20;
+/// A title word counts this much more than a word of the text.
+const TITLE_BOOST: f32 = 3.0;
+/// The score a title word one edit away from a query word adds.
+const FUZZY_BOOST: f32 = 2.0;
+/// Words shorter than this are never matched fuzzily (too many neighbours).
+const FUZZY_MIN_CHARS: usize = 4;
+/// Memory of the writer that builds an in-memory index (tantivy's minimum).
+const IN_MEMORY_BUDGET: usize = super::build::MIN_MEMORY_PER_THREAD;
+
+/// What a search found.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum SearchHit {
+    /// The page whose title the entity names.
+    Page(IndexedPage),
+    /// The most similar titles, best first (empty when nothing matches).
+    Similar(Vec<String>),
+}
+
+/// An opened index: searches are synchronous and take a fraction of a millisecond.
+pub struct PageIndex {
+    reader: IndexReader,
+    schema: WikiSchema,
+    pages: u64,
+    snapshot: String,
+}
+
+impl PageIndex {
+    /// Opens the index built at `dir` (memory-mapped) and its manifest.
+    pub fn open(dir: &Path) -> Result<(PageIndex, Manifest), IndexError> {
+        let manifest = Manifest::read(dir)?;
+        let tantivy_error = |source| IndexError::Tantivy {
+            dir: dir.to_owned(),
+            source,
+        };
+        let index = Index::open_in_dir(dir).map_err(tantivy_error)?;
+        let index = PageIndex::from_index(index, manifest.snapshot.clone()).map_err(tantivy_error)?;
+        Ok((index, manifest))
+    }
+
+    /// An index of `pages` in memory (a corpus file, a question's context), in their order; its
+    /// snapshot id starts with `label`.
+    pub fn in_memory(
+        pages: impl IntoIterator<Item = IndexedPage>,
+        label: &str,
+    ) -> Result<PageIndex, IndexError> {
+        let in_memory = |source| IndexError::Tantivy {
+            dir: "(in memory)".into(),
+            source,
+        };
+        let (schema, fields) = WikiSchema::new();
+        let index = Index::create_in_ram(schema);
+        WikiSchema::register_tokenizer(&index);
+        let mut writer = index
+            .writer_with_num_threads::<TantivyDocument>(1, IN_MEMORY_BUDGET)
+            .map_err(in_memory)?;
+        let mut digest = Digest::default();
+        for (ordinal, page) in pages.into_iter().enumerate() {
+            digest.add(ordinal as u64, &page);
+            writer
+                .add_document(fields.document(&page, ordinal as u64))
+                .map_err(in_memory)?;
+        }
+        writer.commit().map_err(in_memory)?;
+        writer.wait_merging_threads().map_err(in_memory)?;
+        PageIndex::from_index(index, digest.snapshot(label)).map_err(in_memory)
+    }
+
+    fn from_index(index: Index, snapshot: String) -> tantivy::Result<PageIndex> {
+        WikiSchema::register_tokenizer(&index);
+        let schema = WikiSchema::of(&index)?;
+        let reader = index
+            .reader_builder()
+            .reload_policy(ReloadPolicy::Manual)
+            .try_into()?;
+        let pages = reader.searcher().num_docs();
+        Ok(PageIndex {
+            reader,
+            schema,
+            pages,
+            snapshot,
+        })
+    }
+
+    pub fn pages(&self) -> u64 {
+        self.pages
+    }
+
+    /// The snapshot id: the manifest's, or derived from the pages of an in-memory index.
+    pub fn snapshot(&self) -> &str {
+        &self.snapshot
+    }
+
+    /// `Search[entity]`: the page titled `entity`, else the titles most like it.
+    pub fn search(&self, entity: &str) -> Result<SearchHit, IndexError> {
+        let searcher = self.reader.searcher();
+        if let Some(address) = self.title_match(&searcher, entity)? {
+            return Ok(SearchHit::Page(self.page(&searcher, address)?));
+        }
+        Ok(SearchHit::Similar(self.ranked_titles(
+            &searcher,
+            entity,
+            SIMILAR_TITLES,
+        )?))
+    }
+
+    /// The page titled exactly `entity` (normalised, then ignoring case, then ignoring punctuation).
+    fn title_match(&self, searcher: &Searcher, entity: &str) -> Result<Option<DocAddress>, IndexError> {
+        if !is_possible_title(entity) {
+            return Ok(None);
+        }
+        let exact = mediawiki_title(entity);
+        let candidates = [
+            (self.schema.title_exact, exact.clone()),
+            (self.schema.title_folded, folded_title(&exact)),
+            (self.schema.title_key, title_key(&exact)),
+        ];
+        for (field, value) in candidates {
+            if value.is_empty() {
+                continue;
+            }
+            let query = TermQuery::new(Term::from_field_text(field, &value), IndexRecordOption::Basic);
+            let first = searcher
+                .search(
+                    &query,
+                    &TopDocs::with_limit(1).order_by_u64_field("ordinal", Order::Asc),
+                )
+                .map_err(search_error)?;
+            if let Some((_, address)) = first.first() {
+                return Ok(Some(*address));
+            }
+        }
+        Ok(None)
+    }
+
+    /// The `limit` best titles for `entity`, without repeats.
+    fn ranked_titles(
+        &self,
+        searcher: &Searcher,
+        entity: &str,
+        limit: usize,
+    ) -> Result<Vec<String>, IndexError> {
+        let mut words: Vec<String> = Vec::new();
+        let mut analyzer = analyzer();
+        let mut stream = analyzer.token_stream(entity);
+        while let Some(token) = stream.next() {
+            if !words.contains(&token.text) {
+                words.push(token.text.clone());
+            }
+        }
+        if words.is_empty() {
+            return Ok(Vec::new());
+        }
+        let mut clauses: Vec<(Occur, Box<dyn Query>)> = Vec::new();
+        for word in &words {
+            let title_term = Term::from_field_text(self.schema.title, word);
+            let text_term = Term::from_field_text(self.schema.text, word);
+            let known = searcher.doc_freq(&title_term).map_err(search_error)? > 0;
+            clauses.push((
+                Occur::Should,
+                Box::new(BoostQuery::new(
+                    Box::new(TermQuery::new(title_term.clone(), IndexRecordOption::WithFreqs)),
+                    TITLE_BOOST,
+                )),
+            ));
+            clauses.push((
+                Occur::Should,
+                Box::new(TermQuery::new(text_term, IndexRecordOption::WithFreqs)),
+            ));
+            if !known && word.chars().count() >= FUZZY_MIN_CHARS {
+                clauses.push((
+                    Occur::Should,
+                    Box::new(BoostQuery::new(
+                        Box::new(FuzzyTermQuery::new(title_term, 1, true)),
+                        FUZZY_BOOST,
+                    )),
+                ));
+            }
+        }
+        let query = BooleanQuery::new(clauses);
+        // Ties go to the page earlier in the dump, whatever segment holds it.
+        let collector = TopDocs::with_limit(CANDIDATES).tweak_score(|segment: &SegmentReader| {
+            let ordinals = segment
+                .fast_fields()
+                .u64("ordinal")
+                .ok()
+                .map(|column| column.first_or_default_col(0));
+            move |doc, score| {
+                (
+                    score,
+                    Reverse(ordinals.as_ref().map_or(0, |column| column.get_val(doc))),
+                )
+            }
+        });
+        let candidates = searcher.search(&query, &collector).map_err(search_error)?;
+        let Some(((best, _), _)) = candidates.first() else {
+            return Ok(Vec::new());
+        };
+        let best = best.max(f32::MIN_POSITIVE);
+        let key = title_key(entity);
+        let mut ranked = Vec::with_capacity(candidates.len());
+        for ((score, Reverse(ordinal)), address) in &candidates {
+            let document: TantivyDocument = searcher.doc(*address).map_err(search_error)?;
+            let title = self.schema.title_of(&document);
+            let rank = f64::from(score / best) + title_similarity(&key, &title_key(&title));
+            ranked.push((rank, *ordinal, title));
+        }
+        ranked.sort_by(|a, b| b.0.total_cmp(&a.0).then(a.1.cmp(&b.1)));
+        let mut titles: Vec<String> = Vec::new();
+        for (_, _, title) in ranked {
+            if !titles.contains(&title) {
+                titles.push(title);
+            }
+            if titles.len() == limit {
+                break;
+            }
+        }
+        Ok(titles)
+    }
+
+    /// What a disambiguation page offers, in this order: the titles it links to that the index
+    /// holds, the pages titled `{title} (...)`, then other titles holding every word of its
+    /// title, best ranked first; without repeats or the page itself.
+    pub fn disambiguation_entries(&self, page: &IndexedPage) -> Result<Vec<String>, IndexError> {
+        let searcher = self.reader.searcher();
+        let mut entries: Vec<String> = Vec::new();
+        let offer = |title: String, entries: &mut Vec<String>| {
+            if title != page.title && !entries.contains(&title) && entries.len() < DISAMBIGUATION_ENTRIES {
+                entries.push(title);
+            }
+        };
+        for link in &page.links {
+            if self.title_match(&searcher, link)?.is_some() {
+                offer(link.clone(), &mut entries);
+            }
+        }
+        let base = page.title.trim_end_matches("(disambiguation)").trim();
+        let prefix = format!("{} (", folded_title(base));
+        let upper = format!("{} )", folded_title(base));
+        let query = RangeQuery::new(
+            Bound::Included(Term::from_field_text(self.schema.title_folded, &prefix)),
+            Bound::Excluded(Term::from_field_text(self.schema.title_folded, &upper)),
+        );
+        let found = searcher
+            .search(
+                &query,
+                &TopDocs::with_limit(DISAMBIGUATION_ENTRIES + 1).order_by_u64_field("ordinal", Order::Asc),
+            )
+            .map_err(search_error)?;
+        for (_, address) in found {
+            let document: TantivyDocument = searcher.doc(address).map_err(search_error)?;
+            offer(self.schema.title_of(&document), &mut entries);
+        }
+        let base_key = title_key(base);
+        let base_words: Vec<&str> = base_key.split(' ').filter(|word| !word.is_empty()).collect();
+        for title in self.ranked_titles(&searcher, base, 3 * DISAMBIGUATION_ENTRIES)? {
+            let key = title_key(&title);
+            let words: Vec<&str> = key.split(' ').collect();
+            if base_words.iter().all(|word| words.contains(word)) {
+                offer(title, &mut entries);
+            }
+        }
+        Ok(entries)
+    }
+
+    fn page(&self, searcher: &Searcher, address: DocAddress) -> Result<IndexedPage, IndexError> {
+        let document: TantivyDocument = searcher.doc(address).map_err(search_error)?;
+        Ok(self.schema.page(&document))
+    }
+}
+
+fn search_error(source: tantivy::TantivyError) -> IndexError {
+    IndexError::Search { source }
+}

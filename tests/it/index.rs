@@ -1,0 +1,569 @@
+//! The offline Wikipedia: `index build` on one small fixture per published dump format, then
+//! Search and Lookup through `--docstore index:DIR`, in both profiles, from the library and the CLI.
+
+use std::path::{Path, PathBuf};
+use std::process::Command;
+use std::sync::atomic::AtomicBool;
+
+use react_docstore::Profile;
+use react_docstore::docstore::index::{
+    BuildConfig, BuildReport, DumpFormat, IndexError, IndexExplorer, IndexSource, MalformedRecords, build,
+};
+use react_docstore::docstore::{Docstore, DocstoreConfig, DocstoreKind};
+
+use crate::fixture;
+
+/// Builds an index of `sources` (fixture names under `fixtures/index/`) into `dir/name`.
+fn build_index(dir: &Path, name: &str, sources: &[&str]) -> BuildReport {
+    let mut config = BuildConfig::new(
+        sources
+            .iter()
+            .map(|source| fixture(&format!("index/{source}")))
+            .collect(),
+        dir.join(name),
+    );
+    config.threads = 2;
+    build(&config, &AtomicBool::new(false)).unwrap_or_else(|error| panic!("{sources:?}: {error:#}"))
+}
+
+/// An explorer over the index at `dir` under `profile`.
+fn explorer(dir: &Path, profile: Profile) -> IndexExplorer {
+    IndexSource::open(dir, profile)
+        .expect("the index opens")
+        .explorer()
+}
+
+fn search(explorer: &mut IndexExplorer, entity: &str) -> String {
+    explorer.search_now(entity).expect("the search runs")
+}
+
+/// One index per format, shared by the tests of this module (built once).
+fn abstracts() -> &'static Path {
+    static DIR: std::sync::OnceLock<tempfile::TempDir> = std::sync::OnceLock::new();
+    let dir = DIR.get_or_init(|| {
+        let dir = tempfile::tempdir().unwrap();
+        build_index(dir.path(), "abstracts", &["hotpotqa-abstracts.tar.bz2"]);
+        dir
+    });
+    static PATH: std::sync::OnceLock<PathBuf> = std::sync::OnceLock::new();
+    PATH.get_or_init(|| dir.path().join("abstracts"))
+}
+
+#[test]
+fn every_format_builds_and_opens_its_pages() {
+    let dir = tempfile::tempdir().unwrap();
+    // (fixtures, format, pages, a title and the start of its first sentence)
+    let cases: &[(&[&str], DumpFormat, u64, &str, &str)] = &[
+        (
+            &["hotpotqa-abstracts.tar.bz2"],
+            DumpFormat::Hotpotqa,
+            1006,
+            "Constantin Medien",
+            "Constantin Medien AG (formerly",
+        ),
+        (
+            &["hotpotqa-full.bz2"],
+            DumpFormat::Hotpotqa,
+            50,
+            "Mix Megapol",
+            "Mix Megapol",
+        ),
+        (
+            &["kilt.jsonl"],
+            DumpFormat::Kilt,
+            50,
+            "Rome Protocols",
+            "The Rome Protocols were a series",
+        ),
+        (
+            &["fever-wiki-pages.zip"],
+            DumpFormat::Fever,
+            50,
+            "Subway (Homicide: Life on the Street)",
+            "",
+        ),
+        (
+            &["dpr-psgs.tsv"],
+            DumpFormat::Dpr,
+            50,
+            "Roller disco",
+            "A roller disco is a discothèque",
+        ),
+        (
+            &["dpr-psgs.tsv.gz"],
+            DumpFormat::Dpr,
+            50,
+            "Constantin Medien",
+            "Constantin Medien AG (formerly",
+        ),
+        (
+            &["pages.jsonl"],
+            DumpFormat::Jsonl,
+            60,
+            "Special Air Service",
+            "The Special Air Service (SAS) is",
+        ),
+        (
+            &["pages.jsonl.zst"],
+            DumpFormat::Jsonl,
+            60,
+            "Special Air Service",
+            "The Special Air Service (SAS) is",
+        ),
+    ];
+    for (idx, (sources, format, pages, title, first)) in cases.iter().enumerate() {
+        let report = build_index(dir.path(), &format!("index-{idx}"), sources);
+        assert_eq!(report.manifest.dump_formats, vec![*format], "{sources:?}");
+        assert_eq!(report.manifest.pages, *pages, "{sources:?}");
+        assert_eq!(report.manifest.malformed, 0, "{sources:?}");
+        assert!(
+            report.manifest.snapshot.starts_with(format.as_str()),
+            "{}",
+            report.manifest.snapshot
+        );
+        let mut default = explorer(&report.dir, Profile::Default);
+        let observation = search(&mut default, title);
+        assert!(
+            !observation.starts_with("Could not find"),
+            "{sources:?} {title}: {observation}"
+        );
+        assert!(
+            observation.starts_with(first),
+            "{sources:?} {title}: {observation}"
+        );
+    }
+}
+
+#[test]
+fn the_full_edition_keeps_paragraphs_and_drops_its_links() {
+    let dir = tempfile::tempdir().unwrap();
+    let report = build_index(dir.path(), "full", &["hotpotqa-full.bz2"]);
+    let mut default = explorer(&report.dir, Profile::Default);
+    let observation = search(&mut default, "Constantin Medien");
+    assert!(observation.contains("is a German media group"), "{observation}");
+    assert!(!observation.contains("<a"), "{observation}");
+    // The title paragraph WikiExtractor writes first is not a sentence of the page.
+    assert!(
+        !observation.starts_with("Constantin Medien Constantin"),
+        "{observation}"
+    );
+}
+
+#[test]
+fn fever_pages_read_without_escapes() {
+    let dir = tempfile::tempdir().unwrap();
+    let report = build_index(dir.path(), "fever", &["fever-wiki-pages.zip"]);
+    let mut default = explorer(&report.dir, Profile::Default);
+    let observation = search(&mut default, "Constantin Medien");
+    assert!(
+        observation.starts_with("Constantin Medien AG (formerly EM.Entertainment"),
+        "{observation}"
+    );
+    assert!(
+        !observation.contains("-LRB-") && !observation.contains(" ,"),
+        "{observation}"
+    );
+    let observation = search(
+        &mut default,
+        "Subway_-LRB-Homicide-COLON-_Life_on_the_Street-RRB-",
+    );
+    assert!(
+        observation.starts_with("Could not find"),
+        "escaped ids are not titles: {observation}"
+    );
+}
+
+#[test]
+fn searches_open_exact_and_case_insensitive_titles() {
+    for profile in [Profile::Paper, Profile::Default] {
+        let mut explorer = explorer(abstracts(), profile);
+        // Exact, MediaWiki-normalised (underscores, first letter), case-insensitive.
+        for entity in [
+            "Constantin Medien",
+            "constantin_Medien",
+            "  Constantin   Medien ",
+            "CONSTANTIN MEDIEN",
+        ] {
+            let observation = search(&mut explorer, entity);
+            assert!(
+                observation.starts_with("Constantin Medien AG"),
+                "{profile:?} {entity}: {observation}"
+            );
+        }
+        // The exact title wins over a title that differs only in case.
+        assert!(search(&mut explorer, "Viva Media").starts_with("Viva Media is a synthetic fixture page"));
+        assert!(search(&mut explorer, "VIVA Media").starts_with("VIVA Media GmbH"));
+    }
+}
+
+#[test]
+fn misses_rank_similar_titles_typos_and_extra_words_included() {
+    let mut default = explorer(abstracts(), Profile::Default);
+    #[track_caller]
+    fn check(explorer: &mut IndexExplorer, entity: &str, first: &str) {
+        let observation = search(explorer, entity);
+        let expected = format!("Could not find {entity}. Similar: ['{first}'");
+        assert!(observation.starts_with(&expected), "{entity}: {observation}");
+    }
+    // One mistyped word.
+    check(&mut default, "Constantin Medein", "Constantin Medien");
+    check(
+        &mut default,
+        "Nashvile Terminal Subdivision",
+        "Nashville Terminal Subdivision",
+    );
+    check(&mut default, "Pottawatomie masacre", "Pottawatomie massacre");
+    // Extra words.
+    check(
+        &mut default,
+        "Nashville Terminal Subdivision railway line",
+        "Nashville Terminal Subdivision",
+    );
+    assert_eq!(
+        search(&mut default, "qqqq zzzz"),
+        "Could not find qqqq zzzz. No similar pages."
+    );
+    let mut paper = explorer(abstracts(), Profile::Paper);
+    assert_eq!(
+        search(&mut paper, "qqqq zzzz"),
+        "Could not find qqqq zzzz. Similar: []."
+    );
+    assert_eq!(
+        search(&mut paper, "Constantin Medein"),
+        search(&mut default, "Constantin Medein"),
+        "both profiles word a miss alike"
+    );
+}
+
+#[test]
+fn disambiguation_pages_behave_as_on_wikipedia() {
+    let mut default = explorer(abstracts(), Profile::Default);
+    assert_eq!(
+        search(&mut default, "Mercury"),
+        "Could not find Mercury. Similar: ['Mercury (planet)', 'Mercury (element)', 'Mercury (mythology)']."
+    );
+    let viva = search(&mut default, "Viva (disambiguation)");
+    for entry in [
+        "'Viva (UK and Ireland)'",
+        "'VIVA Media'",
+        "'Viva Media'",
+        "'VIVA Poland'",
+    ] {
+        assert!(viva.contains(entry), "{viva}");
+    }
+    // The paper re-searches `[Mercury]`: a bracketed entity is never a title, so it is ranked.
+    let mut paper = explorer(abstracts(), Profile::Paper);
+    let observation = search(&mut paper, "Mercury");
+    assert!(
+        observation.starts_with("Could not find [Mercury]. Similar: ['Mercury', 'Mercury (planet)'"),
+        "{observation}"
+    );
+}
+
+#[test]
+fn lookup_walks_the_open_page_and_every_search_resets_it() {
+    let mut default = explorer(abstracts(), Profile::Default);
+    assert!(default.lookup("Nashville").starts_with("No page is open"));
+    search(&mut default, "Nashville Terminal Subdivision");
+    let first = default.lookup("railroad");
+    assert!(
+        first.starts_with("(Result 1 / 2) The Nashville Terminal Subdivision is a railroad line"),
+        "{first}"
+    );
+    let second = default.lookup("RAILROAD");
+    assert!(second.starts_with("(Result 2 / 2) "), "{second}");
+    assert_eq!(default.lookup("railroad"), "No more results.");
+    // A miss keeps the page but starts the cursor again.
+    search(&mut default, "qqqq zzzz");
+    assert_eq!(default.lookup("railroad"), first);
+    assert_eq!(default.lookup("no such word"), "No results for no such word.");
+
+    let mut paper = explorer(abstracts(), Profile::Paper);
+    search(&mut paper, "Nashville Terminal Subdivision");
+    assert!(paper.lookup("railroad").starts_with("(Result 1 / 2) "));
+    assert!(paper.lookup("railroad").starts_with("(Result 2 / 2) "));
+    // The paper's cursor survives a miss; a successful search starts it again.
+    search(&mut paper, "qqqq zzzz");
+    assert_eq!(paper.lookup("railroad"), "No more results.\n");
+    search(&mut paper, "Nashville Terminal Subdivision");
+    assert!(paper.lookup("railroad").starts_with("(Result 1 / 2) "));
+}
+
+#[test]
+fn malformed_records_are_reported_with_file_and_line_or_stop_a_strict_build() {
+    let dir = tempfile::tempdir().unwrap();
+    let report = build_index(dir.path(), "lenient", &["malformed.jsonl"]);
+    assert_eq!(report.manifest.pages, 7);
+    assert_eq!(report.manifest.malformed, 5);
+    let file = fixture("index/malformed.jsonl").display().to_string();
+    let reported: Vec<String> = report.malformed.iter().map(ToString::to_string).collect();
+    assert_eq!(
+        reported,
+        vec![
+            format!("{file}, line 3: not valid JSON: EOF while parsing a string at line 1 column 53"),
+            format!("{file}, line 5: no `title` field"),
+            format!("{file}, line 7: field `title` is a number, expected a string"),
+            format!("{file}, line 9: field `text` is a number, expected a string"),
+            format!("{file}, line 11: not valid UTF-8 (byte 40 of the line)"),
+        ]
+    );
+
+    let mut config = BuildConfig::new(vec![fixture("index/malformed.jsonl")], dir.path().join("strict"));
+    config.malformed = MalformedRecords::Fail;
+    let error = build(&config, &AtomicBool::new(false)).unwrap_err();
+    assert_eq!(
+        error.to_string(),
+        format!(
+            "malformed record (--strict): {file}, line 3: not valid JSON: EOF while parsing a string at line 1 column 53"
+        )
+    );
+    assert!(!dir.path().join("strict").exists());
+    assert_eq!(
+        std::fs::read_dir(dir.path()).unwrap().count(),
+        1,
+        "no staging directory is left behind"
+    );
+}
+
+#[test]
+fn an_interrupted_build_leaves_nothing_that_opens() {
+    let dir = tempfile::tempdir().unwrap();
+    let out = dir.path().join("wiki");
+    let config = BuildConfig::new(vec![fixture("index/hotpotqa-abstracts.tar.bz2")], out.clone());
+    let error = build(&config, &AtomicBool::new(true)).unwrap_err();
+    assert!(matches!(error, IndexError::Interrupted), "{error}");
+    assert!(!out.exists());
+    assert_eq!(
+        std::fs::read_dir(dir.path()).unwrap().count(),
+        0,
+        "the staging directory is removed"
+    );
+
+    // A directory holding index files but no manifest (a build killed half-way) never opens.
+    build_index(dir.path(), "wiki", &["pages.jsonl"]);
+    std::fs::remove_file(out.join("react-docstore-index.json")).unwrap();
+    let error = IndexSource::open(&out, Profile::Default).err().expect("refused");
+    assert_eq!(
+        error.to_string(),
+        format!(
+            "`{}` is not a complete index (no manifest): its build was interrupted? build it again",
+            out.display()
+        )
+    );
+    // Building again replaces it.
+    let report = build_index(dir.path(), "wiki", &["kilt.jsonl"]);
+    assert_eq!(report.manifest.dump_formats, vec![DumpFormat::Kilt]);
+    assert!(
+        search(&mut explorer(&out, Profile::Default), "Rome Protocols").starts_with("The Rome Protocols")
+    );
+    // A missing index says how to build one.
+    let missing = dir.path().join("missing");
+    let error = DocstoreConfig {
+        kind: DocstoreKind::Index(missing.clone()),
+        ..DocstoreConfig::new(Profile::Default)
+    }
+    .open()
+    .err()
+    .expect("refused");
+    assert!(
+        error
+            .to_string()
+            .starts_with(&format!("no index at `{}`", missing.display())),
+        "{error}"
+    );
+}
+
+#[test]
+fn a_stale_staging_directory_of_a_killed_build_is_removed() {
+    let dir = tempfile::tempdir().unwrap();
+    // No process has pid 4294967: the build that left this is gone.
+    let stale = dir.path().join(".wiki.building-4294967");
+    std::fs::create_dir(&stale).unwrap();
+    std::fs::write(stale.join("junk"), "x").unwrap();
+    build_index(dir.path(), "wiki", &["pages.jsonl"]);
+    assert!(!stale.exists());
+}
+
+#[test]
+fn the_snapshot_depends_on_the_pages_not_on_threads_or_compression() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut config = BuildConfig::new(vec![fixture("index/dpr-psgs.tsv")], dir.path().join("one"));
+    config.threads = 1;
+    let one = build(&config, &AtomicBool::new(false)).unwrap();
+    let two = build_index(dir.path(), "two", &["dpr-psgs.tsv.gz"]);
+    assert_eq!(one.manifest.snapshot, two.manifest.snapshot);
+    let other = build_index(dir.path(), "other", &["pages.jsonl"]);
+    assert_ne!(one.manifest.snapshot, other.manifest.snapshot);
+}
+
+#[test]
+fn an_unknown_format_is_named() {
+    let dir = tempfile::tempdir().unwrap();
+    let source = dir.path().join("notes.txt");
+    std::fs::write(&source, "just some notes\n").unwrap();
+    let config = BuildConfig::new(vec![source.clone()], dir.path().join("wiki"));
+    let error = build(&config, &AtomicBool::new(false)).unwrap_err();
+    assert_eq!(
+        error.to_string(),
+        format!(
+            "cannot tell the format of `{}` from its first line (`just some notes\n`): pass --format hotpotqa, kilt, fever, dpr or jsonl",
+            source.display()
+        )
+    );
+}
+
+/// Runs the binary; returns stdout, stderr and the exit code.
+fn cli(args: &[&str]) -> (String, String, i32) {
+    let output = Command::new(env!("CARGO_BIN_EXE_react-docstore"))
+        .args(args)
+        .env_remove("REACT_PROFILE")
+        .env_remove("REACT_MODEL")
+        .env_remove("OPENAI_API_KEY")
+        .env_remove("OPENAI_BASE_URL")
+        .output()
+        .expect("the binary runs");
+    (
+        String::from_utf8_lossy(&output.stdout).into_owned(),
+        String::from_utf8_lossy(&output.stderr).into_owned(),
+        output.status.code().unwrap_or(-1),
+    )
+}
+
+#[test]
+fn cli_builds_describes_and_explores_an_index() {
+    let dir = tempfile::tempdir().unwrap();
+    let out = dir.path().join("wiki");
+    let out_arg = out.to_str().unwrap();
+    let source = fixture("index/hotpotqa-abstracts.tar.bz2");
+    let (stdout, stderr, code) = cli(&["index", "build", source.to_str().unwrap(), "--out", out_arg]);
+    assert_eq!(code, 0, "{stderr}");
+    assert!(
+        stdout.starts_with("indexed 1,006 pages from 1 source in "),
+        "{stdout}"
+    );
+
+    let (info, stderr, code) = cli(&["index", "info", out_arg]);
+    assert_eq!(code, 0, "{stderr}");
+    let mut settings = insta::Settings::clone_current();
+    settings.add_filter(&crate::regex_escape(out_arg), "[DIR]");
+    settings.add_filter(&crate::regex_escape(source.to_str().unwrap()), "[SOURCE]");
+    settings.add_filter(
+        r"built     .* in \d+\.\d s by react-docstore \S+",
+        "built     [DATE] in [SECONDS] s by react-docstore [VERSION]",
+    );
+    settings.add_filter(r"size      .*", "size      [SIZE]");
+    settings.bind(|| assert_snapshot!("cli_index_info", info));
+
+    let (json, _, code) = cli(&["index", "info", "--json", out_arg]);
+    assert_eq!(code, 0);
+    let json: serde_json::Value = serde_json::from_str(&json).unwrap();
+    assert_eq!(json["pages"], 1006);
+    assert_eq!(json["format"], "react-docstore.index.v1");
+    assert_eq!(json["dump_formats"], serde_json::json!(["hotpotqa"]));
+    assert!(json["index_bytes"].as_u64().unwrap() > 0);
+
+    let docstore = format!("index:{out_arg}");
+    let (stdout, stderr, code) = cli(&[
+        "explore",
+        "--docstore",
+        &docstore,
+        "--json",
+        "Search[Nashvile Terminal Subdivision]",
+        "Search[Nashville Terminal Subdivision]",
+        "Lookup[railroad]",
+    ]);
+    assert_eq!((code, stderr.as_str()), (0, ""));
+    assert_snapshot!("cli_index_explore", stdout);
+
+    let (_, stderr, code) = cli(&["index", "info", dir.path().join("none").to_str().unwrap()]);
+    assert_eq!(code, 2);
+    assert!(stderr.contains("no index at"), "{stderr}");
+}
+
+#[test]
+fn replay_observes_unrecorded_steps_through_an_index() {
+    let dir = tempfile::tempdir().unwrap();
+    let out = dir.path().join("wiki");
+    build_index(dir.path(), "wiki", &["hotpotqa-abstracts.tar.bz2"]);
+    let run = serde_json::json!({
+        "format": "react-docstore.run.v1",
+        "question": "Where is Constantin Medien based?",
+        "gold": "Ismaning",
+        "steps": [
+            {"completions": [" I need to search Constantin Medein.\nAction 1: Search[Constantin Medein]"]},
+            {"completions": [" Let me search the exact title.\nAction 2: Search[Constantin Medien]"]},
+            {"completions": [" It is based in Ismaning.\nAction 3: Finish[Ismaning]"]}
+        ]
+    });
+    let path = dir.path().join("run.json");
+    std::fs::write(&path, run.to_string()).unwrap();
+    let docstore = format!("index:{}", out.display());
+    let (stdout, stderr, code) = cli(&[
+        "replay",
+        "--json",
+        "--docstore",
+        &docstore,
+        path.to_str().unwrap(),
+    ]);
+    assert_eq!(code, 0, "{stderr}");
+    let replayed: serde_json::Value = serde_json::from_str(stdout.lines().next().unwrap()).unwrap();
+    assert_eq!(
+        replayed["steps"][0]["observation"],
+        "Could not find Constantin Medein. Similar: ['Constantin Medien']."
+    );
+    assert!(
+        replayed["steps"][1]["observation"]
+            .as_str()
+            .unwrap()
+            .starts_with("Constantin Medien AG (formerly EM.Entertainment")
+    );
+    assert_eq!(replayed["answer"], "Ismaning");
+    assert_eq!(replayed["em"], 1);
+}
+
+#[test]
+fn eval_records_the_snapshot_and_refuses_to_resume_another() {
+    let dir = tempfile::tempdir().unwrap();
+    build_index(dir.path(), "wiki", &["hotpotqa-abstracts.tar.bz2"]);
+    let index = format!("index:{}", dir.path().join("wiki").display());
+    let questions = dir.path().join("dev.jsonl");
+    std::fs::write(
+        &questions,
+        "{\"_id\": \"q1\", \"question\": \"Where is Constantin Medien based?\", \"answer\": \"Ismaning\"}\n",
+    )
+    .unwrap();
+    let results = dir.path().join("dev.results.jsonl");
+    let stored = serde_json::json!({
+        "format": "react-docstore.run.v1",
+        "id": "q1",
+        "question": "Where is Constantin Medien based?",
+        "gold": "Ismaning",
+        "steps": [],
+        "answer": "Ismaning",
+        "stopped": "finish",
+        "docstore": {"kind": "index", "snapshot": "hotpotqa-0000000000000000"}
+    });
+    std::fs::write(&results, format!("{stored}\n")).unwrap();
+    let (_, stderr, code) = cli(&[
+        "eval",
+        questions.to_str().unwrap(),
+        "--docstore",
+        &index,
+        "--out",
+        results.to_str().unwrap(),
+        "--model",
+        "never-called",
+        "--base-url",
+        "http://127.0.0.1:9/v1",
+    ]);
+    assert_eq!(code, 2, "{stderr}");
+    assert!(
+        stderr.contains("holds runs answered from the docstore index (snapshot hotpotqa-0000000000000000), this evaluation uses index (snapshot hotpotqa-"),
+        "{stderr}"
+    );
+    assert_eq!(
+        std::fs::read_to_string(&results).unwrap(),
+        format!("{stored}\n"),
+        "the results file is untouched"
+    );
+}
