@@ -3,10 +3,10 @@
 //! [`Fetcher::fetch`] serves a URL's body from the [`PageCache`] when it can; otherwise it makes
 //! the request — at most `max_in_flight` at once across every question, identical concurrent
 //! fetches merged into one, retried with exponential backoff on 429, 5xx and transport failures
-//! (honouring `Retry-After`) — and caches the body. Offline, a cache miss is an error that names
-//! what is missing.
+//! (honouring `Retry-After` up to [`HttpPolicy::max_retry_after`]; a longer one is an error that
+//! quotes it), the body read up to [`HttpPolicy::max_body_bytes`] — and caches the body.
+//! Offline, a cache miss is an error that names what is missing.
 
-use crate::http::retry_after;
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
@@ -21,6 +21,7 @@ use serde::{Deserialize, Serialize};
 use tokio::sync::Semaphore;
 
 use super::{DEFAULT_TIMEOUT, DocstoreConfig, DocstoreError};
+use crate::http::{self, BodyError, RetryAfter, next_delay, read_body, retry_after, warn_retry};
 
 /// How the client treats the server.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -32,7 +33,7 @@ pub struct HttpPolicy {
     /// The first backoff delay; it doubles each retry, with jitter.
     pub min_backoff: Duration,
     pub max_backoff: Duration,
-    /// The longest `Retry-After` honoured; longer ones are cut to this.
+    /// The longest `Retry-After` honoured; a longer one ends the retries with an error quoting it.
     pub max_retry_after: Duration,
     /// Requests in flight at once, across every question of the process.
     pub max_in_flight: usize,
@@ -154,8 +155,9 @@ impl Fetcher {
 enum AttemptError {
     Status {
         status: StatusCode,
-        retry_after: Option<Duration>,
+        retry_after: Option<RetryAfter>,
     },
+    /// No response, or a body cut short.
     Network(reqwest::Error),
     TooLarge,
 }
@@ -168,6 +170,24 @@ impl AttemptError {
             }
             AttemptError::Network(error) => !error.is_builder() && !error.is_redirect(),
             AttemptError::TooLarge => false,
+        }
+    }
+
+    fn retry_after(&self) -> Option<&RetryAfter> {
+        match self {
+            AttemptError::Status { retry_after, .. } => retry_after.as_ref(),
+            _ => None,
+        }
+    }
+}
+
+impl std::fmt::Display for AttemptError {
+    /// What failed, in a few words, for a retry warning.
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            AttemptError::Status { status, .. } => write!(f, "HTTP {status}"),
+            AttemptError::Network(error) => f.write_str(http::transport_failure(error)),
+            AttemptError::TooLarge => f.write_str("page too large"),
         }
     }
 }
@@ -191,21 +211,25 @@ impl FetcherInner {
         })
         .retry(backoff)
         .when(AttemptError::is_transient)
-        .adjust(|error, delay| match error {
-            // Honour the server's Retry-After when it is longer than our own backoff.
-            AttemptError::Status {
-                retry_after: Some(wait),
-                ..
-            } => delay.map(|delay| delay.max((*wait).min(policy.max_retry_after))),
-            _ => delay,
-        })
+        .adjust(|error, delay| next_delay(delay, error.retry_after(), policy.max_retry_after))
         .notify(|error, delay| {
-            tracing::warn!(url, ?delay, "retrying after {error:?}");
+            let server = format!("Wikipedia {}", http::server_name(url));
+            let next = attempts.load(Ordering::Relaxed) + 1;
+            warn_retry(&server, error, delay, next, policy.max_retries + 1);
         })
         .await
         .map_err(|error| {
             let attempts = attempts.load(Ordering::Relaxed);
             match error {
+                AttemptError::Status {
+                    status,
+                    retry_after: Some(asked),
+                } if asked.wait > policy.max_retry_after => DocstoreError::WaitTooLong {
+                    url: url.to_owned(),
+                    status: status.as_u16(),
+                    asked: asked.asked,
+                    max_wait_secs: policy.max_retry_after.as_secs(),
+                },
                 AttemptError::Status { status, .. } => DocstoreError::Status {
                     url: url.to_owned(),
                     status: status.as_u16(),
@@ -238,7 +262,7 @@ impl FetcherInner {
             .await
             .expect("the semaphore is never closed");
         self.requests.fetch_add(1, Ordering::Relaxed);
-        let mut response = self.client.get(url).send().await.map_err(AttemptError::Network)?;
+        let response = self.client.get(url).send().await.map_err(AttemptError::Network)?;
         let status = response.status();
         if !status.is_success() {
             return Err(AttemptError::Status {
@@ -246,21 +270,12 @@ impl FetcherInner {
                 retry_after: retry_after(response.headers()),
             });
         }
-        let limit = self.policy.max_body_bytes;
-        if response
-            .content_length()
-            .is_some_and(|length| length > limit as u64)
-        {
-            return Err(AttemptError::TooLarge);
-        }
-        let mut body = Vec::with_capacity(response.content_length().unwrap_or(0) as usize);
-        while let Some(chunk) = response.chunk().await.map_err(AttemptError::Network)? {
-            if body.len() + chunk.len() > limit {
-                return Err(AttemptError::TooLarge);
-            }
-            body.extend_from_slice(&chunk);
-        }
-        Ok(body)
+        read_body(response, self.policy.max_body_bytes)
+            .await
+            .map_err(|error| match error {
+                BodyError::TooLarge => AttemptError::TooLarge,
+                BodyError::Cut(error) => AttemptError::Network(error),
+            })
     }
 }
 

@@ -50,6 +50,16 @@ pub enum DocstoreError {
         status: u16,
         attempts: usize,
     },
+    #[error(
+        "GET {url} answered HTTP {status} and asked to wait {asked}, longer than the {max_wait_secs} s this client waits"
+    )]
+    WaitTooLong {
+        url: String,
+        status: u16,
+        /// The server's own value: `1e30 s`, `250 ms`.
+        asked: String,
+        max_wait_secs: u64,
+    },
     #[error("GET {url} failed after {attempts} attempt(s)")]
     Network {
         url: String,

@@ -524,3 +524,58 @@ async fn distractor_docstore_searches_each_questions_own_paragraphs() {
         "Could not find VIVA Media. No similar pages."
     );
 }
+
+#[tokio::test]
+async fn an_out_of_range_retry_after_is_an_error_quoting_the_server() {
+    for (name, value, asked) in [
+        ("retry-after", "1e30", "1e30 s"),
+        ("retry-after-ms", "1e30", "1e30 ms"),
+        ("retry-after", "18446744073709551616", "18446744073709551616 s"),
+        ("retry-after", "121", "121 s"),
+    ] {
+        let server = MockServer::start().await;
+        Mock::given(method("GET"))
+            .respond_with(ResponseTemplate::new(429).insert_header(name, value))
+            .expect(1)
+            .mount(&server)
+            .await;
+        let cache = tempfile::tempdir().unwrap();
+        let error = open(&config(&server, cache.path(), Profile::Default))
+            .search("Colorado orogeny")
+            .await
+            .unwrap_err();
+        assert!(matches!(error, DocstoreError::WaitTooLong { .. }), "{error:?}");
+        assert_eq!(
+            error.to_string().replace(&server.uri(), "[SERVER]"),
+            format!(
+                "GET [SERVER]/w/index.php?search=Colorado+orogeny answered HTTP 429 and asked to wait {asked}, longer than the 120 s this client waits"
+            )
+        );
+    }
+    // Meaningless values are ignored: retried on the client's own backoff.
+    let server = MockServer::start().await;
+    Mock::given(method("GET"))
+        .respond_with(ResponseTemplate::new(503).insert_header("retry-after", "-1e30"))
+        .up_to_n_times(1)
+        .mount(&server)
+        .await;
+    Mock::given(method("GET"))
+        .respond_with(ResponseTemplate::new(200).set_body_raw(b"<p>one two three</p>".to_vec(), HTML))
+        .mount(&server)
+        .await;
+    let cache = tempfile::tempdir().unwrap();
+    let docstore = open(&config(&server, cache.path(), Profile::Default));
+    let (observation, logs) = crate::llm::captured_logs(async move {
+        let mut docstore = docstore;
+        docstore.search("x").await
+    })
+    .await;
+    assert_eq!(observation.unwrap(), "one two three");
+    let host = server.uri().trim_start_matches("http://").to_owned();
+    assert!(
+        logs.contains(&format!(
+            "Wikipedia {host}: HTTP 503 Service Unavailable; retrying in 0.0 s, attempt 2 of 3"
+        )),
+        "{logs}"
+    );
+}

@@ -14,6 +14,7 @@ use react_docstore::replay::replay_run;
 use react_docstore::run::Run;
 use react_docstore::tool::Toolbox;
 use react_docstore::tools::calculator::{self, MAX_EXPRESSION_CHARS};
+use react_docstore::tools::websearch::MAX_BODY_BYTES;
 use react_docstore::tools::{
     ApiKey, BuiltinTool, CommandTool, CommandToolConfig, Network, ToolsConfig, WebSearch, WebSearchConfig,
 };
@@ -408,6 +409,41 @@ async fn websearch_errors_never_show_the_key() {
     assert_eq!(
         no_key.to_string(),
         "the web search needs a SerpApi key: set `SERPAPI_API_KEY` or pass `--serpapi-key`"
+    );
+}
+
+#[tokio::test]
+async fn websearch_bounds_waits_and_bodies() {
+    let server = MockServer::start().await;
+    Mock::given(method("GET"))
+        .and(path("/search"))
+        .respond_with(ResponseTemplate::new(429).insert_header("retry-after-ms", "1e30"))
+        .expect(1)
+        .mount(&server)
+        .await;
+    let websearch = WebSearch::new(websearch_config(&server)).unwrap();
+    let error = websearch.search("anything").await.unwrap_err();
+    assert_eq!(
+        error.to_string(),
+        "the web search for `anything` answered HTTP 429 and asked to wait 1e30 ms, longer than the 120 s this client waits"
+    );
+
+    let server = MockServer::start().await;
+    let huge = format!(
+        r#"{{"answer_box": {{"answer": "{}"}}}}"#,
+        "a".repeat(MAX_BODY_BYTES)
+    );
+    Mock::given(method("GET"))
+        .and(path("/search"))
+        .respond_with(ResponseTemplate::new(200).set_body_string(huge))
+        .expect(1)
+        .mount(&server)
+        .await;
+    let websearch = WebSearch::new(websearch_config(&server)).unwrap();
+    let error = websearch.search("anything").await.unwrap_err();
+    assert_eq!(
+        error.to_string(),
+        format!("the web search for `anything` answered with more than {MAX_BODY_BYTES} bytes")
     );
 }
 
