@@ -4,8 +4,10 @@
 //! the request — at most `max_in_flight` at once across every question, identical concurrent
 //! fetches merged into one, retried with exponential backoff on 429, 5xx and transport failures
 //! (honouring `Retry-After` up to [`HttpPolicy::max_retry_after`]; a longer one is an error that
-//! quotes it), the body read up to [`HttpPolicy::max_body_bytes`] — and caches the body.
-//! Offline, a cache miss is an error that names what is missing.
+//! quotes it), the body read up to [`HttpPolicy::max_body_bytes`] — and caches the body once
+//! the caller's [`PageCheck`] accepts it: a page cut short is fetched again, never cached.
+//! Offline, a cache miss is an error that names what is missing. Running out of file handles on
+//! a cache file is waited out and retried like a refused connection.
 
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
@@ -57,6 +59,12 @@ impl Default for HttpPolicy {
 
 type SharedFetch = Shared<BoxFuture<'static, Result<Arc<str>, Arc<DocstoreError>>>>;
 
+/// Whether a fetched body is the page the caller asked for (for Wikipedia: a whole search page
+/// that reads as an article, results, no results or a disambiguation page). Only bodies it
+/// accepts are cached; one it refuses (a page cut short, a proxy's error page) is fetched again,
+/// then reported as [`DocstoreError::NotAPage`]. It runs on a blocking thread: it may parse.
+pub type PageCheck = fn(&str) -> bool;
+
 /// The shared HTTP client, cache and politeness limits. Cheap to clone.
 #[derive(Clone)]
 pub struct Fetcher {
@@ -104,9 +112,9 @@ impl Fetcher {
         self.inner.requests.load(Ordering::Relaxed)
     }
 
-    /// The body at `url`: from the cache, else fetched and cached. `query` names what was
-    /// searched, for the offline error.
-    pub async fn fetch(&self, url: &str, query: &str) -> Result<Arc<str>, DocstoreError> {
+    /// The body at `url`: from the cache, else fetched, checked with `check` and cached. `query`
+    /// names what was searched, for the offline error.
+    pub async fn fetch(&self, url: &str, query: &str, check: PageCheck) -> Result<Arc<str>, DocstoreError> {
         if let Some(body) = self.inner.cache.get(url).await? {
             return Ok(body);
         }
@@ -129,7 +137,7 @@ impl Fetcher {
                     let inner = self.inner.clone();
                     let key = url.to_owned();
                     let flight = async move {
-                        let result = inner.fetch_and_cache(&key).await.map_err(Arc::new);
+                        let result = inner.fetch_and_cache(&key, check).await.map_err(Arc::new);
                         inner
                             .in_flight
                             .lock()
@@ -160,6 +168,10 @@ enum AttemptError {
     /// No response, or a body cut short.
     Network(reqwest::Error),
     TooLarge,
+    /// A body with nothing in it.
+    Empty,
+    /// A body the caller's [`PageCheck`] refused.
+    NotAPage,
 }
 
 impl AttemptError {
@@ -169,7 +181,8 @@ impl AttemptError {
                 *status == StatusCode::TOO_MANY_REQUESTS || status.is_server_error()
             }
             AttemptError::Network(error) => !error.is_builder() && !error.is_redirect(),
-            AttemptError::TooLarge => false,
+            AttemptError::TooLarge | AttemptError::Empty => false,
+            AttemptError::NotAPage => true,
         }
     }
 
@@ -188,12 +201,14 @@ impl std::fmt::Display for AttemptError {
             AttemptError::Status { status, .. } => write!(f, "HTTP {status}"),
             AttemptError::Network(error) => f.write_str(http::transport_failure(error)),
             AttemptError::TooLarge => f.write_str("page too large"),
+            AttemptError::Empty => f.write_str("empty page"),
+            AttemptError::NotAPage => f.write_str("not a whole search page"),
         }
     }
 }
 
 impl FetcherInner {
-    async fn fetch_and_cache(&self, url: &str) -> Result<Arc<str>, DocstoreError> {
+    async fn fetch_and_cache(&self, url: &str, check: PageCheck) -> Result<Arc<str>, DocstoreError> {
         // A flight that just landed may have cached it between our miss and this flight's start.
         if let Some(body) = self.cache.get(url).await? {
             return Ok(body);
@@ -207,7 +222,7 @@ impl FetcherInner {
             .with_jitter();
         let body = (|| async {
             attempts.fetch_add(1, Ordering::Relaxed);
-            self.attempt(url).await
+            self.attempt(url, check).await
         })
         .retry(backoff)
         .when(AttemptError::is_transient)
@@ -244,18 +259,34 @@ impl FetcherInner {
                     url: url.to_owned(),
                     limit: policy.max_body_bytes,
                 },
+                AttemptError::Empty => DocstoreError::EmptyBody { url: url.to_owned() },
+                AttemptError::NotAPage => DocstoreError::NotAPage {
+                    url: url.to_owned(),
+                    attempts,
+                },
             }
         })?;
-        let body: Arc<str> = Arc::from(String::from_utf8_lossy(&body).as_ref());
-        if body.trim().is_empty() {
-            return Err(DocstoreError::EmptyBody { url: url.to_owned() });
-        }
         self.cache.put(url, &body).await?;
         Ok(body)
     }
 
-    /// One request, holding one of the in-flight permits (not while backing off).
-    async fn attempt(&self, url: &str) -> Result<Vec<u8>, AttemptError> {
+    /// One request, holding one of the in-flight permits (not while backing off), and the check
+    /// of what it brought.
+    async fn attempt(&self, url: &str, check: PageCheck) -> Result<Arc<str>, AttemptError> {
+        let bytes = self.request(url).await?;
+        let body: Arc<str> = Arc::from(String::from_utf8_lossy(&bytes).as_ref());
+        if body.trim().is_empty() {
+            return Err(AttemptError::Empty);
+        }
+        let checked = body.clone();
+        // A check that panics (it should not) refuses the page like one it rejects.
+        match tokio::task::spawn_blocking(move || check(&checked)).await {
+            Ok(true) => Ok(body),
+            Ok(false) | Err(_) => Err(AttemptError::NotAPage),
+        }
+    }
+
+    async fn request(&self, url: &str) -> Result<Vec<u8>, AttemptError> {
         let _permit = self
             .permits
             .acquire()
@@ -316,7 +347,7 @@ impl PageCache {
 
     pub async fn get(&self, url: &str) -> Result<Option<Arc<str>>, DocstoreError> {
         let path = self.path_for(url);
-        let bytes = match tokio::fs::read(&path).await {
+        let bytes = match retry_out_of_handles(|| tokio::fs::read(&path)).await {
             Ok(bytes) => bytes,
             Err(error) if error.kind() == std::io::ErrorKind::NotFound => return Ok(None),
             Err(source) => return Err(DocstoreError::Cache { path, source }),
@@ -353,13 +384,13 @@ impl PageCache {
             std::process::id(),
             TEMP_COUNTER.fetch_add(1, Ordering::Relaxed)
         ));
-        let written = async {
+        let written = retry_out_of_handles(|| async {
             let mut file = tokio::fs::File::create(&temp).await?;
             tokio::io::AsyncWriteExt::write_all(&mut file, &json).await?;
             file.sync_all().await?;
             drop(file);
             tokio::fs::rename(&temp, &path).await
-        }
+        })
         .await;
         if let Err(error) = written {
             let _ = tokio::fs::remove_file(&temp).await;
@@ -367,6 +398,45 @@ impl PageCache {
         }
         Ok(())
     }
+}
+
+/// Whether `error` says the process (EMFILE) or the system (ENFILE) has no file handle left: a
+/// passing state under load, like a refused connection, not a broken cache.
+fn is_out_of_handles(error: &std::io::Error) -> bool {
+    #[cfg(unix)]
+    {
+        matches!(error.raw_os_error(), Some(libc::EMFILE | libc::ENFILE))
+    }
+    #[cfg(not(unix))]
+    {
+        let _ = error;
+        false
+    }
+}
+
+/// Runs a cache file operation, waiting out and retrying "too many open files" (a few times, with
+/// backoff); any other error is returned at once.
+async fn retry_out_of_handles<T, F, Fut>(operation: F) -> std::io::Result<T>
+where
+    F: FnMut() -> Fut,
+    Fut: Future<Output = std::io::Result<T>>,
+{
+    operation
+        .retry(
+            ExponentialBuilder::default()
+                .with_min_delay(Duration::from_millis(50))
+                .with_max_delay(Duration::from_secs(2))
+                .with_max_times(5)
+                .with_jitter(),
+        )
+        .when(is_out_of_handles)
+        .notify(|_, delay| {
+            tracing::warn!(
+                "page cache: too many open files; retrying in {:.1} s",
+                delay.as_secs_f64()
+            );
+        })
+        .await
 }
 
 /// `slug-hash.json`: the slug keeps ASCII letters, digits and `-` of the URL's last part; the
@@ -403,6 +473,30 @@ fn fnv1a_128(bytes: &[u8]) -> u128 {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[tokio::test]
+    async fn out_of_file_handles_is_retried_other_errors_are_not() {
+        let calls = AtomicUsize::new(0);
+        let result = retry_out_of_handles(|| async {
+            match calls.fetch_add(1, Ordering::Relaxed) {
+                0 => Err(std::io::Error::from_raw_os_error(libc::EMFILE)),
+                1 => Err(std::io::Error::from_raw_os_error(libc::ENFILE)),
+                _ => Ok("read"),
+            }
+        })
+        .await;
+        assert_eq!(result.unwrap(), "read");
+        assert_eq!(calls.load(Ordering::Relaxed), 3);
+
+        let calls = AtomicUsize::new(0);
+        let result: std::io::Result<()> = retry_out_of_handles(|| async {
+            calls.fetch_add(1, Ordering::Relaxed);
+            Err(std::io::Error::from_raw_os_error(libc::EACCES))
+        })
+        .await;
+        assert_eq!(result.unwrap_err().raw_os_error(), Some(libc::EACCES));
+        assert_eq!(calls.load(Ordering::Relaxed), 1);
+    }
 
     #[test]
     fn entry_names_stay_inside_the_cache() {

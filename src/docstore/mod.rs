@@ -26,7 +26,7 @@ pub mod python;
 pub mod wikipedia;
 
 pub use corpus::{Corpus, CorpusExplorer, CorpusSource, DistractorSource};
-pub use fetch::{Fetcher, HttpPolicy, PageCache};
+pub use fetch::{Fetcher, HttpPolicy, PageCache, PageCheck};
 pub use html::{SearchOutcome, parse_search_page};
 pub use page::{LookupCursor, Page, Reader};
 pub use wikipedia::{WikipediaExplorer, WikipediaSource};
@@ -67,6 +67,10 @@ pub enum DocstoreError {
         #[source]
         source: reqwest::Error,
     },
+    #[error(
+        "GET {url} did not answer with a whole search page (cut short, or not a wiki page) after {attempts} attempt(s)"
+    )]
+    NotAPage { url: String, attempts: usize },
     #[error("GET {url} answered with an empty page")]
     EmptyBody { url: String },
     #[error("GET {url} answered with more than {limit} bytes")]

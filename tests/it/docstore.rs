@@ -430,7 +430,9 @@ async fn odd_bodies_give_an_observation_or_a_clear_error() {
     respond("blank", b"  \n ".to_vec()).mount(&server).await;
     respond(
         "malformed",
-        b"<html><p>Broken <b>markup <p>with <i>unclosed</ul> tags and & stray < signs".to_vec(),
+        // Unclosed tags inside a document that ends: a document that stops before `</html>` is
+        // a page cut short (see `a_page_cut_short_is_fetched_again_and_never_cached`).
+        b"<html><p>Broken <b>markup <p>with <i>unclosed</ul> tags and & stray < signs</html>".to_vec(),
     )
     .mount(&server)
     .await;
@@ -443,6 +445,7 @@ async fn odd_bodies_give_an_observation_or_a_clear_error() {
             "<p>The quick brown fox jumps over the lazy dog. Pack my box with five dozen jugs.</p>\n",
         );
     }
+    huge.push_str("</div></body></html>");
     respond("huge", huge.into_bytes()).mount(&server).await;
 
     let cache = tempfile::tempdir().unwrap();
@@ -577,5 +580,58 @@ async fn an_out_of_range_retry_after_is_an_error_quoting_the_server() {
             "Wikipedia {host}: HTTP 503 Service Unavailable; retrying in 0.0 s, attempt 2 of 3"
         )),
         "{logs}"
+    );
+}
+
+#[tokio::test]
+async fn a_page_cut_short_is_fetched_again_and_never_cached() {
+    let whole = wikipedia_page("colorado_orogeny_hit.html");
+    // Well framed (the Content-Length is the cut body's), but the document stops in the site
+    // chrome before the article: read as it is, it would be a page of menu entries.
+    let cut = whole[..whole.len() * 3 / 10].to_vec();
+    let server = MockServer::start().await;
+    Mock::given(method("GET"))
+        .respond_with(ResponseTemplate::new(200).set_body_raw(cut.clone(), HTML))
+        .up_to_n_times(1)
+        .expect(1)
+        .mount(&server)
+        .await;
+    Mock::given(method("GET"))
+        .respond_with(ResponseTemplate::new(200).set_body_raw(whole, HTML))
+        .expect(1)
+        .mount(&server)
+        .await;
+    let cache = tempfile::tempdir().unwrap();
+    let paper = config(&server, cache.path(), Profile::Paper);
+    assert_eq!(open(&paper).search("Colorado orogeny").await.unwrap(), HIT_OBS);
+    // What was cached is the whole page.
+    let offline = DocstoreConfig {
+        offline: true,
+        ..paper
+    };
+    assert_eq!(open(&offline).search("Colorado orogeny").await.unwrap(), HIT_OBS);
+
+    // Cut short every time: retried, then an error, and nothing cached.
+    let server = MockServer::start().await;
+    Mock::given(method("GET"))
+        .respond_with(ResponseTemplate::new(200).set_body_raw(cut, HTML))
+        .expect(3)
+        .mount(&server)
+        .await;
+    let cache = tempfile::tempdir().unwrap();
+    let error = open(&config(&server, cache.path(), Profile::Default))
+        .search("Colorado orogeny")
+        .await
+        .unwrap_err();
+    assert!(
+        matches!(error, DocstoreError::NotAPage { attempts: 3, .. }),
+        "{error:?}"
+    );
+    assert_eq!(
+        error.to_string().replace(&server.uri(), "[SERVER]"),
+        "GET [SERVER]/w/index.php?search=Colorado+orogeny did not answer with a whole search page (cut short, or not a wiki page) after 3 attempt(s)"
+    );
+    assert!(
+        std::fs::read_dir(cache.path().join("http")).map_or(true, |mut entries| entries.next().is_none())
     );
 }
