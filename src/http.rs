@@ -3,6 +3,7 @@
 //! reqwest client only when the first request needs it.
 
 use std::fmt;
+use std::sync::OnceLock;
 use std::time::{Duration, SystemTime};
 
 use reqwest::header::HeaderMap;
@@ -168,6 +169,45 @@ pub(crate) fn warn_retry(
         "{server}: {failure}; retrying in {:.1} s, attempt {attempt} of {of}",
         delay.as_secs_f64()
     );
+}
+
+/// A reqwest client built when the first request needs it, not when its owner is made: replaying
+/// recorded runs and offline exploring never pay for loading the system's TLS roots. A build
+/// that fails is reported to that request and tried again by the next.
+pub(crate) struct LazyClient {
+    client: OnceLock<reqwest::Client>,
+    builder: Box<dyn Fn() -> reqwest::ClientBuilder + Send + Sync>,
+}
+
+impl LazyClient {
+    pub(crate) fn new(builder: impl Fn() -> reqwest::ClientBuilder + Send + Sync + 'static) -> LazyClient {
+        LazyClient {
+            client: OnceLock::new(),
+            builder: Box::new(builder),
+        }
+    }
+
+    /// The client, built now if this is the first request.
+    pub(crate) fn get(&self) -> Result<&reqwest::Client, reqwest::Error> {
+        if let Some(client) = self.client.get() {
+            return Ok(client);
+        }
+        let client = (self.builder)().build()?;
+        Ok(self.client.get_or_init(|| client))
+    }
+
+    /// Whether a request has built the client yet.
+    pub(crate) fn is_built(&self) -> bool {
+        self.client.get().is_some()
+    }
+}
+
+impl fmt::Debug for LazyClient {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("LazyClient")
+            .field("built", &self.is_built())
+            .finish_non_exhaustive()
+    }
 }
 
 #[cfg(test)]

@@ -19,11 +19,11 @@ use backon::{ExponentialBuilder, Retryable};
 use futures::FutureExt;
 use futures::future::{BoxFuture, Shared};
 use reqwest::StatusCode;
-use serde::{Deserialize, Serialize};
+use serde::Deserialize;
 use tokio::sync::Semaphore;
 
 use super::{DEFAULT_TIMEOUT, DocstoreConfig, DocstoreError};
-use crate::http::{self, BodyError, RetryAfter, next_delay, read_body, retry_after, warn_retry};
+use crate::http::{self, BodyError, LazyClient, RetryAfter, next_delay, read_body, retry_after, warn_retry};
 
 /// How the client treats the server.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -72,7 +72,8 @@ pub struct Fetcher {
 }
 
 struct FetcherInner {
-    client: reqwest::Client,
+    /// Built by the first request: serving from the cache never loads the TLS roots.
+    client: LazyClient,
     cache: PageCache,
     offline: bool,
     policy: HttpPolicy,
@@ -82,15 +83,20 @@ struct FetcherInner {
 }
 
 impl Fetcher {
-    pub fn new(config: &DocstoreConfig) -> Result<Fetcher, DocstoreError> {
-        let client = reqwest::Client::builder()
-            .user_agent(config.user_agent.clone())
-            .timeout(config.http.timeout)
-            .connect_timeout(config.http.timeout.min(Duration::from_secs(10)))
-            .redirect(reqwest::redirect::Policy::limited(10))
-            .build()
-            .map_err(DocstoreError::Client)?;
-        Ok(Fetcher {
+    /// A fetcher for `config`. Nothing is built or opened yet: the HTTP client is built by the
+    /// first request (a failure to build it is that request's error), the cache is read by the
+    /// first fetch.
+    pub fn new(config: &DocstoreConfig) -> Fetcher {
+        let user_agent = config.user_agent.clone();
+        let timeout = config.http.timeout;
+        let client = LazyClient::new(move || {
+            reqwest::Client::builder()
+                .user_agent(user_agent.clone())
+                .timeout(timeout)
+                .connect_timeout(timeout.min(Duration::from_secs(10)))
+                .redirect(reqwest::redirect::Policy::limited(10))
+        });
+        Fetcher {
             inner: Arc::new(FetcherInner {
                 client,
                 cache: PageCache::new(config.cache_dir()),
@@ -100,7 +106,12 @@ impl Fetcher {
                 in_flight: Mutex::new(HashMap::new()),
                 requests: AtomicU64::new(0),
             }),
-        })
+        }
+    }
+
+    /// Whether a request has built the HTTP client yet.
+    pub fn client_built(&self) -> bool {
+        self.inner.client.is_built()
     }
 
     pub fn cache(&self) -> &PageCache {
@@ -172,6 +183,8 @@ enum AttemptError {
     Empty,
     /// A body the caller's [`PageCheck`] refused.
     NotAPage,
+    /// The HTTP client could not be built.
+    Client(reqwest::Error),
 }
 
 impl AttemptError {
@@ -181,7 +194,7 @@ impl AttemptError {
                 *status == StatusCode::TOO_MANY_REQUESTS || status.is_server_error()
             }
             AttemptError::Network(error) => !error.is_builder() && !error.is_redirect(),
-            AttemptError::TooLarge | AttemptError::Empty => false,
+            AttemptError::TooLarge | AttemptError::Empty | AttemptError::Client(_) => false,
             AttemptError::NotAPage => true,
         }
     }
@@ -203,6 +216,7 @@ impl std::fmt::Display for AttemptError {
             AttemptError::TooLarge => f.write_str("page too large"),
             AttemptError::Empty => f.write_str("empty page"),
             AttemptError::NotAPage => f.write_str("not a whole search page"),
+            AttemptError::Client(_) => f.write_str("cannot set up the HTTP client"),
         }
     }
 }
@@ -220,7 +234,7 @@ impl FetcherInner {
             .with_max_delay(policy.max_backoff)
             .with_max_times(policy.max_retries)
             .with_jitter();
-        let body = (|| async {
+        let (bytes, body) = (|| async {
             attempts.fetch_add(1, Ordering::Relaxed);
             self.attempt(url, check).await
         })
@@ -264,15 +278,17 @@ impl FetcherInner {
                     url: url.to_owned(),
                     attempts,
                 },
+                AttemptError::Client(source) => DocstoreError::Client(source),
             }
         })?;
-        self.cache.put(url, &body).await?;
+        self.cache.put(url, &bytes).await?;
         Ok(body)
     }
 
     /// One request, holding one of the in-flight permits (not while backing off), and the check
     /// of what it brought.
-    async fn attempt(&self, url: &str, check: PageCheck) -> Result<Arc<str>, AttemptError> {
+    /// The response's bytes as they came (for the cache) and as text.
+    async fn attempt(&self, url: &str, check: PageCheck) -> Result<(Vec<u8>, Arc<str>), AttemptError> {
         let bytes = self.request(url).await?;
         let body: Arc<str> = Arc::from(String::from_utf8_lossy(&bytes).as_ref());
         if body.trim().is_empty() {
@@ -281,7 +297,7 @@ impl FetcherInner {
         let checked = body.clone();
         // A check that panics (it should not) refuses the page like one it rejects.
         match tokio::task::spawn_blocking(move || check(&checked)).await {
-            Ok(true) => Ok(body),
+            Ok(true) => Ok((bytes, body)),
             Ok(false) | Err(_) => Err(AttemptError::NotAPage),
         }
     }
@@ -293,7 +309,8 @@ impl FetcherInner {
             .await
             .expect("the semaphore is never closed");
         self.requests.fetch_add(1, Ordering::Relaxed);
-        let response = self.client.get(url).send().await.map_err(AttemptError::Network)?;
+        let client = self.client.get().map_err(AttemptError::Client)?;
+        let response = client.get(url).send().await.map_err(AttemptError::Network)?;
         let status = response.status();
         if !status.is_success() {
             return Err(AttemptError::Status {
@@ -312,21 +329,26 @@ impl FetcherInner {
 
 /// Raw response bodies on disk, keyed by URL, so both profiles share them.
 ///
-/// Each entry is one JSON file `{"url", "fetched_at", "body"}` under `DIR/http/`, named by a hash
-/// of the URL (plus a short ASCII slug for people browsing the directory): no query can name a
-/// path outside the directory. Entries are written to a temporary file and renamed into place,
-/// so a crash never leaves a torn entry; an entry whose URL differs (a hash collision) or that
-/// cannot be read is a miss.
+/// Each entry is one file under `DIR/http/`, named by a hash of the URL (plus a short ASCII slug
+/// for people browsing the directory): no query can name a path outside the directory. It holds
+/// one header line, `react-docstore.page.v2 {fetched_at} {url}`, then the response body exactly
+/// as the server sent it — no escaping to undo when a warm page is read. Entries written by
+/// earlier versions (one JSON object `{"url", "fetched_at", "body"}`) are still read. Entries are
+/// written to a temporary file and renamed into place, so a crash never leaves a torn entry; an
+/// entry whose URL differs (a hash collision) or that cannot be read is a miss.
 #[derive(Debug, Clone)]
 pub struct PageCache {
     dir: PathBuf,
 }
 
-#[derive(Serialize, Deserialize)]
-struct CacheEntry<'a> {
-    url: std::borrow::Cow<'a, str>,
-    fetched_at: u64,
-    body: std::borrow::Cow<'a, str>,
+/// The first word of an entry's header line.
+const ENTRY_FORMAT: &str = "react-docstore.page.v2";
+
+/// An entry as versions before the raw format wrote it.
+#[derive(Deserialize)]
+struct JsonCacheEntry {
+    url: String,
+    body: String,
 }
 
 static TEMP_COUNTER: AtomicU64 = AtomicU64::new(0);
@@ -352,17 +374,18 @@ impl PageCache {
             Err(error) if error.kind() == std::io::ErrorKind::NotFound => return Ok(None),
             Err(source) => return Err(DocstoreError::Cache { path, source }),
         };
-        match serde_json::from_slice::<CacheEntry<'_>>(&bytes) {
-            Ok(entry) if entry.url == url => Ok(Some(Arc::from(entry.body.as_ref()))),
-            Ok(_) => Ok(None),
-            Err(error) => {
-                tracing::warn!(path = %path.display(), "ignoring an unreadable cache entry: {error}");
+        match read_entry(&bytes) {
+            Some((entry_url, body)) if entry_url == url => Ok(Some(body)),
+            Some(_) => Ok(None),
+            None => {
+                tracing::warn!(path = %path.display(), "ignoring an unreadable cache entry");
                 Ok(None)
             }
         }
     }
 
-    pub async fn put(&self, url: &str, body: &str) -> Result<(), DocstoreError> {
+    /// Stores `body`, the response's bytes as they came, under `url`.
+    pub async fn put(&self, url: &str, body: &[u8]) -> Result<(), DocstoreError> {
         let path = self.path_for(url);
         let dir = path.parent().expect("entries live in a directory").to_owned();
         let io = |source| DocstoreError::Cache {
@@ -370,14 +393,11 @@ impl PageCache {
             source,
         };
         tokio::fs::create_dir_all(&dir).await.map_err(io)?;
-        let entry = CacheEntry {
-            url: url.into(),
-            fetched_at: SystemTime::now()
-                .duration_since(UNIX_EPOCH)
-                .map_or(0, |elapsed| elapsed.as_secs()),
-            body: body.into(),
-        };
-        let json = serde_json::to_vec(&entry).expect("a cache entry serialises");
+        let fetched_at = SystemTime::now()
+            .duration_since(UNIX_EPOCH)
+            .map_or(0, |elapsed| elapsed.as_secs());
+        let mut entry = format!("{ENTRY_FORMAT} {fetched_at} {url}\n").into_bytes();
+        entry.extend_from_slice(body);
         let temp = dir.join(format!(
             ".{}.{}.{}.tmp",
             entry_name(url),
@@ -386,7 +406,7 @@ impl PageCache {
         ));
         let written = retry_out_of_handles(|| async {
             let mut file = tokio::fs::File::create(&temp).await?;
-            tokio::io::AsyncWriteExt::write_all(&mut file, &json).await?;
+            tokio::io::AsyncWriteExt::write_all(&mut file, &entry).await?;
             file.sync_all().await?;
             drop(file);
             tokio::fs::rename(&temp, &path).await
@@ -398,6 +418,23 @@ impl PageCache {
         }
         Ok(())
     }
+}
+
+/// The URL and body of a cache file: the raw format, or an earlier version's JSON.
+fn read_entry(bytes: &[u8]) -> Option<(String, Arc<str>)> {
+    if bytes.first() == Some(&b'{') {
+        let entry: JsonCacheEntry = serde_json::from_slice(bytes).ok()?;
+        return Some((entry.url, Arc::from(entry.body)));
+    }
+    let newline = memchr::memchr(b'\n', bytes)?;
+    let header = std::str::from_utf8(&bytes[..newline]).ok()?;
+    let mut fields = header.splitn(3, ' ');
+    let (format, _fetched_at, url) = (fields.next()?, fields.next()?, fields.next()?);
+    if format != ENTRY_FORMAT {
+        return None;
+    }
+    let body = String::from_utf8_lossy(&bytes[newline + 1..]);
+    Some((url.to_owned(), Arc::from(body.as_ref())))
 }
 
 /// Whether `error` says the process (EMFILE) or the system (ENFILE) has no file handle left: a

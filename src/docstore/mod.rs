@@ -221,7 +221,7 @@ impl DocstoreConfig {
                         )));
                     }
                 }
-                let fetcher = Fetcher::new(self)?;
+                let fetcher = Fetcher::new(self);
                 let source = |profile| -> Arc<dyn DocstoreSource> {
                     Arc::new(WikipediaSource::new(fetcher.clone(), wiki_url.clone(), profile))
                 };

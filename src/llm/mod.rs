@@ -103,6 +103,13 @@ pub enum LlmError {
         max_wait_secs: u64,
         message: String,
     },
+    /// The HTTP client could not be built (it is built by the first request).
+    #[error("cannot set up the HTTP client for the model server at `{url}`")]
+    Client {
+        url: String,
+        #[source]
+        source: reqwest::Error,
+    },
     #[error("cannot reach the model server at `{url}` (after {attempts} attempts)")]
     Transport {
         url: String,
@@ -129,13 +136,13 @@ impl LlmError {
     /// Whether the same request will fail the same way however often it is sent, whatever the
     /// question: the key is refused (401) or not allowed (403), the model or endpoint does not
     /// exist (404, including [`LlmError::NotFoundWithoutV1`]), the method is not allowed (405) or
-    /// the server does not implement the endpoint (501). An evaluation stops at the first such
+    /// the server does not implement the endpoint (501), or no HTTP client can be built. An evaluation stops at the first such
     /// error instead of sending every question to a server that cannot answer. Other failures
     /// (a 400 about one prompt, retries exhausted, a bad body) may not repeat: not permanent.
     pub fn is_permanent(&self) -> bool {
         match self {
             LlmError::Rejected { status, .. } => matches!(status.as_u16(), 401 | 403 | 404 | 405 | 501),
-            LlmError::NotFoundWithoutV1 { .. } => true,
+            LlmError::NotFoundWithoutV1 { .. } | LlmError::Client { .. } => true,
             _ => false,
         }
     }

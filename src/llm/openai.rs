@@ -23,7 +23,7 @@ use std::str::FromStr;
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::time::Duration;
 
-use crate::http::{self, BodyError, RetryAfter, next_delay, read_body, retry_after, warn_retry};
+use crate::http::{self, BodyError, LazyClient, RetryAfter, next_delay, read_body, retry_after, warn_retry};
 pub use crate::secret::ApiKey;
 use crate::secret::RedactedMessage;
 
@@ -190,11 +190,6 @@ pub enum ModelConfigError {
     BaseUrl { base_url: String },
     #[error("invalid model option `{option}`: expected `key=value`")]
     Option { option: String },
-    #[error("cannot set up the HTTP client")]
-    Client {
-        #[source]
-        source: reqwest::Error,
-    },
 }
 
 impl ModelSettings {
@@ -266,7 +261,8 @@ const MAX_ADAPTATIONS: usize = 3;
 /// The OpenAI-compatible model client. One per process; shared by every question.
 pub struct OpenAiClient {
     config: OpenAiConfig,
-    http: reqwest::Client,
+    /// Built by the first request: replaying recorded runs never loads the TLS roots.
+    http: LazyClient,
     /// The endpoint, e.g. `http://localhost:11434/v1/chat/completions`.
     url: reqwest::Url,
     refused: Refused,
@@ -298,6 +294,8 @@ enum AttemptError {
     Cut(reqwest::Error),
     /// The body is larger than the limit.
     TooLarge,
+    /// The HTTP client could not be built.
+    Client(reqwest::Error),
 }
 
 impl AttemptError {
@@ -312,7 +310,7 @@ impl AttemptError {
                     || error.is_decode()
             }
             AttemptError::Cut(_) => true,
-            AttemptError::TooLarge => false,
+            AttemptError::TooLarge | AttemptError::Client(_) => false,
         }
     }
 
@@ -332,6 +330,7 @@ impl fmt::Display for AttemptError {
             AttemptError::Transport(error) => f.write_str(http::transport_failure(error)),
             AttemptError::Cut(_) => f.write_str("connection dropped mid-body"),
             AttemptError::TooLarge => f.write_str("response too large"),
+            AttemptError::Client(_) => f.write_str("cannot set up the HTTP client"),
         }
     }
 }
@@ -344,16 +343,17 @@ impl OpenAiClient {
             .map_err(|_| ModelConfigError::BaseUrl {
                 base_url: config.base_url.clone(),
             })?;
-        let http = reqwest::Client::builder()
-            .user_agent(concat!(
-                "react-docstore/",
-                env!("CARGO_PKG_VERSION"),
-                " (https://github.com/react-docstore)"
-            ))
-            .timeout(config.timeout)
-            .connect_timeout(Duration::from_secs(10))
-            .build()
-            .map_err(|source| ModelConfigError::Client { source })?;
+        let timeout = config.timeout;
+        let http = LazyClient::new(move || {
+            reqwest::Client::builder()
+                .user_agent(concat!(
+                    "react-docstore/",
+                    env!("CARGO_PKG_VERSION"),
+                    " (https://github.com/react-docstore)"
+                ))
+                .timeout(timeout)
+                .connect_timeout(Duration::from_secs(10))
+        });
         Ok(OpenAiClient {
             config,
             http,
@@ -369,6 +369,11 @@ impl OpenAiClient {
 
     pub fn config(&self) -> &OpenAiConfig {
         &self.config
+    }
+
+    /// Whether a request has built the HTTP client yet (it is built by the first one).
+    pub fn client_built(&self) -> bool {
+        self.http.is_built()
     }
 
     /// The request body for `request`, leaving out what the server refused before.
@@ -407,7 +412,8 @@ impl OpenAiClient {
     }
 
     async fn send_once(&self, body: &Value) -> Result<Vec<u8>, AttemptError> {
-        let mut builder = self.http.post(self.url.clone()).json(body);
+        let http = self.http.get().map_err(AttemptError::Client)?;
+        let mut builder = http.post(self.url.clone()).json(body);
         if let Some(key) = self.config.api_key.as_ref().map(ApiKey::expose) {
             // reqwest marks the header sensitive: it never shows in its Debug output.
             builder = builder.bearer_auth(key);
@@ -544,6 +550,9 @@ impl OpenAiClient {
                         attempts,
                         source,
                     });
+                }
+                Err((AttemptError::Client(source), _)) => {
+                    return Err(LlmError::Client { url, source });
                 }
                 Err((AttemptError::TooLarge, _)) => {
                     return Err(LlmError::TooLarge {

@@ -15,7 +15,7 @@ use futures::future::BoxFuture;
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
-use crate::http::{self, BodyError, RetryAfter, next_delay, read_body, warn_retry};
+use crate::http::{self, BodyError, LazyClient, RetryAfter, next_delay, read_body, warn_retry};
 use crate::tool::{Tool, ToolError};
 
 /// SerpApi's search endpoint.
@@ -151,7 +151,8 @@ impl WebSearchError {
 #[derive(Debug)]
 pub struct WebSearch {
     config: WebSearchConfig,
-    client: reqwest::Client,
+    /// Built by the first request: answers from the cache never load the TLS roots.
+    client: LazyClient,
 }
 
 /// One cached answer. The key is never part of it.
@@ -167,12 +168,18 @@ impl WebSearch {
         if config.api_key.is_none() && config.search_url == DEFAULT_SEARCH_URL {
             return Err(WebSearchError::MissingKey);
         }
-        let client = reqwest::Client::builder()
-            .user_agent(crate::docstore::DEFAULT_USER_AGENT)
-            .timeout(config.timeout)
-            .build()
-            .map_err(|source| WebSearchError::Client(source.without_url()))?;
+        let timeout = config.timeout;
+        let client = LazyClient::new(move || {
+            reqwest::Client::builder()
+                .user_agent(crate::docstore::DEFAULT_USER_AGENT)
+                .timeout(timeout)
+        });
         Ok(WebSearch { config, client })
+    }
+
+    /// Whether a request has built the HTTP client yet (it is built by the first one).
+    pub fn client_built(&self) -> bool {
+        self.client.is_built()
     }
 
     /// The observation for `query`: from the cache, else from the service (then cached).
@@ -250,8 +257,11 @@ impl WebSearch {
             params.push(("api_key", key.expose()));
         }
         tracing::debug!(query, url = %self.config.search_url, "web search");
-        let response = self
+        let client = self
             .client
+            .get()
+            .map_err(|source| WebSearchError::Client(source.without_url()))?;
+        let response = client
             .get(&self.config.search_url)
             .query(&params)
             .send()

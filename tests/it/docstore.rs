@@ -635,3 +635,90 @@ async fn a_page_cut_short_is_fetched_again_and_never_cached() {
         std::fs::read_dir(cache.path().join("http")).map_or(true, |mut entries| entries.next().is_none())
     );
 }
+
+#[tokio::test]
+async fn searches_served_from_the_cache_build_no_http_client() {
+    use react_docstore::docstore::{Fetcher, WikipediaSource};
+    let server = crate::mock_wikipedia().await;
+    let cache = tempfile::tempdir().unwrap();
+    let config = config(&server, cache.path(), Profile::Paper);
+    let search = |fetcher: &Fetcher| {
+        let mut explorer = WikipediaSource::new(fetcher.clone(), server.uri(), Profile::Paper).explorer();
+        async move { explorer.search("Colorado orogeny").await }
+    };
+
+    let fetcher = Fetcher::new(&config);
+    assert!(!fetcher.client_built(), "built before any request");
+    assert_eq!(search(&fetcher).await.unwrap(), HIT_OBS);
+    assert!(fetcher.client_built());
+
+    // A later run (replay, explore) served from the cache: no client, so no TLS roots loaded.
+    let cached = Fetcher::new(&config);
+    assert_eq!(search(&cached).await.unwrap(), HIT_OBS);
+    assert!(!cached.client_built());
+    let offline = Fetcher::new(&DocstoreConfig {
+        offline: true,
+        ..config.clone()
+    });
+    assert_eq!(search(&offline).await.unwrap(), HIT_OBS);
+    let mut explorer = WikipediaSource::new(offline.clone(), server.uri(), Profile::Paper).explorer();
+    let miss = explorer.search("Colorado orogenyy").await.unwrap_err();
+    assert!(matches!(miss, DocstoreError::NotCached { .. }), "{miss:?}");
+    assert!(!offline.client_built());
+}
+
+#[tokio::test]
+async fn a_client_that_cannot_be_built_fails_the_first_request() {
+    let server = crate::mock_wikipedia().await;
+    let cache = tempfile::tempdir().unwrap();
+    let config = DocstoreConfig {
+        user_agent: "not\na header value".to_owned(),
+        ..config(&server, cache.path(), Profile::Default)
+    };
+    // Opening builds nothing, so it cannot fail; the first request reports the failure.
+    let source = config.open().unwrap();
+    let error = source.open(&[]).search("Colorado orogeny").await.unwrap_err();
+    assert!(matches!(error, DocstoreError::Client(_)), "{error:?}");
+    assert_eq!(error.to_string(), "cannot build the HTTP client");
+    assert!(server.received_requests().await.unwrap().is_empty());
+}
+
+#[tokio::test]
+async fn the_cache_holds_raw_bodies_and_still_reads_json_entries() {
+    use react_docstore::docstore::PageCache;
+    let server = crate::mock_wikipedia().await;
+    let cache_dir = tempfile::tempdir().unwrap();
+    let config = config(&server, cache_dir.path(), Profile::Paper);
+    assert_eq!(open(&config).search("Colorado orogeny").await.unwrap(), HIT_OBS);
+    let url =
+        react_docstore::docstore::wikipedia::search_url(&server.uri(), "Colorado orogeny", Profile::Paper);
+    let cache = PageCache::new(cache_dir.path().to_owned());
+    let entry = std::fs::read(cache.path_for(&url)).unwrap();
+    let newline = entry.iter().position(|&byte| byte == b'\n').unwrap();
+    let header = std::str::from_utf8(&entry[..newline]).unwrap();
+    let fields: Vec<&str> = header.splitn(3, ' ').collect();
+    assert_eq!(fields[0], "react-docstore.page.v2");
+    assert!(fields[1].parse::<u64>().unwrap() > 0, "{header}");
+    assert_eq!(fields[2], url);
+    assert!(
+        entry[newline + 1..] == wikipedia_page("colorado_orogeny_hit.html"),
+        "the body is stored as the server sent it"
+    );
+
+    // An entry in the JSON form earlier versions wrote is still served.
+    let old_url = react_docstore::docstore::wikipedia::search_url(&server.uri(), "Old entry", Profile::Paper);
+    let old_entry = serde_json::json!({
+        "url": old_url,
+        "fetched_at": 1,
+        "body": "<p>Served from an old cache entry</p>",
+    });
+    std::fs::write(cache.path_for(&old_url), old_entry.to_string()).unwrap();
+    let offline = DocstoreConfig {
+        offline: true,
+        ..config
+    };
+    assert_eq!(
+        open(&offline).search("Old entry").await.unwrap(),
+        "Served from an old cache entry."
+    );
+}

@@ -151,7 +151,10 @@ async fn chat_request_carries_model_messages_stop_temperature_and_reads_usage() 
         .expect(1)
         .mount(&server)
         .await;
-    let completion = complete(&client(&server, Api::Chat), &stop()).await.unwrap();
+    let client = client(&server, Api::Chat);
+    assert!(!client.client_built(), "built before the first request");
+    let completion = complete(&client, &stop()).await.unwrap();
+    assert!(client.client_built());
     assert_eq!(
         completion,
         Completion {

@@ -358,6 +358,9 @@ async fn websearch_retries_then_caches_without_the_key() {
         offline.search("president of Spain").await.unwrap(),
         "Pedro Sánchez"
     );
+    // Answers from the cache build no HTTP client (no TLS roots loaded); requests do.
+    assert!(!offline.client_built());
+    assert!(websearch.client_built());
     let miss = offline.search("something else").await.unwrap_err();
     assert_eq!(
         miss.to_string(),
