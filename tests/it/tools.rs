@@ -383,11 +383,15 @@ async fn websearch_errors_never_show_the_key() {
         .mount(&server)
         .await;
     let websearch = WebSearch::new(websearch_config(&server)).unwrap();
-    let error = websearch.search("anything").await.unwrap_err();
+    let (error, logs) = crate::llm::captured_logs(websearch.search("anything")).await;
+    let error = error.unwrap_err();
     assert_eq!(
         error_chain(&error),
         "the web search for `anything` answered HTTP 401"
     );
+    // The key travels in the query string: trace logging must not print the URL with it.
+    assert!(logs.contains("TRACE"), "trace logging was on: {logs}");
+    assert!(!logs.contains(TEST_KEY), "{logs}");
 
     // Nothing listens here: a connection error, retried, then reported without its URL.
     let closed = WebSearchConfig {
