@@ -14,7 +14,8 @@ use reqwest::header::HeaderMap;
 pub struct RetryAfter {
     /// Saturated: a wait too long for a `Duration` is `Duration::MAX`.
     pub wait: Duration,
-    /// `30 s`, `1e30 ms`, `120 s (until Wed, 21 Oct 2026 07:28:00 GMT)`; at most a few dozen characters.
+    /// `30 s`, `1e30 ms`, `120 s (until Wed, 21 Oct 2026 07:28:00 GMT)`; a few dozen characters
+    /// at most.
     pub asked: String,
 }
 

@@ -11,9 +11,10 @@
 //! up to [`RetryPolicy::max_retry_after`]; each retry is announced by a plain-words warning. A
 //! response body is read up to [`OpenAiConfig::max_response_bytes`], and one completion is cut
 //! to [`MAX_COMPLETION_BYTES`] before the agent sees it. Every message built from a response is
-//! redacted of the API key before it is shortened, whatever the status. A 400 naming a parameter the model does not support
-//! (`stop`, `temperature`, `max_tokens` on OpenAI's reasoning models) is answered by sending the
-//! request again without it — and every later request too. Stop sequences are also applied here,
+//! redacted of the API key before it is shortened, whatever the status. The reqwest client is
+//! built by the first request. A 400 naming a parameter the model does not support (`stop`,
+//! `temperature`, `max_tokens` on OpenAI's reasoning models) is answered by sending the request
+//! again without it — and every later request too. Stop sequences are also applied here,
 //! so a server that ignores or refuses them changes nothing.
 
 mod wire;
