@@ -1,65 +1,330 @@
-//! What every HTTP client here (model, Wikipedia, web search) reads the same way: `Retry-After`.
+//! What every HTTP client here (model, Wikipedia, web search) does the same way: reading
+//! `Retry-After`, reading a body under a size limit, wording a retry warning, and building the
+//! reqwest client only when the first request needs it.
 
+use std::fmt;
+use std::sync::OnceLock;
 use std::time::{Duration, SystemTime};
 
 use reqwest::header::HeaderMap;
 
-/// How long the server asks us to wait: `retry-after-ms` (some OpenAI-compatible servers), else
-/// `Retry-After` as seconds (fractions allowed) or as an HTTP date.
-pub(crate) fn retry_after(headers: &HeaderMap) -> Option<Duration> {
+/// How long the server asked us to wait, and its own words for it (for the error that says we
+/// will not wait that long).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct RetryAfter {
+    /// Saturated: a wait too long for a `Duration` is `Duration::MAX`.
+    pub wait: Duration,
+    /// `30 s`, `1e30 ms`, `120 s (until Wed, 21 Oct 2026 07:28:00 GMT)`; a few dozen characters
+    /// at most.
+    pub asked: String,
+}
+
+/// The longest server value an error quotes.
+const MAX_ASKED_CHARS: usize = 40;
+
+/// `retry-after-ms` (some OpenAI-compatible servers), else `Retry-After` as seconds (fractions and
+/// exponents allowed) or as an HTTP date. Negative, NaN, infinite and unreadable values are
+/// ignored; a value too large for a `Duration` waits forever (and so ends the retries).
+pub(crate) fn retry_after(headers: &HeaderMap) -> Option<RetryAfter> {
     let header = |name: &str| headers.get(name)?.to_str().ok().map(str::trim);
-    let seconds = |value: &str| {
-        let seconds = value.parse::<f64>().ok()?;
-        (seconds.is_finite() && seconds >= 0.0).then(|| Duration::from_secs_f64(seconds))
-    };
-    if let Some(delay) = header("retry-after-ms").and_then(seconds) {
-        return Some(delay / 1000);
+    if let Some(value) = header("retry-after-ms")
+        && let Some(wait) = wait_for(value, 1e-3)
+    {
+        return Some(RetryAfter {
+            wait,
+            asked: format!("{} ms", shorten(value, MAX_ASKED_CHARS)),
+        });
     }
     let value = header("retry-after")?;
-    if let Some(delay) = seconds(value) {
-        return Some(delay);
+    if let Some(wait) = wait_for(value, 1.0) {
+        return Some(RetryAfter {
+            wait,
+            asked: format!("{} s", shorten(value, MAX_ASKED_CHARS)),
+        });
     }
     let when = httpdate::parse_http_date(value).ok()?;
-    Some(when.duration_since(SystemTime::now()).unwrap_or(Duration::ZERO))
+    let wait = when.duration_since(SystemTime::now()).unwrap_or(Duration::ZERO);
+    Some(RetryAfter {
+        wait,
+        asked: format!("{} s (until {value})", wait.as_secs()),
+    })
+}
+
+/// `value` units of `unit_secs` seconds, when `value` is a finite, non-negative number.
+fn wait_for(value: &str, unit_secs: f64) -> Option<Duration> {
+    let amount = value.parse::<f64>().ok()?;
+    // A number too large for an f64 parses as infinity; the words `inf` and `infinity` are not
+    // numbers a server means.
+    let numeral = value.bytes().all(|b| b.is_ascii_digit() || b"+-.eE".contains(&b));
+    if amount.is_nan() || amount < 0.0 || (amount.is_infinite() && !numeral) {
+        return None;
+    }
+    Some(Duration::try_from_secs_f64(amount * unit_secs).unwrap_or(Duration::MAX))
+}
+
+/// The delay before the next attempt: the backoff's, or longer when the server asks for longer.
+/// `None` (give up now) when the backoff is spent or the server asks for more than `cap`.
+pub(crate) fn next_delay(
+    backoff: Option<Duration>,
+    retry_after: Option<&RetryAfter>,
+    cap: Duration,
+) -> Option<Duration> {
+    match retry_after {
+        Some(asked) if asked.wait > cap => None,
+        Some(asked) => backoff.map(|delay| delay.max(asked.wait)),
+        None => backoff,
+    }
+}
+
+/// `text` cut to `max_chars` characters, with `…` when cut.
+pub(crate) fn shorten(text: &str, max_chars: usize) -> String {
+    match text.char_indices().nth(max_chars) {
+        Some((idx, _)) => format!("{}…", &text[..idx]),
+        None => text.to_owned(),
+    }
+}
+
+/// Why a body could not be read.
+#[derive(Debug)]
+pub(crate) enum BodyError {
+    /// Larger than the limit: by its `Content-Length`, or as it streamed in.
+    TooLarge,
+    /// The connection failed while the body streamed in (dropped, reset, timed out).
+    Cut(reqwest::Error),
+}
+
+/// The whole body of `response`, refusing more than `limit` bytes: a `Content-Length` over the
+/// limit is refused before anything is read, and the stream is cut off as soon as it passes it.
+pub(crate) async fn read_body(mut response: reqwest::Response, limit: usize) -> Result<Vec<u8>, BodyError> {
+    let announced = response.content_length();
+    if announced.is_some_and(|length| length > limit as u64) {
+        return Err(BodyError::TooLarge);
+    }
+    let capacity = announced.map_or(0, |length| usize::try_from(length).unwrap_or(limit));
+    let mut body = Vec::with_capacity(capacity.min(limit));
+    while let Some(chunk) = response
+        .chunk()
+        .await
+        .map_err(|error| BodyError::Cut(error.without_url()))?
+    {
+        if body.len() + chunk.len() > limit {
+            return Err(BodyError::TooLarge);
+        }
+        body.extend_from_slice(&chunk);
+    }
+    Ok(body)
+}
+
+/// `host` or `host:port` of `url`: never a user name, password, path or query.
+pub(crate) fn server_name(url: &str) -> String {
+    let Ok(url) = reqwest::Url::parse(url) else {
+        return "an unparsable URL".to_owned();
+    };
+    match (url.host_str(), url.port()) {
+        (Some(host), Some(port)) => format!("{host}:{port}"),
+        (Some(host), None) => host.to_owned(),
+        (None, _) => "a URL without a host".to_owned(),
+    }
+}
+
+/// What went wrong with a request, in a few plain words: `timed out`, `connection refused`,
+/// `connection reset`, `connection dropped mid-body`.
+pub(crate) fn transport_failure(error: &reqwest::Error) -> &'static str {
+    let mut source = std::error::Error::source(error);
+    while let Some(cause) = source {
+        if let Some(io) = cause.downcast_ref::<std::io::Error>() {
+            match io.kind() {
+                std::io::ErrorKind::ConnectionRefused => return "connection refused",
+                std::io::ErrorKind::ConnectionReset => return "connection reset",
+                std::io::ErrorKind::ConnectionAborted => return "connection aborted",
+                std::io::ErrorKind::TimedOut => return "timed out",
+                _ => {}
+            }
+        }
+        source = cause.source();
+    }
+    if error.is_timeout() {
+        "timed out"
+    } else if error.is_connect() {
+        "cannot connect"
+    } else if error.is_body() || error.is_decode() {
+        "connection dropped mid-body"
+    } else if error.is_request() {
+        "connection closed before the response"
+    } else {
+        "request failed"
+    }
+}
+
+/// Logs that an attempt failed and when the next one starts, in plain words:
+/// `model server 127.0.0.1:8080: HTTP 429 Too Many Requests; retrying in 2.1 s, attempt 2 of 5`.
+/// `attempt` is the number of the attempt about to be made.
+pub(crate) fn warn_retry(
+    server: &str,
+    failure: &dyn fmt::Display,
+    delay: Duration,
+    attempt: usize,
+    of: usize,
+) {
+    tracing::warn!(
+        "{server}: {failure}; retrying in {:.1} s, attempt {attempt} of {of}",
+        delay.as_secs_f64()
+    );
+}
+
+/// A reqwest client built when the first request needs it, not when its owner is made: replaying
+/// recorded runs and offline exploring never pay for loading the system's TLS roots. A build
+/// that fails is reported to that request and tried again by the next.
+pub(crate) struct LazyClient {
+    client: OnceLock<reqwest::Client>,
+    builder: Box<dyn Fn() -> reqwest::ClientBuilder + Send + Sync>,
+}
+
+impl LazyClient {
+    pub(crate) fn new(builder: impl Fn() -> reqwest::ClientBuilder + Send + Sync + 'static) -> LazyClient {
+        LazyClient {
+            client: OnceLock::new(),
+            builder: Box::new(builder),
+        }
+    }
+
+    /// The client, built now if this is the first request.
+    pub(crate) fn get(&self) -> Result<&reqwest::Client, reqwest::Error> {
+        if let Some(client) = self.client.get() {
+            return Ok(client);
+        }
+        let client = (self.builder)().build()?;
+        Ok(self.client.get_or_init(|| client))
+    }
+
+    /// Whether a request has built the client yet.
+    pub(crate) fn is_built(&self) -> bool {
+        self.client.get().is_some()
+    }
+}
+
+impl fmt::Debug for LazyClient {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("LazyClient")
+            .field("built", &self.is_built())
+            .finish_non_exhaustive()
+    }
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
 
-    #[track_caller]
-    fn check(headers: &[(&'static str, &str)], expected: Option<Duration>) {
+    fn parse(headers: &[(&'static str, &str)]) -> Option<RetryAfter> {
         let mut map = HeaderMap::new();
         for (name, value) in headers {
             map.insert(*name, value.parse().unwrap());
         }
-        assert_eq!(retry_after(&map), expected, "{headers:?}");
+        retry_after(&map)
+    }
+
+    #[track_caller]
+    fn check(headers: &[(&'static str, &str)], expected: Option<(Duration, &str)>) {
+        let expected = expected.map(|(wait, asked)| RetryAfter {
+            wait,
+            asked: asked.to_owned(),
+        });
+        assert_eq!(parse(headers), expected, "{headers:?}");
     }
 
     #[test]
     fn retry_after_reads_seconds_milliseconds_and_dates() {
         check(&[], None);
-        check(&[("retry-after", "3")], Some(Duration::from_secs(3)));
-        check(&[("retry-after", " 1.5 ")], Some(Duration::from_millis(1500)));
+        check(&[("retry-after", "3")], Some((Duration::from_secs(3), "3 s")));
+        check(
+            &[("retry-after", " 1.5 ")],
+            Some((Duration::from_millis(1500), "1.5 s")),
+        );
         check(
             &[("retry-after-ms", "250"), ("retry-after", "9")],
-            Some(Duration::from_millis(250)),
+            Some((Duration::from_millis(250), "250 ms")),
         );
-        check(&[("retry-after", "-1")], None);
-        check(&[("retry-after", "soon")], None);
         check(
             &[("retry-after", "Wed, 21 Oct 2015 07:28:00 GMT")],
-            Some(Duration::ZERO),
+            Some((Duration::ZERO, "0 s (until Wed, 21 Oct 2015 07:28:00 GMT)")),
         );
         let later = httpdate::fmt_http_date(SystemTime::now() + Duration::from_secs(120));
-        let delay = {
-            let mut map = HeaderMap::new();
-            map.insert("retry-after", later.parse().unwrap());
-            retry_after(&map).unwrap()
-        };
+        let delay = parse(&[("retry-after", &later)]).unwrap().wait;
         assert!(
             delay > Duration::from_secs(100) && delay <= Duration::from_secs(120),
             "{delay:?}"
         );
+    }
+
+    #[test]
+    fn retry_after_out_of_range_saturates_or_is_ignored() {
+        // Too large for a Duration: a wait no client accepts, never a panic.
+        check(&[("retry-after", "1e30")], Some((Duration::MAX, "1e30 s")));
+        check(&[("retry-after-ms", "1e30")], Some((Duration::MAX, "1e30 ms")));
+        check(
+            &[("retry-after", "18446744073709551616")],
+            Some((Duration::MAX, "18446744073709551616 s")),
+        );
+        check(
+            &[("retry-after-ms", "18446744073709551616000")],
+            Some((Duration::MAX, "18446744073709551616000 ms")),
+        );
+        // Negative, NaN, infinite, garbage: as if the header were absent.
+        for value in [
+            "-1", "-0.5", "NaN", "nan", "inf", "-inf", "infinity", "soon", "", "1 s", "0x10",
+        ] {
+            check(&[("retry-after", value)], None);
+            check(&[("retry-after-ms", value)], None);
+        }
+        // An unreadable retry-after-ms falls back to Retry-After.
+        check(
+            &[("retry-after-ms", "NaN"), ("retry-after", "2")],
+            Some((Duration::from_secs(2), "2 s")),
+        );
+        let far = parse(&[("retry-after", "Wed, 01 Jan 9000 00:00:00 GMT")]).unwrap();
+        assert!(far.wait > Duration::from_secs(200 * 365 * 24 * 3600), "{far:?}");
+        assert!(
+            far.asked.ends_with(" s (until Wed, 01 Jan 9000 00:00:00 GMT)"),
+            "{far:?}"
+        );
+        // A long value is quoted shortened.
+        let digits = "9".repeat(500);
+        let long = parse(&[("retry-after", &digits)]).unwrap();
+        assert_eq!(long.wait, Duration::MAX);
+        assert_eq!(long.asked, format!("{}… s", "9".repeat(MAX_ASKED_CHARS)));
+    }
+
+    #[test]
+    fn next_delay_honours_retry_after_up_to_the_cap() {
+        let cap = Duration::from_secs(120);
+        let asked = |secs: u64| RetryAfter {
+            wait: Duration::from_secs(secs),
+            asked: format!("{secs} s"),
+        };
+        let backoff = Some(Duration::from_secs(2));
+        assert_eq!(next_delay(backoff, None, cap), backoff);
+        assert_eq!(next_delay(None, None, cap), None);
+        assert_eq!(next_delay(backoff, Some(&asked(1)), cap), backoff);
+        assert_eq!(
+            next_delay(backoff, Some(&asked(30)), cap),
+            Some(Duration::from_secs(30))
+        );
+        assert_eq!(next_delay(backoff, Some(&asked(121)), cap), None);
+        assert_eq!(next_delay(None, Some(&asked(30)), cap), None);
+        let forever = RetryAfter {
+            wait: Duration::MAX,
+            asked: "1e30 s".to_owned(),
+        };
+        assert_eq!(next_delay(backoff, Some(&forever), cap), None);
+    }
+
+    #[test]
+    fn server_names_carry_no_credentials() {
+        assert_eq!(
+            server_name("https://user:pass@api.example.com/v1/chat?key=1"),
+            "api.example.com"
+        );
+        assert_eq!(server_name("http://127.0.0.1:8080/v1"), "127.0.0.1:8080");
+        assert_eq!(server_name("not a url"), "an unparsable URL");
     }
 }

@@ -27,6 +27,28 @@ impl ApiKey {
     }
 }
 
+/// Text that came from outside (a server's error message, a parser's complaint about a server's
+/// body) with the key taken out and then shortened: redaction always runs on the whole text first,
+/// so a key that straddles the cut cannot survive in part.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("{0}")]
+pub struct RedactedMessage(String);
+
+impl RedactedMessage {
+    /// `text` without `key` (when there is one), then cut to `max_chars` characters.
+    pub fn new(key: Option<&ApiKey>, text: &str, max_chars: usize) -> RedactedMessage {
+        let redacted = match key {
+            Some(key) => key.redact(text),
+            None => text.to_owned(),
+        };
+        RedactedMessage(crate::http::shorten(&redacted, max_chars))
+    }
+
+    pub fn as_str(&self) -> &str {
+        &self.0
+    }
+}
+
 impl fmt::Debug for ApiKey {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.write_str("ApiKey(<redacted>)")
@@ -46,5 +68,16 @@ mod tests {
             "Incorrect API key provided: <redacted>. See <redacted>."
         );
         assert_eq!(ApiKey::new("sk").redact("a sky"), "a sky");
+    }
+
+    #[test]
+    fn redaction_runs_before_the_cut() {
+        let key = ApiKey::new("sk-XYZSECRET");
+        // The key straddles the 20th character.
+        let text = format!("{}{}{}", "x".repeat(15), "sk-XYZSECRET", "y".repeat(30));
+        let message = RedactedMessage::new(Some(&key), &text, 20);
+        assert_eq!(message.as_str(), format!("{}<reda…", "x".repeat(15)));
+        assert!(!message.as_str().contains("sk-XY"));
+        assert_eq!(RedactedMessage::new(None, "abc", 2).as_str(), "ab…");
     }
 }

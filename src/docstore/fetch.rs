@@ -3,10 +3,12 @@
 //! [`Fetcher::fetch`] serves a URL's body from the [`PageCache`] when it can; otherwise it makes
 //! the request — at most `max_in_flight` at once across every question, identical concurrent
 //! fetches merged into one, retried with exponential backoff on 429, 5xx and transport failures
-//! (honouring `Retry-After`) — and caches the body. Offline, a cache miss is an error that names
-//! what is missing.
+//! (honouring `Retry-After` up to [`HttpPolicy::max_retry_after`]; a longer one is an error that
+//! quotes it), the body read up to [`HttpPolicy::max_body_bytes`] — and caches the body once
+//! the caller's [`PageCheck`] accepts it: a page cut short is fetched again, never cached.
+//! Offline, a cache miss is an error that names what is missing. Running out of file handles on
+//! a cache file is waited out and retried like a refused connection.
 
-use crate::http::retry_after;
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
@@ -17,10 +19,11 @@ use backon::{ExponentialBuilder, Retryable};
 use futures::FutureExt;
 use futures::future::{BoxFuture, Shared};
 use reqwest::StatusCode;
-use serde::{Deserialize, Serialize};
+use serde::Deserialize;
 use tokio::sync::Semaphore;
 
 use super::{DEFAULT_TIMEOUT, DocstoreConfig, DocstoreError};
+use crate::http::{self, BodyError, LazyClient, RetryAfter, next_delay, read_body, retry_after, warn_retry};
 
 /// How the client treats the server.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -32,7 +35,7 @@ pub struct HttpPolicy {
     /// The first backoff delay; it doubles each retry, with jitter.
     pub min_backoff: Duration,
     pub max_backoff: Duration,
-    /// The longest `Retry-After` honoured; longer ones are cut to this.
+    /// The longest `Retry-After` honoured; a longer one ends the retries with an error quoting it.
     pub max_retry_after: Duration,
     /// Requests in flight at once, across every question of the process.
     pub max_in_flight: usize,
@@ -56,6 +59,12 @@ impl Default for HttpPolicy {
 
 type SharedFetch = Shared<BoxFuture<'static, Result<Arc<str>, Arc<DocstoreError>>>>;
 
+/// Whether a fetched body is the page the caller asked for (for Wikipedia: a whole search page
+/// that reads as an article, results, no results or a disambiguation page). Only bodies it
+/// accepts are cached; one it refuses (a page cut short, a proxy's error page) is fetched again,
+/// then reported as [`DocstoreError::NotAPage`]. It runs on a blocking thread: it may parse.
+pub type PageCheck = fn(&str) -> bool;
+
 /// The shared HTTP client, cache and politeness limits. Cheap to clone.
 #[derive(Clone)]
 pub struct Fetcher {
@@ -63,7 +72,8 @@ pub struct Fetcher {
 }
 
 struct FetcherInner {
-    client: reqwest::Client,
+    /// Built by the first request: serving from the cache never loads the TLS roots.
+    client: LazyClient,
     cache: PageCache,
     offline: bool,
     policy: HttpPolicy,
@@ -73,15 +83,20 @@ struct FetcherInner {
 }
 
 impl Fetcher {
-    pub fn new(config: &DocstoreConfig) -> Result<Fetcher, DocstoreError> {
-        let client = reqwest::Client::builder()
-            .user_agent(config.user_agent.clone())
-            .timeout(config.http.timeout)
-            .connect_timeout(config.http.timeout.min(Duration::from_secs(10)))
-            .redirect(reqwest::redirect::Policy::limited(10))
-            .build()
-            .map_err(DocstoreError::Client)?;
-        Ok(Fetcher {
+    /// A fetcher for `config`. Nothing is built or opened yet: the HTTP client is built by the
+    /// first request (a failure to build it is that request's error), the cache is read by the
+    /// first fetch.
+    pub fn new(config: &DocstoreConfig) -> Fetcher {
+        let user_agent = config.user_agent.clone();
+        let timeout = config.http.timeout;
+        let client = LazyClient::new(move || {
+            reqwest::Client::builder()
+                .user_agent(user_agent.clone())
+                .timeout(timeout)
+                .connect_timeout(timeout.min(Duration::from_secs(10)))
+                .redirect(reqwest::redirect::Policy::limited(10))
+        });
+        Fetcher {
             inner: Arc::new(FetcherInner {
                 client,
                 cache: PageCache::new(config.cache_dir()),
@@ -91,7 +106,12 @@ impl Fetcher {
                 in_flight: Mutex::new(HashMap::new()),
                 requests: AtomicU64::new(0),
             }),
-        })
+        }
+    }
+
+    /// Whether a request has built the HTTP client yet.
+    pub fn client_built(&self) -> bool {
+        self.inner.client.is_built()
     }
 
     pub fn cache(&self) -> &PageCache {
@@ -103,9 +123,9 @@ impl Fetcher {
         self.inner.requests.load(Ordering::Relaxed)
     }
 
-    /// The body at `url`: from the cache, else fetched and cached. `query` names what was
-    /// searched, for the offline error.
-    pub async fn fetch(&self, url: &str, query: &str) -> Result<Arc<str>, DocstoreError> {
+    /// The body at `url`: from the cache, else fetched, checked with `check` and cached. `query`
+    /// names what was searched, for the offline error.
+    pub async fn fetch(&self, url: &str, query: &str, check: PageCheck) -> Result<Arc<str>, DocstoreError> {
         if let Some(body) = self.inner.cache.get(url).await? {
             return Ok(body);
         }
@@ -128,7 +148,7 @@ impl Fetcher {
                     let inner = self.inner.clone();
                     let key = url.to_owned();
                     let flight = async move {
-                        let result = inner.fetch_and_cache(&key).await.map_err(Arc::new);
+                        let result = inner.fetch_and_cache(&key, check).await.map_err(Arc::new);
                         inner
                             .in_flight
                             .lock()
@@ -154,10 +174,17 @@ impl Fetcher {
 enum AttemptError {
     Status {
         status: StatusCode,
-        retry_after: Option<Duration>,
+        retry_after: Option<RetryAfter>,
     },
+    /// No response, or a body cut short.
     Network(reqwest::Error),
     TooLarge,
+    /// A body with nothing in it.
+    Empty,
+    /// A body the caller's [`PageCheck`] refused.
+    NotAPage,
+    /// The HTTP client could not be built.
+    Client(reqwest::Error),
 }
 
 impl AttemptError {
@@ -167,13 +194,35 @@ impl AttemptError {
                 *status == StatusCode::TOO_MANY_REQUESTS || status.is_server_error()
             }
             AttemptError::Network(error) => !error.is_builder() && !error.is_redirect(),
-            AttemptError::TooLarge => false,
+            AttemptError::TooLarge | AttemptError::Empty | AttemptError::Client(_) => false,
+            AttemptError::NotAPage => true,
+        }
+    }
+
+    fn retry_after(&self) -> Option<&RetryAfter> {
+        match self {
+            AttemptError::Status { retry_after, .. } => retry_after.as_ref(),
+            _ => None,
+        }
+    }
+}
+
+impl std::fmt::Display for AttemptError {
+    /// What failed, in a few words, for a retry warning.
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            AttemptError::Status { status, .. } => write!(f, "HTTP {status}"),
+            AttemptError::Network(error) => f.write_str(http::transport_failure(error)),
+            AttemptError::TooLarge => f.write_str("page too large"),
+            AttemptError::Empty => f.write_str("empty page"),
+            AttemptError::NotAPage => f.write_str("not a whole search page"),
+            AttemptError::Client(_) => f.write_str("cannot set up the HTTP client"),
         }
     }
 }
 
 impl FetcherInner {
-    async fn fetch_and_cache(&self, url: &str) -> Result<Arc<str>, DocstoreError> {
+    async fn fetch_and_cache(&self, url: &str, check: PageCheck) -> Result<Arc<str>, DocstoreError> {
         // A flight that just landed may have cached it between our miss and this flight's start.
         if let Some(body) = self.cache.get(url).await? {
             return Ok(body);
@@ -185,27 +234,31 @@ impl FetcherInner {
             .with_max_delay(policy.max_backoff)
             .with_max_times(policy.max_retries)
             .with_jitter();
-        let body = (|| async {
+        let (bytes, body) = (|| async {
             attempts.fetch_add(1, Ordering::Relaxed);
-            self.attempt(url).await
+            self.attempt(url, check).await
         })
         .retry(backoff)
         .when(AttemptError::is_transient)
-        .adjust(|error, delay| match error {
-            // Honour the server's Retry-After when it is longer than our own backoff.
-            AttemptError::Status {
-                retry_after: Some(wait),
-                ..
-            } => delay.map(|delay| delay.max((*wait).min(policy.max_retry_after))),
-            _ => delay,
-        })
+        .adjust(|error, delay| next_delay(delay, error.retry_after(), policy.max_retry_after))
         .notify(|error, delay| {
-            tracing::warn!(url, ?delay, "retrying after {error:?}");
+            let server = format!("Wikipedia {}", http::server_name(url));
+            let next = attempts.load(Ordering::Relaxed) + 1;
+            warn_retry(&server, error, delay, next, policy.max_retries + 1);
         })
         .await
         .map_err(|error| {
             let attempts = attempts.load(Ordering::Relaxed);
             match error {
+                AttemptError::Status {
+                    status,
+                    retry_after: Some(asked),
+                } if asked.wait > policy.max_retry_after => DocstoreError::WaitTooLong {
+                    url: url.to_owned(),
+                    status: status.as_u16(),
+                    asked: asked.asked,
+                    max_wait_secs: policy.max_retry_after.as_secs(),
+                },
                 AttemptError::Status { status, .. } => DocstoreError::Status {
                     url: url.to_owned(),
                     status: status.as_u16(),
@@ -220,25 +273,44 @@ impl FetcherInner {
                     url: url.to_owned(),
                     limit: policy.max_body_bytes,
                 },
+                AttemptError::Empty => DocstoreError::EmptyBody { url: url.to_owned() },
+                AttemptError::NotAPage => DocstoreError::NotAPage {
+                    url: url.to_owned(),
+                    attempts,
+                },
+                AttemptError::Client(source) => DocstoreError::Client(source),
             }
         })?;
-        let body: Arc<str> = Arc::from(String::from_utf8_lossy(&body).as_ref());
-        if body.trim().is_empty() {
-            return Err(DocstoreError::EmptyBody { url: url.to_owned() });
-        }
-        self.cache.put(url, &body).await?;
+        self.cache.put(url, &bytes).await?;
         Ok(body)
     }
 
-    /// One request, holding one of the in-flight permits (not while backing off).
-    async fn attempt(&self, url: &str) -> Result<Vec<u8>, AttemptError> {
+    /// One request, holding one of the in-flight permits (not while backing off), and the check
+    /// of what it brought.
+    /// The response's bytes as they came (for the cache) and as text.
+    async fn attempt(&self, url: &str, check: PageCheck) -> Result<(Vec<u8>, Arc<str>), AttemptError> {
+        let bytes = self.request(url).await?;
+        let body: Arc<str> = Arc::from(String::from_utf8_lossy(&bytes).as_ref());
+        if body.trim().is_empty() {
+            return Err(AttemptError::Empty);
+        }
+        let checked = body.clone();
+        // A check that panics (it should not) refuses the page like one it rejects.
+        match tokio::task::spawn_blocking(move || check(&checked)).await {
+            Ok(true) => Ok((bytes, body)),
+            Ok(false) | Err(_) => Err(AttemptError::NotAPage),
+        }
+    }
+
+    async fn request(&self, url: &str) -> Result<Vec<u8>, AttemptError> {
         let _permit = self
             .permits
             .acquire()
             .await
             .expect("the semaphore is never closed");
         self.requests.fetch_add(1, Ordering::Relaxed);
-        let mut response = self.client.get(url).send().await.map_err(AttemptError::Network)?;
+        let client = self.client.get().map_err(AttemptError::Client)?;
+        let response = client.get(url).send().await.map_err(AttemptError::Network)?;
         let status = response.status();
         if !status.is_success() {
             return Err(AttemptError::Status {
@@ -246,41 +318,37 @@ impl FetcherInner {
                 retry_after: retry_after(response.headers()),
             });
         }
-        let limit = self.policy.max_body_bytes;
-        if response
-            .content_length()
-            .is_some_and(|length| length > limit as u64)
-        {
-            return Err(AttemptError::TooLarge);
-        }
-        let mut body = Vec::with_capacity(response.content_length().unwrap_or(0) as usize);
-        while let Some(chunk) = response.chunk().await.map_err(AttemptError::Network)? {
-            if body.len() + chunk.len() > limit {
-                return Err(AttemptError::TooLarge);
-            }
-            body.extend_from_slice(&chunk);
-        }
-        Ok(body)
+        read_body(response, self.policy.max_body_bytes)
+            .await
+            .map_err(|error| match error {
+                BodyError::TooLarge => AttemptError::TooLarge,
+                BodyError::Cut(error) => AttemptError::Network(error),
+            })
     }
 }
 
 /// Raw response bodies on disk, keyed by URL, so both profiles share them.
 ///
-/// Each entry is one JSON file `{"url", "fetched_at", "body"}` under `DIR/http/`, named by a hash
-/// of the URL (plus a short ASCII slug for people browsing the directory): no query can name a
-/// path outside the directory. Entries are written to a temporary file and renamed into place,
-/// so a crash never leaves a torn entry; an entry whose URL differs (a hash collision) or that
-/// cannot be read is a miss.
+/// Each entry is one file under `DIR/http/`, named by a hash of the URL (plus a short ASCII slug
+/// for people browsing the directory): no query can name a path outside the directory. It holds
+/// one header line, `react-docstore.page.v2 {fetched_at} {url}`, then the response body exactly
+/// as the server sent it — no escaping to undo when a warm page is read. Entries written by
+/// earlier versions (one JSON object `{"url", "fetched_at", "body"}`) are still read. Entries are
+/// written to a temporary file and renamed into place, so a crash never leaves a torn entry; an
+/// entry whose URL differs (a hash collision) or that cannot be read is a miss.
 #[derive(Debug, Clone)]
 pub struct PageCache {
     dir: PathBuf,
 }
 
-#[derive(Serialize, Deserialize)]
-struct CacheEntry<'a> {
-    url: std::borrow::Cow<'a, str>,
-    fetched_at: u64,
-    body: std::borrow::Cow<'a, str>,
+/// The first word of an entry's header line.
+const ENTRY_FORMAT: &str = "react-docstore.page.v2";
+
+/// An entry as versions before the raw format wrote it.
+#[derive(Deserialize)]
+struct JsonCacheEntry {
+    url: String,
+    body: String,
 }
 
 static TEMP_COUNTER: AtomicU64 = AtomicU64::new(0);
@@ -301,22 +369,23 @@ impl PageCache {
 
     pub async fn get(&self, url: &str) -> Result<Option<Arc<str>>, DocstoreError> {
         let path = self.path_for(url);
-        let bytes = match tokio::fs::read(&path).await {
+        let bytes = match retry_out_of_handles(|| tokio::fs::read(&path)).await {
             Ok(bytes) => bytes,
             Err(error) if error.kind() == std::io::ErrorKind::NotFound => return Ok(None),
             Err(source) => return Err(DocstoreError::Cache { path, source }),
         };
-        match serde_json::from_slice::<CacheEntry<'_>>(&bytes) {
-            Ok(entry) if entry.url == url => Ok(Some(Arc::from(entry.body.as_ref()))),
-            Ok(_) => Ok(None),
-            Err(error) => {
-                tracing::warn!(path = %path.display(), "ignoring an unreadable cache entry: {error}");
+        match read_entry(&bytes) {
+            Some((entry_url, body)) if entry_url == url => Ok(Some(body)),
+            Some(_) => Ok(None),
+            None => {
+                tracing::warn!(path = %path.display(), "ignoring an unreadable cache entry");
                 Ok(None)
             }
         }
     }
 
-    pub async fn put(&self, url: &str, body: &str) -> Result<(), DocstoreError> {
+    /// Stores `body`, the response's bytes as they came, under `url`.
+    pub async fn put(&self, url: &str, body: &[u8]) -> Result<(), DocstoreError> {
         let path = self.path_for(url);
         let dir = path.parent().expect("entries live in a directory").to_owned();
         let io = |source| DocstoreError::Cache {
@@ -324,27 +393,24 @@ impl PageCache {
             source,
         };
         tokio::fs::create_dir_all(&dir).await.map_err(io)?;
-        let entry = CacheEntry {
-            url: url.into(),
-            fetched_at: SystemTime::now()
-                .duration_since(UNIX_EPOCH)
-                .map_or(0, |elapsed| elapsed.as_secs()),
-            body: body.into(),
-        };
-        let json = serde_json::to_vec(&entry).expect("a cache entry serialises");
+        let fetched_at = SystemTime::now()
+            .duration_since(UNIX_EPOCH)
+            .map_or(0, |elapsed| elapsed.as_secs());
+        let mut entry = format!("{ENTRY_FORMAT} {fetched_at} {url}\n").into_bytes();
+        entry.extend_from_slice(body);
         let temp = dir.join(format!(
             ".{}.{}.{}.tmp",
             entry_name(url),
             std::process::id(),
             TEMP_COUNTER.fetch_add(1, Ordering::Relaxed)
         ));
-        let written = async {
+        let written = retry_out_of_handles(|| async {
             let mut file = tokio::fs::File::create(&temp).await?;
-            tokio::io::AsyncWriteExt::write_all(&mut file, &json).await?;
+            tokio::io::AsyncWriteExt::write_all(&mut file, &entry).await?;
             file.sync_all().await?;
             drop(file);
             tokio::fs::rename(&temp, &path).await
-        }
+        })
         .await;
         if let Err(error) = written {
             let _ = tokio::fs::remove_file(&temp).await;
@@ -352,6 +418,62 @@ impl PageCache {
         }
         Ok(())
     }
+}
+
+/// The URL and body of a cache file: the raw format, or an earlier version's JSON.
+fn read_entry(bytes: &[u8]) -> Option<(String, Arc<str>)> {
+    if bytes.first() == Some(&b'{') {
+        let entry: JsonCacheEntry = serde_json::from_slice(bytes).ok()?;
+        return Some((entry.url, Arc::from(entry.body)));
+    }
+    let newline = memchr::memchr(b'\n', bytes)?;
+    let header = std::str::from_utf8(&bytes[..newline]).ok()?;
+    let mut fields = header.splitn(3, ' ');
+    let (format, _fetched_at, url) = (fields.next()?, fields.next()?, fields.next()?);
+    if format != ENTRY_FORMAT {
+        return None;
+    }
+    let body = String::from_utf8_lossy(&bytes[newline + 1..]);
+    Some((url.to_owned(), Arc::from(body.as_ref())))
+}
+
+/// Whether `error` says the process (EMFILE) or the system (ENFILE) has no file handle left: a
+/// passing state under load, like a refused connection, not a broken cache.
+fn is_out_of_handles(error: &std::io::Error) -> bool {
+    #[cfg(unix)]
+    {
+        matches!(error.raw_os_error(), Some(libc::EMFILE | libc::ENFILE))
+    }
+    #[cfg(not(unix))]
+    {
+        let _ = error;
+        false
+    }
+}
+
+/// Runs a cache file operation, waiting out and retrying "too many open files" (a few times, with
+/// backoff); any other error is returned at once.
+async fn retry_out_of_handles<T, F, Fut>(operation: F) -> std::io::Result<T>
+where
+    F: FnMut() -> Fut,
+    Fut: Future<Output = std::io::Result<T>>,
+{
+    operation
+        .retry(
+            ExponentialBuilder::default()
+                .with_min_delay(Duration::from_millis(50))
+                .with_max_delay(Duration::from_secs(2))
+                .with_max_times(5)
+                .with_jitter(),
+        )
+        .when(is_out_of_handles)
+        .notify(|_, delay| {
+            tracing::warn!(
+                "page cache: too many open files; retrying in {:.1} s",
+                delay.as_secs_f64()
+            );
+        })
+        .await
 }
 
 /// `slug-hash.json`: the slug keeps ASCII letters, digits and `-` of the URL's last part; the
@@ -388,6 +510,30 @@ fn fnv1a_128(bytes: &[u8]) -> u128 {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[tokio::test]
+    async fn out_of_file_handles_is_retried_other_errors_are_not() {
+        let calls = AtomicUsize::new(0);
+        let result = retry_out_of_handles(|| async {
+            match calls.fetch_add(1, Ordering::Relaxed) {
+                0 => Err(std::io::Error::from_raw_os_error(libc::EMFILE)),
+                1 => Err(std::io::Error::from_raw_os_error(libc::ENFILE)),
+                _ => Ok("read"),
+            }
+        })
+        .await;
+        assert_eq!(result.unwrap(), "read");
+        assert_eq!(calls.load(Ordering::Relaxed), 3);
+
+        let calls = AtomicUsize::new(0);
+        let result: std::io::Result<()> = retry_out_of_handles(|| async {
+            calls.fetch_add(1, Ordering::Relaxed);
+            Err(std::io::Error::from_raw_os_error(libc::EACCES))
+        })
+        .await;
+        assert_eq!(result.unwrap_err().raw_os_error(), Some(libc::EACCES));
+        assert_eq!(calls.load(Ordering::Relaxed), 1);
+    }
 
     #[test]
     fn entry_names_stay_inside_the_cache() {

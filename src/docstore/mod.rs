@@ -30,7 +30,7 @@ pub mod python;
 pub mod wikipedia;
 
 pub use corpus::{CorpusSource, DistractorSource};
-pub use fetch::{Fetcher, HttpPolicy, PageCache};
+pub use fetch::{Fetcher, HttpPolicy, PageCache, PageCheck};
 pub use html::{SearchOutcome, parse_search_page};
 pub use index::{IndexError, IndexExplorer, IndexSource, PageIndex};
 pub use page::{LookupCursor, Page, Reader};
@@ -55,6 +55,16 @@ pub enum DocstoreError {
         status: u16,
         attempts: usize,
     },
+    #[error(
+        "GET {url} answered HTTP {status} and asked to wait {asked}, longer than the {max_wait_secs} s this client waits"
+    )]
+    WaitTooLong {
+        url: String,
+        status: u16,
+        /// The server's own value: `1e30 s`, `250 ms`.
+        asked: String,
+        max_wait_secs: u64,
+    },
     #[error("GET {url} failed after {attempts} attempt(s)")]
     Network {
         url: String,
@@ -62,6 +72,10 @@ pub enum DocstoreError {
         #[source]
         source: reqwest::Error,
     },
+    #[error(
+        "GET {url} did not answer with a whole search page (cut short, or not a wiki page) after {attempts} attempt(s)"
+    )]
+    NotAPage { url: String, attempts: usize },
     #[error("GET {url} answered with an empty page")]
     EmptyBody { url: String },
     #[error("GET {url} answered with more than {limit} bytes")]
@@ -243,7 +257,7 @@ impl DocstoreConfig {
                         )));
                     }
                 }
-                let fetcher = Fetcher::new(self)?;
+                let fetcher = Fetcher::new(self);
                 let source = |profile| -> Arc<dyn DocstoreSource> {
                     Arc::new(WikipediaSource::new(fetcher.clone(), wiki_url.clone(), profile))
                 };

@@ -81,7 +81,7 @@ impl WikipediaExplorer {
         // The paper re-searches `[entity]` once when it lands on a disambiguation page.
         for depth in 0..2 {
             let url = search_url(&self.wiki_url, &query, profile);
-            let body = self.fetcher.fetch(&url, &query).await?;
+            let body = self.fetcher.fetch(&url, &query, is_whole_search_page).await?;
             // Parsed synchronously into owned data: no document lives across an await. A large
             // page is parsed off the async workers so it cannot stall other questions.
             let outcome = if body.len() > LARGE_PAGE_BYTES {
@@ -118,6 +118,27 @@ impl WikipediaExplorer {
             }
         }
         unreachable!("the loop returns by its second pass")
+    }
+}
+
+/// What the fetcher may cache: a whole page (one that opens `<html>` also closes it — a page
+/// cut short reads as site chrome) that reads as one of the four outcomes, not as an empty
+/// article.
+fn is_whole_search_page(body: &str) -> bool {
+    const EDGE: usize = 4096;
+    let head = &body.as_bytes()[..body.len().min(EDGE)];
+    let tail = &body.trim_end().as_bytes()[body.trim_end().len().saturating_sub(EDGE)..];
+    let contains = |bytes: &[u8], tag: &[u8]| {
+        bytes
+            .windows(tag.len())
+            .any(|window| window.eq_ignore_ascii_case(tag))
+    };
+    if contains(head, b"<html") && !contains(tail, b"</html") {
+        return false;
+    }
+    match parse_search_page(body, Profile::Default) {
+        SearchOutcome::Article(page) => !page.title.is_empty() || !page.paragraphs.is_empty(),
+        SearchOutcome::Results(_) | SearchOutcome::NoResults | SearchOutcome::Disambiguation { .. } => true,
     }
 }
 

@@ -11,6 +11,8 @@ pub use replay::ReplayLlm;
 
 use futures::future::BoxFuture;
 
+use crate::secret::RedactedMessage;
+
 /// One call to the model.
 #[derive(Debug, Clone, Copy)]
 pub struct LlmRequest<'a> {
@@ -56,18 +58,32 @@ pub trait Llm: Send + Sync {
     fn model(&self) -> &str;
 }
 
+/// Why a call to the model failed. Messages quote the server's own words, redacted of the API
+/// key and shortened; [`LlmError::is_permanent`] tells the failures that asking again cannot fix.
 #[derive(Debug, thiserror::Error)]
 pub enum LlmError {
     #[error("the recording has no completion for step {step} (call {call} of that step)")]
     ReplayExhausted { step: usize, call: usize },
-    /// A 4xx the server will answer again the same way (bad key, unknown model, bad parameter).
+    /// A status the server will answer again the same way (bad key, unknown model, bad parameter,
+    /// an endpoint it does not implement): not retried.
     #[error("the model server at `{url}` rejected the request ({status}): {message}")]
     Rejected {
         url: String,
-        status: String,
+        status: reqwest::StatusCode,
         message: String,
     },
-    /// 429 or 5xx after the retry budget.
+    /// A 404 from a base URL with no `/v1` segment: OpenAI-compatible servers serve the API
+    /// under `/v1`.
+    #[error(
+        "the model server at `{url}` answered 404 Not Found ({message}): the base URL `{base_url}` has no /v1: did you mean `{suggested_base_url}`?"
+    )]
+    NotFoundWithoutV1 {
+        url: String,
+        base_url: String,
+        suggested_base_url: String,
+        message: String,
+    },
+    /// 408, 429 or 5xx after the retry budget.
     #[error("the model server at `{url}` answered {status} after {attempts} attempts: {message}")]
     GaveUp {
         url: String,
@@ -75,16 +91,24 @@ pub enum LlmError {
         attempts: usize,
         message: String,
     },
-    /// 429 or 5xx with a `Retry-After` longer than the client waits.
+    /// 429 or 5xx with a `Retry-After` longer than the client waits; `asked` is the server's
+    /// value (`20663 s`, `1e30 ms`).
     #[error(
-        "the model server at `{url}` answered {status} and asks to retry after {wait_secs} s, longer than the {max_wait_secs} s this client waits: {message}"
+        "the model server at `{url}` answered {status} and asked to wait {asked}, longer than the {max_wait_secs} s this client waits: {message}"
     )]
     WaitTooLong {
         url: String,
         status: String,
-        wait_secs: u64,
+        asked: String,
         max_wait_secs: u64,
         message: String,
+    },
+    /// The HTTP client could not be built (it is built by the first request).
+    #[error("cannot set up the HTTP client for the model server at `{url}`")]
+    Client {
+        url: String,
+        #[source]
+        source: reqwest::Error,
     },
     #[error("cannot reach the model server at `{url}` (after {attempts} attempts)")]
     Transport {
@@ -93,12 +117,33 @@ pub enum LlmError {
         #[source]
         source: reqwest::Error,
     },
+    #[error(
+        "the model server at `{url}` sent a response larger than {limit} bytes, the limit of this client"
+    )]
+    TooLarge { url: String, limit: usize },
     #[error("the model server at `{url}` sent a response that is not an OpenAI completion")]
     InvalidResponse {
         url: String,
+        /// serde's complaint, redacted of the key and shortened.
         #[source]
-        source: serde_json::Error,
+        source: RedactedMessage,
     },
     #[error("the model server at `{url}` answered with no choices")]
     NoChoices { url: String },
+}
+
+impl LlmError {
+    /// Whether the same request will fail the same way however often it is sent, whatever the
+    /// question: the key is refused (401) or not allowed (403), the model or endpoint does not
+    /// exist (404, including [`LlmError::NotFoundWithoutV1`]), the method is not allowed (405) or
+    /// the server does not implement the endpoint (501), or no HTTP client can be built. An evaluation stops at the first such
+    /// error instead of sending every question to a server that cannot answer. Other failures
+    /// (a 400 about one prompt, retries exhausted, a bad body) may not repeat: not permanent.
+    pub fn is_permanent(&self) -> bool {
+        match self {
+            LlmError::Rejected { status, .. } => matches!(status.as_u16(), 401 | 403 | 404 | 405 | 501),
+            LlmError::NotFoundWithoutV1 { .. } | LlmError::Client { .. } => true,
+            _ => false,
+        }
+    }
 }

@@ -6,21 +6,27 @@
 //! ([`wire::CONTINUE_INSTRUCTION`]) and the scratchpad as the user message; the agent's tolerant
 //! grammar reads a reply that repeats the `Thought n:` label.
 //!
-//! Transient failures (429, 5xx, timeouts, dropped connections) are retried with exponential
-//! backoff (backon), honouring `Retry-After`. A 400 naming a parameter the model does not support
-//! (`stop`, `temperature`, `max_tokens` on OpenAI's reasoning models) is answered by sending the
-//! request again without it — and every later request too. Stop sequences are also applied here,
+//! Transient failures (408, 429, 5xx but 501, timeouts, connections refused, reset or dropped in
+//! the middle of a body) are retried with exponential backoff (backon), honouring `Retry-After`
+//! up to [`RetryPolicy::max_retry_after`]; each retry is announced by a plain-words warning. A
+//! response body is read up to [`OpenAiConfig::max_response_bytes`], and one completion is cut
+//! to [`MAX_COMPLETION_BYTES`] before the agent sees it. Every message built from a response is
+//! redacted of the API key before it is shortened, whatever the status. The reqwest client is
+//! built by the first request. A 400 naming a parameter the model does not support (`stop`,
+//! `temperature`, `max_tokens` on OpenAI's reasoning models) is answered by sending the request
+//! again without it — and every later request too. Stop sequences are also applied here,
 //! so a server that ignores or refuses them changes nothing.
 
 mod wire;
 
-use crate::http::retry_after;
 use std::fmt;
-
-pub use crate::secret::ApiKey;
 use std::str::FromStr;
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::time::Duration;
+
+use crate::http::{self, BodyError, LazyClient, RetryAfter, next_delay, read_body, retry_after, warn_retry};
+pub use crate::secret::ApiKey;
+use crate::secret::RedactedMessage;
 
 use backon::{ExponentialBuilder, Retryable};
 use futures::future::BoxFuture;
@@ -36,6 +42,16 @@ pub const DEFAULT_BASE_URL: &str = "https://api.openai.com/v1";
 /// A step is a thought and an action: a few dozen tokens. The cap keeps a runaway model cheap.
 pub const DEFAULT_MAX_TOKENS: u32 = 256;
 pub const DEFAULT_TIMEOUT: Duration = Duration::from_secs(120);
+/// A response body larger than this is an error: a completion of a few hundred tokens is a few
+/// KB, so 4 MiB leaves room for any real answer and keeps a runaway or hostile server from
+/// filling memory.
+pub const DEFAULT_MAX_RESPONSE_BYTES: usize = 4 * 1024 * 1024;
+/// What one completion may add to the scratchpad (and so to the run file and every later
+/// prompt): longer text is cut, at a character boundary, with a warning. It holds even with no
+/// `max_tokens` (`--max-tokens 0`).
+pub const MAX_COMPLETION_BYTES: usize = 64 * 1024;
+/// How much of a server's own message an error quotes.
+const MAX_MESSAGE_CHARS: usize = 300;
 
 /// Which endpoint of the OpenAI API the client calls.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
@@ -88,7 +104,7 @@ pub struct RetryPolicy {
     pub max_retries: usize,
     pub min_delay: Duration,
     pub max_delay: Duration,
-    /// A `Retry-After` longer than this ends the retries at once.
+    /// A `Retry-After` longer than this ends the retries at once, with an error quoting it.
     pub max_retry_after: Duration,
 }
 
@@ -119,6 +135,8 @@ pub struct OpenAiConfig {
     /// Per attempt.
     pub timeout: Duration,
     pub retry: RetryPolicy,
+    /// A larger response body (by its `Content-Length` or as it streams in) is an error.
+    pub max_response_bytes: usize,
 }
 
 impl OpenAiConfig {
@@ -134,6 +152,7 @@ impl OpenAiConfig {
             options: Map::new(),
             timeout: DEFAULT_TIMEOUT,
             retry: RetryPolicy::default(),
+            max_response_bytes: DEFAULT_MAX_RESPONSE_BYTES,
         }
     }
 }
@@ -172,11 +191,6 @@ pub enum ModelConfigError {
     BaseUrl { base_url: String },
     #[error("invalid model option `{option}`: expected `key=value`")]
     Option { option: String },
-    #[error("cannot set up the HTTP client")]
-    Client {
-        #[source]
-        source: reqwest::Error,
-    },
 }
 
 impl ModelSettings {
@@ -248,7 +262,8 @@ const MAX_ADAPTATIONS: usize = 3;
 /// The OpenAI-compatible model client. One per process; shared by every question.
 pub struct OpenAiClient {
     config: OpenAiConfig,
-    http: reqwest::Client,
+    /// Built by the first request: replaying recorded runs never loads the TLS roots.
+    http: LazyClient,
     /// The endpoint, e.g. `http://localhost:11434/v1/chat/completions`.
     url: reqwest::Url,
     refused: Refused,
@@ -270,10 +285,18 @@ impl fmt::Debug for OpenAiClient {
 enum AttemptError {
     Status {
         status: StatusCode,
+        /// Empty when the error body was too large or cut short.
         body: Vec<u8>,
-        retry_after: Option<Duration>,
+        retry_after: Option<RetryAfter>,
     },
+    /// Sending failed, or no response came (refused, reset, timed out).
     Transport(reqwest::Error),
+    /// The response's body stopped before its end: retried like a reset connection.
+    Cut(reqwest::Error),
+    /// The body is larger than the limit.
+    TooLarge,
+    /// The HTTP client could not be built.
+    Client(reqwest::Error),
 }
 
 impl AttemptError {
@@ -281,15 +304,34 @@ impl AttemptError {
         match self {
             AttemptError::Status { status, .. } => is_transient_status(*status),
             AttemptError::Transport(error) => {
-                error.is_timeout() || error.is_connect() || error.is_request() || error.is_body()
+                error.is_timeout()
+                    || error.is_connect()
+                    || error.is_request()
+                    || error.is_body()
+                    || error.is_decode()
             }
+            AttemptError::Cut(_) => true,
+            AttemptError::TooLarge | AttemptError::Client(_) => false,
         }
     }
 
-    fn retry_after(&self) -> Option<Duration> {
+    fn retry_after(&self) -> Option<&RetryAfter> {
         match self {
-            AttemptError::Status { retry_after, .. } => *retry_after,
-            AttemptError::Transport(_) => None,
+            AttemptError::Status { retry_after, .. } => retry_after.as_ref(),
+            _ => None,
+        }
+    }
+}
+
+impl fmt::Display for AttemptError {
+    /// What failed, in a few words, for a retry warning.
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            AttemptError::Status { status, .. } => write!(f, "HTTP {status}"),
+            AttemptError::Transport(error) => f.write_str(http::transport_failure(error)),
+            AttemptError::Cut(_) => f.write_str("connection dropped mid-body"),
+            AttemptError::TooLarge => f.write_str("response too large"),
+            AttemptError::Client(_) => f.write_str("cannot set up the HTTP client"),
         }
     }
 }
@@ -302,16 +344,17 @@ impl OpenAiClient {
             .map_err(|_| ModelConfigError::BaseUrl {
                 base_url: config.base_url.clone(),
             })?;
-        let http = reqwest::Client::builder()
-            .user_agent(concat!(
-                "react-docstore/",
-                env!("CARGO_PKG_VERSION"),
-                " (https://github.com/react-docstore)"
-            ))
-            .timeout(config.timeout)
-            .connect_timeout(Duration::from_secs(10))
-            .build()
-            .map_err(|source| ModelConfigError::Client { source })?;
+        let timeout = config.timeout;
+        let http = LazyClient::new(move || {
+            reqwest::Client::builder()
+                .user_agent(concat!(
+                    "react-docstore/",
+                    env!("CARGO_PKG_VERSION"),
+                    " (https://github.com/react-docstore)"
+                ))
+                .timeout(timeout)
+                .connect_timeout(Duration::from_secs(10))
+        });
         Ok(OpenAiClient {
             config,
             http,
@@ -327,6 +370,11 @@ impl OpenAiClient {
 
     pub fn config(&self) -> &OpenAiConfig {
         &self.config
+    }
+
+    /// Whether a request has built the HTTP client yet (it is built by the first one).
+    pub fn client_built(&self) -> bool {
+        self.http.is_built()
     }
 
     /// The request body for `request`, leaving out what the server refused before.
@@ -365,7 +413,8 @@ impl OpenAiClient {
     }
 
     async fn send_once(&self, body: &Value) -> Result<Vec<u8>, AttemptError> {
-        let mut builder = self.http.post(self.url.clone()).json(body);
+        let http = self.http.get().map_err(AttemptError::Client)?;
+        let mut builder = http.post(self.url.clone()).json(body);
         if let Some(key) = self.config.api_key.as_ref().map(ApiKey::expose) {
             // reqwest marks the header sensitive: it never shows in its Debug output.
             builder = builder.bearer_auth(key);
@@ -376,19 +425,20 @@ impl OpenAiClient {
             .map_err(|error| AttemptError::Transport(error.without_url()))?;
         let status = response.status();
         let retry_after = retry_after(response.headers());
-        let body = response
-            .bytes()
-            .await
-            .map_err(|error| AttemptError::Transport(error.without_url()))?;
+        let body = read_body(response, self.config.max_response_bytes).await;
         if status.is_success() {
-            Ok(body.to_vec())
-        } else {
-            Err(AttemptError::Status {
-                status,
-                body: body.to_vec(),
-                retry_after,
-            })
+            return body.map_err(|error| match error {
+                BodyError::TooLarge => AttemptError::TooLarge,
+                BodyError::Cut(error) => AttemptError::Cut(error),
+            });
         }
+        // An error body is only read for the server's message: one too large or cut short
+        // leaves the status to speak.
+        Err(AttemptError::Status {
+            status,
+            body: body.unwrap_or_default(),
+            retry_after,
+        })
     }
 
     /// Sends `body`, retrying transient failures. On failure: the last attempt's error and the
@@ -400,29 +450,26 @@ impl OpenAiClient {
             .with_max_delay(policy.max_delay)
             .with_max_times(policy.max_retries)
             .with_jitter();
-        let mut attempts = 0;
+        let attempts = AtomicUsize::new(0);
+        let server = format!("model server {}", http::server_name(self.url.as_str()));
         let result = (|| {
-            attempts += 1;
+            attempts.fetch_add(1, Ordering::Relaxed);
             self.send_once(body)
         })
         .retry(backoff)
         .when(AttemptError::is_transient)
-        .adjust(|error, delay| match (delay, error.retry_after()) {
-            (None, _) => None,
-            (Some(_), Some(after)) if after > policy.max_retry_after => None,
-            (Some(_), Some(after)) => Some(after),
-            (Some(delay), None) => Some(delay),
-        })
-        .notify(|error, delay| match error {
-            AttemptError::Status { status, .. } => {
-                tracing::warn!(%status, ?delay, "model server failed; retrying");
-            }
-            AttemptError::Transport(error) => {
-                tracing::warn!(%error, ?delay, "model server unreachable; retrying");
-            }
+        .adjust(|error, delay| next_delay(delay, error.retry_after(), policy.max_retry_after))
+        .notify(|error, delay| {
+            let next = attempts.load(Ordering::Relaxed) + 1;
+            warn_retry(&server, error, delay, next, policy.max_retries + 1);
         })
         .await;
-        result.map_err(|error| (error, attempts))
+        result.map_err(|error| (error, attempts.load(Ordering::Relaxed)))
+    }
+
+    /// A server's own words, fit for an error: redacted of the key, then shortened.
+    fn server_words(&self, text: &str) -> RedactedMessage {
+        RedactedMessage::new(self.config.api_key.as_ref(), text, MAX_MESSAGE_CHARS)
     }
 
     /// When a 400 names a parameter the model does not support, remembers to leave it out and says
@@ -478,43 +525,49 @@ impl OpenAiClient {
                         .unwrap_or_else(|| status.canonical_reason().unwrap_or("no message").to_owned());
                     // Servers quote the key they refused ("Incorrect API key provided: sk-..."):
                     // it must not reach an error, a run file or a log.
-                    let message = match &self.config.api_key {
-                        Some(key) => key.redact(&message),
-                        None => message,
-                    };
+                    let message = self.server_words(&message).as_str().to_owned();
                     let max_wait = self.config.retry.max_retry_after;
                     let transient = is_transient_status(status);
-                    let status = status.to_string();
                     return Err(match retry_after {
-                        Some(wait) if transient && wait > max_wait => LlmError::WaitTooLong {
+                        Some(asked) if transient && asked.wait > max_wait => LlmError::WaitTooLong {
                             url,
-                            status,
-                            wait_secs: wait.as_secs(),
+                            status: status.to_string(),
+                            asked: asked.asked,
                             max_wait_secs: max_wait.as_secs(),
                             message,
                         },
                         _ if transient => LlmError::GaveUp {
                             url,
-                            status,
+                            status: status.to_string(),
                             attempts,
                             message,
                         },
-                        _ => LlmError::Rejected { url, status, message },
+                        _ => self.rejected(url, status, message),
                     });
                 }
-                Err((AttemptError::Transport(source), attempts)) => {
+                Err((AttemptError::Transport(source) | AttemptError::Cut(source), attempts)) => {
                     return Err(LlmError::Transport {
                         url,
                         attempts,
                         source,
                     });
                 }
+                Err((AttemptError::Client(source), _)) => {
+                    return Err(LlmError::Client { url, source });
+                }
+                Err((AttemptError::TooLarge, _)) => {
+                    return Err(LlmError::TooLarge {
+                        url,
+                        limit: self.config.max_response_bytes,
+                    });
+                }
             }
         };
+        // serde quotes what it could not read, and a hostile server may echo the key there.
         let response: wire::CompletionResponse =
-            serde_json::from_slice(&bytes).map_err(|source| LlmError::InvalidResponse {
+            serde_json::from_slice(&bytes).map_err(|error| LlmError::InvalidResponse {
                 url: url.clone(),
-                source,
+                source: self.server_words(&error.to_string()),
             })?;
         let usage = response.usage.map(|usage| TokenUsage {
             prompt_tokens: usage.prompt_tokens.unwrap_or(0),
@@ -532,7 +585,36 @@ impl OpenAiClient {
         }
         let mut text = choice.into_text();
         text.truncate(stop_index(&text, request.stop));
+        if text.len() > MAX_COMPLETION_BYTES {
+            tracing::warn!(
+                "the model wrote {} bytes in one completion; keeping the first {MAX_COMPLETION_BYTES}",
+                text.len()
+            );
+            text.truncate(text.floor_char_boundary(MAX_COMPLETION_BYTES));
+        }
         Ok(Completion { text, usage })
+    }
+
+    /// The error for a status that is not worth retrying. A 404 from a base URL without a `/v1`
+    /// segment says what the URL probably lacks.
+    fn rejected(&self, url: String, status: StatusCode, message: String) -> LlmError {
+        let base = reqwest::Url::parse(&self.config.base_url).ok();
+        let has_v1 = base
+            .as_ref()
+            .and_then(|base| base.path_segments())
+            .is_some_and(|mut segments| segments.any(|segment| segment == "v1"));
+        match base {
+            Some(base) if status == StatusCode::NOT_FOUND && !has_v1 => {
+                let base_url = display_url(&base).trim_end_matches('/').to_owned();
+                LlmError::NotFoundWithoutV1 {
+                    url,
+                    message,
+                    suggested_base_url: format!("{base_url}/v1"),
+                    base_url,
+                }
+            }
+            _ => LlmError::Rejected { url, status, message },
+        }
     }
 }
 
@@ -546,11 +628,12 @@ impl Llm for OpenAiClient {
     }
 }
 
-/// 408, 429 and 5xx: worth asking again.
+/// 408, 429 and 5xx: worth asking again — but 501, which says the server does not implement the
+/// endpoint and will say so again.
 fn is_transient_status(status: StatusCode) -> bool {
     status == StatusCode::TOO_MANY_REQUESTS
         || status == StatusCode::REQUEST_TIMEOUT
-        || status.is_server_error()
+        || (status.is_server_error() && status != StatusCode::NOT_IMPLEMENTED)
 }
 
 /// Where the first stop sequence starts, or the text's length.

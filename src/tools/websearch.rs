@@ -3,7 +3,8 @@
 //! The observation is the answer box's `answer`, else its `snippet`, else the first organic
 //! result's `snippet`, else `No search result found for {query}.`. The API key goes only into the
 //! request: never into a log, an error message (reqwest errors are stripped of their URL), the cache
-//! or `Debug` output.
+//! or `Debug` output. A response body is read up to [`MAX_BODY_BYTES`]; a `Retry-After` longer than
+//! [`WebSearchConfig::max_retry_after`] ends the retries with an error quoting it.
 
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicUsize, Ordering};
@@ -14,6 +15,7 @@ use futures::future::BoxFuture;
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
+use crate::http::{self, BodyError, LazyClient, RetryAfter, next_delay, read_body, warn_retry};
 use crate::tool::{Tool, ToolError};
 
 /// SerpApi's search endpoint.
@@ -22,6 +24,8 @@ pub const DEFAULT_SEARCH_URL: &str = "https://serpapi.com/search";
 const NAME: &str = "WebSearch";
 const EXAMPLES: &str = include_str!("../../fewshot/websearch.txt");
 const CACHE_FORMAT: &str = "react-docstore.websearch.v1";
+/// A larger response is an error: SerpApi's answers are a few dozen KB.
+pub const MAX_BODY_BYTES: usize = 4 * 1024 * 1024;
 
 pub use crate::secret::ApiKey;
 
@@ -47,6 +51,8 @@ pub struct WebSearchConfig {
     pub max_retries: usize,
     /// The first retry's delay; each later one doubles it.
     pub first_retry_delay: Duration,
+    /// The longest `Retry-After` honoured; a longer one ends the retries with an error.
+    pub max_retry_after: Duration,
     pub timeout: Duration,
 }
 
@@ -59,6 +65,7 @@ impl Default for WebSearchConfig {
             network: Network::Online,
             max_retries: 3,
             first_retry_delay: Duration::from_secs(1),
+            max_retry_after: Duration::from_secs(120),
             timeout: Duration::from_secs(30),
         }
     }
@@ -82,8 +89,20 @@ pub enum WebSearchError {
         query: String,
         status: u16,
         /// How long the service asked us to wait before trying again.
-        retry_after: Option<Duration>,
+        retry_after: Option<RetryAfter>,
     },
+    #[error(
+        "the web search for `{query}` answered HTTP {status} and asked to wait {asked}, longer than the {max_wait_secs} s this client waits"
+    )]
+    WaitTooLong {
+        query: String,
+        status: u16,
+        /// The service's own value: `1e30 s`, `250 ms`.
+        asked: String,
+        max_wait_secs: u64,
+    },
+    #[error("the web search for `{query}` answered with more than {limit} bytes")]
+    TooLarge { query: String, limit: usize },
     #[error("the web search for `{query}` answered with a body that is not SerpApi JSON")]
     Body {
         query: String,
@@ -103,9 +122,27 @@ pub enum WebSearchError {
 impl WebSearchError {
     fn is_retryable(&self) -> bool {
         match self {
-            WebSearchError::Request { source, .. } => source.is_connect() || source.is_timeout(),
+            WebSearchError::Request { source, .. } => {
+                source.is_connect() || source.is_timeout() || source.is_body() || source.is_decode()
+            }
             WebSearchError::Status { status, .. } => *status == 429 || *status >= 500,
             _ => false,
+        }
+    }
+
+    fn retry_after(&self) -> Option<&RetryAfter> {
+        match self {
+            WebSearchError::Status { retry_after, .. } => retry_after.as_ref(),
+            _ => None,
+        }
+    }
+
+    /// What failed, in a few words, for a retry warning.
+    fn failure(&self) -> String {
+        match self {
+            WebSearchError::Status { status, .. } => format!("HTTP {status}"),
+            WebSearchError::Request { source, .. } => http::transport_failure(source).to_owned(),
+            other => other.to_string(),
         }
     }
 }
@@ -114,7 +151,8 @@ impl WebSearchError {
 #[derive(Debug)]
 pub struct WebSearch {
     config: WebSearchConfig,
-    client: reqwest::Client,
+    /// Built by the first request: answers from the cache never load the TLS roots.
+    client: LazyClient,
 }
 
 /// One cached answer. The key is never part of it.
@@ -130,12 +168,18 @@ impl WebSearch {
         if config.api_key.is_none() && config.search_url == DEFAULT_SEARCH_URL {
             return Err(WebSearchError::MissingKey);
         }
-        let client = reqwest::Client::builder()
-            .user_agent(crate::docstore::DEFAULT_USER_AGENT)
-            .timeout(config.timeout)
-            .build()
-            .map_err(|source| WebSearchError::Client(source.without_url()))?;
+        let timeout = config.timeout;
+        let client = LazyClient::new(move || {
+            reqwest::Client::builder()
+                .user_agent(crate::docstore::DEFAULT_USER_AGENT)
+                .timeout(timeout)
+        });
         Ok(WebSearch { config, client })
+    }
+
+    /// Whether a request has built the HTTP client yet (it is built by the first one).
+    pub fn client_built(&self) -> bool {
+        self.client.is_built()
     }
 
     /// The observation for `query`: from the cache, else from the service (then cached).
@@ -150,26 +194,46 @@ impl WebSearch {
                 query: query.to_owned(),
             });
         }
-        let body = (|| self.fetch(query))
-            .retry(
-                ExponentialBuilder::default()
-                    .with_min_delay(self.config.first_retry_delay)
-                    .with_max_times(self.config.max_retries)
-                    .with_jitter(),
-            )
-            .when(WebSearchError::is_retryable)
-            // Wait at least as long as the service's `Retry-After`, as the other clients do.
-            .adjust(|error, delay| match error {
-                WebSearchError::Status {
-                    retry_after: Some(wait),
-                    ..
-                } => delay.map(|delay| delay.max(*wait)),
-                _ => delay,
-            })
-            .notify(|error, delay| {
-                tracing::warn!("{error}; retrying in {delay:?}");
-            })
-            .await?;
+        let attempts = AtomicUsize::new(0);
+        let max_wait = self.config.max_retry_after;
+        let body = (|| {
+            attempts.fetch_add(1, Ordering::Relaxed);
+            self.fetch(query)
+        })
+        .retry(
+            ExponentialBuilder::default()
+                .with_min_delay(self.config.first_retry_delay)
+                .with_max_times(self.config.max_retries)
+                .with_jitter(),
+        )
+        .when(WebSearchError::is_retryable)
+        // Wait at least as long as the service's `Retry-After`, as the other clients do.
+        .adjust(|error, delay| next_delay(delay, error.retry_after(), max_wait))
+        .notify(|error, delay| {
+            let server = format!("web search {}", http::server_name(&self.config.search_url));
+            let next = attempts.load(Ordering::Relaxed) + 1;
+            warn_retry(
+                &server,
+                &error.failure(),
+                delay,
+                next,
+                self.config.max_retries + 1,
+            );
+        })
+        .await
+        .map_err(|error| match error {
+            WebSearchError::Status {
+                query,
+                status,
+                retry_after: Some(asked),
+            } if asked.wait > max_wait => WebSearchError::WaitTooLong {
+                query,
+                status,
+                asked: asked.asked,
+                max_wait_secs: max_wait.as_secs(),
+            },
+            other => other,
+        })?;
         let observation = observation(query, &body);
         if let Some(path) = cache_path {
             write_cache(&path, query, &observation)?;
@@ -193,8 +257,11 @@ impl WebSearch {
             params.push(("api_key", key.expose()));
         }
         tracing::debug!(query, url = %self.config.search_url, "web search");
-        let response = self
+        let client = self
             .client
+            .get()
+            .map_err(|source| WebSearchError::Client(source.without_url()))?;
+        let response = client
             .get(&self.config.search_url)
             .query(&params)
             .send()
@@ -208,8 +275,16 @@ impl WebSearch {
                 retry_after: crate::http::retry_after(response.headers()),
             });
         }
-        let text = response.text().await.map_err(request_error)?;
-        serde_json::from_str(&text).map_err(|source| WebSearchError::Body {
+        let body = read_body(response, MAX_BODY_BYTES)
+            .await
+            .map_err(|error| match error {
+                BodyError::TooLarge => WebSearchError::TooLarge {
+                    query: query.to_owned(),
+                    limit: MAX_BODY_BYTES,
+                },
+                BodyError::Cut(source) => request_error(source),
+            })?;
+        serde_json::from_slice(&body).map_err(|source| WebSearchError::Body {
             query: query.to_owned(),
             source,
         })

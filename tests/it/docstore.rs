@@ -430,7 +430,9 @@ async fn odd_bodies_give_an_observation_or_a_clear_error() {
     respond("blank", b"  \n ".to_vec()).mount(&server).await;
     respond(
         "malformed",
-        b"<html><p>Broken <b>markup <p>with <i>unclosed</ul> tags and & stray < signs".to_vec(),
+        // Unclosed tags inside a document that ends: a document that stops before `</html>` is
+        // a page cut short (see `a_page_cut_short_is_fetched_again_and_never_cached`).
+        b"<html><p>Broken <b>markup <p>with <i>unclosed</ul> tags and & stray < signs</html>".to_vec(),
     )
     .mount(&server)
     .await;
@@ -443,6 +445,7 @@ async fn odd_bodies_give_an_observation_or_a_clear_error() {
             "<p>The quick brown fox jumps over the lazy dog. Pack my box with five dozen jugs.</p>\n",
         );
     }
+    huge.push_str("</div></body></html>");
     respond("huge", huge.into_bytes()).mount(&server).await;
 
     let cache = tempfile::tempdir().unwrap();
@@ -520,5 +523,200 @@ async fn distractor_docstore_searches_each_questions_own_paragraphs() {
     assert_eq!(
         source.open(&[]).search("VIVA Media").await.unwrap(),
         "Could not find VIVA Media. No similar pages."
+    );
+}
+
+#[tokio::test]
+async fn an_out_of_range_retry_after_is_an_error_quoting_the_server() {
+    for (name, value, asked) in [
+        ("retry-after", "1e30", "1e30 s"),
+        ("retry-after-ms", "1e30", "1e30 ms"),
+        ("retry-after", "18446744073709551616", "18446744073709551616 s"),
+        ("retry-after", "121", "121 s"),
+    ] {
+        let server = MockServer::start().await;
+        Mock::given(method("GET"))
+            .respond_with(ResponseTemplate::new(429).insert_header(name, value))
+            .expect(1)
+            .mount(&server)
+            .await;
+        let cache = tempfile::tempdir().unwrap();
+        let error = open(&config(&server, cache.path(), Profile::Default))
+            .search("Colorado orogeny")
+            .await
+            .unwrap_err();
+        assert!(matches!(error, DocstoreError::WaitTooLong { .. }), "{error:?}");
+        assert_eq!(
+            error.to_string().replace(&server.uri(), "[SERVER]"),
+            format!(
+                "GET [SERVER]/w/index.php?search=Colorado+orogeny answered HTTP 429 and asked to wait {asked}, longer than the 120 s this client waits"
+            )
+        );
+    }
+    // Meaningless values are ignored: retried on the client's own backoff.
+    let server = MockServer::start().await;
+    Mock::given(method("GET"))
+        .respond_with(ResponseTemplate::new(503).insert_header("retry-after", "-1e30"))
+        .up_to_n_times(1)
+        .mount(&server)
+        .await;
+    Mock::given(method("GET"))
+        .respond_with(ResponseTemplate::new(200).set_body_raw(b"<p>one two three</p>".to_vec(), HTML))
+        .mount(&server)
+        .await;
+    let cache = tempfile::tempdir().unwrap();
+    let docstore = open(&config(&server, cache.path(), Profile::Default));
+    let (observation, logs) = crate::llm::captured_logs(async move {
+        let mut docstore = docstore;
+        docstore.search("x").await
+    })
+    .await;
+    assert_eq!(observation.unwrap(), "one two three");
+    let host = server.uri().trim_start_matches("http://").to_owned();
+    assert!(
+        logs.contains(&format!(
+            "Wikipedia {host}: HTTP 503 Service Unavailable; retrying in 0.0 s, attempt 2 of 3"
+        )),
+        "{logs}"
+    );
+}
+
+#[tokio::test]
+async fn a_page_cut_short_is_fetched_again_and_never_cached() {
+    let whole = wikipedia_page("colorado_orogeny_hit.html");
+    // Well framed (the Content-Length is the cut body's), but the document stops in the site
+    // chrome before the article: read as it is, it would be a page of menu entries.
+    let cut = whole[..whole.len() * 3 / 10].to_vec();
+    let server = MockServer::start().await;
+    Mock::given(method("GET"))
+        .respond_with(ResponseTemplate::new(200).set_body_raw(cut.clone(), HTML))
+        .up_to_n_times(1)
+        .expect(1)
+        .mount(&server)
+        .await;
+    Mock::given(method("GET"))
+        .respond_with(ResponseTemplate::new(200).set_body_raw(whole, HTML))
+        .expect(1)
+        .mount(&server)
+        .await;
+    let cache = tempfile::tempdir().unwrap();
+    let paper = config(&server, cache.path(), Profile::Paper);
+    assert_eq!(open(&paper).search("Colorado orogeny").await.unwrap(), HIT_OBS);
+    // What was cached is the whole page.
+    let offline = DocstoreConfig {
+        offline: true,
+        ..paper
+    };
+    assert_eq!(open(&offline).search("Colorado orogeny").await.unwrap(), HIT_OBS);
+
+    // Cut short every time: retried, then an error, and nothing cached.
+    let server = MockServer::start().await;
+    Mock::given(method("GET"))
+        .respond_with(ResponseTemplate::new(200).set_body_raw(cut, HTML))
+        .expect(3)
+        .mount(&server)
+        .await;
+    let cache = tempfile::tempdir().unwrap();
+    let error = open(&config(&server, cache.path(), Profile::Default))
+        .search("Colorado orogeny")
+        .await
+        .unwrap_err();
+    assert!(
+        matches!(error, DocstoreError::NotAPage { attempts: 3, .. }),
+        "{error:?}"
+    );
+    assert_eq!(
+        error.to_string().replace(&server.uri(), "[SERVER]"),
+        "GET [SERVER]/w/index.php?search=Colorado+orogeny did not answer with a whole search page (cut short, or not a wiki page) after 3 attempt(s)"
+    );
+    assert!(
+        std::fs::read_dir(cache.path().join("http")).map_or(true, |mut entries| entries.next().is_none())
+    );
+}
+
+#[tokio::test]
+async fn searches_served_from_the_cache_build_no_http_client() {
+    use react_docstore::docstore::{Fetcher, WikipediaSource};
+    let server = crate::mock_wikipedia().await;
+    let cache = tempfile::tempdir().unwrap();
+    let config = config(&server, cache.path(), Profile::Paper);
+    let search = |fetcher: &Fetcher| {
+        let mut explorer = WikipediaSource::new(fetcher.clone(), server.uri(), Profile::Paper).explorer();
+        async move { explorer.search("Colorado orogeny").await }
+    };
+
+    let fetcher = Fetcher::new(&config);
+    assert!(!fetcher.client_built(), "built before any request");
+    assert_eq!(search(&fetcher).await.unwrap(), HIT_OBS);
+    assert!(fetcher.client_built());
+
+    // A later run (replay, explore) served from the cache: no client, so no TLS roots loaded.
+    let cached = Fetcher::new(&config);
+    assert_eq!(search(&cached).await.unwrap(), HIT_OBS);
+    assert!(!cached.client_built());
+    let offline = Fetcher::new(&DocstoreConfig {
+        offline: true,
+        ..config.clone()
+    });
+    assert_eq!(search(&offline).await.unwrap(), HIT_OBS);
+    let mut explorer = WikipediaSource::new(offline.clone(), server.uri(), Profile::Paper).explorer();
+    let miss = explorer.search("Colorado orogenyy").await.unwrap_err();
+    assert!(matches!(miss, DocstoreError::NotCached { .. }), "{miss:?}");
+    assert!(!offline.client_built());
+}
+
+#[tokio::test]
+async fn a_client_that_cannot_be_built_fails_the_first_request() {
+    let server = crate::mock_wikipedia().await;
+    let cache = tempfile::tempdir().unwrap();
+    let config = DocstoreConfig {
+        user_agent: "not\na header value".to_owned(),
+        ..config(&server, cache.path(), Profile::Default)
+    };
+    // Opening builds nothing, so it cannot fail; the first request reports the failure.
+    let source = config.open().unwrap();
+    let error = source.open(&[]).search("Colorado orogeny").await.unwrap_err();
+    assert!(matches!(error, DocstoreError::Client(_)), "{error:?}");
+    assert_eq!(error.to_string(), "cannot build the HTTP client");
+    assert!(server.received_requests().await.unwrap().is_empty());
+}
+
+#[tokio::test]
+async fn the_cache_holds_raw_bodies_and_still_reads_json_entries() {
+    use react_docstore::docstore::PageCache;
+    let server = crate::mock_wikipedia().await;
+    let cache_dir = tempfile::tempdir().unwrap();
+    let config = config(&server, cache_dir.path(), Profile::Paper);
+    assert_eq!(open(&config).search("Colorado orogeny").await.unwrap(), HIT_OBS);
+    let url =
+        react_docstore::docstore::wikipedia::search_url(&server.uri(), "Colorado orogeny", Profile::Paper);
+    let cache = PageCache::new(cache_dir.path().to_owned());
+    let entry = std::fs::read(cache.path_for(&url)).unwrap();
+    let newline = entry.iter().position(|&byte| byte == b'\n').unwrap();
+    let header = std::str::from_utf8(&entry[..newline]).unwrap();
+    let fields: Vec<&str> = header.splitn(3, ' ').collect();
+    assert_eq!(fields[0], "react-docstore.page.v2");
+    assert!(fields[1].parse::<u64>().unwrap() > 0, "{header}");
+    assert_eq!(fields[2], url);
+    assert!(
+        entry[newline + 1..] == wikipedia_page("colorado_orogeny_hit.html"),
+        "the body is stored as the server sent it"
+    );
+
+    // An entry in the JSON form earlier versions wrote is still served.
+    let old_url = react_docstore::docstore::wikipedia::search_url(&server.uri(), "Old entry", Profile::Paper);
+    let old_entry = serde_json::json!({
+        "url": old_url,
+        "fetched_at": 1,
+        "body": "<p>Served from an old cache entry</p>",
+    });
+    std::fs::write(cache.path_for(&old_url), old_entry.to_string()).unwrap();
+    let offline = DocstoreConfig {
+        offline: true,
+        ..config
+    };
+    assert_eq!(
+        open(&offline).search("Old entry").await.unwrap(),
+        "Served from an old cache entry."
     );
 }

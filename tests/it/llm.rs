@@ -3,7 +3,7 @@
 use std::sync::Mutex;
 use std::time::Duration;
 
-use react_docstore::llm::openai::{CONTINUE_INSTRUCTION, RetryPolicy};
+use react_docstore::llm::openai::{CONTINUE_INSTRUCTION, MAX_COMPLETION_BYTES, RetryPolicy};
 use react_docstore::llm::{
     Api, ApiKey, CallPurpose, Completion, Llm, LlmError, LlmRequest, OpenAiClient, OpenAiConfig, TokenUsage,
 };
@@ -151,7 +151,10 @@ async fn chat_request_carries_model_messages_stop_temperature_and_reads_usage() 
         .expect(1)
         .mount(&server)
         .await;
-    let completion = complete(&client(&server, Api::Chat), &stop()).await.unwrap();
+    let client = client(&server, Api::Chat);
+    assert!(!client.client_built(), "built before the first request");
+    let completion = complete(&client, &stop()).await.unwrap();
+    assert!(client.client_built());
     assert_eq!(
         completion,
         Completion {
@@ -427,9 +430,404 @@ async fn a_timeout_is_retried_and_a_long_retry_after_is_not_waited_for() {
     let error = complete(&client(&server, Api::Chat), &stop()).await.unwrap_err();
     assert!(
         error.to_string().ends_with(
-            "answered 429 Too Many Requests and asks to retry after 20663 s, longer than the 5 s this client waits: Rate limit reached. Retry after ~20663s."
+            "answered 429 Too Many Requests and asked to wait 20663 s, longer than the 5 s this client waits: Rate limit reached. Retry after ~20663s."
         ),
         "{error}"
     );
     assert_eq!(server.received_requests().await.unwrap().len(), 1);
+}
+
+/// Everything logged on this thread — `tracing` events and `log` records, at every level down to
+/// TRACE, as `RUST_LOG=trace` would print them — while `run` runs. Other threads' events are
+/// dropped, so tests running in parallel do not mix.
+pub async fn captured_logs<T>(run: impl std::future::Future<Output = T>) -> (T, String) {
+    use std::cell::RefCell;
+    use std::sync::{Arc, OnceLock};
+
+    thread_local! {
+        static CAPTURE: RefCell<Option<Arc<Mutex<Vec<u8>>>>> = const { RefCell::new(None) };
+    }
+    struct ThreadWriter;
+    impl std::io::Write for ThreadWriter {
+        fn write(&mut self, bytes: &[u8]) -> std::io::Result<usize> {
+            CAPTURE.with(|capture| {
+                if let Some(buffer) = capture.borrow().as_ref() {
+                    buffer.lock().unwrap().extend_from_slice(bytes);
+                }
+            });
+            Ok(bytes.len())
+        }
+        fn flush(&mut self) -> std::io::Result<()> {
+            Ok(())
+        }
+    }
+    static INSTALLED: OnceLock<()> = OnceLock::new();
+    INSTALLED.get_or_init(|| {
+        use tracing_subscriber::Layer;
+        use tracing_subscriber::layer::SubscriberExt;
+        use tracing_subscriber::util::SubscriberInitExt;
+        let capturing =
+            tracing_subscriber::filter::filter_fn(|_| CAPTURE.with(|capture| capture.borrow().is_some()));
+        let layer = tracing_subscriber::fmt::layer()
+            .without_time()
+            .with_ansi(false)
+            .with_writer(|| ThreadWriter)
+            .with_filter(capturing);
+        // Also installs the `log` bridge, so reqwest's and rustls's records are captured too.
+        tracing_subscriber::registry()
+            .with(layer.with_filter(tracing_subscriber::filter::LevelFilter::TRACE))
+            .try_init()
+            .expect("no other global subscriber in the test binary");
+    });
+    let buffer = Arc::new(Mutex::new(Vec::new()));
+    CAPTURE.with(|capture| *capture.borrow_mut() = Some(buffer.clone()));
+    let output = run.await;
+    CAPTURE.with(|capture| *capture.borrow_mut() = None);
+    let logs = String::from_utf8_lossy(&buffer.lock().unwrap()).into_owned();
+    (output, logs)
+}
+
+/// `error` and its sources, as `{:#}` prints them.
+fn error_chain(error: &(dyn std::error::Error + 'static)) -> String {
+    let mut chain = error.to_string();
+    let mut source = error.source();
+    while let Some(cause) = source {
+        chain.push_str(": ");
+        chain.push_str(&cause.to_string());
+        source = cause.source();
+    }
+    chain
+}
+
+#[tokio::test]
+async fn out_of_range_retry_after_is_an_error_quoting_the_server() {
+    for (name, value, asked) in [
+        ("retry-after", "1e30", "1e30 s"),
+        ("retry-after-ms", "1e30", "1e30 ms"),
+        ("retry-after", "18446744073709551616", "18446744073709551616 s"),
+        (
+            "retry-after",
+            "Wed, 01 Jan 9000 00:00:00 GMT",
+            " s (until Wed, 01 Jan 9000 00:00:00 GMT)",
+        ),
+    ] {
+        let server = model_server(
+            "chat/completions",
+            ResponseTemplate::new(429)
+                .insert_header(name, value)
+                .set_body_json(json!({"error": {"message": "slow down"}})),
+        )
+        .await;
+        let error = complete(&client(&server, Api::Chat), &stop()).await.unwrap_err();
+        let message = error.to_string();
+        assert!(matches!(error, LlmError::WaitTooLong { .. }), "{message}");
+        assert!(message.contains("asked to wait "), "{message}");
+        assert!(
+            message.contains(&format!(
+                "{asked}, longer than the 5 s this client waits: slow down"
+            )),
+            "{message}"
+        );
+        assert_eq!(
+            server.received_requests().await.unwrap().len(),
+            1,
+            "{name}: {value}"
+        );
+    }
+    // Values that mean nothing are ignored: the client retries on its own backoff.
+    for value in ["-5", "NaN", "inf", "soon", "1e30e5"] {
+        let server = model_server(
+            "chat/completions",
+            Sequence::new(vec![
+                ResponseTemplate::new(429).insert_header("retry-after", value),
+                ResponseTemplate::new(200).set_body_json(chat_body("in time")),
+            ]),
+        )
+        .await;
+        let completion = complete(&client(&server, Api::Chat), &stop()).await.unwrap();
+        assert_eq!(completion.text, "in time", "{value}");
+        assert_eq!(server.received_requests().await.unwrap().len(), 2, "{value}");
+    }
+}
+
+#[tokio::test]
+async fn retry_warnings_say_which_server_what_failed_and_when_in_plain_words() {
+    let server = model_server(
+        "chat/completions",
+        Sequence::new(vec![
+            ResponseTemplate::new(429).insert_header("retry-after", "0"),
+            ResponseTemplate::new(200).set_body_json(chat_body("ok")),
+        ]),
+    )
+    .await;
+    let (completion, logs) = captured_logs(complete(&client(&server, Api::Chat), &stop())).await;
+    assert_eq!(completion.unwrap().text, "ok");
+    let host = server.uri().trim_start_matches("http://").to_owned();
+    let warnings: Vec<&str> = logs.lines().filter(|line| line.contains("WARN")).collect();
+    assert_eq!(
+        warnings,
+        [format!(
+            " WARN react_docstore::http: model server {host}: HTTP 429 Too Many Requests; retrying in 0.0 s, attempt 2 of 3"
+        )],
+        "{logs}"
+    );
+
+    // Nobody listens on this port: refused, in those words, with no Debug dump.
+    let port = {
+        let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+        listener.local_addr().unwrap().port()
+    };
+    let mut config = client(&server, Api::Chat).config().clone();
+    config.base_url = format!("http://user:password@127.0.0.1:{port}/v1");
+    let client = OpenAiClient::new(config).unwrap();
+    let (error, logs) = captured_logs(complete(&client, &stop())).await;
+    assert!(
+        matches!(error, Err(LlmError::Transport { attempts: 3, .. })),
+        "{error:?}"
+    );
+    let warnings: Vec<&str> = logs.lines().filter(|line| line.contains("WARN")).collect();
+    assert_eq!(warnings.len(), 2, "{logs}");
+    for (idx, warning) in warnings.iter().enumerate() {
+        let expected = format!(
+            "model server 127.0.0.1:{port}: connection refused; retrying in 0.0 s, attempt {} of 3",
+            idx + 2
+        );
+        assert!(warning.ends_with(&expected), "{warning}");
+    }
+    assert!(!logs.contains("password"), "{logs}");
+}
+
+#[tokio::test]
+async fn the_key_never_leaves_through_errors_or_trace_logs() {
+    const KEY: &str = "sk-test-secret";
+    let key_but_last = &KEY[..KEY.len() - 1];
+
+    // A 200 whose JSON quotes the key where serde expected something else.
+    let server = model_server(
+        "chat/completions",
+        ResponseTemplate::new(200).set_body_raw(format!(r#"{{"choices":"{KEY}"}}"#), "application/json"),
+    )
+    .await;
+    let (error, logs) = captured_logs(complete(&client(&server, Api::Chat), &stop())).await;
+    let error = error.unwrap_err();
+    let chain = error_chain(&error);
+    assert!(matches!(error, LlmError::InvalidResponse { .. }), "{chain}");
+    assert!(chain.contains("invalid type: string \"<redacted>\""), "{chain}");
+    for text in [&chain, &format!("{error:?}"), &logs] {
+        assert!(!text.contains(key_but_last), "{text}");
+    }
+    assert!(logs.contains("TRACE"), "trace logging was on: {logs}");
+
+    // A non-JSON error body with the key straddling the 300-character cut.
+    // Cut at 300 characters before redaction, the key would survive minus its last character.
+    let body = format!("{}{KEY}{}", "x".repeat(300 - KEY.len() + 1), "y".repeat(100));
+    let server = model_server(
+        "chat/completions",
+        ResponseTemplate::new(500).set_body_raw(body, "text/plain"),
+    )
+    .await;
+    let (error, logs) = captured_logs(complete(&client(&server, Api::Chat), &stop())).await;
+    let error = error.unwrap_err();
+    let chain = error_chain(&error);
+    assert!(
+        chain.ends_with(&format!(": {}<redacted>yyy…", "x".repeat(300 - KEY.len() + 1))),
+        "{chain}"
+    );
+    for text in [&chain, &format!("{error:?}"), &logs] {
+        assert!(!text.contains(key_but_last), "{text}");
+    }
+    assert!(logs.contains("retrying in"), "{logs}");
+}
+
+#[tokio::test]
+async fn permanent_failures_are_not_retried_and_say_so() {
+    for (status, permanent) in [
+        (400, false),
+        (401, true),
+        (403, true),
+        (404, true),
+        (405, true),
+        (422, false),
+        (501, true),
+    ] {
+        let server = model_server(
+            "chat/completions",
+            ResponseTemplate::new(status).set_body_json(json!({"error": {"message": "no"}})),
+        )
+        .await;
+        let error = complete(&client(&server, Api::Chat), &stop()).await.unwrap_err();
+        assert!(matches!(error, LlmError::Rejected { .. }), "{status}: {error}");
+        assert_eq!(error.is_permanent(), permanent, "{status}: {error}");
+        assert_eq!(server.received_requests().await.unwrap().len(), 1, "{status}");
+    }
+    let server = model_server("chat/completions", ResponseTemplate::new(502)).await;
+    let error = complete(&client(&server, Api::Chat), &stop()).await.unwrap_err();
+    assert!(matches!(error, LlmError::GaveUp { attempts: 3, .. }), "{error}");
+    assert!(!error.is_permanent());
+
+    // A base URL without /v1: the 404 says what is probably missing.
+    let server = MockServer::start().await;
+    Mock::given(method("POST"))
+        .respond_with(ResponseTemplate::new(404).set_body_raw("404 page not found", "text/plain"))
+        .mount(&server)
+        .await;
+    let mut config = client(&server, Api::Chat).config().clone();
+    config.base_url = server.uri();
+    let error = complete(&OpenAiClient::new(config).unwrap(), &stop())
+        .await
+        .unwrap_err();
+    assert!(error.is_permanent());
+    assert_eq!(
+        error.to_string().replace(&server.uri(), "[SERVER]"),
+        "the model server at `[SERVER]/chat/completions` answered 404 Not Found (404 page not found): the base URL `[SERVER]` has no /v1: did you mean `[SERVER]/v1`?"
+    );
+    assert_eq!(server.received_requests().await.unwrap().len(), 1);
+}
+
+#[tokio::test]
+async fn response_bodies_and_completions_are_bounded() {
+    // Larger than the client's limit: an error naming the endpoint and the limit.
+    let server = model_server(
+        "chat/completions",
+        ResponseTemplate::new(200).set_body_json(chat_body(&"a".repeat(4096))),
+    )
+    .await;
+    let mut config = client(&server, Api::Chat).config().clone();
+    config.max_response_bytes = 1024;
+    let error = complete(&OpenAiClient::new(config).unwrap(), &stop())
+        .await
+        .unwrap_err();
+    assert_eq!(
+        error.to_string().replace(&server.uri(), "[SERVER]"),
+        "the model server at `[SERVER]/v1/chat/completions` sent a response larger than 1024 bytes, the limit of this client"
+    );
+    assert_eq!(server.received_requests().await.unwrap().len(), 1, "not retried");
+
+    // A long completion within the body limit is cut to what one step may add, on a character
+    // boundary; no max_tokens changes nothing.
+    let long = "é".repeat(MAX_COMPLETION_BYTES);
+    let server = model_server(
+        "chat/completions",
+        ResponseTemplate::new(200).set_body_json(chat_body(&long)),
+    )
+    .await;
+    let mut config = client(&server, Api::Chat).config().clone();
+    config.max_tokens = None;
+    let completion = complete(&OpenAiClient::new(config).unwrap(), &stop())
+        .await
+        .unwrap();
+    assert_eq!(completion.text.len(), MAX_COMPLETION_BYTES);
+    assert!(completion.text.chars().all(|c| c == 'é'));
+}
+
+/// A model server on a raw socket, for what wiremock cannot send: each connection gets the next
+/// of `responses` (bytes written as they are, then the connection is closed).
+async fn raw_server(responses: Vec<Vec<u8>>) -> (String, std::sync::Arc<std::sync::atomic::AtomicUsize>) {
+    use std::sync::Arc;
+    use std::sync::atomic::{AtomicUsize, Ordering};
+    use tokio::io::{AsyncReadExt, AsyncWriteExt};
+
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let url = format!("http://{}/v1", listener.local_addr().unwrap());
+    let connections = Arc::new(AtomicUsize::new(0));
+    let counter = connections.clone();
+    tokio::spawn(async move {
+        for response in responses {
+            let Ok((mut socket, _)) = listener.accept().await else {
+                return;
+            };
+            counter.fetch_add(1, Ordering::Relaxed);
+            // Read the whole request (headers, then Content-Length bytes), so closing the
+            // socket is a clean close, not a reset of unread data.
+            let mut request = Vec::new();
+            let mut buffer = [0u8; 4096];
+            loop {
+                let n = socket.read(&mut buffer).await.unwrap();
+                if n == 0 {
+                    break;
+                }
+                request.extend_from_slice(&buffer[..n]);
+                let text = String::from_utf8_lossy(&request);
+                if let Some(end) = text.find("\r\n\r\n") {
+                    let length: usize = text[..end]
+                        .lines()
+                        .find_map(|line| {
+                            let (name, value) = line.split_once(':')?;
+                            name.eq_ignore_ascii_case("content-length")
+                                .then(|| value.trim().parse().ok())?
+                        })
+                        .unwrap_or(0);
+                    if request.len() >= end + 4 + length {
+                        break;
+                    }
+                }
+            }
+            socket.write_all(&response).await.unwrap();
+            socket.shutdown().await.unwrap();
+        }
+    });
+    (url, connections)
+}
+
+fn raw_client(base_url: String) -> OpenAiClient {
+    let mut config = OpenAiConfig::new("gpt-4");
+    config.base_url = base_url;
+    config.retry = RetryPolicy {
+        max_retries: 2,
+        min_delay: Duration::from_millis(1),
+        max_delay: Duration::from_millis(5),
+        max_retry_after: Duration::from_secs(5),
+    };
+    OpenAiClient::new(config).unwrap()
+}
+
+fn raw_response(head: &str, body: &[u8]) -> Vec<u8> {
+    let mut response =
+        format!("HTTP/1.1 200 OK\r\ncontent-type: application/json\r\n{head}\r\n").into_bytes();
+    response.extend_from_slice(body);
+    response
+}
+
+#[tokio::test]
+async fn a_connection_dropped_mid_body_is_retried() {
+    let whole = serde_json::to_vec(&chat_body("Thought 1: whole")).unwrap();
+    let cut = raw_response(&format!("content-length: {}\r\n", whole.len()), &whole[..40]);
+    let (url, connections) = raw_server(vec![
+        cut,
+        raw_response(&format!("content-length: {}\r\n", whole.len()), &whole),
+    ])
+    .await;
+    let (completion, logs) = captured_logs(complete(&raw_client(url), &stop())).await;
+    assert_eq!(completion.unwrap().text, "Thought 1: whole");
+    assert_eq!(connections.load(std::sync::atomic::Ordering::Relaxed), 2);
+    assert!(
+        logs.contains(": connection dropped mid-body; retrying in 0.0 s, attempt 2 of 3"),
+        "{logs}"
+    );
+}
+
+#[tokio::test]
+async fn a_body_over_the_limit_is_refused_by_its_length_or_as_it_streams() {
+    // Announced too large: refused before the body is read.
+    let (url, _) = raw_server(vec![raw_response("content-length: 1000000000000\r\n", b"{")]).await;
+    let mut config = raw_client(url).config().clone();
+    config.max_response_bytes = 1024;
+    let error = complete(&OpenAiClient::new(config).unwrap(), &stop())
+        .await
+        .unwrap_err();
+    assert!(matches!(error, LlmError::TooLarge { limit: 1024, .. }), "{error}");
+
+    // No length, chunks past the limit: cut off as soon as it passes it.
+    let mut chunked = Vec::new();
+    for _ in 0..64 {
+        chunked.extend_from_slice(format!("40\r\n{}\r\n", "a".repeat(64)).as_bytes());
+    }
+    chunked.extend_from_slice(b"0\r\n\r\n");
+    let (url, _) = raw_server(vec![raw_response("transfer-encoding: chunked\r\n", &chunked)]).await;
+    let mut config = raw_client(url).config().clone();
+    config.max_response_bytes = 1024;
+    let error = complete(&OpenAiClient::new(config).unwrap(), &stop())
+        .await
+        .unwrap_err();
+    assert!(matches!(error, LlmError::TooLarge { limit: 1024, .. }), "{error}");
 }

@@ -14,6 +14,7 @@ use react_docstore::replay::replay_run;
 use react_docstore::run::Run;
 use react_docstore::tool::Toolbox;
 use react_docstore::tools::calculator::{self, MAX_EXPRESSION_CHARS};
+use react_docstore::tools::websearch::MAX_BODY_BYTES;
 use react_docstore::tools::{
     ApiKey, BuiltinTool, CommandTool, CommandToolConfig, Network, ToolsConfig, WebSearch, WebSearchConfig,
 };
@@ -357,6 +358,9 @@ async fn websearch_retries_then_caches_without_the_key() {
         offline.search("president of Spain").await.unwrap(),
         "Pedro Sánchez"
     );
+    // Answers from the cache build no HTTP client (no TLS roots loaded); requests do.
+    assert!(!offline.client_built());
+    assert!(websearch.client_built());
     let miss = offline.search("something else").await.unwrap_err();
     assert_eq!(
         miss.to_string(),
@@ -379,11 +383,15 @@ async fn websearch_errors_never_show_the_key() {
         .mount(&server)
         .await;
     let websearch = WebSearch::new(websearch_config(&server)).unwrap();
-    let error = websearch.search("anything").await.unwrap_err();
+    let (error, logs) = crate::llm::captured_logs(websearch.search("anything")).await;
+    let error = error.unwrap_err();
     assert_eq!(
         error_chain(&error),
         "the web search for `anything` answered HTTP 401"
     );
+    // The key travels in the query string: trace logging must not print the URL with it.
+    assert!(logs.contains("TRACE"), "trace logging was on: {logs}");
+    assert!(!logs.contains(TEST_KEY), "{logs}");
 
     // Nothing listens here: a connection error, retried, then reported without its URL.
     let closed = WebSearchConfig {
@@ -408,6 +416,41 @@ async fn websearch_errors_never_show_the_key() {
     assert_eq!(
         no_key.to_string(),
         "the web search needs a SerpApi key: set `SERPAPI_API_KEY` or pass `--serpapi-key`"
+    );
+}
+
+#[tokio::test]
+async fn websearch_bounds_waits_and_bodies() {
+    let server = MockServer::start().await;
+    Mock::given(method("GET"))
+        .and(path("/search"))
+        .respond_with(ResponseTemplate::new(429).insert_header("retry-after-ms", "1e30"))
+        .expect(1)
+        .mount(&server)
+        .await;
+    let websearch = WebSearch::new(websearch_config(&server)).unwrap();
+    let error = websearch.search("anything").await.unwrap_err();
+    assert_eq!(
+        error.to_string(),
+        "the web search for `anything` answered HTTP 429 and asked to wait 1e30 ms, longer than the 120 s this client waits"
+    );
+
+    let server = MockServer::start().await;
+    let huge = format!(
+        r#"{{"answer_box": {{"answer": "{}"}}}}"#,
+        "a".repeat(MAX_BODY_BYTES)
+    );
+    Mock::given(method("GET"))
+        .and(path("/search"))
+        .respond_with(ResponseTemplate::new(200).set_body_string(huge))
+        .expect(1)
+        .mount(&server)
+        .await;
+    let websearch = WebSearch::new(websearch_config(&server)).unwrap();
+    let error = websearch.search("anything").await.unwrap_err();
+    assert_eq!(
+        error.to_string(),
+        format!("the web search for `anything` answered with more than {MAX_BODY_BYTES} bytes")
     );
 }
 

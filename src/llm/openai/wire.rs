@@ -74,7 +74,7 @@ impl Choice {
 }
 
 /// The server's own explanation of a failed request: `error.message` of a JSON body, else the body
-/// itself (shortened), else nothing.
+/// itself, else nothing. Whole: the caller redacts the key and only then shortens it.
 pub fn error_message(body: &[u8]) -> Option<String> {
     if let Ok(response) = serde_json::from_slice::<ErrorResponse>(body)
         && let Some(message) = response.error.message
@@ -89,14 +89,7 @@ pub fn error_message(body: &[u8]) -> Option<String> {
     }
     let text = String::from_utf8_lossy(body);
     let text = text.trim();
-    if text.is_empty() {
-        return None;
-    }
-    const MAX_CHARS: usize = 300;
-    Some(match text.char_indices().nth(MAX_CHARS) {
-        Some((idx, _)) => format!("{}…", &text[..idx]),
-        None => text.to_owned(),
-    })
+    (!text.is_empty()).then(|| text.to_owned())
 }
 
 /// The `param` an error body names, when it names one.
