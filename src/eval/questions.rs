@@ -6,6 +6,7 @@
 //! simplified JSON (`question`, `answer`, `type`; ids are positions), JSON Lines of any of these,
 //! and FEVER JSON Lines (`id`, `claim`, `label`). Records count from 0, as the ReAct ids do.
 
+use std::collections::{HashMap, HashSet};
 use std::fmt;
 use std::path::{Path, PathBuf};
 
@@ -68,6 +69,40 @@ pub struct QuestionFile {
     pub path: PathBuf,
     pub task: Task,
     pub questions: Vec<Question>,
+}
+
+/// Whether an evaluation's docstore reads the questions' context paragraphs.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum Contexts {
+    /// `--docstore distractor`: each question searches its own paragraphs (and what reads a
+    /// file whole keeps them).
+    #[default]
+    Required,
+    /// Any other docstore: the paragraphs are dropped as the file is read.
+    Unused,
+}
+
+/// Which records of a question file are kept as it is read; every record is still checked.
+/// A question that is not kept costs nothing past its own record.
+#[derive(Debug, Clone, Default)]
+pub struct RecordFilter {
+    /// Keep only the records at these positions (`--subset`).
+    pub positions: Option<HashSet<usize>>,
+    /// Keep only the records with these ids (`--ids`).
+    pub ids: Option<HashSet<String>>,
+    /// Keep at most this many records, the first ones that pass the filters above.
+    pub max_kept: Option<usize>,
+    pub contexts: Contexts,
+}
+
+impl RecordFilter {
+    fn keeps(&self, question: &Question, n_kept: usize) -> bool {
+        self.positions
+            .as_ref()
+            .is_none_or(|positions| positions.contains(&question.position))
+            && self.ids.as_ref().is_none_or(|ids| ids.contains(&question.id))
+            && self.max_kept.is_none_or(|max_kept| n_kept < max_kept)
+    }
 }
 
 /// Which record of a question file: its index (from 0) and, in JSON Lines, its line.
@@ -151,23 +186,39 @@ enum RecordError {
 }
 
 impl QuestionFile {
+    /// Reads every question of a file.
     pub fn read(path: &Path) -> Result<QuestionFile, QuestionFileError> {
+        QuestionFile::read_filtered(path, &RecordFilter::default())
+    }
+
+    /// Reads a file once, keeping only the questions `filter` keeps.
+    pub fn read_filtered(path: &Path, filter: &RecordFilter) -> Result<QuestionFile, QuestionFileError> {
         let text = std::fs::read_to_string(path).map_err(|source| QuestionFileError::Read {
             path: path.to_owned(),
             source,
         })?;
-        QuestionFile::parse(&text, path)
+        QuestionFile::parse_filtered(&text, path, filter)
     }
 
     /// Parses a question file's text; `path` is only named in errors.
     pub fn parse(text: &str, path: &Path) -> Result<QuestionFile, QuestionFileError> {
+        QuestionFile::parse_filtered(text, path, &RecordFilter::default())
+    }
+
+    fn parse_filtered(
+        text: &str,
+        path: &Path,
+        filter: &RecordFilter,
+    ) -> Result<QuestionFile, QuestionFileError> {
         let text = text.strip_prefix('\u{feff}').unwrap_or(text);
         let body = text.trim_start();
         let mut builder = Builder {
             path,
+            filter,
             task: None,
             questions: Vec::new(),
-            first_by_id: std::collections::HashMap::new(),
+            first_by_id: HashMap::new(),
+            n_records: 0,
             error: None,
         };
         if body.starts_with('[') {
@@ -202,9 +253,14 @@ impl QuestionFile {
                 index += 1;
             }
         }
-        let Builder { task, questions, .. } = builder;
+        let Builder {
+            task,
+            questions,
+            n_records,
+            ..
+        } = builder;
         match task {
-            Some(task) if !questions.is_empty() => Ok(QuestionFile {
+            Some(task) if n_records > 0 => Ok(QuestionFile {
                 path: path.to_owned(),
                 task,
                 questions,
@@ -228,9 +284,13 @@ fn syntax_error(path: &Path, source: serde_json::Error) -> QuestionFileError {
 /// Collects questions record by record, so a large file is never held as one JSON tree.
 struct Builder<'a> {
     path: &'a Path,
+    filter: &'a RecordFilter,
     task: Option<Task>,
+    /// The questions kept.
     questions: Vec<Question>,
-    first_by_id: std::collections::HashMap<String, usize>,
+    first_by_id: HashMap<String, usize>,
+    /// Records read, kept or not.
+    n_records: usize,
     error: Option<QuestionFileError>,
 }
 
@@ -260,7 +320,14 @@ impl Builder<'_> {
             });
         }
         self.first_by_id.insert(question.id.clone(), location.index);
-        self.questions.push(question);
+        self.n_records += 1;
+        if self.filter.keeps(&question, self.questions.len()) {
+            let mut question = question;
+            if self.filter.contexts == Contexts::Unused {
+                question.context = Vec::new();
+            }
+            self.questions.push(question);
+        }
         Ok(())
     }
 }
