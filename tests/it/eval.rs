@@ -1271,7 +1271,7 @@ impl wiremock::Respond for FirstFastThenSlow {
 #[tokio::test(flavor = "multi_thread")]
 async fn sigterm_and_sighup_stop_like_ctrl_c_and_a_second_eval_is_refused() {
     use wiremock::matchers::{method, path};
-    for signal in ["TERM", "HUP"] {
+    for (signal, name) in [(libc::SIGTERM, "SIGTERM"), (libc::SIGHUP, "SIGHUP")] {
         let model = wiremock::MockServer::start().await;
         wiremock::Mock::given(method("POST"))
             .and(path("/v1/completions"))
@@ -1309,19 +1309,16 @@ async fn sigterm_and_sighup_stop_like_ctrl_c_and_a_second_eval_is_refused() {
             );
         }
 
-        let status = std::process::Command::new("kill")
-            .arg(format!("-{signal}"))
-            .arg(child.id().to_string())
-            .status()
-            .unwrap();
-        assert!(status.success());
+        let pid = libc::pid_t::try_from(child.id()).unwrap();
+        // SAFETY: `kill` has no memory effects; `pid` is our own child, not yet reaped.
+        assert_eq!(unsafe { libc::kill(pid, signal) }, 0);
         let output = child.wait_with_output().unwrap();
         let stdout = String::from_utf8_lossy(&output.stdout);
         let stderr = String::from_utf8_lossy(&output.stderr);
-        assert_eq!(output.status.code(), Some(2), "SIG{signal}: {stderr}");
+        assert_eq!(output.status.code(), Some(2), "{name}: {stderr}");
         assert!(
             stdout.starts_with("questions      6 selected, 1 done (0 resumed, 0 errors), interrupted\n"),
-            "SIG{signal}: {stdout}"
+            "{name}: {stdout}"
         );
         assert!(stderr.contains("interrupted: 1 of 6 questions done"), "{stderr}");
         let runs = read_results(&results);
@@ -1334,8 +1331,9 @@ async fn eval_reads_the_question_file_once() {
     // A named pipe can be read once: a second read would wait for a writer that never comes.
     let dir = tempfile::tempdir().unwrap();
     let fifo = dir.path().join("dev.json");
-    let made = std::process::Command::new("mkfifo").arg(&fifo).status().unwrap();
-    assert!(made.success());
+    let fifo_path = std::ffi::CString::new(fifo.to_str().unwrap()).unwrap();
+    // SAFETY: a valid NUL-terminated path; `mkfifo` reads it and keeps nothing.
+    assert_eq!(unsafe { libc::mkfifo(fifo_path.as_ptr(), 0o600) }, 0);
     let text = std::fs::read_to_string(fixture("hotpotqa/official.json")).unwrap();
     let writer = {
         let fifo = fifo.clone();
