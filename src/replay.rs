@@ -130,9 +130,15 @@ pub async fn replay_run(
 /// Where a recorded run was read from: a file, and its line in a JSON Lines file.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 pub struct RunSource {
+    /// Written as text, lossily when the name is not UTF-8.
+    #[serde(serialize_with = "serialize_lossy")]
     pub file: PathBuf,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub line: Option<usize>,
+}
+
+fn serialize_lossy<S: serde::Serializer>(path: &Path, serializer: S) -> Result<S::Ok, S::Error> {
+    serializer.serialize_str(&path.to_string_lossy())
 }
 
 impl fmt::Display for RunSource {
@@ -311,6 +317,7 @@ pub async fn replay(
                 }
                 Output::Json => {
                     let line = serde_json::to_string(&SourcedRun { source: &source, run })
+                        // invariant: a `Run` and a `RunSource` (its path written lossily) always serialize
                         .expect("a run always serializes");
                     writeln!(stdout, "{line}")
                 }

@@ -141,7 +141,7 @@ pub enum EvalError {
         asked: String,
     },
     #[error(
-        "evaluation stopped: {reason}; the {n_done} finished questions are kept in `{}`: run the same command again to resume",
+        "evaluation stopped: {reason}; finished questions ({n_done}) are kept in `{}`: run the same command again to resume",
         results.display()
     )]
     Stopped {
@@ -282,7 +282,7 @@ pub async fn evaluate(
         let n_dropped = results.drop_errors(&mut stored)?;
         if n_dropped > 0 {
             progress.note(&format!(
-                "{}: dropped {n_dropped} runs that ended in an error; their questions run again",
+                "{}: dropped the runs that ended in an error ({n_dropped}); their questions run again",
                 config.results.display()
             ));
         }
@@ -312,7 +312,7 @@ pub async fn evaluate(
         .count();
     if resumed_errors > 0 {
         progress.note(&format!(
-            "{} holds {resumed_errors} runs that ended in an error: they are kept, not run again; `--retry-errors` runs them again",
+            "{} holds runs that ended in an error ({resumed_errors}): they are kept, not run again; `--retry-errors` runs them again",
             config.results.display()
         ));
     }
@@ -515,6 +515,7 @@ impl ProgressReporter {
                 let style = ProgressStyle::with_template(
                     "{elapsed_precise} [{wide_bar}] {pos}/{len} {msg} ETA {eta}",
                 )
+                // invariant: the template is a literal (every run with a bar builds it)
                 .expect("the progress template is valid")
                 .progress_chars("=> ");
                 bar.set_style(style);

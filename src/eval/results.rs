@@ -197,6 +197,7 @@ impl ResultsFile {
 
 /// One run as a JSON line.
 fn run_line(run: &Run) -> Vec<u8> {
+    // invariant: a `Run` (strings, numbers, string-keyed structs) always serializes
     let mut line = serde_json::to_vec(run).expect("a run always serializes");
     line.push(b'\n');
     line

@@ -971,7 +971,7 @@ async fn the_same_error_on_question_after_question_stops_the_evaluation() {
     assert_eq!(
         error.to_string(),
         format!(
-            "evaluation stopped: the last 5 questions all failed with the same error: the recording has no completion for step 1 (call 1 of that step) (they are recorded as errors; `--retry-errors` runs them again); the 5 finished questions are kept in `{}`: run the same command again to resume",
+            "evaluation stopped: the last 5 questions all failed with the same error: the recording has no completion for step 1 (call 1 of that step) (they are recorded as errors; `--retry-errors` runs them again); finished questions (5) are kept in `{}`: run the same command again to resume",
             results.display()
         )
     );
@@ -992,7 +992,7 @@ async fn the_same_error_on_question_after_question_stops_the_evaluation() {
     let log = captured.text();
     assert!(
         log.contains(&format!(
-            "{} holds 5 runs that ended in an error: they are kept, not run again; `--retry-errors` runs them again",
+            "{} holds runs that ended in an error (5): they are kept, not run again; `--retry-errors` runs them again",
             results.display()
         )),
         "{log}"
@@ -1237,13 +1237,13 @@ async fn a_refused_key_stops_the_evaluation_at_once() {
     assert_eq!(output.status.code(), Some(2), "{stderr}");
     assert!(
         stderr.contains(&format!(
-            "error: evaluation stopped: the model server at `{}/v1/completions` rejected the request (401 Unauthorized): Incorrect API key provided (asking again will not help: check the key, the model name and the URL); the 1 finished questions are kept in `{}`",
+            "error: evaluation stopped: the model server at `{}/v1/completions` rejected the request (401 Unauthorized): Incorrect API key provided (asking again will not help: check the key, the model name and the URL); finished questions (1) are kept in `{}`",
             model.uri(),
             results.display()
         )),
         "{stderr}"
     );
-    assert!(stderr.contains("holds 1 runs that ended in an error: they are kept, not run again; `--retry-errors` runs them again"), "{stderr}");
+    assert!(stderr.contains("holds runs that ended in an error (1): they are kept, not run again; `--retry-errors` runs them again"), "{stderr}");
     // Only the questions already in flight reached the server, not the other four.
     let n_requests = model.received_requests().await.unwrap().len();
     assert!((1..=2).contains(&n_requests), "{n_requests} requests");
