@@ -185,10 +185,13 @@ pub const SAME_ERROR_STREAK: usize = 5;
 /// Whether a model error stops the whole evaluation at once: the server refused the key (401),
 /// the access (403), or does not know the model or the endpoint (404) — every other question
 /// would get the same answer. Everything else (429, 5xx, a dropped connection, a bad request
-/// about one prompt such as a too-long context) ends only its own question.
+/// about one prompt such as a too-long context) ends only its own question. The one place this
+/// is decided: when `LlmError` learns to classify itself (`is_permanent`), this defers to it.
 pub fn stops_evaluation(error: &LlmError) -> bool {
     match error {
         LlmError::Rejected { status, .. } => {
+            // `401 Unauthorized`: the code leads the status text.
+            let status = status.to_string();
             let code = status
                 .split_whitespace()
                 .next()

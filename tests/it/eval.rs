@@ -1254,6 +1254,53 @@ async fn a_refused_key_stops_the_evaluation_at_once() {
     );
 }
 
+#[tokio::test(flavor = "multi_thread")]
+async fn which_model_errors_stop_the_evaluation() {
+    use wiremock::matchers::{method, path};
+    // 401/403/404: every question would meet them, the first one stops everything and is not
+    // recorded. A 400 is about one prompt: each question records it, until the streak stops it.
+    for (status, stops_at_once) in [(401, true), (403, true), (404, true), (400, false)] {
+        let server = wiremock::MockServer::start().await;
+        wiremock::Mock::given(method("POST"))
+            .and(path("/v1/completions"))
+            .respond_with(wiremock::ResponseTemplate::new(status))
+            .mount(&server)
+            .await;
+        let dir = tempfile::tempdir().unwrap();
+        let results = dir.path().join("results.jsonl");
+        let services = EvalServices {
+            llm: Arc::new(crate::llm::client(&server, react_docstore::llm::Api::Completions)),
+            docstore: Arc::new(ContextDocstoreSource),
+            toolbox: Toolbox::default(),
+        };
+        let config = config(fixture("hotpotqa/simplified.json"), results.clone(), 1);
+        let error = eval::evaluate(&config, &services, std::future::pending())
+            .await
+            .expect_err("the evaluation stops");
+        let EvalError::Stopped { reason, n_done, .. } = error else {
+            panic!("{status}: {error}")
+        };
+        let n_requests = server.received_requests().await.unwrap().len();
+        if stops_at_once {
+            assert!(
+                matches!(reason, eval::StopReason::Refused { .. }),
+                "{status}: {reason}"
+            );
+            assert_eq!(
+                (n_done, n_requests, read_results(&results).len()),
+                (0, 1, 0),
+                "{status}"
+            );
+        } else {
+            assert!(
+                matches!(reason, eval::StopReason::Repeated { n_questions: 5, .. }),
+                "{reason}"
+            );
+            assert_eq!((n_done, n_requests, read_results(&results).len()), (5, 5, 5));
+        }
+    }
+}
+
 /// Answers the first call at once with a Finish, every later one after a long delay.
 struct FirstFastThenSlow(AtomicUsize);
 
