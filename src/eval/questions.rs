@@ -8,6 +8,8 @@
 
 use std::collections::{HashMap, HashSet};
 use std::fmt;
+use std::fs::File;
+use std::io::{BufRead, BufReader, Read};
 use std::path::{Path, PathBuf};
 
 use serde::de::{self, Deserializer as _, SeqAccess, Visitor};
@@ -193,11 +195,28 @@ impl QuestionFile {
 
     /// Reads a file once, keeping only the questions `filter` keeps.
     pub fn read_filtered(path: &Path, filter: &RecordFilter) -> Result<QuestionFile, QuestionFileError> {
-        let text = std::fs::read_to_string(path).map_err(|source| QuestionFileError::Read {
+        let read_error = |source| QuestionFileError::Read {
             path: path.to_owned(),
             source,
-        })?;
-        QuestionFile::parse_filtered(&text, path, filter)
+        };
+        let mut reader = BufReader::with_capacity(1 << 16, File::open(path).map_err(read_error)?);
+        let head = reader.fill_buf().map_err(read_error)?;
+        let bom = if head.starts_with(BOM) { BOM.len() } else { 0 };
+        let is_array = head[bom..]
+            .iter()
+            .find(|byte| !byte.is_ascii_whitespace())
+            .is_some_and(|&byte| byte == b'[');
+        if !is_array {
+            // JSON Lines: read as text, which their line numbers are counted in.
+            let mut text = String::new();
+            reader.read_to_string(&mut text).map_err(read_error)?;
+            return QuestionFile::parse_filtered(&text, path, filter);
+        }
+        // A top-level array is streamed from the file: memory follows the records kept, not the file.
+        reader.consume(bom);
+        let mut builder = Builder::new(path, filter);
+        builder.read_array(&mut serde_json::Deserializer::from_reader(reader))?;
+        builder.finish()
     }
 
     /// Parses a question file's text; `path` is only named in errors.
@@ -212,26 +231,9 @@ impl QuestionFile {
     ) -> Result<QuestionFile, QuestionFileError> {
         let text = text.strip_prefix('\u{feff}').unwrap_or(text);
         let body = text.trim_start();
-        let mut builder = Builder {
-            path,
-            filter,
-            task: None,
-            questions: Vec::new(),
-            first_by_id: HashMap::new(),
-            n_records: 0,
-            error: None,
-        };
+        let mut builder = Builder::new(path, filter);
         if body.starts_with('[') {
-            let mut deserializer = serde_json::Deserializer::from_str(text);
-            let parsed = deserializer
-                .deserialize_seq(RecordsVisitor {
-                    builder: &mut builder,
-                })
-                .and_then(|()| deserializer.end());
-            if let Some(error) = builder.error.take() {
-                return Err(error);
-            }
-            parsed.map_err(|source| syntax_error(path, source))?;
+            builder.read_array(&mut serde_json::Deserializer::from_str(text))?;
         } else {
             let mut stream = serde_json::Deserializer::from_str(text).into_iter::<Value>();
             let (mut counted_to, mut line) = (0, 1);
@@ -253,24 +255,12 @@ impl QuestionFile {
                 index += 1;
             }
         }
-        let Builder {
-            task,
-            questions,
-            n_records,
-            ..
-        } = builder;
-        match task {
-            Some(task) if n_records > 0 => Ok(QuestionFile {
-                path: path.to_owned(),
-                task,
-                questions,
-            }),
-            _ => Err(QuestionFileError::Empty {
-                path: path.to_owned(),
-            }),
-        }
+        builder.finish()
     }
 }
+
+/// The UTF-8 byte order mark some editors write first.
+const BOM: &[u8] = b"\xEF\xBB\xBF";
 
 fn syntax_error(path: &Path, source: serde_json::Error) -> QuestionFileError {
     QuestionFileError::Syntax {
@@ -294,7 +284,46 @@ struct Builder<'a> {
     error: Option<QuestionFileError>,
 }
 
-impl Builder<'_> {
+impl<'a> Builder<'a> {
+    fn new(path: &'a Path, filter: &'a RecordFilter) -> Builder<'a> {
+        Builder {
+            path,
+            filter,
+            task: None,
+            questions: Vec::new(),
+            first_by_id: HashMap::new(),
+            n_records: 0,
+            error: None,
+        }
+    }
+
+    /// Reads a top-level array of records, one at a time.
+    fn read_array<'de, R: serde_json::de::Read<'de>>(
+        &mut self,
+        deserializer: &mut serde_json::Deserializer<R>,
+    ) -> Result<(), QuestionFileError> {
+        let parsed = deserializer
+            .deserialize_seq(RecordsVisitor { builder: self })
+            .and_then(|()| deserializer.end());
+        if let Some(error) = self.error.take() {
+            return Err(error);
+        }
+        parsed.map_err(|source| syntax_error(self.path, source))
+    }
+
+    fn finish(self) -> Result<QuestionFile, QuestionFileError> {
+        match self.task {
+            Some(task) if self.n_records > 0 => Ok(QuestionFile {
+                path: self.path.to_owned(),
+                task,
+                questions: self.questions,
+            }),
+            _ => Err(QuestionFileError::Empty {
+                path: self.path.to_owned(),
+            }),
+        }
+    }
+
     fn push(&mut self, value: Value, location: RecordLocation) -> Result<(), QuestionFileError> {
         let path = self.path;
         let question =

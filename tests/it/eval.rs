@@ -1051,8 +1051,14 @@ async fn the_question_file_is_read_once_keeping_only_the_selection() {
         dropped.questions[0].context.is_empty(),
         "paragraphs nobody reads are dropped"
     );
-    // A subset narrowed by ids keeps only what it picks.
+    // A byte order mark before the array is skipped.
     let dir = tempfile::tempdir().unwrap();
+    let with_bom = dir.path().join("bom.json");
+    let text = std::fs::read_to_string(&questions).unwrap();
+    std::fs::write(&with_bom, format!("\u{feff}{text}")).unwrap();
+    let read = selection.read(&with_bom, Contexts::Required).unwrap();
+    assert_eq!(read.questions, kept.questions);
+    // A subset narrowed by ids keeps only what it picks.
     let ids = dir.path().join("ids.txt");
     std::fs::write(&ids, "2\n").unwrap();
     let by_ids = Selection {
