@@ -596,6 +596,13 @@ impl ProgressReporter {
     }
 }
 
+/// An evaluation that ends early (an error) takes its bar down too.
+impl Drop for ProgressReporter {
+    fn drop(&mut self) {
+        self.finish();
+    }
+}
+
 /// Mean EM and F1 of the outcomes that have a gold answer, if any has.
 fn running_scores(outcomes: &[Outcome]) -> Option<(f64, f64)> {
     let scores: Vec<&AnswerScore> = outcomes
