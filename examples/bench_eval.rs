@@ -11,9 +11,10 @@ use std::time::{Duration, Instant};
 use futures::future::BoxFuture;
 use react_docstore::Profile;
 use react_docstore::docstore::{ContextParagraph, Docstore, DocstoreError, DocstoreSource};
-use react_docstore::eval::{self, EvalConfig, EvalServices, Progress, Resume, Selection};
+use react_docstore::eval::{self, Contexts, EvalConfig, EvalServices, Progress, Resume, Selection};
 use react_docstore::llm::{Api, OpenAiClient, OpenAiConfig};
 use react_docstore::tool::Toolbox;
+use react_docstore::trace::LogOutput;
 use wiremock::matchers::{method, path};
 use wiremock::{Mock, MockServer, Request, Respond, ResponseTemplate};
 
@@ -94,6 +95,7 @@ async fn time_run(dir: &Path, model: &MockServer, n_questions: usize, concurrenc
     let config = EvalConfig {
         questions,
         selection: Selection::default(),
+        contexts: Contexts::Unused,
         profile: Profile::Default,
         max_steps: 7,
         fewshot: None,
@@ -101,6 +103,7 @@ async fn time_run(dir: &Path, model: &MockServer, n_questions: usize, concurrenc
         results: dir.join(format!("{name}.results.jsonl")),
         resume: Resume::SkipDone,
         progress: Progress::Hidden,
+        log: LogOutput::stderr(),
     };
     let services = EvalServices {
         llm: Arc::new(client(model)),

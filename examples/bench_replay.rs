@@ -14,7 +14,7 @@ fn main() -> anyhow::Result<()> {
     dirs.extend((1..=5).map(|trial| root.join(format!("reflexion/trial-{trial}"))));
     let runtime = tokio::runtime::Builder::new_current_thread().build()?;
     let read_start = Instant::now();
-    let runs: Vec<Run> = Run::expand_paths(&dirs)?
+    let runs: Vec<Run> = react_docstore::replay::run_files(&dirs)?
         .iter()
         .map(|path| Run::read(path))
         .collect::<Result<_, _>>()?;

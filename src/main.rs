@@ -7,6 +7,7 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Duration;
 
+use anyhow::Context as _;
 use clap::{Args, Parser, Subcommand};
 
 use react_docstore::ask::{self, AgentConfig, AskConfig, AskOutput, Outcome};
@@ -16,7 +17,7 @@ use react_docstore::docstore::index::{
 };
 use react_docstore::docstore::{DEFAULT_USER_AGENT, DocstoreConfig, DocstoreKind, DocstoreSource};
 use react_docstore::environment::{Environment, Workbench};
-use react_docstore::eval::{self, EvalConfig, EvalServices, Progress, Resume, Selection, Subset};
+use react_docstore::eval::{self, Contexts, EvalConfig, EvalServices, Progress, Resume, Selection, Subset};
 use react_docstore::explore::{self, Explore, Format};
 use react_docstore::fewshot::Fewshot;
 use react_docstore::llm::{Api, ApiKey, Llm, ModelSettings, OpenAiClient};
@@ -24,7 +25,7 @@ use react_docstore::prompt::PromptOptions;
 use react_docstore::replay::{self, Output, ReplayConfig};
 use react_docstore::tool::Toolbox;
 use react_docstore::tools::{self, BuiltinTool, CommandToolConfig, Network, ToolsConfig, WebSearchConfig};
-use react_docstore::trace::TracePrinter;
+use react_docstore::trace::{LogOutput, TracePrinter};
 use react_docstore::{ActionGrammar, Profile, Run};
 
 #[derive(Parser)]
@@ -353,13 +354,15 @@ struct ScoreArgs {
 
 fn main() -> ExitCode {
     let cli = Cli::parse();
+    // Log lines go to stderr, above `eval`'s progress bar while it is drawn.
+    let log = LogOutput::stderr();
     // Warnings (a model server being retried) by default; `RUST_LOG=debug` for more.
     tracing_subscriber::fmt()
         .with_env_filter(
             tracing_subscriber::EnvFilter::try_from_default_env()
                 .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("warn")),
         )
-        .with_writer(std::io::stderr)
+        .with_writer(log.clone())
         .with_ansi(react_docstore::trace::Color::for_stderr() == react_docstore::trace::Color::Always)
         .without_time()
         .init();
@@ -367,13 +370,13 @@ fn main() -> ExitCode {
         Ok(runtime) => runtime,
         Err(error) => return report(&anyhow::Error::new(error).context("cannot start the async runtime")),
     };
-    match runtime.block_on(run(cli)) {
+    match runtime.block_on(run(cli, log)) {
         Ok(code) => code,
         Err(error) => report(&error),
     }
 }
 
-async fn run(cli: Cli) -> anyhow::Result<ExitCode> {
+async fn run(cli: Cli, log: LogOutput) -> anyhow::Result<ExitCode> {
     match cli.command {
         Command::Ask(args) => {
             check_combination(args.run.agent.profile, &args.run.docstore, &args.run.tools, "ask")?;
@@ -442,15 +445,8 @@ async fn run(cli: Cli) -> anyhow::Result<ExitCode> {
         }
         Command::Eval(args) => {
             check_tools(args.run.agent.profile, &args.run.tools)?;
-            if args.run.docstore.docstore == DocstoreKind::Distractor {
-                let file = eval::questions::QuestionFile::read(&args.questions)?;
-                if file.questions.iter().all(|question| question.context.is_empty()) {
-                    anyhow::bail!(
-                        "`{}` has no context paragraphs: `--docstore distractor` needs a HotpotQA file with `context` (official or Hugging Face schema)",
-                        args.questions.display()
-                    );
-                }
-            }
+            // Registered first: a job scheduler's SIGTERM during start-up is an interrupt too.
+            let interrupt = stop_signals()?;
             let results = args
                 .out
                 .clone()
@@ -461,6 +457,11 @@ async fn run(cli: Cli) -> anyhow::Result<ExitCode> {
                     subset: args.selection.subset,
                     ids: args.selection.ids,
                     limit: args.selection.limit,
+                },
+                contexts: if args.run.docstore.docstore == DocstoreKind::Distractor {
+                    Contexts::Required
+                } else {
+                    Contexts::Unused
                 },
                 profile: args.run.agent.profile,
                 max_steps: args.run.agent.max_steps,
@@ -473,13 +474,14 @@ async fn run(cli: Cli) -> anyhow::Result<ExitCode> {
                     Resume::SkipDone
                 },
                 progress: Progress::for_stderr(),
+                log,
             };
             let services = EvalServices {
                 llm: open_llm(&args.run.model)?,
                 docstore: open_docstore(&args.run.docstore, args.run.agent.profile)?,
                 toolbox: open_toolbox(&args.run.tools, &args.run.docstore)?,
             };
-            let summary = eval::evaluate(&config, &services, ctrl_c()).await?;
+            let summary = eval::evaluate(&config, &services, interrupt).await?;
             let mut stdout = std::io::stdout().lock();
             if args.json {
                 writeln!(stdout, "{}", serde_json::to_string(&summary)?)?;
@@ -518,7 +520,7 @@ async fn run(cli: Cli) -> anyhow::Result<ExitCode> {
                 report.write_text(&mut stdout)?;
             }
             // 1: the predictions answer none of the gold questions.
-            Ok(if report.missing == report.n {
+            Ok(if report.missing == report.scores.n {
                 ExitCode::from(1)
             } else {
                 ExitCode::SUCCESS
@@ -535,10 +537,12 @@ async fn run(cli: Cli) -> anyhow::Result<ExitCode> {
                 config.malformed = MalformedRecords::Fail;
             }
             config.progress = BuildProgress::for_stderr();
+            // Ctrl-C, SIGTERM or SIGHUP: the build stops and removes what it wrote.
+            let signals = stop_signals()?;
             let interrupted = Arc::new(AtomicBool::new(false));
             let flag = interrupted.clone();
             tokio::spawn(async move {
-                ctrl_c().await;
+                signals.await;
                 flag.store(true, Ordering::Relaxed);
             });
             let report = tokio::task::spawn_blocking(move || index::build(&config, &interrupted)).await??;
@@ -665,11 +669,32 @@ fn open_toolbox(args: &ToolArgs, docstore: &DocstoreArgs) -> anyhow::Result<Tool
     Ok(config.open_toolbox()?)
 }
 
-/// Resolves on Ctrl-C; never, when the signal cannot be watched.
-async fn ctrl_c() {
-    if tokio::signal::ctrl_c().await.is_err() {
-        std::future::pending::<()>().await;
-    }
+/// Resolves on the first Ctrl-C (SIGINT), SIGTERM (a job scheduler stopping the run) or SIGHUP
+/// (the terminal closed). The handlers are installed now, before the returned future is polled.
+#[cfg(unix)]
+fn stop_signals() -> anyhow::Result<impl Future<Output = ()>> {
+    use tokio::signal::unix::{SignalKind, signal};
+    let watch = |kind: SignalKind| signal(kind).context("cannot watch for stop signals");
+    let mut interrupt = watch(SignalKind::interrupt())?;
+    let mut terminate = watch(SignalKind::terminate())?;
+    let mut hangup = watch(SignalKind::hangup())?;
+    Ok(async move {
+        tokio::select! {
+            _ = interrupt.recv() => {}
+            _ = terminate.recv() => {}
+            _ = hangup.recv() => {}
+        }
+    })
+}
+
+/// Resolves on Ctrl-C; never, when it cannot be watched.
+#[cfg(not(unix))]
+fn stop_signals() -> anyhow::Result<impl Future<Output = ()>> {
+    Ok(async {
+        if tokio::signal::ctrl_c().await.is_err() {
+            std::future::pending::<()>().await;
+        }
+    })
 }
 
 /// `dev.json` → `dev.results.jsonl` in the current directory.

@@ -1,17 +1,22 @@
 //! `replay`: re-runs recorded runs offline — recorded completions as the model, recorded observations
-//! as the world (or the configured docstore for steps that have none).
+//! as the world (or the configured docstore for steps that have none). Reads run files (one run
+//! each), JSON Lines of runs (an `eval` results file) and directories of both, recursively.
 
+use std::fmt;
 use std::io::Write;
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
+
+use serde::Serialize;
 
 use crate::action::ActionGrammar;
 use crate::agent::{Agent, DEFAULT_MAX_STEPS, Episode, Repeats};
 use crate::environment::{Environment, Recording};
+use crate::eval::results::{ResultsError, RunLine, parse_run_lines};
 use crate::fewshot::Fewshot;
 use crate::llm::ReplayLlm;
 use crate::profile::Profile;
 use crate::prompt::{Prompt, PromptOptions};
-use crate::run::{Run, Stopped, Usage};
+use crate::run::{Run, RunFileError, Stopped, Usage};
 use crate::tool::Toolbox;
 use crate::trace::TracePrinter;
 
@@ -27,7 +32,7 @@ pub enum Output {
 /// How to replay.
 #[derive(Debug, Clone)]
 pub struct ReplayConfig {
-    /// Run files, or directories of them.
+    /// Run files, JSON Lines files of runs, or directories of them.
     pub paths: Vec<PathBuf>,
     pub output: Output,
     /// Replay under this profile instead of the one each run recorded.
@@ -46,7 +51,8 @@ pub struct ReplaySummary {
     pub n_answered: usize,
     /// Runs whose replayed answer differs from the answer they recorded.
     pub n_changed: usize,
-    /// Runs that ended in an error (a step with no recorded observation and no docstore, ...).
+    /// Runs that ended in an error their recording did not end in (a step with no recorded
+    /// observation and no docstore, ...).
     pub n_errors: usize,
     pub n_scored: usize,
     pub em: f64,
@@ -122,48 +128,202 @@ pub async fn replay_run(
     episode
 }
 
+/// Where a recorded run was read from: a file, and its line in a JSON Lines file.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct RunSource {
+    /// Written as text, lossily when the name is not UTF-8.
+    #[serde(serialize_with = "serialize_lossy")]
+    pub file: PathBuf,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub line: Option<usize>,
+}
+
+fn serialize_lossy<S: serde::Serializer>(path: &Path, serializer: S) -> Result<S::Ok, S::Error> {
+    serializer.serialize_str(&path.to_string_lossy())
+}
+
+impl fmt::Display for RunSource {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "{}", self.file.display())?;
+        if let Some(line) = self.line {
+            write!(f, ", line {line}")?;
+        }
+        Ok(())
+    }
+}
+
+#[derive(Debug, thiserror::Error)]
+pub enum ReplayError {
+    #[error(transparent)]
+    RunFile(#[from] RunFileError),
+    #[error(transparent)]
+    RunLines(#[from] ResultsError),
+    #[error("`{}`, line {line}: the last line is cut short (a write still in progress, or interrupted)", path.display())]
+    TornLine { path: PathBuf, line: usize },
+    #[error("cannot list run files in `{}`", path.display())]
+    List {
+        path: PathBuf,
+        #[source]
+        source: std::io::Error,
+    },
+    #[error("no run files found in {paths}")]
+    NoRuns { paths: String },
+    #[error("cannot write the replay's output")]
+    Output(#[source] std::io::Error),
+}
+
+/// A replayed run as a `--json` line: the run's fields, and where it was read from.
+#[derive(Serialize)]
+struct SourcedRun<'a> {
+    source: &'a RunSource,
+    #[serde(flatten)]
+    run: &'a Run,
+}
+
+/// The run files named on a command line: files as given; a directory's `*.json` and `*.jsonl`
+/// files, in its subdirectories too, in name order (a subdirectory's files where its name sorts).
+pub fn run_files(paths: &[PathBuf]) -> Result<Vec<PathBuf>, ReplayError> {
+    let mut files = Vec::new();
+    for path in paths {
+        if path.is_dir() {
+            collect_run_files(path, &mut files)?;
+        } else {
+            files.push(path.clone());
+        }
+    }
+    Ok(files)
+}
+
+fn collect_run_files(dir: &Path, files: &mut Vec<PathBuf>) -> Result<(), ReplayError> {
+    let list_error = |source| ReplayError::List {
+        path: dir.to_owned(),
+        source,
+    };
+    let mut entries: Vec<PathBuf> = std::fs::read_dir(dir)
+        .map_err(list_error)?
+        .map(|entry| entry.map(|entry| entry.path()))
+        .collect::<Result<_, _>>()
+        .map_err(list_error)?;
+    entries.sort();
+    for entry in entries {
+        if entry.is_dir() {
+            collect_run_files(&entry, files)?;
+        } else if entry.is_file()
+            && entry
+                .extension()
+                .is_some_and(|ext| ext == "json" || ext == "jsonl")
+        {
+            files.push(entry);
+        }
+    }
+    Ok(())
+}
+
+/// The runs of one file with their sources: JSON Lines (`*.jsonl`, or a `.json` file of several
+/// runs a line each) or a single run.
+pub fn read_runs(path: &Path) -> Result<Vec<(RunSource, Run)>, ReplayError> {
+    if path.extension().is_none_or(|ext| ext != "jsonl") {
+        return match Run::read(path) {
+            Ok(run) => {
+                let source = RunSource {
+                    file: path.to_owned(),
+                    line: None,
+                };
+                Ok(vec![(source, run)])
+            }
+            Err(single_error) => match std::fs::read(path)
+                .ok()
+                .and_then(|bytes| parse_run_lines(&bytes, path).ok())
+            {
+                Some(lines) if lines.runs.len() > 1 && lines.torn_bytes == 0 => Ok(sourced(path, lines.runs)),
+                _ => Err(single_error.into()),
+            },
+        };
+    }
+    let bytes = std::fs::read(path).map_err(|source| RunFileError::Read {
+        path: path.to_owned(),
+        source,
+    })?;
+    let lines = parse_run_lines(&bytes, path)?;
+    if lines.torn_bytes > 0 {
+        return Err(ReplayError::TornLine {
+            path: path.to_owned(),
+            line: bytes[..lines.valid_len]
+                .iter()
+                .filter(|&&byte| byte == b'\n')
+                .count()
+                + 1,
+        });
+    }
+    Ok(sourced(path, lines.runs))
+}
+
+fn sourced(path: &Path, runs: Vec<RunLine>) -> Vec<(RunSource, Run)> {
+    runs.into_iter()
+        .map(|RunLine { line, run }| {
+            let source = RunSource {
+                file: path.to_owned(),
+                line: Some(line),
+            };
+            (source, run)
+        })
+        .collect()
+}
+
 /// Replays every run the config names, printing as it goes.
 pub async fn replay(
     config: &ReplayConfig,
     live: &LiveEnvironment<'_>,
     stdout: &mut dyn Write,
     trace: &mut TracePrinter,
-) -> anyhow::Result<ReplaySummary> {
-    let files = Run::expand_paths(&config.paths)?;
+) -> Result<ReplaySummary, ReplayError> {
+    let files = run_files(&config.paths)?;
     if files.is_empty() {
-        anyhow::bail!("no run files found in {}", display_paths(&config.paths));
+        return Err(ReplayError::NoRuns {
+            paths: display_paths(&config.paths),
+        });
     }
     let mut summary = ReplaySummary::default();
     let (mut em_sum, mut f1_sum) = (0.0, 0.0);
     for file in &files {
-        let recorded = Run::read(file)?;
-        let episode = replay_run(&recorded, config.profile, config.max_steps, live, trace).await;
-        let run = &episode.run;
-        summary.n_runs += 1;
-        summary.usage.add(&run.usage);
-        if run.answer.as_deref().is_some_and(|answer| !answer.is_empty()) {
-            summary.n_answered += 1;
-        }
-        if let Some(difference) = difference(&recorded, run) {
-            summary.n_changed += 1;
-            trace.note(&format!("{}: {difference}", file.display()));
-        }
-        if let (Some(em), Some(f1)) = (run.em, run.f1) {
-            summary.n_scored += 1;
-            em_sum += f64::from(em);
-            f1_sum += f1;
-        }
-        if let Some(error) = &run.error {
-            summary.n_errors += 1;
-            trace.note(&format!("{}: {error}", file.display()));
-        }
-        match config.output {
-            Output::Text => {
-                trace.header("Answer:", run.answer.as_deref().unwrap_or(""));
-                trace.blank();
-                writeln!(stdout, "{}", run.answer.as_deref().unwrap_or(""))?;
+        for (source, recorded) in read_runs(file)? {
+            let episode = replay_run(&recorded, config.profile, config.max_steps, live, trace).await;
+            let run = &episode.run;
+            summary.n_runs += 1;
+            summary.usage.add(&run.usage);
+            if run.answer.as_deref().is_some_and(|answer| !answer.is_empty()) {
+                summary.n_answered += 1;
             }
-            Output::Json => writeln!(stdout, "{}", serde_json::to_string(run)?)?,
+            if let Some(difference) = difference(&recorded, run) {
+                summary.n_changed += 1;
+                trace.note(&format!("{source}: {difference}"));
+            }
+            if let (Some(em), Some(f1)) = (run.em, run.f1) {
+                summary.n_scored += 1;
+                em_sum += f64::from(em);
+                f1_sum += f1;
+            }
+            if let Some(error) = &run.error {
+                // A run recorded as failed replays to its failure: that is the recording, not an error of the replay.
+                if recorded.stopped != Some(Stopped::Error) {
+                    summary.n_errors += 1;
+                }
+                trace.note(&format!("{source}: {error}"));
+            }
+            let written = match config.output {
+                Output::Text => {
+                    trace.header("Answer:", run.answer.as_deref().unwrap_or(""));
+                    trace.blank();
+                    writeln!(stdout, "{}", run.answer.as_deref().unwrap_or(""))
+                }
+                Output::Json => {
+                    let line = serde_json::to_string(&SourcedRun { source: &source, run })
+                        // invariant: a `Run` and a `RunSource` (its path written lossily) always serialize
+                        .expect("a run always serializes");
+                    writeln!(stdout, "{line}")
+                }
+            };
+            written.map_err(ReplayError::Output)?;
         }
     }
     if summary.n_scored > 0 {
@@ -176,7 +336,7 @@ pub async fn replay(
                 "n": summary.n_scored, "em": summary.em, "f1": summary.f1,
                 "runs": summary.n_runs, "answered": summary.n_answered, "changed": summary.n_changed,
             }});
-            writeln!(stdout, "{line}")?;
+            writeln!(stdout, "{line}").map_err(ReplayError::Output)?;
         }
         Output::Json => {}
         Output::Text => {

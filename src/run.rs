@@ -154,12 +154,6 @@ pub enum RunFileError {
         #[source]
         source: std::io::Error,
     },
-    #[error("cannot list run files in `{}`", path.display())]
-    List {
-        path: PathBuf,
-        #[source]
-        source: std::io::Error,
-    },
 }
 
 impl Run {
@@ -257,29 +251,5 @@ impl Run {
         let tmp = path.with_file_name(format!(".{file_name}.tmp{}", std::process::id()));
         std::fs::write(&tmp, text).map_err(write_error)?;
         std::fs::rename(&tmp, path).map_err(write_error)
-    }
-
-    /// The run files named on a command line: files as given, a directory's `*.json` files in name order.
-    pub fn expand_paths(paths: &[PathBuf]) -> Result<Vec<PathBuf>, RunFileError> {
-        let mut files = Vec::new();
-        for path in paths {
-            if path.is_dir() {
-                let list_error = |source| RunFileError::List {
-                    path: path.clone(),
-                    source,
-                };
-                let mut in_dir: Vec<PathBuf> = std::fs::read_dir(path)
-                    .map_err(list_error)?
-                    .map(|entry| entry.map(|entry| entry.path()))
-                    .collect::<Result<_, _>>()
-                    .map_err(list_error)?;
-                in_dir.retain(|file| file.is_file() && file.extension().is_some_and(|ext| ext == "json"));
-                in_dir.sort();
-                files.extend(in_dir);
-            } else {
-                files.push(path.clone());
-            }
-        }
-        Ok(files)
     }
 }

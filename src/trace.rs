@@ -1,6 +1,10 @@
-//! `TracePrinter`: the live Thought / Action / Observation trace on stderr, coloured on a terminal.
+//! `TracePrinter`: the live Thought / Action / Observation trace on stderr, coloured on a terminal;
+//! `LogOutput`: where log lines and notes go — stderr, above the progress bar while one is drawn.
 
 use std::io::{IsTerminal, Write};
+use std::sync::{Arc, Mutex, PoisonError};
+
+use indicatif::ProgressBar;
 
 use crate::agent::StepEvent;
 
@@ -90,5 +94,206 @@ impl TracePrinter {
 
     pub fn blank(&mut self) {
         let _ = writeln!(self.out);
+    }
+}
+
+/// Where log lines (tracing events, warnings, an evaluation's notes) are written: stderr by
+/// default. While a progress bar is shown, each line is written with the bar cleared and drawn
+/// again after it ([`ProgressBar::suspend`]), so lines stack above the bar and no stale copy of
+/// the bar is left between them. Cheap to clone; clones share the bar. Write errors are ignored.
+#[derive(Clone)]
+pub struct LogOutput {
+    shared: Arc<LogShared>,
+}
+
+struct LogShared {
+    out: Mutex<Box<dyn Write + Send>>,
+    bar: Mutex<Option<ProgressBar>>,
+}
+
+impl LogOutput {
+    /// Lines to stderr.
+    pub fn stderr() -> LogOutput {
+        LogOutput::new(Box::new(std::io::stderr()))
+    }
+
+    /// Lines to `out` (tests capture them).
+    pub fn new(out: Box<dyn Write + Send>) -> LogOutput {
+        LogOutput {
+            shared: Arc::new(LogShared {
+                out: Mutex::new(out),
+                bar: Mutex::new(None),
+            }),
+        }
+    }
+
+    /// Lines written from now on go above `bar`, until [`LogOutput::hide_bar`].
+    pub fn show_bar(&self, bar: &ProgressBar) {
+        *self.shared.bar.lock().unwrap_or_else(PoisonError::into_inner) = Some(bar.clone());
+    }
+
+    pub fn hide_bar(&self) {
+        *self.shared.bar.lock().unwrap_or_else(PoisonError::into_inner) = None;
+    }
+
+    /// Writes `line` and a newline.
+    pub fn line(&self, line: &str) {
+        let mut text = line.to_owned();
+        text.push('\n');
+        self.write_all(text.as_bytes());
+    }
+
+    fn write_all(&self, bytes: &[u8]) {
+        if bytes.is_empty() {
+            return;
+        }
+        let write = || {
+            let mut out = self.shared.out.lock().unwrap_or_else(PoisonError::into_inner);
+            let _ = out.write_all(bytes).and_then(|()| out.flush());
+        };
+        let bar = self
+            .shared
+            .bar
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .clone();
+        match bar {
+            Some(bar) => bar.suspend(write),
+            None => write(),
+        }
+    }
+}
+
+impl std::fmt::Debug for LogOutput {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("LogOutput").finish_non_exhaustive()
+    }
+}
+
+/// One log event being formatted: buffered, then written whole when dropped.
+pub struct LogEvent {
+    output: LogOutput,
+    buffer: Vec<u8>,
+}
+
+impl Write for LogEvent {
+    fn write(&mut self, bytes: &[u8]) -> std::io::Result<usize> {
+        self.buffer.extend_from_slice(bytes);
+        Ok(bytes.len())
+    }
+
+    fn flush(&mut self) -> std::io::Result<()> {
+        Ok(())
+    }
+}
+
+impl Drop for LogEvent {
+    fn drop(&mut self) {
+        self.output.write_all(&self.buffer);
+    }
+}
+
+impl<'a> tracing_subscriber::fmt::MakeWriter<'a> for LogOutput {
+    type Writer = LogEvent;
+
+    fn make_writer(&'a self) -> LogEvent {
+        LogEvent {
+            output: self.clone(),
+            buffer: Vec::new(),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::io::Write;
+    use std::sync::{Arc, Mutex};
+
+    use indicatif::{ProgressBar, ProgressDrawTarget, TermLike};
+
+    use super::LogOutput;
+
+    /// A terminal and a log sharing one record of what reached the screen, in order.
+    #[derive(Debug, Clone, Default)]
+    struct Screen(Arc<Mutex<Vec<String>>>);
+
+    impl Screen {
+        fn push(&self, entry: String) -> std::io::Result<()> {
+            self.0.lock().unwrap().push(entry);
+            Ok(())
+        }
+    }
+
+    impl TermLike for Screen {
+        fn width(&self) -> u16 {
+            40
+        }
+        fn move_cursor_up(&self, n: usize) -> std::io::Result<()> {
+            self.push(format!("up {n}"))
+        }
+        fn move_cursor_down(&self, n: usize) -> std::io::Result<()> {
+            self.push(format!("down {n}"))
+        }
+        fn move_cursor_right(&self, _n: usize) -> std::io::Result<()> {
+            Ok(())
+        }
+        fn move_cursor_left(&self, _n: usize) -> std::io::Result<()> {
+            Ok(())
+        }
+        fn write_line(&self, text: &str) -> std::io::Result<()> {
+            self.push(format!("bar {text}"))
+        }
+        fn write_str(&self, text: &str) -> std::io::Result<()> {
+            self.push(format!("bar {text}"))
+        }
+        fn clear_line(&self) -> std::io::Result<()> {
+            self.push("clear".to_owned())
+        }
+        fn flush(&self) -> std::io::Result<()> {
+            Ok(())
+        }
+    }
+
+    impl Write for Screen {
+        fn write(&mut self, bytes: &[u8]) -> std::io::Result<usize> {
+            self.push(format!("log {}", String::from_utf8_lossy(bytes).trim_end()))?;
+            Ok(bytes.len())
+        }
+        fn flush(&mut self) -> std::io::Result<()> {
+            Ok(())
+        }
+    }
+
+    #[test]
+    fn log_lines_go_above_the_bar() {
+        let screen = Screen::default();
+        let bar =
+            ProgressBar::with_draw_target(Some(3), ProgressDrawTarget::term_like(Box::new(screen.clone())));
+        bar.set_position(1);
+        bar.tick();
+        let log = LogOutput::new(Box::new(screen.clone()));
+        log.show_bar(&bar);
+        let mut event = tracing_subscriber::fmt::MakeWriter::make_writer(&log);
+        event.write_all(b"WARN retrying the model server\n").unwrap();
+        drop(event);
+        let entries = screen.0.lock().unwrap().clone();
+        let logged = entries
+            .iter()
+            .position(|entry| entry == "log WARN retrying the model server")
+            .unwrap_or_else(|| panic!("{entries:?}"));
+        let before = &entries[..logged];
+        let after = &entries[logged + 1..];
+        // The bar drawn before is cleared before the line, and drawn again below it.
+        let last_drawn = before
+            .iter()
+            .rposition(|entry| entry.starts_with("bar "))
+            .unwrap();
+        assert!(before[last_drawn..].contains(&"clear".to_owned()), "{entries:?}");
+        assert!(after.iter().any(|entry| entry.starts_with("bar ")), "{entries:?}");
+
+        // Without a bar, lines are written as they come.
+        log.hide_bar();
+        log.line("plain");
+        assert_eq!(screen.0.lock().unwrap().last().unwrap(), "log plain");
     }
 }

@@ -10,17 +10,20 @@ pub mod score;
 pub mod selection;
 pub mod summary;
 
+use std::cell::Cell;
 use std::collections::HashMap;
+use std::fmt;
 use std::future::Future;
 use std::io::IsTerminal;
 use std::path::{Path, PathBuf};
-use std::sync::Arc;
+use std::sync::{Arc, Mutex, PoisonError};
 use std::time::{Duration, Instant};
 
+use futures::future::BoxFuture;
 use futures::{FutureExt, StreamExt};
 use indicatif::{ProgressBar, ProgressStyle};
 
-pub use questions::{Question, QuestionFile, QuestionFileError, Task};
+pub use questions::{Contexts, Question, QuestionFile, QuestionFileError, Task};
 pub use results::{ResultsError, ResultsFile};
 pub use selection::{Selection, SelectionError, Subset};
 pub use summary::{Outcome, Summary, SummaryContext};
@@ -30,18 +33,22 @@ use crate::agent::Agent;
 use crate::docstore::{DocstoreInfo, DocstoreSource};
 use crate::environment::Workbench;
 use crate::fewshot::{Fewshot, FewshotError};
-use crate::llm::Llm;
+use crate::llm::{Completion, Llm, LlmError, LlmRequest};
 use crate::metrics::AnswerScore;
 use crate::profile::Profile;
 use crate::prompt::{Prompt, PromptOptions};
 use crate::run::Run;
 use crate::tool::Toolbox;
+use crate::trace::LogOutput;
 
 /// How to evaluate.
 #[derive(Debug, Clone)]
 pub struct EvalConfig {
     pub questions: PathBuf,
     pub selection: Selection,
+    /// Whether the docstore reads each question's context paragraphs (`--docstore distractor`);
+    /// when not, they are dropped while the file is read.
+    pub contexts: Contexts,
     pub profile: Profile,
     pub max_steps: usize,
     /// Few-shot examples instead of the task's bundled ones (HotpotQA or FEVER).
@@ -52,6 +59,8 @@ pub struct EvalConfig {
     pub results: PathBuf,
     pub resume: Resume,
     pub progress: Progress,
+    /// Where notes and progress lines go (stderr, above the bar).
+    pub log: LogOutput,
 }
 
 /// What a re-run does with the questions the results file already holds.
@@ -64,20 +73,30 @@ pub enum Resume {
     RetryErrors,
 }
 
-/// Whether a progress bar is drawn on stderr.
+/// How progress is shown on stderr.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Progress {
+    /// A bar (on a terminal): position, running EM/F1, ETA.
     Bar,
+    /// A plain line this often (batch logs): done/total, EM/F1 so far, questions/minute, ETA.
+    Lines {
+        every: Duration,
+    },
     Hidden,
 }
 
+/// How often a batch log gets a progress line.
+pub const PROGRESS_LINE_EVERY: Duration = Duration::from_secs(10);
+
 impl Progress {
-    /// A bar when stderr is a terminal.
+    /// A bar when stderr is a terminal, else a progress line every [`PROGRESS_LINE_EVERY`].
     pub fn for_stderr() -> Progress {
         if std::io::stderr().is_terminal() {
             Progress::Bar
         } else {
-            Progress::Hidden
+            Progress::Lines {
+                every: PROGRESS_LINE_EVERY,
+            }
         }
     }
 }
@@ -103,6 +122,11 @@ pub enum EvalError {
     #[error("the selection holds no question")]
     NothingSelected,
     #[error(
+        "`{}` has no context paragraphs: `--docstore distractor` needs a HotpotQA file with `context` (official or Hugging Face schema)",
+        path.display()
+    )]
+    NoContexts { path: PathBuf },
+    #[error(
         "`{}` holds runs answered from the docstore {recorded}, this evaluation uses {current}: an evaluation never mixes snapshots — pass another --out, or the docstore those runs used",
         .results.display()
     )]
@@ -111,35 +135,159 @@ pub enum EvalError {
         recorded: DocstoreInfo,
         current: DocstoreInfo,
     },
+    #[error(
+        "results file `{}` belongs to other questions: its run of id `{id}` asks {stored:?}, but `{}` asks {asked:?} under that id; choose another `--out` (or remove the file)",
+        results.display(),
+        questions.display()
+    )]
+    OtherQuestions {
+        results: PathBuf,
+        questions: PathBuf,
+        id: String,
+        /// The stored run's question, abbreviated.
+        stored: String,
+        /// The question file's question, abbreviated.
+        asked: String,
+    },
+    #[error(
+        "evaluation stopped: {reason}; finished questions ({n_done}) are kept in `{}`: run the same command again to resume",
+        results.display()
+    )]
+    Stopped {
+        reason: StopReason,
+        n_done: usize,
+        results: PathBuf,
+    },
+}
+
+/// Why an evaluation stopped before its questions were done.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum StopReason {
+    /// An error that will not go away by asking again ([`stops_evaluation`]); the question that
+    /// met it is not recorded, so it runs next time.
+    Refused { error: String },
+    /// The same error ended this many questions in a row (recorded as errors).
+    Repeated { n_questions: usize, error: String },
+}
+
+impl fmt::Display for StopReason {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            StopReason::Refused { error } => {
+                write!(
+                    f,
+                    "{error} (asking again will not help: check the key, the model name and the URL)"
+                )
+            }
+            StopReason::Repeated { n_questions, error } => write!(
+                f,
+                "the last {n_questions} questions all failed with the same error: {error} (they are recorded as errors; `--retry-errors` runs them again)"
+            ),
+        }
+    }
+}
+
+/// After this many questions in a row end with the same error, the evaluation stops: the model
+/// or the docstore is down, and the remaining questions would only record it again.
+pub const SAME_ERROR_STREAK: usize = 5;
+
+/// Whether a model error stops the whole evaluation at once: the server refused the key (401),
+/// the access (403), does not know the model or the endpoint (404, 405, 501), or the client cannot
+/// be built — every other question would get the same answer ([`LlmError::is_permanent`]).
+/// Everything else (429, 5xx, a dropped connection, a bad request about one prompt such as a
+/// too-long context) ends only its own question.
+pub fn stops_evaluation(error: &LlmError) -> bool {
+    error.is_permanent()
+}
+
+/// The shared model, watched for errors that stop the evaluation.
+struct WatchedLlm<'a> {
+    llm: &'a dyn Llm,
+    /// The first stopping error, as the run records it.
+    refusal: Mutex<Option<String>>,
+    refused: tokio::sync::Notify,
+}
+
+impl<'a> WatchedLlm<'a> {
+    fn new(llm: &'a dyn Llm) -> WatchedLlm<'a> {
+        WatchedLlm {
+            llm,
+            refusal: Mutex::new(None),
+            refused: tokio::sync::Notify::new(),
+        }
+    }
+
+    fn refusal(&self) -> Option<String> {
+        self.refusal
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .clone()
+    }
+}
+
+impl Llm for WatchedLlm<'_> {
+    fn complete<'a>(&'a self, request: LlmRequest<'a>) -> BoxFuture<'a, Result<Completion, LlmError>> {
+        Box::pin(async move {
+            let result = self.llm.complete(request).await;
+            if let Err(error) = &result
+                && stops_evaluation(error)
+            {
+                let mut refusal = self.refusal.lock().unwrap_or_else(PoisonError::into_inner);
+                if refusal.is_none() {
+                    *refusal = Some(crate::agent::error_chain(error));
+                    self.refused.notify_one();
+                }
+            }
+            result
+        })
+    }
+
+    fn model(&self) -> &str {
+        self.llm.model()
+    }
 }
 
 /// Runs every selected question that the results file does not hold yet, `concurrency` at a
-/// time, until all are done or `interrupt` resolves (Ctrl-C). Finished runs are on disk the
-/// moment they finish; questions in flight when interrupted are dropped and run next time.
+/// time, until all are done or `interrupt` resolves (Ctrl-C, SIGTERM). Finished runs are on disk
+/// the moment they finish; questions in flight when interrupted are dropped and run next time.
+/// A model error that every question would meet ([`stops_evaluation`]), or the same error on
+/// [`SAME_ERROR_STREAK`] questions in a row, stops it with [`EvalError::Stopped`].
 pub async fn evaluate(
     config: &EvalConfig,
     services: &EvalServices,
     interrupt: impl Future<Output = ()>,
 ) -> Result<Summary, EvalError> {
     let started = Instant::now();
-    let file = QuestionFile::read(&config.questions)?;
+    let file = config.selection.read(&config.questions, config.contexts)?;
     let task = file.task;
-    let questions = config.selection.apply(file)?;
+    let questions = file.questions;
     if questions.is_empty() {
         return Err(EvalError::NothingSelected);
     }
-    if config.resume == Resume::RetryErrors {
-        ResultsFile::drop_errors(&config.results)?;
+    if config.contexts == Contexts::Required && questions.iter().all(|question| question.context.is_empty()) {
+        return Err(EvalError::NoContexts {
+            path: config.questions.clone(),
+        });
     }
-    let (mut results, stored) = ResultsFile::open(&config.results)?;
+    let (mut results, mut stored) = ResultsFile::open(&config.results)?;
     check_same_docstore(&stored.runs, &services.docstore.info(), &config.results)?;
-    let progress = ProgressReporter::new(config.progress, questions.len());
+    check_same_questions(&stored.runs, &questions, config)?;
+    let progress = ProgressReporter::new(config, questions.len());
     if stored.torn_bytes > 0 {
         progress.note(&format!(
             "{}: dropped a torn last line ({} bytes) left by an interrupted write",
             config.results.display(),
             stored.torn_bytes
         ));
+    }
+    if config.resume == Resume::RetryErrors {
+        let n_dropped = results.drop_errors(&mut stored)?;
+        if n_dropped > 0 {
+            progress.note(&format!(
+                "{}: dropped the runs that ended in an error ({n_dropped}); their questions run again",
+                config.results.display()
+            ));
+        }
     }
 
     let mut stored_by_id: HashMap<String, Run> = stored
@@ -160,6 +308,16 @@ pub async fn evaluate(
     }
     drop(stored_by_id);
     let resumed = outcomes.len();
+    let resumed_errors = outcomes
+        .iter()
+        .filter(|outcome| outcome.stopped == crate::run::Stopped::Error)
+        .count();
+    if resumed_errors > 0 {
+        progress.note(&format!(
+            "{} holds runs that ended in an error ({resumed_errors}): they are kept, not run again; `--retry-errors` runs them again",
+            config.results.display()
+        ));
+    }
     progress.advance(&outcomes);
     progress.restart_eta();
 
@@ -175,13 +333,17 @@ pub async fn evaluate(
         &PromptOptions::default(),
     );
     let grammar = ActionGrammar::new(config.profile, services.toolbox.names());
-    let agent = Agent::new(services.llm.as_ref(), &prompt, &grammar, config.max_steps);
+    let llm = WatchedLlm::new(services.llm.as_ref());
+    let agent = Agent::new(&llm, &prompt, &grammar, config.max_steps);
 
     let mut runs = futures::stream::iter(pending)
         .map(|question| run_question(&agent, question, services, &grammar))
         .buffer_unordered(config.concurrency.max(1));
     let mut interrupt = std::pin::pin!(interrupt.fuse());
+    let mut ticks = progress.ticks();
     let mut interrupted = false;
+    let mut streak = ErrorStreak::default();
+    let mut stop = None;
     loop {
         tokio::select! {
             biased;
@@ -189,19 +351,40 @@ pub async fn evaluate(
                 interrupted = true;
                 break;
             }
+            () = llm.refused.notified() => {
+                stop = llm.refusal().map(|error| StopReason::Refused { error });
+                break;
+            }
+            _ = ticks.tick() => progress.line(&outcomes, resumed),
             finished = runs.next() => {
                 let Some((question, run)) = finished else { break };
+                if run.error.is_some() && llm.refusal().is_some() {
+                    // Met the refusal (or failed beside it): not recorded, it runs next time.
+                    stop = llm.refusal().map(|error| StopReason::Refused { error });
+                    break;
+                }
                 results.append(&run)?;
                 if let Some(error) = &run.error {
                     progress.note(&format!("question `{}`: {error}", question.id));
                 }
                 outcomes.push(Outcome::new(&run, question));
                 progress.advance(&outcomes);
+                if let Some(reason) = streak.push(run.error.as_deref()) {
+                    stop = Some(reason);
+                    break;
+                }
             }
         }
     }
     drop(runs);
     progress.finish();
+    if let Some(reason) = stop {
+        return Err(EvalError::Stopped {
+            reason,
+            n_done: outcomes.len(),
+            results: config.results.clone(),
+        });
+    }
     if interrupted {
         progress.note(&format!(
             "interrupted: {} of {} questions done; run the same command again to resume from {}",
@@ -238,6 +421,65 @@ fn check_same_docstore(stored: &[Run], current: &DocstoreInfo, results: &Path) -
     }
 }
 
+/// The errors of the latest finished questions, while they are all the same.
+#[derive(Debug, Default)]
+struct ErrorStreak {
+    error: Option<String>,
+    n_questions: usize,
+}
+
+impl ErrorStreak {
+    /// Counts one finished question; the reason to stop once [`SAME_ERROR_STREAK`] in a row failed alike.
+    fn push(&mut self, error: Option<&str>) -> Option<StopReason> {
+        match error {
+            None => *self = ErrorStreak::default(),
+            Some(error) if self.error.as_deref() == Some(error) => self.n_questions += 1,
+            Some(error) => {
+                self.error = Some(error.to_owned());
+                self.n_questions = 1;
+            }
+        }
+        (self.n_questions >= SAME_ERROR_STREAK).then(|| StopReason::Repeated {
+            n_questions: self.n_questions,
+            error: self.error.clone().unwrap_or_default(),
+        })
+    }
+}
+
+/// Refuses a results file whose runs asked other questions under the selected ids: it was
+/// written for another question file (same stem, ids by position), and resuming from it would
+/// score its answers against this file's gold.
+fn check_same_questions(runs: &[Run], questions: &[Question], config: &EvalConfig) -> Result<(), EvalError> {
+    let asked: HashMap<&str, &str> = questions
+        .iter()
+        .map(|question| (question.id.as_str(), question.question.as_str()))
+        .collect();
+    for run in runs {
+        let Some(id) = run.id.as_deref() else { continue };
+        if let Some(&question) = asked.get(id)
+            && question != run.question
+        {
+            return Err(EvalError::OtherQuestions {
+                results: config.results.clone(),
+                questions: config.questions.clone(),
+                id: id.to_owned(),
+                stored: abbreviated(&run.question),
+                asked: abbreviated(question),
+            });
+        }
+    }
+    Ok(())
+}
+
+/// The first 60 characters of `text`, with `…` when cut.
+fn abbreviated(text: &str) -> String {
+    const MAX_CHARS: usize = 60;
+    match text.char_indices().nth(MAX_CHARS) {
+        Some((cut, _)) => format!("{}…", &text[..cut]),
+        None => text.to_owned(),
+    }
+}
+
 /// One question with its own docstore explorer and scratchpad.
 async fn run_question<'q>(
     agent: &Agent<'_>,
@@ -270,66 +512,147 @@ fn note_other_settings(progress: &ProgressReporter, run: &Run, config: &EvalConf
     }
 }
 
-/// The progress bar (or nothing), and notes on stderr that do not tear it.
+/// The progress bar, or plain progress lines, and notes that do not tear the bar.
 struct ProgressReporter {
     bar: Option<ProgressBar>,
-    warned_settings: std::cell::Cell<bool>,
+    /// How often [`ProgressReporter::line`] is due (`Progress::Lines`).
+    line_every: Option<Duration>,
+    log: LogOutput,
+    n_questions: usize,
+    /// When the questions to run started: the rate and ETA count only them.
+    run_started: Cell<Instant>,
+    warned_settings: Cell<bool>,
 }
 
 impl ProgressReporter {
-    fn new(progress: Progress, n_questions: usize) -> ProgressReporter {
-        let bar = match progress {
-            Progress::Hidden => None,
+    fn new(config: &EvalConfig, n_questions: usize) -> ProgressReporter {
+        let bar = match config.progress {
+            Progress::Hidden | Progress::Lines { .. } => None,
             Progress::Bar => {
                 let bar = ProgressBar::new(n_questions as u64);
                 let style = ProgressStyle::with_template(
                     "{elapsed_precise} [{wide_bar}] {pos}/{len} {msg} ETA {eta}",
                 )
+                // invariant: the template is a literal (every run with a bar builds it)
                 .expect("the progress template is valid")
                 .progress_chars("=> ");
                 bar.set_style(style);
                 bar.enable_steady_tick(Duration::from_millis(500));
+                config.log.show_bar(&bar);
                 Some(bar)
             }
         };
         ProgressReporter {
             bar,
-            warned_settings: std::cell::Cell::new(false),
+            line_every: match config.progress {
+                Progress::Lines { every } => Some(every.max(Duration::from_millis(1))),
+                Progress::Bar | Progress::Hidden => None,
+            },
+            log: config.log.clone(),
+            n_questions,
+            run_started: Cell::new(Instant::now()),
+            warned_settings: Cell::new(false),
         }
     }
 
     fn advance(&self, outcomes: &[Outcome]) {
         let Some(bar) = &self.bar else { return };
         bar.set_position(outcomes.len() as u64);
-        let scores: Vec<&AnswerScore> = outcomes
-            .iter()
-            .filter_map(|outcome| outcome.score.as_ref())
-            .collect();
-        if !scores.is_empty() {
-            let n = scores.len() as f64;
-            let em = scores.iter().filter(|score| score.em).count() as f64 / n;
-            let f1 = scores.iter().map(|score| score.f1).sum::<f64>() / n;
+        if let Some((em, f1)) = running_scores(outcomes) {
             bar.set_message(format!("EM {em:.3} F1 {f1:.3}"));
         }
     }
 
     /// The ETA counts only questions run now, not the resumed ones.
     fn restart_eta(&self) {
+        self.run_started.set(Instant::now());
         if let Some(bar) = &self.bar {
             bar.reset_eta();
         }
     }
 
-    fn note(&self, message: &str) {
-        match &self.bar {
-            Some(bar) => bar.println(message),
-            None => eprintln!("{message}"),
+    /// Ticks when a progress line is due; never without `Progress::Lines`.
+    fn ticks(&self) -> ProgressTicks {
+        ProgressTicks(self.line_every.map(|every| {
+            let mut interval = tokio::time::interval_at(tokio::time::Instant::now() + every, every);
+            interval.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+            interval
+        }))
+    }
+
+    /// A plain progress line: done/total, EM/F1 so far, questions per minute, ETA.
+    fn line(&self, outcomes: &[Outcome], resumed: usize) {
+        let mut line = format!("progress {}/{}", outcomes.len(), self.n_questions);
+        if let Some((em, f1)) = running_scores(outcomes) {
+            line.push_str(&format!(", EM {em:.3} F1 {f1:.3}"));
         }
+        let n_run_now = outcomes.len().saturating_sub(resumed);
+        let minutes = self.run_started.get().elapsed().as_secs_f64() / 60.0;
+        if n_run_now > 0 && minutes > 0.0 {
+            let per_minute = n_run_now as f64 / minutes;
+            let left = self.n_questions.saturating_sub(outcomes.len()) as f64;
+            line.push_str(&format!(
+                ", {per_minute:.1} questions/min, ETA {}",
+                format_eta(Duration::from_secs_f64((left / per_minute * 60.0).min(1e9)))
+            ));
+        }
+        self.log.line(&line);
+    }
+
+    fn note(&self, message: &str) {
+        self.log.line(message);
     }
 
     fn finish(&self) {
         if let Some(bar) = &self.bar {
+            self.log.hide_bar();
             bar.finish_and_clear();
+        }
+    }
+}
+
+/// An evaluation that ends early (an error) takes its bar down too.
+impl Drop for ProgressReporter {
+    fn drop(&mut self) {
+        self.finish();
+    }
+}
+
+/// Mean EM and F1 of the outcomes that have a gold answer, if any has.
+fn running_scores(outcomes: &[Outcome]) -> Option<(f64, f64)> {
+    let scores: Vec<&AnswerScore> = outcomes
+        .iter()
+        .filter_map(|outcome| outcome.score.as_ref())
+        .collect();
+    if scores.is_empty() {
+        return None;
+    }
+    let n = scores.len() as f64;
+    let em = scores.iter().filter(|score| score.em).count() as f64 / n;
+    let f1 = scores.iter().map(|score| score.f1).sum::<f64>() / n;
+    Some((em, f1))
+}
+
+/// `1h02m`, `4m05s`, `12s`.
+fn format_eta(eta: Duration) -> String {
+    let secs = eta.as_secs();
+    match (secs / 3600, secs / 60 % 60, secs % 60) {
+        (0, 0, s) => format!("{s}s"),
+        (0, m, s) => format!("{m}m{s:02}s"),
+        (h, m, _) => format!("{h}h{m:02}m"),
+    }
+}
+
+/// The progress-line clock: an interval, or a tick that never comes.
+struct ProgressTicks(Option<tokio::time::Interval>);
+
+impl ProgressTicks {
+    async fn tick(&mut self) {
+        match &mut self.0 {
+            Some(interval) => {
+                interval.tick().await;
+            }
+            None => std::future::pending().await,
         }
     }
 }

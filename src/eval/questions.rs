@@ -6,7 +6,10 @@
 //! simplified JSON (`question`, `answer`, `type`; ids are positions), JSON Lines of any of these,
 //! and FEVER JSON Lines (`id`, `claim`, `label`). Records count from 0, as the ReAct ids do.
 
+use std::collections::{HashMap, HashSet};
 use std::fmt;
+use std::fs::File;
+use std::io::{BufRead, BufReader, Read};
 use std::path::{Path, PathBuf};
 
 use serde::de::{self, Deserializer as _, SeqAccess, Visitor};
@@ -68,6 +71,40 @@ pub struct QuestionFile {
     pub path: PathBuf,
     pub task: Task,
     pub questions: Vec<Question>,
+}
+
+/// Whether an evaluation's docstore reads the questions' context paragraphs.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum Contexts {
+    /// `--docstore distractor`: each question searches its own paragraphs (and what reads a
+    /// file whole keeps them).
+    #[default]
+    Required,
+    /// Any other docstore: the paragraphs are dropped as the file is read.
+    Unused,
+}
+
+/// Which records of a question file are kept as it is read; every record is still checked.
+/// A question that is not kept costs nothing past its own record.
+#[derive(Debug, Clone, Default)]
+pub struct RecordFilter {
+    /// Keep only the records at these positions (`--subset`).
+    pub positions: Option<HashSet<usize>>,
+    /// Keep only the records with these ids (`--ids`).
+    pub ids: Option<HashSet<String>>,
+    /// Keep at most this many records, the first ones that pass the filters above.
+    pub max_kept: Option<usize>,
+    pub contexts: Contexts,
+}
+
+impl RecordFilter {
+    fn keeps(&self, question: &Question, n_kept: usize) -> bool {
+        self.positions
+            .as_ref()
+            .is_none_or(|positions| positions.contains(&question.position))
+            && self.ids.as_ref().is_none_or(|ids| ids.contains(&question.id))
+            && self.max_kept.is_none_or(|max_kept| n_kept < max_kept)
+    }
 }
 
 /// Which record of a question file: its index (from 0) and, in JSON Lines, its line.
@@ -151,36 +188,52 @@ enum RecordError {
 }
 
 impl QuestionFile {
+    /// Reads every question of a file.
     pub fn read(path: &Path) -> Result<QuestionFile, QuestionFileError> {
-        let text = std::fs::read_to_string(path).map_err(|source| QuestionFileError::Read {
+        QuestionFile::read_filtered(path, &RecordFilter::default())
+    }
+
+    /// Reads a file once, keeping only the questions `filter` keeps.
+    pub fn read_filtered(path: &Path, filter: &RecordFilter) -> Result<QuestionFile, QuestionFileError> {
+        let read_error = |source| QuestionFileError::Read {
             path: path.to_owned(),
             source,
-        })?;
-        QuestionFile::parse(&text, path)
+        };
+        let mut reader = BufReader::with_capacity(1 << 16, File::open(path).map_err(read_error)?);
+        let head = reader.fill_buf().map_err(read_error)?;
+        let bom = if head.starts_with(BOM) { BOM.len() } else { 0 };
+        let is_array = head[bom..]
+            .iter()
+            .find(|byte| !byte.is_ascii_whitespace())
+            .is_some_and(|&byte| byte == b'[');
+        if !is_array {
+            // JSON Lines: read as text, which their line numbers are counted in.
+            let mut text = String::new();
+            reader.read_to_string(&mut text).map_err(read_error)?;
+            return QuestionFile::parse_filtered(&text, path, filter);
+        }
+        // A top-level array is streamed from the file: memory follows the records kept, not the file.
+        reader.consume(bom);
+        let mut builder = Builder::new(path, filter);
+        builder.read_array(&mut serde_json::Deserializer::from_reader(reader))?;
+        builder.finish()
     }
 
     /// Parses a question file's text; `path` is only named in errors.
     pub fn parse(text: &str, path: &Path) -> Result<QuestionFile, QuestionFileError> {
+        QuestionFile::parse_filtered(text, path, &RecordFilter::default())
+    }
+
+    fn parse_filtered(
+        text: &str,
+        path: &Path,
+        filter: &RecordFilter,
+    ) -> Result<QuestionFile, QuestionFileError> {
         let text = text.strip_prefix('\u{feff}').unwrap_or(text);
         let body = text.trim_start();
-        let mut builder = Builder {
-            path,
-            task: None,
-            questions: Vec::new(),
-            first_by_id: std::collections::HashMap::new(),
-            error: None,
-        };
+        let mut builder = Builder::new(path, filter);
         if body.starts_with('[') {
-            let mut deserializer = serde_json::Deserializer::from_str(text);
-            let parsed = deserializer
-                .deserialize_seq(RecordsVisitor {
-                    builder: &mut builder,
-                })
-                .and_then(|()| deserializer.end());
-            if let Some(error) = builder.error.take() {
-                return Err(error);
-            }
-            parsed.map_err(|source| syntax_error(path, source))?;
+            builder.read_array(&mut serde_json::Deserializer::from_str(text))?;
         } else {
             let mut stream = serde_json::Deserializer::from_str(text).into_iter::<Value>();
             let (mut counted_to, mut line) = (0, 1);
@@ -202,19 +255,12 @@ impl QuestionFile {
                 index += 1;
             }
         }
-        let Builder { task, questions, .. } = builder;
-        match task {
-            Some(task) if !questions.is_empty() => Ok(QuestionFile {
-                path: path.to_owned(),
-                task,
-                questions,
-            }),
-            _ => Err(QuestionFileError::Empty {
-                path: path.to_owned(),
-            }),
-        }
+        builder.finish()
     }
 }
+
+/// The UTF-8 byte order mark some editors write first.
+const BOM: &[u8] = b"\xEF\xBB\xBF";
 
 fn syntax_error(path: &Path, source: serde_json::Error) -> QuestionFileError {
     QuestionFileError::Syntax {
@@ -228,13 +274,56 @@ fn syntax_error(path: &Path, source: serde_json::Error) -> QuestionFileError {
 /// Collects questions record by record, so a large file is never held as one JSON tree.
 struct Builder<'a> {
     path: &'a Path,
+    filter: &'a RecordFilter,
     task: Option<Task>,
+    /// The questions kept.
     questions: Vec<Question>,
-    first_by_id: std::collections::HashMap<String, usize>,
+    first_by_id: HashMap<String, usize>,
+    /// Records read, kept or not.
+    n_records: usize,
     error: Option<QuestionFileError>,
 }
 
-impl Builder<'_> {
+impl<'a> Builder<'a> {
+    fn new(path: &'a Path, filter: &'a RecordFilter) -> Builder<'a> {
+        Builder {
+            path,
+            filter,
+            task: None,
+            questions: Vec::new(),
+            first_by_id: HashMap::new(),
+            n_records: 0,
+            error: None,
+        }
+    }
+
+    /// Reads a top-level array of records, one at a time.
+    fn read_array<'de, R: serde_json::de::Read<'de>>(
+        &mut self,
+        deserializer: &mut serde_json::Deserializer<R>,
+    ) -> Result<(), QuestionFileError> {
+        let parsed = deserializer
+            .deserialize_seq(RecordsVisitor { builder: self })
+            .and_then(|()| deserializer.end());
+        if let Some(error) = self.error.take() {
+            return Err(error);
+        }
+        parsed.map_err(|source| syntax_error(self.path, source))
+    }
+
+    fn finish(self) -> Result<QuestionFile, QuestionFileError> {
+        match self.task {
+            Some(task) if self.n_records > 0 => Ok(QuestionFile {
+                path: self.path.to_owned(),
+                task,
+                questions: self.questions,
+            }),
+            _ => Err(QuestionFileError::Empty {
+                path: self.path.to_owned(),
+            }),
+        }
+    }
+
     fn push(&mut self, value: Value, location: RecordLocation) -> Result<(), QuestionFileError> {
         let path = self.path;
         let question =
@@ -260,7 +349,14 @@ impl Builder<'_> {
             });
         }
         self.first_by_id.insert(question.id.clone(), location.index);
-        self.questions.push(question);
+        self.n_records += 1;
+        if self.filter.keeps(&question, self.questions.len()) {
+            let mut question = question;
+            if self.filter.contexts == Contexts::Unused {
+                question.context = Vec::new();
+            }
+            self.questions.push(question);
+        }
         Ok(())
     }
 }

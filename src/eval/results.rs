@@ -1,17 +1,20 @@
 //! `ResultsFile`: the `--out` JSON Lines file — one finished run a line, appended at once, read back to resume.
 //!
-//! Each run is written with a single `write` of the whole line on a file opened for appending,
-//! synchronously: dropping the evaluation (Ctrl-C, a crash of the caller) can never leave half a
-//! line from a cancelled future. A process killed mid-write can; the torn last line is dropped
-//! when the file is opened again.
+//! One process writes a results file at a time: opening it takes an exclusive OS lock
+//! ([`File::try_lock`]), held until the `ResultsFile` is dropped (or the process exits), and a
+//! second opener is refused at once. Each run is written with a single `write` of the whole line
+//! on a file opened for appending, synchronously: dropping the evaluation (Ctrl-C, a crash of the
+//! caller) can never leave half a line from a cancelled future. A process killed mid-write can;
+//! the torn last line is dropped when the file is opened again. The file is read as bytes, so a
+//! line that is not UTF-8 is reported, never decoded lossily.
 
-use std::fs::{File, OpenOptions};
-use std::io::Write;
+use std::fs::{File, OpenOptions, TryLockError};
+use std::io::{Read, Write};
 use std::path::{Path, PathBuf};
 
 use crate::run::{Run, Stopped};
 
-/// An open results file, ready to take more runs.
+/// An open results file, locked, ready to take more runs.
 #[derive(Debug)]
 pub struct ResultsFile {
     path: PathBuf,
@@ -24,6 +27,23 @@ pub struct StoredRuns {
     pub runs: Vec<Run>,
     /// Bytes of a torn last line (a write cut short) that were dropped.
     pub torn_bytes: usize,
+}
+
+/// A run of a JSON Lines file and the line it was read from (counted from 1).
+#[derive(Debug)]
+pub struct RunLine {
+    pub line: usize,
+    pub run: Run,
+}
+
+/// The runs of a JSON Lines file, each with its line.
+#[derive(Debug, Default)]
+pub struct RunLines {
+    pub runs: Vec<RunLine>,
+    /// Bytes of an unterminated last line that is not a run (a write cut short).
+    pub torn_bytes: usize,
+    /// Bytes up to the end of the last whole line: where a torn line starts.
+    pub valid_len: usize,
 }
 
 #[derive(Debug, thiserror::Error)]
@@ -41,8 +61,26 @@ pub enum ResultsError {
         #[source]
         source: serde_json::Error,
     },
+    #[error("results file `{}`, line {line}: not valid UTF-8", path.display())]
+    NotUtf8 {
+        path: PathBuf,
+        line: usize,
+        #[source]
+        source: std::str::Utf8Error,
+    },
     #[error("results file `{}`, line {line}: field `id` is missing", path.display())]
     MissingId { path: PathBuf, line: usize },
+    #[error(
+        "results file `{}` is in use by another evaluation (it holds the file's lock); wait for it to finish or choose another `--out`",
+        path.display()
+    )]
+    Locked { path: PathBuf },
+    #[error("cannot lock results file `{}`", path.display())]
+    Lock {
+        path: PathBuf,
+        #[source]
+        source: std::io::Error,
+    },
     #[error("cannot write results file `{}`", path.display())]
     Write {
         path: PathBuf,
@@ -52,32 +90,27 @@ pub enum ResultsError {
 }
 
 impl ResultsFile {
-    /// Opens `path` for appending (creating it), returning the runs it already holds. A torn last
-    /// line is cut off the file so the next run starts on a line of its own.
+    /// Opens `path` for appending (creating it) under an exclusive lock, returning the runs it
+    /// already holds. Refused at once ([`ResultsError::Locked`]) while another process holds the
+    /// lock. A torn last line is cut off the file so the next run starts on a line of its own.
     pub fn open(path: &Path) -> Result<(ResultsFile, StoredRuns), ResultsError> {
         let write_error = |source| ResultsError::Write {
             path: path.to_owned(),
             source,
         };
-        let text = match std::fs::read(path) {
-            Ok(bytes) => String::from_utf8_lossy(&bytes).into_owned(),
-            Err(error) if error.kind() == std::io::ErrorKind::NotFound => String::new(),
-            Err(source) => {
-                return Err(ResultsError::Read {
-                    path: path.to_owned(),
-                    source,
-                });
-            }
-        };
-        let (stored, valid_len) = parse_runs(&text, path)?;
-        let mut file = OpenOptions::new()
-            .create(true)
-            .append(true)
-            .open(path)
-            .map_err(write_error)?;
+        let mut file = open_locked(path)?;
+        let mut bytes = Vec::new();
+        file.read_to_end(&mut bytes)
+            .map_err(|source| ResultsError::Read {
+                path: path.to_owned(),
+                source,
+            })?;
+        let lines = parse_run_lines(&bytes, path)?;
+        let valid_len = lines.valid_len;
+        let stored = with_ids(lines, path)?;
         if stored.torn_bytes > 0 {
             file.set_len(valid_len as u64).map_err(write_error)?;
-        } else if !text.is_empty() && !text.ends_with('\n') {
+        } else if !bytes.is_empty() && !bytes.ends_with(b"\n") {
             file.write_all(b"\n").map_err(write_error)?;
         }
         let results = ResultsFile {
@@ -89,62 +122,67 @@ impl ResultsFile {
 
     /// Reads the runs of a results file without opening it for writing (for `score`).
     pub fn read(path: &Path) -> Result<StoredRuns, ResultsError> {
-        let text = std::fs::read_to_string(path).map_err(|source| ResultsError::Read {
+        let bytes = std::fs::read(path).map_err(|source| ResultsError::Read {
             path: path.to_owned(),
             source,
         })?;
-        Ok(parse_runs(&text, path)?.0)
+        with_ids(parse_run_lines(&bytes, path)?, path)
     }
 
-    /// Removes the runs that ended in an error (`stopped: error`), so `eval --retry-errors` runs
-    /// their questions again; returns how many were removed. The file is rewritten to a temporary
-    /// file and renamed into place: a crash leaves either the old file or the new one.
-    pub fn drop_errors(path: &Path) -> Result<usize, ResultsError> {
-        let text = match std::fs::read(path) {
-            Ok(bytes) => String::from_utf8_lossy(&bytes).into_owned(),
-            Err(error) if error.kind() == std::io::ErrorKind::NotFound => return Ok(0),
-            Err(source) => {
-                return Err(ResultsError::Read {
-                    path: path.to_owned(),
-                    source,
-                });
-            }
-        };
-        let (stored, _) = parse_runs(&text, path)?;
-        let kept: Vec<&Run> = stored
-            .runs
-            .iter()
-            .filter(|run| run.stopped != Some(Stopped::Error))
-            .collect();
-        let n_dropped = stored.runs.len() - kept.len();
+    /// Removes the runs that ended in an error (`stopped: error`) from the file and from `stored`,
+    /// so `eval --retry-errors` runs their questions again; returns how many were removed. The
+    /// kept runs are written to a temporary file, locked, and renamed into place: a crash leaves
+    /// either the old file or the new one, and the lock is held throughout (an evaluation that
+    /// opened the old file before the rename finds it replaced and is refused).
+    pub fn drop_errors(&mut self, stored: &mut StoredRuns) -> Result<usize, ResultsError> {
+        let n_before = stored.runs.len();
+        stored.runs.retain(|run| run.stopped != Some(Stopped::Error));
+        let n_dropped = n_before - stored.runs.len();
         if n_dropped == 0 {
             return Ok(0);
         }
-        let mut rewritten = String::new();
-        for run in kept {
-            rewritten.push_str(&serde_json::to_string(run).expect("a run always serializes"));
-            rewritten.push('\n');
+        let mut rewritten = Vec::new();
+        for run in &stored.runs {
+            rewritten.extend(run_line(run));
         }
         let write_error = |source| ResultsError::Write {
-            path: path.to_owned(),
+            path: self.path.clone(),
             source,
         };
-        let file_name = path
+        let file_name = self
+            .path
             .file_name()
             .map(|name| name.to_string_lossy().into_owned())
             .unwrap_or_default();
-        let tmp = path.with_file_name(format!(".{file_name}.retry-errors.tmp"));
-        std::fs::write(&tmp, rewritten).map_err(write_error)?;
-        std::fs::rename(&tmp, path).map_err(write_error)?;
+        let tmp = self.path.with_file_name(format!(".{file_name}.retry-errors.tmp"));
+        // A leftover of a crashed rewrite; nobody else writes it while we hold the lock.
+        match std::fs::remove_file(&tmp) {
+            Err(error) if error.kind() != std::io::ErrorKind::NotFound => return Err(write_error(error)),
+            _ => {}
+        }
+        let mut file = OpenOptions::new()
+            .create_new(true)
+            .read(true)
+            .append(true)
+            .open(&tmp)
+            .map_err(write_error)?;
+        file.try_lock().map_err(|error| ResultsError::Lock {
+            path: tmp.clone(),
+            source: error.into(),
+        })?;
+        file.write_all(&rewritten)
+            .and_then(|()| file.sync_all())
+            .map_err(write_error)?;
+        std::fs::rename(&tmp, &self.path).map_err(write_error)?;
+        // The old file's lock goes with its handle, after the new file is locked in its place.
+        self.file = file;
         Ok(n_dropped)
     }
 
     /// Appends one run as a line, in one write.
     pub fn append(&mut self, run: &Run) -> Result<(), ResultsError> {
-        let mut line = serde_json::to_string(run).expect("a run always serializes");
-        line.push('\n');
         self.file
-            .write_all(line.as_bytes())
+            .write_all(&run_line(run))
             .and_then(|()| self.file.flush())
             .map_err(|source| ResultsError::Write {
                 path: self.path.clone(),
@@ -157,37 +195,125 @@ impl ResultsFile {
     }
 }
 
-/// The runs of a results file's text, and the length of its valid part (without a torn last line).
-fn parse_runs(text: &str, path: &Path) -> Result<(StoredRuns, usize), ResultsError> {
-    let mut stored = StoredRuns::default();
-    let mut offset = 0;
-    for (line_idx, line) in text.split_inclusive('\n').enumerate() {
-        let line_start = offset;
-        offset += line.len();
-        if line.trim().is_empty() {
-            continue;
+/// One run as a JSON line.
+fn run_line(run: &Run) -> Vec<u8> {
+    // invariant: a `Run` (strings, numbers, string-keyed structs) always serializes
+    let mut line = serde_json::to_vec(run).expect("a run always serializes");
+    line.push(b'\n');
+    line
+}
+
+/// Opens `path` for reading and appending, creating it, and takes its exclusive lock.
+fn open_locked(path: &Path) -> Result<File, ResultsError> {
+    let file = OpenOptions::new()
+        .create(true)
+        .read(true)
+        .append(true)
+        .open(path)
+        .map_err(|source| ResultsError::Write {
+            path: path.to_owned(),
+            source,
+        })?;
+    match file.try_lock() {
+        Ok(()) => {}
+        Err(TryLockError::WouldBlock) => {
+            return Err(ResultsError::Locked {
+                path: path.to_owned(),
+            });
         }
-        let is_unterminated_last = !line.ends_with('\n');
-        match serde_json::from_str::<Run>(line) {
-            Ok(run) if run.id.is_none() => {
-                return Err(ResultsError::MissingId {
-                    path: path.to_owned(),
-                    line: line_idx + 1,
-                });
-            }
-            Ok(run) => stored.runs.push(run),
-            Err(_) if is_unterminated_last => {
-                stored.torn_bytes = line.len();
-                return Ok((stored, line_start));
-            }
-            Err(source) => {
-                return Err(ResultsError::Parse {
-                    path: path.to_owned(),
-                    line: line_idx + 1,
-                    source,
-                });
-            }
+        Err(TryLockError::Error(source)) => {
+            return Err(ResultsError::Lock {
+                path: path.to_owned(),
+                source,
+            });
         }
     }
-    Ok((stored, text.len()))
+    // Between our open and our lock, the lock holder may have renamed a rewrite into place
+    // (`--retry-errors`): the file we locked is then not the file at `path`, and it is in use.
+    if !is_file_at(&file, path) {
+        return Err(ResultsError::Locked {
+            path: path.to_owned(),
+        });
+    }
+    Ok(file)
+}
+
+/// Whether `file` is the file `path` names now.
+#[cfg(unix)]
+fn is_file_at(file: &File, path: &Path) -> bool {
+    use std::os::unix::fs::MetadataExt;
+    match (file.metadata(), std::fs::metadata(path)) {
+        (Ok(open), Ok(named)) => open.dev() == named.dev() && open.ino() == named.ino(),
+        _ => false,
+    }
+}
+
+/// Whether `file` is the file `path` names now (without inode numbers: assumed).
+#[cfg(not(unix))]
+fn is_file_at(_file: &File, _path: &Path) -> bool {
+    true
+}
+
+/// The runs of a JSON Lines file's bytes, each with its line. Blank lines are skipped; an
+/// unterminated last line that is not a run is a torn write, counted and left out; any other
+/// line that is not UTF-8 or not a run is an error naming the file and the line.
+pub fn parse_run_lines(bytes: &[u8], path: &Path) -> Result<RunLines, ResultsError> {
+    let mut lines = RunLines::default();
+    let mut offset = 0;
+    for (line_idx, line) in bytes.split_inclusive(|&byte| byte == b'\n').enumerate() {
+        let line_start = offset;
+        offset += line.len();
+        let is_unterminated_last = !line.ends_with(b"\n");
+        let parsed = std::str::from_utf8(line)
+            .map_err(|source| ResultsError::NotUtf8 {
+                path: path.to_owned(),
+                line: line_idx + 1,
+                source,
+            })
+            .and_then(|text| {
+                if text.trim().is_empty() {
+                    return Ok(None);
+                }
+                serde_json::from_str::<Run>(text)
+                    .map(Some)
+                    .map_err(|source| ResultsError::Parse {
+                        path: path.to_owned(),
+                        line: line_idx + 1,
+                        source,
+                    })
+            });
+        match parsed {
+            Ok(Some(run)) => lines.runs.push(RunLine {
+                line: line_idx + 1,
+                run,
+            }),
+            Ok(None) => {}
+            Err(_) if is_unterminated_last => {
+                lines.torn_bytes = line.len();
+                lines.valid_len = line_start;
+                return Ok(lines);
+            }
+            Err(error) => return Err(error),
+        }
+    }
+    lines.valid_len = bytes.len();
+    Ok(lines)
+}
+
+/// The runs of a results file, each of which must carry its question's `id`.
+fn with_ids(lines: RunLines, path: &Path) -> Result<StoredRuns, ResultsError> {
+    let mut stored = StoredRuns {
+        runs: Vec::with_capacity(lines.runs.len()),
+        torn_bytes: lines.torn_bytes,
+    };
+    for RunLine { line, run } in lines.runs {
+        if run.id.is_none() {
+            return Err(ResultsError::MissingId {
+                path: path.to_owned(),
+                line,
+            });
+        }
+        stored.runs.push(run);
+    }
+    Ok(stored)
 }

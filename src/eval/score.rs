@@ -8,19 +8,23 @@ use std::path::{Path, PathBuf};
 use serde::Serialize;
 use serde_json::Value;
 
-use super::questions::{QuestionFile, QuestionFileError, type_name};
+use super::questions::{QuestionFile, QuestionFileError, Task, type_name};
 use super::results::{ResultsError, ResultsFile};
 use super::summary::Scores;
 use crate::metrics::AnswerScore;
 
-/// The answer metric over a gold file (`--json`: `{"n", "em", "f1", "prec", "recall", "missing"}`).
+/// The answer metric over a gold file (`--json`: `{"n", "em", "f1", "prec", "recall", "missing"}`,
+/// and `accuracy` for FEVER).
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct ScoreReport {
-    pub n: usize,
-    pub em: f64,
-    pub f1: f64,
-    pub prec: f64,
-    pub recall: f64,
+    #[serde(skip)]
+    pub task: Task,
+    /// Means over every gold question.
+    #[serde(flatten)]
+    pub scores: Scores,
+    /// FEVER: label accuracy (the exact match of the normalized label), as `eval` reports it.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub accuracy: Option<f64>,
     /// Gold questions without a prediction (scored zero).
     pub missing: usize,
     /// The first few of them.
@@ -118,11 +122,9 @@ pub fn score(predictions: &Path, gold: &Path) -> Result<ScoreReport, ScoreError>
     }
     let mean = Scores::of(scores.iter());
     Ok(ScoreReport {
-        n: mean.n,
-        em: mean.em,
-        f1: mean.f1,
-        prec: mean.prec,
-        recall: mean.recall,
+        task: gold_file.task,
+        scores: mean,
+        accuracy: (gold_file.task == Task::Fever).then_some(mean.em),
         missing,
         missing_examples,
     })
@@ -130,11 +132,7 @@ pub fn score(predictions: &Path, gold: &Path) -> Result<ScoreReport, ScoreError>
 
 impl ScoreReport {
     pub fn write_text(&self, out: &mut dyn Write) -> io::Result<()> {
-        writeln!(
-            out,
-            "EM {:.4}  F1 {:.4}  precision {:.4}  recall {:.4}  (n = {})",
-            self.em, self.f1, self.prec, self.recall, self.n
-        )?;
+        self.scores.write_headline(self.task, out)?;
         if self.missing > 0 {
             let examples = self
                 .missing_examples

@@ -5,7 +5,7 @@ use std::fmt;
 use std::path::{Path, PathBuf};
 use std::str::FromStr;
 
-use super::questions::{Question, QuestionFile};
+use super::questions::{Contexts, Question, QuestionFile, QuestionFileError, RecordFilter};
 
 /// The ReAct notebook's 500 dev indices (`random.Random(233).shuffle`), in its order.
 const PAPER500: &str = include_str!("../../data/paper500.json");
@@ -27,6 +27,7 @@ impl Subset {
                     idxs: Vec<usize>,
                 }
                 let indices: Indices =
+                    // invariant: `PAPER500` is compiled in (`include_str!`), and a test reads it
                     serde_json::from_str(PAPER500).expect("the bundled paper500 indices are valid JSON");
                 indices.idxs
             }
@@ -69,6 +70,8 @@ pub struct Selection {
 
 #[derive(Debug, thiserror::Error)]
 pub enum SelectionError {
+    #[error(transparent)]
+    Questions(#[from] QuestionFileError),
     #[error("cannot read ids file `{}`", path.display())]
     ReadIds {
         path: PathBuf,
@@ -95,12 +98,57 @@ pub enum SelectionError {
 }
 
 impl Selection {
+    /// Reads the question file once and returns it with only the selected questions, in the
+    /// selection's order. Questions the selection cannot pick are dropped as they are read, so
+    /// memory follows the selection, not the file.
+    pub fn read(&self, path: &Path, contexts: Contexts) -> Result<QuestionFile, SelectionError> {
+        let wanted = self.wanted_ids()?;
+        let positions = self.subset.map(|subset| subset.positions());
+        let filter = RecordFilter {
+            positions: positions
+                .as_ref()
+                .map(|positions| positions.iter().copied().collect()),
+            // Under a subset every record of it is kept, so a missing position can be told
+            // from an unwanted id; the ids then narrow the subset.
+            ids: match (&positions, &wanted) {
+                (None, Some(wanted)) => Some(wanted.iter().cloned().collect()),
+                _ => None,
+            },
+            // The limit applies in the selection's order, known at read time only without a subset or ids.
+            max_kept: match (&positions, &wanted) {
+                (None, None) => self.limit,
+                _ => None,
+            },
+            contexts,
+        };
+        let mut file = QuestionFile::read_filtered(path, &filter)?;
+        let questions = std::mem::take(&mut file.questions);
+        file.questions = self.pick(&file.path, questions, positions, wanted)?;
+        Ok(file)
+    }
+
+    /// The selected questions of a file read whole.
     pub fn apply(&self, file: QuestionFile) -> Result<Vec<Question>, SelectionError> {
-        let QuestionFile { path, questions, .. } = file;
-        let mut questions = match self.subset {
-            None => questions,
-            Some(subset) => {
-                let positions = subset.positions();
+        let wanted = self.wanted_ids()?;
+        let positions = self.subset.map(|subset| subset.positions());
+        self.pick(&file.path, file.questions, positions, wanted)
+    }
+
+    fn wanted_ids(&self) -> Result<Option<Vec<String>>, SelectionError> {
+        self.ids.as_deref().map(read_ids).transpose()
+    }
+
+    /// Subset, then ids, then limit, over `questions` (all the file's, or those a filter kept).
+    fn pick(
+        &self,
+        path: &Path,
+        questions: Vec<Question>,
+        positions: Option<Vec<usize>>,
+        wanted: Option<Vec<String>>,
+    ) -> Result<Vec<Question>, SelectionError> {
+        let path = path.to_owned();
+        let mut questions = match (self.subset, positions) {
+            (Some(subset), Some(positions)) => {
                 let mut by_position: HashMap<usize, Question> = questions
                     .into_iter()
                     .map(|question| (question.position, question))
@@ -123,9 +171,9 @@ impl Selection {
                     .filter_map(|position| by_position.remove(position))
                     .collect()
             }
+            _ => questions,
         };
-        if let Some(ids_path) = &self.ids {
-            let wanted = read_ids(ids_path)?;
+        if let (Some(ids_path), Some(wanted)) = (&self.ids, wanted) {
             let present: HashSet<&str> = questions.iter().map(|question| question.id.as_str()).collect();
             let unknown: Vec<&String> = wanted
                 .iter()

@@ -67,6 +67,18 @@ impl Scores {
         }
         sums
     }
+
+    /// The overall line: label accuracy for FEVER, the answer metric for HotpotQA.
+    pub(crate) fn write_headline(&self, task: Task, out: &mut dyn Write) -> io::Result<()> {
+        match task {
+            Task::Fever => writeln!(out, "accuracy       {:.4} (n = {})", self.em, self.n),
+            Task::HotpotQa => writeln!(
+                out,
+                "EM {:.4}  F1 {:.4}  precision {:.4}  recall {:.4}  (n = {})",
+                self.em, self.f1, self.prec, self.recall, self.n
+            ),
+        }
+    }
 }
 
 /// The mean cost of one finished question.
@@ -227,29 +239,36 @@ impl Summary {
             "questions      {} selected, {} done ({} resumed, {errors}){status}",
             self.selected, self.done, self.resumed
         )?;
-        match self.accuracy {
-            Some(accuracy) => writeln!(out, "accuracy       {accuracy:.4} (n = {})", self.n)?,
-            None => writeln!(
-                out,
-                "EM {:.4}  F1 {:.4}  precision {:.4}  recall {:.4}  (n = {})",
-                self.em, self.f1, self.prec, self.recall, self.n
-            )?,
-        }
+        let overall = Scores {
+            n: self.n,
+            em: self.em,
+            f1: self.f1,
+            prec: self.prec,
+            recall: self.recall,
+        };
+        overall.write_headline(self.task, out)?;
         for (title, groups) in [("by type", &self.by_type), ("by stop", &self.by_stopped)] {
             if groups.is_empty() {
                 continue;
             }
-            writeln!(
-                out,
-                "{title:<18}{:>5}{:>8}{:>8}{:>8}{:>8}",
-                "n", "EM", "F1", "prec", "recall"
-            )?;
-            for (name, scores) in groups {
-                writeln!(
+            // FEVER is scored by label accuracy (the EM of the label): F1 means nothing there.
+            match self.task {
+                Task::Fever => writeln!(out, "{title:<18}{:>5}{:>10}", "n", "accuracy")?,
+                Task::HotpotQa => writeln!(
                     out,
-                    "  {name:<16}{:>5}{:>8.4}{:>8.4}{:>8.4}{:>8.4}",
-                    scores.n, scores.em, scores.f1, scores.prec, scores.recall
-                )?;
+                    "{title:<18}{:>5}{:>8}{:>8}{:>8}{:>8}",
+                    "n", "EM", "F1", "prec", "recall"
+                )?,
+            }
+            for (name, scores) in groups {
+                match self.task {
+                    Task::Fever => writeln!(out, "  {name:<16}{:>5}{:>10.4}", scores.n, scores.em)?,
+                    Task::HotpotQa => writeln!(
+                        out,
+                        "  {name:<16}{:>5}{:>8.4}{:>8.4}{:>8.4}{:>8.4}",
+                        scores.n, scores.em, scores.f1, scores.prec, scores.recall
+                    )?,
+                }
             }
         }
         let per = &self.per_question;

@@ -96,7 +96,7 @@ async fn ask_json_records_a_run_that_replays_identically() {
     );
     let recorded: serde_json::Value =
         serde_json::from_str(&std::fs::read_to_string(&record).unwrap()).unwrap();
-    let replayed: serde_json::Value = serde_json::from_str(
+    let mut replayed: serde_json::Value = serde_json::from_str(
         String::from_utf8(replayed.stdout)
             .unwrap()
             .lines()
@@ -104,7 +104,9 @@ async fn ask_json_records_a_run_that_replays_identically() {
             .unwrap(),
     )
     .unwrap();
-    // The identical run: every field, token usage included.
+    // The line names the file it replayed; the rest is the identical run: every field, token usage included.
+    let source = replayed.as_object_mut().unwrap().remove("source").unwrap();
+    assert_eq!(source["file"].as_str(), record.to_str());
     assert_eq!(replayed, recorded);
     // Replay needs no network: it made no request.
     assert_eq!(wiki.received_requests().await.unwrap().len(), 2);
@@ -276,7 +278,9 @@ fn options_that_cannot_work_together_are_refused_before_anything_runs() {
                 "--docstore",
                 "distractor",
                 "--model",
-                "m"
+                "m",
+                "--base-url",
+                "http://127.0.0.1:9/v1"
             ])
         );
     });

@@ -12,11 +12,13 @@ use react_docstore::Profile;
 use react_docstore::docstore::{ContextParagraph, Docstore, DocstoreError, DocstoreSource};
 use react_docstore::eval::score::score;
 use react_docstore::eval::{
-    self, EvalConfig, EvalServices, Progress, QuestionFile, Resume, Selection, Subset, Summary,
+    self, Contexts, EvalConfig, EvalError, EvalServices, Progress, QuestionFile, Resume, Selection, Subset,
+    Summary,
 };
 use react_docstore::llm::{Completion, Llm, LlmError, LlmRequest};
 use react_docstore::run::Run;
 use react_docstore::tool::Toolbox;
+use react_docstore::trace::LogOutput;
 
 use crate::fixture;
 
@@ -268,9 +270,14 @@ fn score_matches_the_official_script() {
 
     let report = score(&predictions_path, &gold_path).unwrap();
     // Printed by the official functions over the same cases (a missing prediction counts zero).
-    assert_eq!((report.n, report.missing), (13, 1));
+    assert_eq!((report.scores.n, report.missing), (13, 1));
     assert_eq!(
-        (report.em, report.f1, report.prec, report.recall),
+        (
+            report.scores.em,
+            report.scores.f1,
+            report.scores.prec,
+            report.scores.recall
+        ),
         (
             0.3076923076923077,
             0.43076923076923074,
@@ -467,6 +474,7 @@ fn config(questions: PathBuf, results: PathBuf, concurrency: usize) -> EvalConfi
     EvalConfig {
         questions,
         selection: Selection::default(),
+        contexts: Contexts::Unused,
         profile: Profile::Default,
         max_steps: 4,
         fewshot: None,
@@ -474,6 +482,7 @@ fn config(questions: PathBuf, results: PathBuf, concurrency: usize) -> EvalConfi
         results,
         resume: Resume::SkipDone,
         progress: Progress::Hidden,
+        log: LogOutput::stderr(),
     }
 }
 
@@ -553,7 +562,7 @@ async fn eval_scores_every_way_a_run_ends_and_resumes_without_calls() {
     // `score` on the results file agrees with the summary.
     let report = score(&results, &config.questions).unwrap();
     assert_eq!(
-        (report.n, report.em, report.f1),
+        (report.scores.n, report.scores.em, report.scores.f1),
         (summary.n, summary.em, summary.f1)
     );
 
@@ -630,13 +639,13 @@ async fn eval_hands_each_question_its_own_context() {
         .collect();
     let llm = Arc::new(ScriptedLlm::new(&script_refs, Duration::ZERO));
     let results = dir.path().join("results.jsonl");
-    let summary = eval::evaluate(
-        &config(questions, results.clone(), 2),
-        &services(llm),
-        std::future::pending(),
-    )
-    .await
-    .unwrap();
+    let config = EvalConfig {
+        contexts: Contexts::Required,
+        ..config(questions, results.clone(), 2)
+    };
+    let summary = eval::evaluate(&config, &services(llm), std::future::pending())
+        .await
+        .unwrap();
     assert_eq!((summary.n, summary.em), (3, 1.0));
     for run in read_results(&results) {
         let question = file
@@ -772,5 +781,637 @@ fn score_command_prints_the_json_object() {
     assert_eq!(
         String::from_utf8(output.stdout).unwrap(),
         "{\"n\":6,\"em\":0.3333333333333333,\"f1\":0.3333333333333333,\"prec\":0.3333333333333333,\"recall\":0.3333333333333333,\"missing\":4}\n"
+    );
+}
+
+// ---------------------------------------------------------------- one writer, bytes, question checks
+
+/// A `Write` whose bytes the test reads back (what an evaluation logged).
+#[derive(Clone, Default)]
+struct Captured(Arc<Mutex<Vec<u8>>>);
+
+impl std::io::Write for Captured {
+    fn write(&mut self, bytes: &[u8]) -> std::io::Result<usize> {
+        self.0.lock().unwrap().extend_from_slice(bytes);
+        Ok(bytes.len())
+    }
+
+    fn flush(&mut self) -> std::io::Result<()> {
+        Ok(())
+    }
+}
+
+impl Captured {
+    fn log(&self) -> LogOutput {
+        LogOutput::new(Box::new(self.clone()))
+    }
+
+    fn text(&self) -> String {
+        String::from_utf8_lossy(&self.0.lock().unwrap()).into_owned()
+    }
+}
+
+#[tokio::test]
+async fn a_results_file_has_one_writer_at_a_time() {
+    let dir = tempfile::tempdir().unwrap();
+    let results = dir.path().join("results.jsonl");
+    let (_held, _) = eval::ResultsFile::open(&results).unwrap();
+    let refused = eval::ResultsFile::open(&results).unwrap_err().to_string();
+    assert_eq!(
+        refused,
+        format!(
+            "results file `{}` is in use by another evaluation (it holds the file's lock); wait for it to finish or choose another `--out`",
+            results.display()
+        )
+    );
+    drop(_held);
+
+    // A second evaluation on the same file, plain or `--retry-errors`, is refused at once while
+    // the first runs; the first goes on and the file holds each question once.
+    let config = config(fixture("hotpotqa/simplified.json"), results.clone(), 1);
+    let llm = Arc::new(ScriptedLlm::new(&SIMPLIFIED_SCRIPTS, Duration::from_millis(20)));
+    let first_services = services(llm.clone());
+    let first = eval::evaluate(&config, &first_services, std::future::pending());
+    let second = async {
+        results_reach(&results, 1).await;
+        let mut refusals = Vec::new();
+        for resume in [Resume::SkipDone, Resume::RetryErrors] {
+            let again = EvalConfig {
+                resume,
+                ..config.clone()
+            };
+            let n_calls = llm.n_calls.load(Ordering::SeqCst);
+            let refused = eval::evaluate(&again, &services(llm.clone()), std::future::pending()).await;
+            assert!(matches!(
+                refused,
+                Err(EvalError::Results(eval::ResultsError::Locked { .. }))
+            ));
+            // Refused before any question ran (the first evaluation's calls aside).
+            assert!(llm.n_calls.load(Ordering::SeqCst) <= n_calls + 1);
+            refusals.push(refused);
+        }
+        refusals
+    };
+    let (summary, refusals) = tokio::join!(first, second);
+    let summary = summary.unwrap();
+    assert_eq!((summary.done, refusals.len()), (6, 2));
+    assert_each_once(&read_results(&results), 6);
+}
+
+#[test]
+fn torn_line_repair_works_on_bytes() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("results.jsonl");
+    let run = |id: &str, question: &str| {
+        format!("{{\"id\": \"{id}\", \"question\": \"{question}\", \"steps\": [], \"answer\": \"yes\"}}\n")
+    };
+    // Line 2 is not UTF-8 (a Latin-1 `é`); line 3 is torn.
+    let mut bytes = run("0", "caf\u{e9}?").into_bytes();
+    bytes.extend_from_slice(
+        b"{\"id\": \"1\", \"question\": \"caf\xE9?\", \"steps\": [], \"answer\": \"yes\"}\n",
+    );
+    bytes.extend_from_slice(br#"{"id": "2", "quest"#);
+    std::fs::write(&path, &bytes).unwrap();
+    let error = eval::ResultsFile::open(&path).unwrap_err();
+    assert_eq!(
+        format!("{:#}", anyhow::Error::from(error)),
+        format!(
+            "results file `{}`, line 2: not valid UTF-8: invalid utf-8 sequence of 1 bytes from index 28",
+            path.display()
+        )
+    );
+    assert_eq!(std::fs::read(&path).unwrap(), bytes, "the file is left untouched");
+
+    // Multi-byte UTF-8 before a torn line: the cut lands exactly where the torn line starts.
+    let whole = format!("{}{}", run("0", "caf\u{e9} \u{1F600}?"), run("1", "ok"));
+    std::fs::write(&path, format!("{whole}{{\"id\": \"2\", \"qu")).unwrap();
+    let (_results, stored) = eval::ResultsFile::open(&path).unwrap();
+    assert_eq!((stored.runs.len(), stored.torn_bytes), (2, 15));
+    assert_eq!(std::fs::read_to_string(&path).unwrap(), whole);
+}
+
+/// How an evaluation that must fail fails.
+async fn evaluation_error(config: &EvalConfig, llm: &Arc<ScriptedLlm>) -> EvalError {
+    eval::evaluate(config, &services(llm.clone()), std::future::pending())
+        .await
+        .expect_err("the evaluation fails")
+}
+
+/// Two question files with the same stem and ids by position, but other questions.
+fn write_question_file(dir: &Path, folder: &str, questions: &[&str]) -> PathBuf {
+    std::fs::create_dir_all(dir.join(folder)).unwrap();
+    let path = dir.join(folder).join("dev.json");
+    let records: Vec<serde_json::Value> = questions
+        .iter()
+        .map(|question| serde_json::json!({"question": question, "answer": "yes"}))
+        .collect();
+    std::fs::write(&path, serde_json::to_string(&records).unwrap()).unwrap();
+    path
+}
+
+#[tokio::test]
+async fn resuming_from_the_results_of_another_question_file_is_refused() {
+    let dir = tempfile::tempdir().unwrap();
+    let a = write_question_file(
+        dir.path(),
+        "a",
+        &["Were Scott Derrickson and Ed Wood of the same nationality?"],
+    );
+    let b = write_question_file(
+        dir.path(),
+        "b",
+        &[
+            "Is the Laleli Mosque in the same neighborhood as the Esma Sultan Mansion, a building in Istanbul?",
+        ],
+    );
+    let results = dir.path().join("dev.results.jsonl");
+    let llm = Arc::new(ScriptedLlm::new(&SIMPLIFIED_SCRIPTS, Duration::ZERO));
+    eval::evaluate(
+        &config(a, results.clone(), 1),
+        &services(llm.clone()),
+        std::future::pending(),
+    )
+    .await
+    .unwrap();
+    let before = std::fs::read(&results).unwrap();
+    for resume in [Resume::SkipDone, Resume::RetryErrors] {
+        let config = EvalConfig {
+            resume,
+            ..config(b.clone(), results.clone(), 1)
+        };
+        let error = evaluation_error(&config, &llm).await;
+        assert_eq!(
+            error.to_string(),
+            format!(
+                "results file `{}` belongs to other questions: its run of id `0` asks \"Were Scott Derrickson and Ed Wood of the same nationality?\", but `{}` asks \"Is the Laleli Mosque in the same neighborhood as the Esma Su…\" under that id; choose another `--out` (or remove the file)",
+                results.display(),
+                b.display()
+            )
+        );
+    }
+    assert_eq!(
+        std::fs::read(&results).unwrap(),
+        before,
+        "the results file is left as it was"
+    );
+}
+
+#[tokio::test]
+async fn the_same_error_on_question_after_question_stops_the_evaluation() {
+    let dir = tempfile::tempdir().unwrap();
+    let results = dir.path().join("results.jsonl");
+    // No script: every question fails with the same error.
+    let llm = Arc::new(ScriptedLlm::new(&[], Duration::ZERO));
+    let captured = Captured::default();
+    let config = EvalConfig {
+        log: captured.log(),
+        ..config(fixture("hotpotqa/simplified.json"), results.clone(), 1)
+    };
+    let error = evaluation_error(&config, &llm).await;
+    assert_eq!(
+        error.to_string(),
+        format!(
+            "evaluation stopped: the last 5 questions all failed with the same error: the recording has no completion for step 1 (call 1 of that step) (they are recorded as errors; `--retry-errors` runs them again); finished questions (5) are kept in `{}`: run the same command again to resume",
+            results.display()
+        )
+    );
+    assert_eq!(eval::SAME_ERROR_STREAK, 5);
+    assert_eq!(
+        llm.n_calls.load(Ordering::SeqCst),
+        5,
+        "the sixth question never ran"
+    );
+    assert_eq!(read_results(&results).len(), 5);
+
+    // Resumed, the errors are kept and the log says how to run them again.
+    let scripted = Arc::new(ScriptedLlm::new(&SIMPLIFIED_SCRIPTS, Duration::ZERO));
+    let summary = eval::evaluate(&config, &services(scripted), std::future::pending())
+        .await
+        .unwrap();
+    assert_eq!((summary.resumed, summary.errors), (5, 6));
+    let log = captured.text();
+    assert!(
+        log.contains(&format!(
+            "{} holds runs that ended in an error (5): they are kept, not run again; `--retry-errors` runs them again",
+            results.display()
+        )),
+        "{log}"
+    );
+}
+
+#[tokio::test]
+async fn without_a_terminal_progress_lines_are_printed() {
+    let dir = tempfile::tempdir().unwrap();
+    let captured = Captured::default();
+    let config = EvalConfig {
+        progress: Progress::Lines {
+            every: Duration::from_millis(5),
+        },
+        log: captured.log(),
+        ..config(
+            fixture("hotpotqa/simplified.json"),
+            dir.path().join("results.jsonl"),
+            1,
+        )
+    };
+    let llm = Arc::new(ScriptedLlm::new(&SIMPLIFIED_SCRIPTS, Duration::from_millis(20)));
+    eval::evaluate(&config, &services(llm), std::future::pending())
+        .await
+        .unwrap();
+    let log = captured.text();
+    let lines: Vec<&str> = log.lines().filter(|line| line.starts_with("progress ")).collect();
+    assert!(!lines.is_empty(), "{log}");
+    // `progress 3/6, EM 0.333 F1 0.444, 95.2 questions/min, ETA 1s`, once a question is done.
+    let done = lines
+        .iter()
+        .find(|line| !line.starts_with("progress 0/6"))
+        .unwrap_or(&lines[0]);
+    assert!(done.contains("/6"), "{done}");
+    if !done.starts_with("progress 0/6") {
+        assert!(
+            done.contains(", EM ") && done.contains(" questions/min, ETA "),
+            "{done}"
+        );
+    }
+}
+
+#[tokio::test]
+async fn the_question_file_is_read_once_keeping_only_the_selection() {
+    let questions = fixture("hotpotqa/official.json");
+    let selection = Selection {
+        limit: Some(1),
+        ..Selection::default()
+    };
+    let kept = selection.read(&questions, Contexts::Required).unwrap();
+    assert_eq!(kept.questions.len(), 1);
+    assert_eq!(kept.questions[0].context.len(), 10);
+    let dropped = selection.read(&questions, Contexts::Unused).unwrap();
+    assert_eq!(dropped.questions[0].id, kept.questions[0].id);
+    assert!(
+        dropped.questions[0].context.is_empty(),
+        "paragraphs nobody reads are dropped"
+    );
+    // A byte order mark before the array is skipped.
+    let dir = tempfile::tempdir().unwrap();
+    let with_bom = dir.path().join("bom.json");
+    let text = std::fs::read_to_string(&questions).unwrap();
+    std::fs::write(&with_bom, format!("\u{feff}{text}")).unwrap();
+    let read = selection.read(&with_bom, Contexts::Required).unwrap();
+    assert_eq!(read.questions, kept.questions);
+    // A subset narrowed by ids keeps only what it picks.
+    let ids = dir.path().join("ids.txt");
+    std::fs::write(&ids, "2\n").unwrap();
+    let by_ids = Selection {
+        ids: Some(ids),
+        ..Selection::default()
+    };
+    let picked = by_ids
+        .read(&fixture("hotpotqa/simplified.json"), Contexts::Unused)
+        .unwrap();
+    assert_eq!(
+        picked
+            .questions
+            .iter()
+            .map(|question| question.id.as_str())
+            .collect::<Vec<_>>(),
+        ["2"]
+    );
+
+    // `--docstore distractor` on a file without paragraphs is refused before the results file exists.
+    let config = EvalConfig {
+        contexts: Contexts::Required,
+        ..config(fixture("hotpotqa/simplified.json"), dir.path().join("r.jsonl"), 1)
+    };
+    let llm = Arc::new(ScriptedLlm::new(&SIMPLIFIED_SCRIPTS, Duration::ZERO));
+    let error = evaluation_error(&config, &llm).await;
+    assert!(matches!(error, EvalError::NoContexts { .. }), "{error}");
+    assert!(!dir.path().join("r.jsonl").exists());
+}
+
+// ---------------------------------------------------------------- replaying results, FEVER scores
+
+#[tokio::test]
+async fn replaying_a_results_file_gives_back_the_eval_summary() {
+    use react_docstore::replay::{Output, ReplayConfig, replay, run_files};
+    use react_docstore::trace::TracePrinter;
+
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::create_dir_all(dir.path().join("b")).unwrap();
+    let results = dir.path().join("b/dev.results.jsonl");
+    let llm = Arc::new(ScriptedLlm::new(&SIMPLIFIED_SCRIPTS, Duration::ZERO));
+    let config = config(fixture("hotpotqa/simplified.json"), results.clone(), 3);
+    let summary = eval::evaluate(&config, &services(llm), std::future::pending())
+        .await
+        .unwrap();
+    let single = dir.path().join("a.json");
+    std::fs::copy(fixture("runs/synthetic/fallback-call.json"), &single).unwrap();
+    std::fs::write(dir.path().join("notes.txt"), "not a run").unwrap();
+    // Directories are searched recursively, in name order.
+    assert_eq!(
+        run_files(&[dir.path().to_owned()]).unwrap(),
+        [single.clone(), results.clone()]
+    );
+
+    let replay_json = |paths: Vec<PathBuf>| async {
+        let config = ReplayConfig {
+            paths,
+            output: Output::Json,
+            profile: None,
+            max_steps: None,
+        };
+        let mut stdout = Vec::new();
+        let replayed = replay(&config, &|_, _| None, &mut stdout, &mut TracePrinter::silent()).await;
+        (replayed, String::from_utf8(stdout).unwrap())
+    };
+    let (replayed, stdout) = replay_json(vec![results.clone()]).await;
+    let replayed = replayed.unwrap();
+    let lines: Vec<serde_json::Value> = stdout
+        .lines()
+        .map(|line| serde_json::from_str(line).unwrap())
+        .collect();
+    assert_eq!(lines.len(), 7, "six runs, then the summary");
+    for (idx, line) in lines[..6].iter().enumerate() {
+        assert_eq!(
+            line["source"],
+            serde_json::json!({"file": results.to_str().unwrap(), "line": idx + 1})
+        );
+    }
+    let recorded = read_results(&results);
+    for (line, run) in lines[..6].iter().zip(&recorded) {
+        assert_eq!(line["id"].as_str(), run.id.as_deref());
+        assert_eq!(line["answer"].as_str(), run.answer.as_deref());
+    }
+    let totals = &lines[6]["summary"];
+    assert_eq!(
+        (totals["n"].as_u64(), totals["em"].as_f64(), totals["f1"].as_f64()),
+        (Some(summary.n as u64), Some(summary.em), Some(summary.f1))
+    );
+    assert_eq!(
+        (replayed.n_changed, replayed.exit_code()),
+        (0, 0),
+        "replayed as recorded"
+    );
+
+    // A whole directory: the single run first (no line), then the results file's runs.
+    let (_, stdout) = replay_json(vec![dir.path().to_owned()]).await;
+    let first: serde_json::Value = serde_json::from_str(stdout.lines().next().unwrap()).unwrap();
+    assert_eq!(
+        first["source"],
+        serde_json::json!({"file": single.to_str().unwrap()})
+    );
+    assert_eq!(stdout.lines().count(), 8);
+
+    // A malformed line is named with its file and line.
+    let mut text = std::fs::read_to_string(&results).unwrap();
+    text = text.replacen("\n", "\n{\"id\": \"7\"}\n", 1);
+    std::fs::write(&results, text).unwrap();
+    let (replayed, _) = replay_json(vec![results.clone()]).await;
+    let error = format!("{:#}", anyhow::Error::from(replayed.unwrap_err()));
+    assert!(
+        error.starts_with(&format!(
+            "results file `{}`, line 2: not a run: missing field `question`",
+            results.display()
+        )),
+        "{error}"
+    );
+}
+
+#[test]
+fn score_of_fever_results_reports_label_accuracy() {
+    let predictions = "{\"id\": \"91198\", \"question\": \"?\", \"steps\": [], \"answer\": \"NOT ENOUGH INFO\"}\n\
+         {\"id\": \"194462\", \"question\": \"?\", \"steps\": [], \"answer\": \"REFUTES\"}\n\
+         {\"id\": \"137334\", \"question\": \"?\", \"steps\": [], \"answer\": \"supports\"}\n";
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("fever.results.jsonl");
+    std::fs::write(&path, predictions).unwrap();
+    let report = score(&path, &fixture("fever/paper_dev.jsonl")).unwrap();
+    let mut text = Vec::new();
+    report.write_text(&mut text).unwrap();
+    crate::assert_snapshot!(format!(
+        "{}\n{}",
+        serde_json::to_string(&report).unwrap(),
+        String::from_utf8(text).unwrap()
+    ));
+}
+
+// ---------------------------------------------------------------- the eval command
+
+/// `react-docstore eval QUESTIONS` against `model` (the completions API), results in `results`.
+fn eval_command(questions: &Path, model: &wiremock::MockServer, results: &Path) -> std::process::Command {
+    let mut command = std::process::Command::new(env!("CARGO_BIN_EXE_react-docstore"));
+    command
+        .arg("eval")
+        .arg(questions)
+        .args(["--api", "completions", "--model", "mock", "--concurrency", "2"])
+        .args(["--base-url", &format!("{}/v1", model.uri())])
+        .arg("--out")
+        .arg(results)
+        .env_remove("OPENAI_API_KEY")
+        .env("NO_COLOR", "1");
+    command
+}
+
+/// A model server that refuses the key of every request.
+async fn refusing_model() -> wiremock::MockServer {
+    use wiremock::matchers::{method, path};
+    let server = wiremock::MockServer::start().await;
+    wiremock::Mock::given(method("POST"))
+        .and(path("/v1/completions"))
+        .respond_with(wiremock::ResponseTemplate::new(401).set_body_json(
+            serde_json::json!({"error": {"message": "Incorrect API key provided", "type": "invalid_request_error"}}),
+        ))
+        .mount(&server)
+        .await;
+    server
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_refused_key_stops_the_evaluation_at_once() {
+    let model = refusing_model().await;
+    let dir = tempfile::tempdir().unwrap();
+    let results = dir.path().join("results.jsonl");
+    let questions = fixture("hotpotqa/simplified.json");
+    // A run that ended in an error, resumed: the evaluation says how to run it again.
+    let first = QuestionFile::read(&questions).unwrap().questions[0]
+        .question
+        .clone();
+    let errored = serde_json::json!({"id": "0", "question": first, "steps": [], "answer": null, "stopped": "error", "error": "timeout"});
+    std::fs::write(&results, format!("{errored}\n")).unwrap();
+
+    let output = eval_command(&questions, &model, &results).output().unwrap();
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert_eq!(output.status.code(), Some(2), "{stderr}");
+    assert!(
+        stderr.contains(&format!(
+            "error: evaluation stopped: the model server at `{}/v1/completions` rejected the request (401 Unauthorized): Incorrect API key provided (asking again will not help: check the key, the model name and the URL); finished questions (1) are kept in `{}`",
+            model.uri(),
+            results.display()
+        )),
+        "{stderr}"
+    );
+    assert!(stderr.contains("holds runs that ended in an error (1): they are kept, not run again; `--retry-errors` runs them again"), "{stderr}");
+    // Only the questions already in flight reached the server, not the other four.
+    let n_requests = model.received_requests().await.unwrap().len();
+    assert!((1..=2).contains(&n_requests), "{n_requests} requests");
+    assert_eq!(
+        read_results(&results).len(),
+        1,
+        "refused questions are not recorded"
+    );
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn which_model_errors_stop_the_evaluation() {
+    use wiremock::matchers::{method, path};
+    // 401/403/404: every question would meet them, the first one stops everything and is not
+    // recorded. A 400 is about one prompt: each question records it, until the streak stops it.
+    for (status, stops_at_once) in [(401, true), (403, true), (404, true), (400, false)] {
+        let server = wiremock::MockServer::start().await;
+        wiremock::Mock::given(method("POST"))
+            .and(path("/v1/completions"))
+            .respond_with(wiremock::ResponseTemplate::new(status))
+            .mount(&server)
+            .await;
+        let dir = tempfile::tempdir().unwrap();
+        let results = dir.path().join("results.jsonl");
+        let services = EvalServices {
+            llm: Arc::new(crate::llm::client(&server, react_docstore::llm::Api::Completions)),
+            docstore: Arc::new(ContextDocstoreSource),
+            toolbox: Toolbox::default(),
+        };
+        let config = config(fixture("hotpotqa/simplified.json"), results.clone(), 1);
+        let error = eval::evaluate(&config, &services, std::future::pending())
+            .await
+            .expect_err("the evaluation stops");
+        let EvalError::Stopped { reason, n_done, .. } = error else {
+            panic!("{status}: {error}")
+        };
+        let n_requests = server.received_requests().await.unwrap().len();
+        if stops_at_once {
+            assert!(
+                matches!(reason, eval::StopReason::Refused { .. }),
+                "{status}: {reason}"
+            );
+            assert_eq!(
+                (n_done, n_requests, read_results(&results).len()),
+                (0, 1, 0),
+                "{status}"
+            );
+        } else {
+            assert!(
+                matches!(reason, eval::StopReason::Repeated { n_questions: 5, .. }),
+                "{reason}"
+            );
+            assert_eq!((n_done, n_requests, read_results(&results).len()), (5, 5, 5));
+        }
+    }
+}
+
+/// Answers the first call at once with a Finish, every later one after a long delay.
+struct FirstFastThenSlow(AtomicUsize);
+
+impl wiremock::Respond for FirstFastThenSlow {
+    fn respond(&self, _request: &wiremock::Request) -> wiremock::ResponseTemplate {
+        let body = serde_json::json!({"choices": [{"index": 0, "text": " Easy.\nAction 1: Finish[yes]", "finish_reason": "stop"}]});
+        let template = wiremock::ResponseTemplate::new(200).set_body_json(body);
+        match self.0.fetch_add(1, Ordering::SeqCst) {
+            0 => template,
+            _ => template.set_delay(Duration::from_secs(60)),
+        }
+    }
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn sigterm_and_sighup_stop_like_ctrl_c_and_a_second_eval_is_refused() {
+    use wiremock::matchers::{method, path};
+    for (signal, name) in [(libc::SIGTERM, "SIGTERM"), (libc::SIGHUP, "SIGHUP")] {
+        let model = wiremock::MockServer::start().await;
+        wiremock::Mock::given(method("POST"))
+            .and(path("/v1/completions"))
+            .respond_with(FirstFastThenSlow(AtomicUsize::new(0)))
+            .mount(&model)
+            .await;
+        let dir = tempfile::tempdir().unwrap();
+        let results = dir.path().join("results.jsonl");
+        let questions = fixture("hotpotqa/simplified.json");
+        let mut command = eval_command(&questions, &model, &results);
+        command
+            .stdout(std::process::Stdio::piped())
+            .stderr(std::process::Stdio::piped());
+        let child = command.spawn().unwrap();
+        let deadline = std::time::Instant::now() + Duration::from_secs(30);
+        while std::fs::read_to_string(&results).map_or(0, |text| text.lines().count()) == 0 {
+            assert!(std::time::Instant::now() < deadline, "no result within 30 s");
+            std::thread::sleep(Duration::from_millis(20));
+        }
+
+        // The file is locked: a second evaluation on it, plain or retrying errors, is refused at once.
+        for extra in [&[][..], &["--retry-errors"][..]] {
+            let second = eval_command(&questions, &model, &results)
+                .args(extra)
+                .output()
+                .unwrap();
+            let stderr = String::from_utf8_lossy(&second.stderr);
+            assert_eq!(second.status.code(), Some(2), "{stderr}");
+            assert_eq!(
+                stderr,
+                format!(
+                    "error: results file `{}` is in use by another evaluation (it holds the file's lock); wait for it to finish or choose another `--out`\n",
+                    results.display()
+                )
+            );
+        }
+
+        let pid = libc::pid_t::try_from(child.id()).unwrap();
+        // SAFETY: `kill` has no memory effects; `pid` is our own child, not yet reaped.
+        assert_eq!(unsafe { libc::kill(pid, signal) }, 0);
+        let output = child.wait_with_output().unwrap();
+        let stdout = String::from_utf8_lossy(&output.stdout);
+        let stderr = String::from_utf8_lossy(&output.stderr);
+        assert_eq!(output.status.code(), Some(2), "{name}: {stderr}");
+        assert!(
+            stdout.starts_with("questions      6 selected, 1 done (0 resumed, 0 errors), interrupted\n"),
+            "{name}: {stdout}"
+        );
+        assert!(stderr.contains("interrupted: 1 of 6 questions done"), "{stderr}");
+        let runs = read_results(&results);
+        assert_eq!((runs.len(), runs[0].answer.as_deref()), (1, Some("yes")));
+    }
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn eval_reads_the_question_file_once() {
+    // A named pipe can be read once: a second read would wait for a writer that never comes.
+    let dir = tempfile::tempdir().unwrap();
+    let fifo = dir.path().join("dev.json");
+    let fifo_path = std::ffi::CString::new(fifo.to_str().unwrap()).unwrap();
+    // SAFETY: a valid NUL-terminated path; `mkfifo` reads it and keeps nothing.
+    assert_eq!(unsafe { libc::mkfifo(fifo_path.as_ptr(), 0o600) }, 0);
+    let text = std::fs::read_to_string(fixture("hotpotqa/official.json")).unwrap();
+    let writer = {
+        let fifo = fifo.clone();
+        std::thread::spawn(move || std::fs::write(&fifo, text).unwrap())
+    };
+    let model = refusing_model().await;
+    let mut command = eval_command(&fifo, &model, &dir.path().join("results.jsonl"));
+    command
+        .args(["--docstore", "distractor", "--limit", "1"])
+        .stderr(std::process::Stdio::piped());
+    let mut child = command.spawn().unwrap();
+    let deadline = std::time::Instant::now() + Duration::from_secs(30);
+    while child.try_wait().unwrap().is_none() {
+        if std::time::Instant::now() > deadline {
+            child.kill().unwrap();
+            panic!("eval waited for a second read of the question file");
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    writer.join().unwrap();
+    let output = child.wait_with_output().unwrap();
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    // It read the questions and reached the model (which refused the key).
+    assert!(
+        stderr.contains("error: evaluation stopped: the model server"),
+        "{stderr}"
     );
 }

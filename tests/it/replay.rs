@@ -35,7 +35,7 @@ fn replay(run: &Run) -> Episode {
 }
 
 fn runs_in(dir: &str) -> Vec<(PathBuf, Run)> {
-    let paths = Run::expand_paths(&[fixture(dir)]).unwrap();
+    let paths = react_docstore::replay::run_files(&[fixture(dir)]).unwrap();
     assert!(!paths.is_empty(), "no runs in {dir}");
     paths
         .into_iter()
