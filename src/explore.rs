@@ -7,6 +7,7 @@ use serde::Serialize;
 use tokio::io::{AsyncBufRead, AsyncBufReadExt};
 
 use crate::action::ActionGrammar;
+use crate::chat::{Interaction, LEAVE_HINT};
 use crate::docstore::DocstoreSource;
 use crate::environment::{Environment, EnvironmentError, Workbench};
 use crate::profile::Profile;
@@ -80,24 +81,27 @@ pub async fn run_actions(
 }
 
 /// Reads actions line by line until end of input (or `exit` / `quit`), keeping the page and the
-/// cursor between lines. `errors` (stderr) gets error messages, and the `> ` prompt when `prompt`
-/// is set (stdin is a terminal); a failed action is reported there and the session goes on.
+/// cursor between lines. `errors` (stderr) gets error messages, and on a terminal how to leave and
+/// the `> ` prompt; a failed action is reported there and the session goes on.
 pub async fn run_interactive<R: AsyncBufRead + Unpin>(
     explore: &mut Explore,
     input: R,
     format: Format,
     out: &mut dyn Write,
     errors: &mut dyn Write,
-    prompt: bool,
+    interaction: Interaction,
 ) -> anyhow::Result<()> {
     let mut lines = input.lines();
+    if interaction == Interaction::Terminal {
+        let _ = writeln!(errors, "{LEAVE_HINT}");
+    }
     loop {
-        if prompt {
+        if interaction == Interaction::Terminal {
             let _ = write!(errors, "> ");
             let _ = errors.flush();
         }
         let Some(line) = lines.next_line().await? else {
-            if prompt {
+            if interaction == Interaction::Terminal {
                 let _ = writeln!(errors);
             }
             return Ok(());

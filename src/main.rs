@@ -9,13 +9,14 @@ use std::time::Duration;
 use clap::{Args, Parser, Subcommand};
 
 use react_docstore::ask::{self, AgentConfig, AskConfig, AskOutput, Outcome};
-use react_docstore::chat::{self, ChatConfig, Interaction};
+use react_docstore::chat::{self, ChatConfig, ChatOutput, Interaction};
 use react_docstore::docstore::{DEFAULT_USER_AGENT, DocstoreConfig, DocstoreKind, DocstoreSource};
 use react_docstore::environment::{Environment, Workbench};
 use react_docstore::eval::{self, EvalConfig, EvalServices, Progress, Resume, Selection, Subset};
 use react_docstore::explore::{self, Explore, Format};
 use react_docstore::fewshot::Fewshot;
 use react_docstore::llm::{Api, ApiKey, Llm, ModelSettings, OpenAiClient};
+use react_docstore::output;
 use react_docstore::prompt::PromptOptions;
 use react_docstore::replay::{self, Output, ReplayConfig};
 use react_docstore::tool::Toolbox;
@@ -61,8 +62,8 @@ struct AgentArgs {
         value_name = "PROFILE"
     )]
     profile: Profile,
-    /// The step budget of a question.
-    #[arg(long, default_value_t = react_docstore::agent::DEFAULT_MAX_STEPS, value_name = "N")]
+    /// The step budget of a question (at least 1).
+    #[arg(long, default_value_t = react_docstore::agent::DEFAULT_MAX_STEPS, value_name = "N", value_parser = parse_step_budget)]
     max_steps: usize,
     /// Few-shot examples in the numbered format, instead of the bundled HotpotQA ones.
     #[arg(long, value_name = "FILE")]
@@ -174,6 +175,7 @@ struct AgentRunArgs {
 
 #[derive(Args)]
 struct AskArgs {
+    #[arg(value_parser = ask::check_question)]
     question: String,
     #[command(flatten)]
     run: AgentRunArgs,
@@ -183,16 +185,20 @@ struct AskArgs {
     /// Write the run file (`react-docstore.run.v1`) here, for `replay`.
     #[arg(long, value_name = "FILE")]
     record: Option<PathBuf>,
-    /// State the date in the prompt (`Today is DATE.`), so the model does not argue with current facts.
-    #[arg(long, value_name = "DATE")]
+    /// State the date in the prompt (`Today is DATE.`, DATE as YYYY-MM-DD), so the model does not
+    /// argue with current facts.
+    #[arg(long, value_name = "DATE", value_parser = chat::check_date)]
     today: Option<String>,
 }
 
 #[derive(Args)]
 struct ChatArgs {
-    /// The date the prompt states (`Today is {date}.`); default: today (UTC).
-    #[arg(long, value_name = "DATE")]
+    /// The date the prompt states (`Today is {date}.`, YYYY-MM-DD); default: today (UTC).
+    #[arg(long, value_name = "DATE", value_parser = chat::check_date)]
     today: Option<String>,
+    /// Print each question's run as one JSON line instead of its answer.
+    #[arg(long)]
+    json: bool,
     #[command(flatten)]
     run: AgentRunArgs,
 }
@@ -295,7 +301,7 @@ fn main() -> ExitCode {
             tracing_subscriber::EnvFilter::try_from_default_env()
                 .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("warn")),
         )
-        .with_writer(std::io::stderr)
+        .with_writer(output::stderr)
         .with_ansi(react_docstore::trace::Color::for_stderr() == react_docstore::trace::Color::Always)
         .without_time()
         .init();
@@ -326,7 +332,7 @@ async fn run(cli: Cli) -> anyhow::Result<ExitCode> {
                 },
                 record: args.record,
             };
-            let mut stdout = std::io::stdout().lock();
+            let mut stdout = output::stdout();
             let mut trace = TracePrinter::stderr();
             let run = ask::ask(
                 &config,
@@ -338,7 +344,7 @@ async fn run(cli: Cli) -> anyhow::Result<ExitCode> {
             )
             .await?;
             if let Some(error) = &run.error {
-                eprintln!("error: {error}");
+                let _ = writeln!(output::stderr(), "error: {error}");
             }
             Ok(ExitCode::from(Outcome::of(&run).exit_code()))
         }
@@ -355,14 +361,15 @@ async fn run(cli: Cli) -> anyhow::Result<ExitCode> {
             let today = args.today.unwrap_or_else(chat::today_utc);
             let config = ChatConfig {
                 agent: agent_config(&args.run.agent, PromptOptions { today: Some(today) })?,
-                interaction: if std::io::stdin().is_terminal() {
-                    Interaction::Terminal
+                interaction: stdin_interaction(),
+                output: if args.json {
+                    ChatOutput::Run
                 } else {
-                    Interaction::Piped
+                    ChatOutput::Answer
                 },
             };
             let mut stdin = std::io::stdin().lock();
-            let mut stdout = std::io::stdout().lock();
+            let mut stdout = output::stdout();
             let mut trace = TracePrinter::stderr();
             let summary = chat::chat(
                 &config,
@@ -416,7 +423,7 @@ async fn run(cli: Cli) -> anyhow::Result<ExitCode> {
                 toolbox: open_toolbox(&args.run.tools, &args.run.docstore)?,
             };
             let summary = eval::evaluate(&config, &services, ctrl_c()).await?;
-            let mut stdout = std::io::stdout().lock();
+            let mut stdout = output::stdout();
             if args.json {
                 writeln!(stdout, "{}", serde_json::to_string(&summary)?)?;
             } else {
@@ -433,13 +440,19 @@ async fn run(cli: Cli) -> anyhow::Result<ExitCode> {
                 args.profile,
             );
             let format = if args.json { Format::Json } else { Format::Text };
-            let mut stdout = std::io::stdout().lock();
+            let mut stdout = output::stdout();
             if args.actions.is_empty() {
                 let stdin = tokio::io::BufReader::new(tokio::io::stdin());
-                let prompt = std::io::stdin().is_terminal();
-                let mut stderr = std::io::stderr();
-                explore::run_interactive(&mut session, stdin, format, &mut stdout, &mut stderr, prompt)
-                    .await?;
+                let mut stderr = output::stderr();
+                explore::run_interactive(
+                    &mut session,
+                    stdin,
+                    format,
+                    &mut stdout,
+                    &mut stderr,
+                    stdin_interaction(),
+                )
+                .await?;
             } else {
                 explore::run_actions(&mut session, &args.actions, format, &mut stdout).await?;
             }
@@ -447,7 +460,7 @@ async fn run(cli: Cli) -> anyhow::Result<ExitCode> {
         }
         Command::Score(args) => {
             let report = eval::score::score(&args.predictions, &args.gold)?;
-            let mut stdout = std::io::stdout().lock();
+            let mut stdout = output::stdout();
             if args.json {
                 writeln!(stdout, "{}", serde_json::to_string(&report)?)?;
             } else {
@@ -479,7 +492,7 @@ async fn run(cli: Cli) -> anyhow::Result<ExitCode> {
                     grammar.clone(),
                 )))
             };
-            let mut stdout = std::io::stdout().lock();
+            let mut stdout = output::stdout();
             let mut trace = TracePrinter::stderr();
             let summary = replay::replay(&config, &live, &mut stdout, &mut trace).await?;
             Ok(ExitCode::from(summary.exit_code()))
@@ -586,7 +599,25 @@ fn open_llm(args: &ModelArgs) -> anyhow::Result<Arc<dyn Llm>> {
     Ok(Arc::new(open_model(args)?))
 }
 
+/// Whether a person types on stdin.
+fn stdin_interaction() -> Interaction {
+    if std::io::stdin().is_terminal() {
+        Interaction::Terminal
+    } else {
+        Interaction::Piped
+    }
+}
+
+/// `--max-steps`: a budget of 0 steps would end every run before the model is asked.
+fn parse_step_budget(text: &str) -> Result<usize, String> {
+    match text.parse::<usize>() {
+        Ok(0) => Err("the step budget must be at least 1".to_owned()),
+        Ok(n_steps) => Ok(n_steps),
+        Err(error) => Err(error.to_string()),
+    }
+}
+
 fn report(error: &anyhow::Error) -> ExitCode {
-    eprintln!("error: {error:#}");
+    let _ = writeln!(output::stderr(), "error: {error:#}");
     ExitCode::from(2)
 }
