@@ -236,6 +236,7 @@ impl FetcherInner {
             .permits
             .acquire()
             .await
+            // invariant: nothing calls `close` on `permits`, so `acquire` cannot fail
             .expect("the semaphore is never closed");
         self.requests.fetch_add(1, Ordering::Relaxed);
         let mut response = self.client.get(url).send().await.map_err(AttemptError::Network)?;
@@ -318,6 +319,7 @@ impl PageCache {
 
     pub async fn put(&self, url: &str, body: &str) -> Result<(), DocstoreError> {
         let path = self.path_for(url);
+        // invariant: `path_for` joins a file name to the cache directory, so the path has a parent
         let dir = path.parent().expect("entries live in a directory").to_owned();
         let io = |source| DocstoreError::Cache {
             path: path.clone(),
@@ -331,6 +333,7 @@ impl PageCache {
                 .map_or(0, |elapsed| elapsed.as_secs()),
             body: body.into(),
         };
+        // invariant: a struct of strings and an integer always serializes
         let json = serde_json::to_vec(&entry).expect("a cache entry serialises");
         let temp = dir.join(format!(
             ".{}.{}.{}.tmp",

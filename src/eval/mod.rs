@@ -259,6 +259,7 @@ impl ProgressReporter {
                 let style = ProgressStyle::with_template(
                     "{elapsed_precise} [{wide_bar}] {pos}/{len} {msg} ETA {eta}",
                 )
+                // invariant: the template is a literal (every run with a bar builds it)
                 .expect("the progress template is valid")
                 .progress_chars("=> ");
                 bar.set_style(style);

@@ -122,6 +122,7 @@ impl ResultsFile {
         }
         let mut rewritten = String::new();
         for run in kept {
+            // invariant: a `Run` (strings, numbers, string-keyed structs) always serializes
             rewritten.push_str(&serde_json::to_string(run).expect("a run always serializes"));
             rewritten.push('\n');
         }
@@ -141,6 +142,7 @@ impl ResultsFile {
 
     /// Appends one run as a line, in one write.
     pub fn append(&mut self, run: &Run) -> Result<(), ResultsError> {
+        // invariant: a `Run` (strings, numbers, string-keyed structs) always serializes
         let mut line = serde_json::to_string(run).expect("a run always serializes");
         line.push('\n');
         self.file

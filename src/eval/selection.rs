@@ -27,6 +27,7 @@ impl Subset {
                     idxs: Vec<usize>,
                 }
                 let indices: Indices =
+                    // invariant: `PAPER500` is compiled in (`include_str!`), and a test reads it
                     serde_json::from_str(PAPER500).expect("the bundled paper500 indices are valid JSON");
                 indices.idxs
             }

@@ -19,6 +19,7 @@ pub fn fixture(path: &str) -> std::path::PathBuf {
         .join(path)
 }
 mod ask;
+mod audit;
 mod closed_pipe;
 mod docstore;
 mod end_to_end;
