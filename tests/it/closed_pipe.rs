@@ -160,3 +160,26 @@ async fn every_command_ends_like_sigpipe_when_its_output_is_closed() {
         );
     }
 }
+
+/// `eval` whose stdout and stderr nobody reads: its first note (a torn line dropped from the results
+/// file) ends it like SIGPIPE, before any model call.
+#[tokio::test(flavor = "multi_thread")]
+async fn eval_ends_like_sigpipe_when_its_output_is_closed() {
+    let server = model_server("chat/completions", Sequence::chat(&["unused"])).await;
+    let dir = tempfile::tempdir().unwrap();
+    let results = dir.path().join("dev.results.jsonl");
+    std::fs::write(&results, r#"{"format": "react-docstore.run.v1", "quest"#).unwrap();
+    let writer = closed_pipe();
+    let status = binary()
+        .arg("eval")
+        .arg(crate::fixture("hotpotqa/simplified.json"))
+        .arg("--out")
+        .arg(&results)
+        .args(["--base-url", &format!("{}/v1", server.uri()), "--model", "gpt-4"])
+        .stdout(writer.try_clone().unwrap())
+        .stderr(writer)
+        .status()
+        .unwrap();
+    assert_eq!(status.signal(), Some(libc::SIGPIPE), "{status:?}");
+    assert!(server.received_requests().await.unwrap().is_empty());
+}
