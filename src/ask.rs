@@ -2,7 +2,7 @@
 //! JSON) on stdout, and optionally the run file for `replay`.
 
 use std::io::Write;
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 
 use crate::action::ActionGrammar;
 use crate::agent::Agent;
@@ -73,9 +73,54 @@ impl Outcome {
 #[derive(Debug, thiserror::Error)]
 pub enum AskError {
     #[error(transparent)]
+    Question(#[from] QuestionError),
+    /// `--record`'s path cannot be written: found before the model is called, or, when the
+    /// directory changed during the run, after the answer was printed.
+    #[error(transparent)]
     Record(#[from] RunFileError),
     #[error("cannot write the answer to stdout")]
     Stdout(#[source] std::io::Error),
+}
+
+/// A question no model call can answer.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum QuestionError {
+    #[error("the question is empty")]
+    Empty,
+}
+
+/// `question`, unless it is empty or only whitespace: what the command line accepts as a question.
+pub fn check_question(question: &str) -> Result<String, QuestionError> {
+    if question.trim().is_empty() {
+        return Err(QuestionError::Empty);
+    }
+    Ok(question.to_owned())
+}
+
+/// Checks that a run file can be written at `path` before anything is paid for: a probe file is
+/// created next to it, where [`Run::write`] puts its temporary file, and removed again.
+pub fn check_record_path(path: &Path) -> Result<(), RunFileError> {
+    let write_error = |source| RunFileError::Write {
+        path: path.to_owned(),
+        source,
+    };
+    if path.is_dir() {
+        return Err(write_error(std::io::Error::new(
+            std::io::ErrorKind::IsADirectory,
+            "it is a directory",
+        )));
+    }
+    let file_name = path
+        .file_name()
+        .map(|name| name.to_string_lossy().into_owned())
+        .unwrap_or_default();
+    let probe = path.with_file_name(format!(".{file_name}.probe{}", std::process::id()));
+    std::fs::OpenOptions::new()
+        .write(true)
+        .create_new(true)
+        .open(&probe)
+        .map_err(write_error)?;
+    std::fs::remove_file(&probe).map_err(write_error)
 }
 
 /// Runs one question with `llm`, a fresh explorer of `docstore` and `toolbox`, tracing as it goes.
@@ -101,7 +146,9 @@ pub async fn run_question(
 }
 
 /// `react-docstore ask`: answers the question, prints the answer (or the run) on stdout and writes
-/// the run file when asked to.
+/// the run file when asked to. An empty question and a `record` path that cannot be written are
+/// refused before the model is called; should the run file still fail to be written at the end,
+/// the answer is printed first.
 pub async fn ask(
     config: &AskConfig,
     llm: &dyn Llm,
@@ -110,11 +157,12 @@ pub async fn ask(
     stdout: &mut dyn Write,
     trace: &mut TracePrinter,
 ) -> Result<Run, AskError> {
+    check_question(&config.question)?;
+    if let Some(path) = &config.record {
+        check_record_path(path)?;
+    }
     trace.header("Question:", &config.question);
     let run = run_question(&config.question, &config.agent, llm, docstore, toolbox, trace).await;
-    if let Some(path) = &config.record {
-        run.write(path)?;
-    }
     let answer = run.answer.as_deref().unwrap_or("");
     match Outcome::of(&run) {
         Outcome::Answered => trace.header("Answer:", answer),
@@ -127,11 +175,14 @@ pub async fn ask(
     match config.output {
         AskOutput::Answer if Outcome::of(&run) == Outcome::Answered => writeln!(stdout, "{answer}"),
         AskOutput::Answer => Ok(()),
-        AskOutput::Run => {
-            let json = serde_json::to_string_pretty(&run).expect("a run always serializes");
-            writeln!(stdout, "{json}")
-        }
+        AskOutput::Run => serde_json::to_writer_pretty(&mut *stdout, &run)
+            .map_err(std::io::Error::from)
+            .and_then(|()| writeln!(stdout)),
     }
+    .and_then(|()| stdout.flush())
     .map_err(AskError::Stdout)?;
+    if let Some(path) = &config.record {
+        run.write(path)?;
+    }
     Ok(run)
 }

@@ -2,12 +2,13 @@
 //! question from the `Q:`/`A:` history (the pattern of LangChain's conversational agents and of
 //! langchain-mini), then answered by the agent.
 
-use crate::agent::error_chain;
 use std::io::{BufRead, Write};
 
+use crate::agent::error_chain;
 use crate::ask::{AgentConfig, Outcome, run_question};
 use crate::docstore::DocstoreSource;
 use crate::llm::{CallPurpose, Llm, LlmError, LlmRequest};
+use crate::run::{Run, Stopped, Usage};
 use crate::tool::Toolbox;
 use crate::trace::TracePrinter;
 
@@ -77,11 +78,24 @@ pub fn standalone_question(completion: &str, follow_up: &str) -> String {
     }
 }
 
-/// Whether a person types the follow-ups (then a `> ` prompt is shown on stderr).
+/// Whether a person types the follow-ups (then how to leave and a `> ` prompt are shown on stderr).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Interaction {
     Terminal,
     Piped,
+}
+
+/// What a person at a terminal is told first.
+pub const LEAVE_HINT: &str = "Ctrl-D (end of input) or `exit` ends the session.";
+
+/// What `chat` prints on stdout: exactly one line per question, in input order.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ChatOutput {
+    /// The answer, or an empty line when there is none (the reason goes to stderr).
+    Answer,
+    /// The run (`react-docstore.run.v1`) as one JSON line; a question that could not be asked is a
+    /// run with `stopped: error` and the reason in `error`.
+    Run,
 }
 
 #[derive(Debug, Clone)]
@@ -89,6 +103,7 @@ pub struct ChatConfig {
     /// `prompt_options.today` also goes into the rewriting prompt.
     pub agent: AgentConfig,
     pub interaction: Interaction,
+    pub output: ChatOutput,
 }
 
 #[derive(Debug, thiserror::Error)]
@@ -104,7 +119,8 @@ pub enum ChatError {
 pub struct ChatSummary {
     pub conversation: Conversation,
     pub n_questions: usize,
-    /// Turns that ended with an infrastructure failure (the session carried on).
+    /// Questions that could not be asked or ended with an infrastructure failure (the session
+    /// carried on).
     pub n_failed: usize,
 }
 
@@ -119,13 +135,21 @@ impl ChatSummary {
     }
 }
 
+/// A follow-up rewritten into a standalone question, and what the rewriting call cost.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Rewritten {
+    pub question: String,
+    /// One model call and its tokens, added to the usage of the run that answers `question`.
+    pub usage: Usage,
+}
+
 /// Asks the model to rewrite `follow_up` into a standalone question.
 pub async fn rewrite_follow_up(
     llm: &dyn Llm,
     conversation: &Conversation,
     follow_up: &str,
     today: Option<&str>,
-) -> Result<String, LlmError> {
+) -> Result<Rewritten, LlmError> {
     let prompt = conversation.rewrite_prompt(follow_up, today);
     let stop = ["\n".to_owned()];
     let request = LlmRequest {
@@ -135,11 +159,40 @@ pub async fn rewrite_follow_up(
         purpose: CallPurpose::RewriteQuestion,
     };
     let completion = llm.complete(request).await?;
-    Ok(standalone_question(&completion.text, follow_up))
+    let tokens = completion.usage.unwrap_or_default();
+    Ok(Rewritten {
+        question: standalone_question(&completion.text, follow_up),
+        usage: Usage {
+            llm_calls: 1,
+            prompt_tokens: tokens.prompt_tokens,
+            completion_tokens: tokens.completion_tokens,
+            ..Usage::default()
+        },
+    })
 }
 
-/// `react-docstore chat`: reads follow-ups line by line until the input ends; answers go to
-/// stdout, the rewritten questions and the traces to `trace`.
+/// One line of input.
+enum InputLine {
+    Question(String),
+    Blank,
+    NotUtf8,
+}
+
+impl InputLine {
+    fn read(bytes: &[u8]) -> InputLine {
+        match std::str::from_utf8(bytes) {
+            Ok(text) if text.trim().is_empty() => InputLine::Blank,
+            Ok(text) => InputLine::Question(text.trim().to_owned()),
+            Err(_) => InputLine::NotUtf8,
+        }
+    }
+}
+
+/// `react-docstore chat`: reads follow-ups line by line until the input ends (or, on a terminal,
+/// `exit` / `quit`); prints one stdout line per question, the rewritten questions, traces and the
+/// reasons for missing answers to `trace`. A question that fails does not end the session; a blank
+/// line or one that is not UTF-8 is skipped with a note naming its line number (the latter still
+/// gets its empty answer line, so answers stay aligned with the questions).
 pub async fn chat(
     config: &ChatConfig,
     llm: &dyn Llm,
@@ -151,54 +204,115 @@ pub async fn chat(
 ) -> Result<ChatSummary, ChatError> {
     let today = config.agent.prompt_options.today.as_deref();
     let mut summary = ChatSummary::default();
-    let mut line = String::new();
-    loop {
+    let mut bytes = Vec::new();
+    if config.interaction == Interaction::Terminal {
+        trace.note(LEAVE_HINT);
+    }
+    for line_number in 1.. {
         if config.interaction == Interaction::Terminal {
-            eprint!("> ");
+            trace.prompt("> ");
         }
-        line.clear();
-        if input.read_line(&mut line).map_err(ChatError::Stdin)? == 0 {
+        bytes.clear();
+        if input.read_until(b'\n', &mut bytes).map_err(ChatError::Stdin)? == 0 {
             break;
         }
-        let follow_up = line.trim();
-        if follow_up.is_empty() {
-            continue;
+        let follow_up = match InputLine::read(&bytes) {
+            InputLine::Question(question) => question,
+            InputLine::Blank => {
+                trace.note(&format!("line {line_number} is blank: skipped"));
+                continue;
+            }
+            InputLine::NotUtf8 => {
+                let reason = format!("line {line_number} is not valid UTF-8: skipped");
+                let question = String::from_utf8_lossy(&bytes).trim().to_owned();
+                summary.n_questions += 1;
+                summary.n_failed += 1;
+                let run = unasked_run(&question, config, reason);
+                report(&run, config.output, stdout, trace)?;
+                continue;
+            }
+        };
+        if config.interaction == Interaction::Terminal
+            && ["exit", "quit"]
+                .iter()
+                .any(|word| follow_up.eq_ignore_ascii_case(word))
+        {
+            break;
         }
         summary.n_questions += 1;
-        let question = if summary.conversation.turns.is_empty() {
-            trace.header("Question:", follow_up);
-            follow_up.to_owned()
+        let (question, rewrite_usage) = if summary.conversation.turns.is_empty() {
+            trace.header("Question:", &follow_up);
+            (follow_up, Usage::default())
         } else {
-            match rewrite_follow_up(llm, &summary.conversation, follow_up, today).await {
-                Ok(question) => {
-                    trace.header("Standalone question:", &question);
-                    question
+            match rewrite_follow_up(llm, &summary.conversation, &follow_up, today).await {
+                Ok(rewritten) => {
+                    trace.header("Standalone question:", &rewritten.question);
+                    (rewritten.question, rewritten.usage)
                 }
                 Err(error) => {
-                    trace.note(&format!("cannot rewrite the question: {}", error_chain(&error)));
                     summary.n_failed += 1;
+                    let reason = format!("cannot rewrite the question: {}", error_chain(&error));
+                    let run = unasked_run(&follow_up, config, reason);
+                    report(&run, config.output, stdout, trace)?;
                     continue;
                 }
             }
         };
-        let run = run_question(&question, &config.agent, llm, docstore, toolbox, trace).await;
-        let answer = run.answer.as_deref().unwrap_or("");
+        let mut run = run_question(&question, &config.agent, llm, docstore, toolbox, trace).await;
+        run.usage.add(&rewrite_usage);
         match Outcome::of(&run) {
             Outcome::Answered => {
+                let answer = run.answer.as_deref().unwrap_or("");
                 trace.header("Answer:", answer);
-                writeln!(stdout, "{answer}").map_err(ChatError::Stdout)?;
-                stdout.flush().map_err(ChatError::Stdout)?;
                 summary.conversation.push(&question, answer);
             }
-            Outcome::Unanswered => trace.note("no answer"),
-            Outcome::Failed => {
-                summary.n_failed += 1;
-                trace.note(run.error.as_deref().unwrap_or("the run failed"));
-            }
+            Outcome::Unanswered => trace.note(&format!(
+                "no answer: the run stopped at {}",
+                run.stopped.map_or("its start", Stopped::as_str)
+            )),
+            Outcome::Failed => summary.n_failed += 1,
         }
+        report(&run, config.output, stdout, trace)?;
         trace.blank();
     }
     Ok(summary)
+}
+
+/// The run of a question the agent never started: `stopped: error`, with `reason`.
+fn unasked_run(question: &str, config: &ChatConfig, reason: String) -> Run {
+    let mut run = Run::new(question, config.agent.profile);
+    run.stopped = Some(Stopped::Error);
+    run.error = Some(reason);
+    run
+}
+
+/// Prints `run`'s line on stdout (flushed, so a reader of the pipe gets it at once); a failure's
+/// reason goes to `trace`.
+fn report(
+    run: &Run,
+    output: ChatOutput,
+    stdout: &mut dyn Write,
+    trace: &mut TracePrinter,
+) -> Result<(), ChatError> {
+    if let Some(error) = &run.error {
+        trace.note(error);
+    }
+    match output {
+        ChatOutput::Answer => {
+            let answer = match Outcome::of(run) {
+                Outcome::Answered => run.answer.as_deref().unwrap_or(""),
+                Outcome::Unanswered | Outcome::Failed => "",
+            };
+            // One line per question, whatever the model put inside `Finish[...]`.
+            let answer = answer.lines().map(str::trim).collect::<Vec<_>>().join(" ");
+            writeln!(stdout, "{answer}")
+        }
+        ChatOutput::Run => serde_json::to_writer(&mut *stdout, run)
+            .map_err(std::io::Error::from)
+            .and_then(|()| writeln!(stdout)),
+    }
+    .and_then(|()| stdout.flush())
+    .map_err(ChatError::Stdout)
 }
 
 /// Today's date (UTC) as `YYYY-MM-DD`, the default of `chat --today`.
@@ -208,6 +322,45 @@ pub fn today_utc() -> String {
         .map_or(0, |elapsed| elapsed.as_secs());
     let (year, month, day) = civil_from_days((seconds / 86_400) as i64);
     format!("{year:04}-{month:02}-{day:02}")
+}
+
+/// Why a `--today` value is refused.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("`{text}` is not a date: expected YYYY-MM-DD, e.g. `2026-11-22`")]
+pub struct DateError {
+    text: String,
+}
+
+/// `text` when it is a calendar date written `YYYY-MM-DD` (`2024-02-29`, not `2023-02-29`), the
+/// form the prompt's `Today is {date}.` line takes.
+pub fn check_date(text: &str) -> Result<String, DateError> {
+    let invalid = || DateError {
+        text: text.to_owned(),
+    };
+    let parts: Vec<&str> = text.split('-').collect();
+    let [year, month, day] = parts.as_slice() else {
+        return Err(invalid());
+    };
+    let digits = |part: &str, n_digits: usize| {
+        (part.len() == n_digits && part.bytes().all(|byte| byte.is_ascii_digit()))
+            .then(|| part.parse::<u32>().ok())
+            .flatten()
+    };
+    let (Some(year), Some(month), Some(day)) = (digits(year, 4), digits(month, 2), digits(day, 2)) else {
+        return Err(invalid());
+    };
+    let leap = year % 4 == 0 && (year % 100 != 0 || year % 400 == 0);
+    let days_in_month = match month {
+        1 | 3 | 5 | 7 | 8 | 10 | 12 => 31,
+        4 | 6 | 9 | 11 => 30,
+        2 if leap => 29,
+        2 => 28,
+        _ => return Err(invalid()),
+    };
+    if !(1..=days_in_month).contains(&day) {
+        return Err(invalid());
+    }
+    Ok(text.to_owned())
 }
 
 /// Days since 1970-01-01 → (year, month, day), Howard Hinnant's `civil_from_days`.
@@ -243,6 +396,35 @@ mod tests {
         check(11_016, (2000, 2, 29));
         check(20_414, (2025, 11, 22));
         check(-1, (1969, 12, 31));
+    }
+
+    #[test]
+    fn dates_are_calendar_days_written_yyyy_mm_dd() {
+        #[track_caller]
+        fn check(text: &str, accepted: bool) {
+            assert_eq!(check_date(text).is_ok(), accepted, "{text}");
+        }
+        check("2026-11-22", true);
+        check("2024-02-29", true);
+        check("2000-02-29", true);
+        check("1999-12-31", true);
+        check("2023-02-29", false);
+        check("1900-02-29", false);
+        check("2026-04-31", false);
+        check("2026-13-01", false);
+        check("2026-00-10", false);
+        check("2026-11-00", false);
+        check("2026-11-2", false);
+        check("26-11-22", false);
+        check("2026/11/22", false);
+        check("tomorrow", false);
+        check("", false);
+        check("+026-11-22", false);
+        check("2026-11-22-01", false);
+        assert_eq!(
+            check_date("22.11.2026").unwrap_err().to_string(),
+            "`22.11.2026` is not a date: expected YYYY-MM-DD, e.g. `2026-11-22`"
+        );
     }
 
     #[test]

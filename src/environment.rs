@@ -68,6 +68,7 @@ impl Environment for Workbench {
                     None => Ok(invalid_observation(&self.grammar, written)),
                 },
                 Ok(Action::Think(_) | Action::Finish(_)) | Err(_) => {
+                    // invariant: `observe_without_world` answers `Think`, `Finish` and every parse error before this match
                     unreachable!("answered by observe_without_world")
                 }
             }

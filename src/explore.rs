@@ -7,6 +7,7 @@ use serde::Serialize;
 use tokio::io::{AsyncBufRead, AsyncBufReadExt};
 
 use crate::action::ActionGrammar;
+use crate::chat::{Interaction, LEAVE_HINT};
 use crate::docstore::DocstoreSource;
 use crate::environment::{Environment, EnvironmentError, Workbench};
 use crate::profile::Profile;
@@ -80,34 +81,43 @@ pub async fn run_actions(
 }
 
 /// Reads actions line by line until end of input (or `exit` / `quit`), keeping the page and the
-/// cursor between lines. `errors` (stderr) gets error messages, and the `> ` prompt when `prompt`
-/// is set (stdin is a terminal); a failed action is reported there and the session goes on.
+/// cursor between lines. `errors` (stderr) gets error messages, and on a terminal how to leave and
+/// the `> ` prompt; a failed action, or a line that is not UTF-8, is reported there (with its line
+/// number) and the session goes on.
 pub async fn run_interactive<R: AsyncBufRead + Unpin>(
     explore: &mut Explore,
-    input: R,
+    mut input: R,
     format: Format,
     out: &mut dyn Write,
     errors: &mut dyn Write,
-    prompt: bool,
+    interaction: Interaction,
 ) -> anyhow::Result<()> {
-    let mut lines = input.lines();
-    loop {
-        if prompt {
+    if interaction == Interaction::Terminal {
+        let _ = writeln!(errors, "{LEAVE_HINT}");
+    }
+    let mut bytes = Vec::new();
+    for line_number in 1.. {
+        if interaction == Interaction::Terminal {
             let _ = write!(errors, "> ");
             let _ = errors.flush();
         }
-        let Some(line) = lines.next_line().await? else {
-            if prompt {
+        bytes.clear();
+        if input.read_until(b'\n', &mut bytes).await? == 0 {
+            if interaction == Interaction::Terminal {
                 let _ = writeln!(errors);
             }
-            return Ok(());
+            break;
+        }
+        let Ok(line) = std::str::from_utf8(&bytes) else {
+            let _ = writeln!(errors, "error: line {line_number} is not valid UTF-8: skipped");
+            continue;
         };
         let line = line.trim();
         if line.is_empty() {
             continue;
         }
         if line.eq_ignore_ascii_case("exit") || line.eq_ignore_ascii_case("quit") {
-            return Ok(());
+            break;
         }
         match explore.run(line).await {
             Ok(explored) => match format {
@@ -120,4 +130,5 @@ pub async fn run_interactive<R: AsyncBufRead + Unpin>(
         }
         out.flush()?;
     }
+    Ok(())
 }

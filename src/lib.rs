@@ -27,6 +27,7 @@ pub mod tools;
 pub mod agent;
 pub mod ask;
 pub mod chat;
+pub mod output;
 pub mod trace;
 
 pub mod run;

@@ -11,7 +11,7 @@ use anyhow::Context as _;
 use clap::{Args, Parser, Subcommand};
 
 use react_docstore::ask::{self, AgentConfig, AskConfig, AskOutput, Outcome};
-use react_docstore::chat::{self, ChatConfig, Interaction};
+use react_docstore::chat::{self, ChatConfig, ChatOutput, Interaction};
 use react_docstore::docstore::index::{
     self, BuildConfig, BuildProgress, DumpFormat, IndexInfo, MalformedRecords,
 };
@@ -21,6 +21,7 @@ use react_docstore::eval::{self, Contexts, EvalConfig, EvalServices, Progress, R
 use react_docstore::explore::{self, Explore, Format};
 use react_docstore::fewshot::Fewshot;
 use react_docstore::llm::{Api, ApiKey, Llm, ModelSettings, OpenAiClient};
+use react_docstore::output;
 use react_docstore::prompt::PromptOptions;
 use react_docstore::replay::{self, Output, ReplayConfig};
 use react_docstore::tool::Toolbox;
@@ -125,8 +126,8 @@ struct AgentArgs {
         value_name = "PROFILE"
     )]
     profile: Profile,
-    /// The step budget of a question.
-    #[arg(long, default_value_t = react_docstore::agent::DEFAULT_MAX_STEPS, value_name = "N")]
+    /// The step budget of a question (at least 1).
+    #[arg(long, default_value_t = react_docstore::agent::DEFAULT_MAX_STEPS, value_name = "N", value_parser = parse_step_budget)]
     max_steps: usize,
     /// Few-shot examples in the numbered format, instead of the bundled HotpotQA ones.
     #[arg(long, value_name = "FILE")]
@@ -239,6 +240,7 @@ struct AgentRunArgs {
 
 #[derive(Args)]
 struct AskArgs {
+    #[arg(value_parser = ask::check_question)]
     question: String,
     #[command(flatten)]
     run: AgentRunArgs,
@@ -248,16 +250,20 @@ struct AskArgs {
     /// Write the run file (`react-docstore.run.v1`) here, for `replay`.
     #[arg(long, value_name = "FILE")]
     record: Option<PathBuf>,
-    /// State the date in the prompt (`Today is DATE.`), so the model does not argue with current facts.
-    #[arg(long, value_name = "DATE")]
+    /// State the date in the prompt (`Today is DATE.`, DATE as YYYY-MM-DD), so the model does not
+    /// argue with current facts.
+    #[arg(long, value_name = "DATE", value_parser = chat::check_date)]
     today: Option<String>,
 }
 
 #[derive(Args)]
 struct ChatArgs {
-    /// The date the prompt states (`Today is {date}.`); default: today (UTC).
-    #[arg(long, value_name = "DATE")]
+    /// The date the prompt states (`Today is {date}.`, YYYY-MM-DD); default: today (UTC).
+    #[arg(long, value_name = "DATE", value_parser = chat::check_date)]
     today: Option<String>,
+    /// Print each question's run as one JSON line instead of its answer.
+    #[arg(long)]
+    json: bool,
     #[command(flatten)]
     run: AgentRunArgs,
 }
@@ -353,6 +359,7 @@ struct ScoreArgs {
 }
 
 fn main() -> ExitCode {
+    end_quietly_when_printing_meets_a_closed_pipe();
     let cli = Cli::parse();
     // Log lines go to stderr, above `eval`'s progress bar while it is drawn.
     let log = LogOutput::stderr();
@@ -393,7 +400,7 @@ async fn run(cli: Cli, log: LogOutput) -> anyhow::Result<ExitCode> {
                 },
                 record: args.record,
             };
-            let mut stdout = std::io::stdout().lock();
+            let mut stdout = output::stdout();
             let mut trace = TracePrinter::stderr();
             let run = ask::ask(
                 &config,
@@ -405,7 +412,7 @@ async fn run(cli: Cli, log: LogOutput) -> anyhow::Result<ExitCode> {
             )
             .await?;
             if let Some(error) = &run.error {
-                eprintln!("error: {error}");
+                let _ = writeln!(output::stderr(), "error: {error}");
             }
             Ok(ExitCode::from(Outcome::of(&run).exit_code()))
         }
@@ -422,14 +429,15 @@ async fn run(cli: Cli, log: LogOutput) -> anyhow::Result<ExitCode> {
             let today = args.today.unwrap_or_else(chat::today_utc);
             let config = ChatConfig {
                 agent: agent_config(&args.run.agent, PromptOptions { today: Some(today) })?,
-                interaction: if std::io::stdin().is_terminal() {
-                    Interaction::Terminal
+                interaction: stdin_interaction(),
+                output: if args.json {
+                    ChatOutput::Run
                 } else {
-                    Interaction::Piped
+                    ChatOutput::Answer
                 },
             };
             let mut stdin = std::io::stdin().lock();
-            let mut stdout = std::io::stdout().lock();
+            let mut stdout = output::stdout();
             let mut trace = TracePrinter::stderr();
             let summary = chat::chat(
                 &config,
@@ -482,7 +490,7 @@ async fn run(cli: Cli, log: LogOutput) -> anyhow::Result<ExitCode> {
                 toolbox: open_toolbox(&args.run.tools, &args.run.docstore)?,
             };
             let summary = eval::evaluate(&config, &services, interrupt).await?;
-            let mut stdout = std::io::stdout().lock();
+            let mut stdout = output::stdout();
             if args.json {
                 writeln!(stdout, "{}", serde_json::to_string(&summary)?)?;
             } else {
@@ -499,13 +507,19 @@ async fn run(cli: Cli, log: LogOutput) -> anyhow::Result<ExitCode> {
                 args.profile,
             );
             let format = if args.json { Format::Json } else { Format::Text };
-            let mut stdout = std::io::stdout().lock();
+            let mut stdout = output::stdout();
             if args.actions.is_empty() {
                 let stdin = tokio::io::BufReader::new(tokio::io::stdin());
-                let prompt = std::io::stdin().is_terminal();
-                let mut stderr = std::io::stderr();
-                explore::run_interactive(&mut session, stdin, format, &mut stdout, &mut stderr, prompt)
-                    .await?;
+                let mut stderr = output::stderr();
+                explore::run_interactive(
+                    &mut session,
+                    stdin,
+                    format,
+                    &mut stdout,
+                    &mut stderr,
+                    stdin_interaction(),
+                )
+                .await?;
             } else {
                 explore::run_actions(&mut session, &args.actions, format, &mut stdout).await?;
             }
@@ -513,7 +527,7 @@ async fn run(cli: Cli, log: LogOutput) -> anyhow::Result<ExitCode> {
         }
         Command::Score(args) => {
             let report = eval::score::score(&args.predictions, &args.gold)?;
-            let mut stdout = std::io::stdout().lock();
+            let mut stdout = output::stdout();
             if args.json {
                 writeln!(stdout, "{}", serde_json::to_string(&report)?)?;
             } else {
@@ -546,7 +560,7 @@ async fn run(cli: Cli, log: LogOutput) -> anyhow::Result<ExitCode> {
                 flag.store(true, Ordering::Relaxed);
             });
             let report = tokio::task::spawn_blocking(move || index::build(&config, &interrupted)).await??;
-            let mut stdout = std::io::stdout().lock();
+            let mut stdout = output::stdout();
             if args.json {
                 writeln!(stdout, "{}", serde_json::to_string(&report.manifest)?)?;
             } else {
@@ -556,7 +570,7 @@ async fn run(cli: Cli, log: LogOutput) -> anyhow::Result<ExitCode> {
         }
         Command::Index(IndexCommand::Info(args)) => {
             let info = IndexInfo::read(&args.dir)?;
-            let mut stdout = std::io::stdout().lock();
+            let mut stdout = output::stdout();
             if args.json {
                 writeln!(stdout, "{}", serde_json::to_string(&info)?)?;
             } else {
@@ -583,7 +597,7 @@ async fn run(cli: Cli, log: LogOutput) -> anyhow::Result<ExitCode> {
                     grammar.clone(),
                 )))
             };
-            let mut stdout = std::io::stdout().lock();
+            let mut stdout = output::stdout();
             let mut trace = TracePrinter::stderr();
             let summary = replay::replay(&config, &live, &mut stdout, &mut trace).await?;
             Ok(ExitCode::from(summary.exit_code()))
@@ -711,7 +725,39 @@ fn open_llm(args: &ModelArgs) -> anyhow::Result<Arc<dyn Llm>> {
     Ok(Arc::new(open_model(args)?))
 }
 
+/// Output goes through `output::stdout()`/`stderr()`; a `println!`/`eprintln!` that remains somewhere
+/// panics with "failed printing to stderr: Broken pipe" on a closed pipe: end as SIGPIPE would then
+/// too, instead of exiting 101 with a message nobody reads.
+fn end_quietly_when_printing_meets_a_closed_pipe() {
+    let default_hook = std::panic::take_hook();
+    std::panic::set_hook(Box::new(move |info| {
+        let message = info.payload_as_str().unwrap_or_default();
+        if message.starts_with("failed printing to std") && message.contains("Broken pipe") {
+            output::end_as_closed_pipe();
+        }
+        default_hook(info);
+    }));
+}
+
+/// Whether a person types on stdin.
+fn stdin_interaction() -> Interaction {
+    if std::io::stdin().is_terminal() {
+        Interaction::Terminal
+    } else {
+        Interaction::Piped
+    }
+}
+
+/// `--max-steps`: a budget of 0 steps would end every run before the model is asked.
+fn parse_step_budget(text: &str) -> Result<usize, String> {
+    match text.parse::<usize>() {
+        Ok(0) => Err("the step budget must be at least 1".to_owned()),
+        Ok(n_steps) => Ok(n_steps),
+        Err(error) => Err(error.to_string()),
+    }
+}
+
 fn report(error: &anyhow::Error) -> ExitCode {
-    eprintln!("error: {error:#}");
+    let _ = writeln!(output::stderr(), "error: {error:#}");
     ExitCode::from(2)
 }

@@ -242,6 +242,7 @@ impl Run {
             path: path.to_owned(),
             source,
         };
+        // invariant: a `Run` (strings, numbers, string-keyed structs) always serializes
         let mut text = serde_json::to_string_pretty(self).expect("a run always serializes");
         text.push('\n');
         let file_name = path

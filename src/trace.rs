@@ -26,8 +26,8 @@ impl Color {
     }
 }
 
-/// Writes a run's events as they happen. Write errors are ignored: a closed stderr must not
-/// stop an evaluation.
+/// Writes a run's events as they happen. Write errors are ignored; on [`TracePrinter::stderr`], a
+/// closed pipe ends the process quietly (see [`crate::output`]).
 pub struct TracePrinter {
     out: Box<dyn Write + Send>,
     color: Color,
@@ -45,7 +45,7 @@ impl TracePrinter {
 
     /// The trace on stderr, coloured when stderr is a terminal.
     pub fn stderr() -> TracePrinter {
-        TracePrinter::new(Box::new(std::io::stderr()), Color::for_stderr())
+        TracePrinter::new(Box::new(crate::output::stderr()), Color::for_stderr())
     }
 
     /// A printer that prints nothing.
@@ -95,6 +95,12 @@ impl TracePrinter {
     pub fn blank(&mut self) {
         let _ = writeln!(self.out);
     }
+
+    /// `text` with no newline after it, for a person to type after (`> `).
+    pub fn prompt(&mut self, text: &str) {
+        let _ = write!(self.out, "{text}");
+        let _ = self.out.flush();
+    }
 }
 
 /// Where log lines (tracing events, warnings, an evaluation's notes) are written: stderr by
@@ -114,7 +120,7 @@ struct LogShared {
 impl LogOutput {
     /// Lines to stderr.
     pub fn stderr() -> LogOutput {
-        LogOutput::new(Box::new(std::io::stderr()))
+        LogOutput::new(Box::new(crate::output::stderr()))
     }
 
     /// Lines to `out` (tests capture them).

@@ -307,6 +307,7 @@ impl FetcherInner {
             .permits
             .acquire()
             .await
+            // invariant: nothing calls `close` on `permits`, so `acquire` cannot fail
             .expect("the semaphore is never closed");
         self.requests.fetch_add(1, Ordering::Relaxed);
         let client = self.client.get().map_err(AttemptError::Client)?;
@@ -387,6 +388,7 @@ impl PageCache {
     /// Stores `body`, the response's bytes as they came, under `url`.
     pub async fn put(&self, url: &str, body: &[u8]) -> Result<(), DocstoreError> {
         let path = self.path_for(url);
+        // invariant: `path_for` joins a file name to the cache directory, so the path has a parent
         let dir = path.parent().expect("entries live in a directory").to_owned();
         let io = |source| DocstoreError::Cache {
             path: path.clone(),

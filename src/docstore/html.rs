@@ -914,6 +914,7 @@ impl<'a> Builder<'a> {
             return;
         };
         while self.stack.len() > found {
+            // invariant: the loop runs only while `stack.len() > found >= 0`
             let el = self.stack.pop().expect("non-empty");
             let tag = self.doc.elements[el].tag;
             if tag.hides_text() {

@@ -389,6 +389,7 @@ impl Reader {
                     let sentences: &[String] = if self.page.is_some() { &self.sentences } else { &[] };
                     self.cursor = Some(LookupCursor::new(keyword, sentences));
                 }
+                // invariant: `self.cursor` was set to `Some` just above when it was `None`
                 let cursor = self.cursor.as_mut().expect("set above");
                 cursor.advance().unwrap_or_else(|| PAPER_NO_MORE.to_owned())
             }
@@ -404,6 +405,7 @@ impl Reader {
                 if !same {
                     self.cursor = Some(LookupCursor::new(keyword, &self.sentences));
                 }
+                // invariant: `self.cursor` was set to `Some` just above when it was `None`
                 let cursor = self.cursor.as_mut().expect("set above");
                 if cursor.matches.is_empty() {
                     return format!("No results for {keyword}.");

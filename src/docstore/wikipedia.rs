@@ -117,6 +117,7 @@ impl WikipediaExplorer {
                 },
             }
         }
+        // invariant: every arm of the loop's second pass returns (a second disambiguation page is shown as it is)
         unreachable!("the loop returns by its second pass")
     }
 }

@@ -86,19 +86,28 @@ pub fn evaluate(expression: &str) -> Result<f64, CalculatorError> {
     Ok(value)
 }
 
-/// What the model reads: the value as a person writes it, or why the expression has none.
+/// What the model reads: the value as a person writes it, or why the expression has none. A value
+/// that is not a finite number is never shown as a result: `evaluate` refuses every overflow as
+/// `TooLarge`, and should one slip through, the model reads the same kind of request to reformulate.
 pub fn observation(expression: &str) -> String {
-    match evaluate(expression) {
-        Ok(value) => format_number(value),
-        Err(error) => {
-            format!("Please reformulate the expression. The calculator tool has failed with error: '{error}'")
-        }
-    }
+    let failure = match evaluate(expression) {
+        Ok(value) if value.is_finite() => return format_number(value),
+        Ok(_) => "the result is not a finite number".to_owned(),
+        Err(error) => error.to_string(),
+    };
+    format!("Please reformulate the expression. The calculator tool has failed with error: '{failure}'")
 }
 
 /// A number as Python's `repr` prints a float, except that whole numbers drop the `.0`:
-/// `405`, `404.6`, `23.88888888888889`, `1e-05`, `1.2676506002282294e+30`.
+/// `405`, `404.6`, `23.88888888888889`, `1e-05`, `1.2676506002282294e+30`; and as Python does,
+/// `nan`, `inf` and `-inf` for the values that are not finite.
 pub fn format_number(value: f64) -> String {
+    if value.is_nan() {
+        return "nan".to_owned();
+    }
+    if value.is_infinite() {
+        return if value > 0.0 { "inf" } else { "-inf" }.to_owned();
+    }
     let value = if value == 0.0 { 0.0 } else { value }; // no `-0`
     let magnitude = value.abs();
     if value == 0.0 || (1e-4..1e16).contains(&magnitude) {
@@ -107,14 +116,15 @@ pub fn format_number(value: f64) -> String {
         }
         return value.to_string();
     }
-    // `{:e}` gives the shortest round-trip digits: `1.2676506002282294e30`.
+    // `{:e}` gives the shortest round-trip digits of a finite number: `1.2676506002282294e30`.
     let scientific = format!("{value:e}");
-    let (mantissa, exponent) = scientific
-        .split_once('e')
-        .expect("`{:e}` always writes an exponent");
-    let exponent: i32 = exponent.parse().expect("`{:e}` writes an integer exponent");
-    let sign = if exponent < 0 { '-' } else { '+' };
-    format!("{mantissa}e{sign}{:02}", exponent.abs())
+    match scientific.split_once('e') {
+        Some((mantissa, exponent)) => match exponent.strip_prefix('-') {
+            Some(digits) => format!("{mantissa}e-{digits:0>2}"),
+            None => format!("{mantissa}e+{exponent:0>2}"),
+        },
+        None => scientific,
+    }
 }
 
 /// `Calculate[expression]`.
@@ -321,9 +331,9 @@ impl Evaluator<'_> {
     fn primary<'i>(&self, input: &'i str, depth: usize) -> Parsed<'i> {
         let (input, _) = whitespace(input);
         if let Ok((rest, digits)) = number(input) {
-            let value: f64 = digits
-                .parse()
-                .expect("the number grammar only accepts valid floats");
+            let Ok(value) = digits.parse::<f64>() else {
+                return Err(self.expected("a number", input));
+            };
             self.check_size(value, input)?;
             return Ok((rest, value));
         }
@@ -531,14 +541,14 @@ impl Function {
             "asin" => Ok(unit_range(one()?)?.asin()),
             "acos" => Ok(unit_range(one()?)?.acos()),
             "atan" => Ok(one()?.atan()),
-            "min" | "max" => {
-                if arguments.is_empty() {
+            // `min` or `max`, the last two of `FUNCTIONS`: `Function::named` returns no other name.
+            _ => {
+                let [first, rest @ ..] = arguments else {
                     return Err(Failure::Arity("at least 1 argument"));
-                }
+                };
                 let pick = if self.name == "min" { f64::min } else { f64::max };
-                Ok(arguments.iter().copied().fold(arguments[0], pick))
+                Ok(rest.iter().copied().fold(*first, pick))
             }
-            _ => unreachable!("`Function::named` only returns listed functions"),
         }
     }
 }

@@ -21,6 +21,9 @@ pub const DEFAULT_TIMEOUT: Duration = Duration::from_secs(30);
 pub const DEFAULT_MAX_OUTPUT_BYTES: usize = 16 * 1024;
 /// How much of stderr is kept, to quote its first line.
 const MAX_STDERR_BYTES: usize = 4096;
+/// How long, after the command exits, its output may still take to arrive: what it left running
+/// in the background may hold the pipes open, and is not waited for.
+const EXIT_GRACE: Duration = Duration::from_millis(200);
 
 /// A `NAME=COMMAND` tool definition.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -115,24 +118,35 @@ impl CommandTool {
 
     /// The observation for `argument`.
     pub async fn run(&self, argument: &str) -> Result<String, SpawnError> {
-        let mut child = Command::new("sh")
+        let spawn_error = |source| SpawnError {
+            command: self.config.command.clone(),
+            source,
+        };
+        let mut command = Command::new("sh");
+        command
             .arg("-c")
             .arg(&self.config.command)
             .stdin(Stdio::piped())
             .stdout(Stdio::piped())
             .stderr(Stdio::piped())
-            .kill_on_drop(true)
-            .spawn()
-            .map_err(|source| SpawnError {
-                command: self.config.command.clone(),
-                source,
-            })?;
-        let mut stdin = child.stdin.take().expect("stdin is piped");
-        let stdout = child.stdout.take().expect("stdout is piped");
-        let stderr = child.stderr.take().expect("stderr is piped");
+            .kill_on_drop(true);
+        // Its own process group, so that everything the command starts can be stopped with it.
+        #[cfg(unix)]
+        command.process_group(0);
+        let mut child = command.spawn().map_err(spawn_error)?;
+        // Killed when this call ends, however it ends (a timeout, a cancelled question).
+        let group = ProcessGroup::of(&child);
+        let (Some(mut stdin), Some(stdout), Some(stderr)) =
+            (child.stdin.take(), child.stdout.take(), child.stderr.take())
+        else {
+            return Err(spawn_error(std::io::Error::other(
+                "its standard streams are not piped",
+            )));
+        };
         let input = format!("{argument}\n");
         let max_output_bytes = self.config.max_output_bytes;
-        let finished = tokio::time::timeout(self.config.timeout, async {
+        let (mut stdout_bytes, mut stderr_bytes) = (Vec::new(), Vec::new());
+        let status = {
             // A command that never reads its stdin must not block us: write errors are ignored.
             let write = async {
                 let _ = stdin.write_all(input.as_bytes()).await;
@@ -140,38 +154,49 @@ impl CommandTool {
             };
             // Past the cap, stop the command rather than wait for it to finish writing.
             let read_stdout = async {
-                let stdout = read_capped(stdout, max_output_bytes).await;
-                if stdout.len() > max_output_bytes {
-                    let _ = child.start_kill();
+                read_capped(stdout, max_output_bytes, &mut stdout_bytes).await;
+                if stdout_bytes.len() > max_output_bytes {
+                    group.kill();
                 }
-                stdout
             };
-            let ((), stdout, stderr) = tokio::join!(write, read_stdout, read_head(stderr, MAX_STDERR_BYTES));
-            let status = child.wait().await;
-            (status, stdout, stderr)
-        })
-        .await;
+            let read_stderr = read_head(stderr, MAX_STDERR_BYTES, &mut stderr_bytes);
+            let mut streams = std::pin::pin!(async {
+                tokio::join!(write, read_stdout, read_stderr);
+            });
+            tokio::time::timeout(self.config.timeout, async {
+                tokio::select! {
+                    status = child.wait() => {
+                        // What the command left running in the background may hold its pipes open:
+                        // take what is already written, then stop waiting for more.
+                        if tokio::time::timeout(EXIT_GRACE, &mut streams).await.is_err() {
+                            group.kill();
+                            let _ = tokio::time::timeout(EXIT_GRACE, &mut streams).await;
+                        }
+                        status
+                    }
+                    () = &mut streams => child.wait().await,
+                }
+            })
+            .await
+        };
+        drop(group);
         let name = &self.config.name;
-        let Ok((status, stdout, stderr)) = finished else {
-            let _ = child.start_kill();
+        let Ok(status) = status else {
             return Ok(format!(
                 "{name} did not finish within {} seconds.",
                 self.config.timeout.as_secs_f64()
             ));
         };
-        if stdout.len() > max_output_bytes {
-            let kept = String::from_utf8_lossy(&stdout[..max_output_bytes]);
+        if stdout_bytes.len() > max_output_bytes {
+            let kept = String::from_utf8_lossy(stdout_bytes.get(..max_output_bytes).unwrap_or_default());
             return Ok(format!(
                 "{} [output cut at {max_output_bytes} bytes]",
                 kept.trim_end()
             ));
         }
-        let status = status.map_err(|source| SpawnError {
-            command: self.config.command.clone(),
-            source,
-        })?;
+        let status = status.map_err(spawn_error)?;
         if !status.success() {
-            let stderr = String::from_utf8_lossy(&stderr);
+            let stderr = String::from_utf8_lossy(&stderr_bytes);
             let first_line = stderr
                 .lines()
                 .map(str::trim)
@@ -183,11 +208,43 @@ impl CommandTool {
             };
             return Ok(format!("{name} failed ({exit}): {first_line}"));
         }
-        let output = String::from_utf8_lossy(&stdout).trim().to_owned();
+        let output = String::from_utf8_lossy(&stdout_bytes).trim().to_owned();
         if output.is_empty() {
             return Ok(format!("{name} returned no output."));
         }
         Ok(output)
+    }
+}
+
+/// The process group a command runs in; `SIGKILL`ed when dropped, so nothing the command started
+/// (`sleep 100 &`, a pipeline's other processes) outlives the call.
+struct ProcessGroup {
+    id: Option<i32>,
+}
+
+impl ProcessGroup {
+    /// The group `child` leads (it was spawned with `process_group(0)`).
+    fn of(child: &tokio::process::Child) -> ProcessGroup {
+        ProcessGroup {
+            id: child.id().and_then(|pid| i32::try_from(pid).ok()),
+        }
+    }
+
+    fn kill(&self) {
+        #[cfg(unix)]
+        if let Some(id) = self.id {
+            // SAFETY: `kill` takes plain integers and touches no memory; a negative pid signals the
+            // group the command leads, and nothing else (a group that is gone gives `ESRCH`).
+            unsafe {
+                libc::kill(-id, libc::SIGKILL);
+            }
+        }
+    }
+}
+
+impl Drop for ProcessGroup {
+    fn drop(&mut self) {
+        self.kill();
     }
 }
 
@@ -210,24 +267,29 @@ impl Tool for CommandTool {
     }
 }
 
-/// Reads to the end, keeping the first `max_bytes`: a chatty stderr must not block the command.
-async fn read_head(mut reader: impl AsyncRead + Unpin, max_bytes: usize) -> Vec<u8> {
-    let mut head = Vec::new();
+/// Reads to the end, keeping the first `max_bytes` in `head`: a chatty stderr must not block the
+/// command.
+async fn read_head(mut reader: impl AsyncRead + Unpin, max_bytes: usize, head: &mut Vec<u8>) {
     let mut buffer = [0u8; 8192];
     while let Ok(n_read) = reader.read(&mut buffer).await {
         if n_read == 0 {
             break;
         }
         let room = max_bytes.saturating_sub(head.len());
-        head.extend_from_slice(&buffer[..n_read.min(room)]);
+        head.extend_from_slice(buffer.get(..n_read.min(room)).unwrap_or_default());
     }
-    head
 }
 
-/// Reads at most `max_bytes + 1` bytes: one more than the cap tells that the output was cut.
-async fn read_capped(reader: impl AsyncRead + Unpin, max_bytes: usize) -> Vec<u8> {
-    let mut bytes = Vec::new();
-    let limit = u64::try_from(max_bytes).unwrap_or(u64::MAX).saturating_add(1);
-    let _ = reader.take(limit).read_to_end(&mut bytes).await;
-    bytes
+/// Reads at most `max_bytes + 1` bytes into `bytes`: one more than the cap tells that the output
+/// was cut. What was read stays in `bytes` if the read is abandoned halfway.
+async fn read_capped(mut reader: impl AsyncRead + Unpin, max_bytes: usize, bytes: &mut Vec<u8>) {
+    let limit = max_bytes.saturating_add(1);
+    let mut buffer = [0u8; 8192];
+    while bytes.len() < limit {
+        let room = (limit - bytes.len()).min(buffer.len());
+        match reader.read(&mut buffer[..room]).await {
+            Ok(0) | Err(_) => break,
+            Ok(n_read) => bytes.extend_from_slice(buffer.get(..n_read).unwrap_or_default()),
+        }
+    }
 }

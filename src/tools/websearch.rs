@@ -362,6 +362,7 @@ fn write_cache(path: &Path, query: &str, observation: &str) -> Result<(), WebSea
         query: query.to_owned(),
         observation: observation.to_owned(),
     };
+    // invariant: a struct of three strings always serializes
     let text = serde_json::to_string_pretty(&entry).expect("a cache entry always serializes");
     if let Some(dir) = path.parent() {
         std::fs::create_dir_all(dir).map_err(write_error)?;

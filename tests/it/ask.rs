@@ -6,7 +6,7 @@ use std::sync::{Arc, Mutex};
 
 use futures::future::BoxFuture;
 use react_docstore::ask::{self, AgentConfig, AskConfig, AskOutput, Outcome};
-use react_docstore::chat::{self, ChatConfig, Interaction};
+use react_docstore::chat::{self, ChatConfig, ChatOutput, Interaction};
 use react_docstore::docstore::{ContextParagraph, Docstore, DocstoreError, DocstoreSource};
 use react_docstore::fewshot::Fewshot;
 use react_docstore::llm::Api;
@@ -88,6 +88,39 @@ fn agent_config(today: Option<&str>) -> AgentConfig {
     }
 }
 
+/// `ask` against the fixed pages with no tools: its result and what it printed on stdout.
+async fn ask_with(
+    config: &AskConfig,
+    llm: &dyn react_docstore::llm::Llm,
+    trace: &mut TracePrinter,
+) -> (Result<Run, ask::AskError>, String) {
+    let mut stdout = Vec::new();
+    let result = ask::ask(config, llm, &FixedPages, &Toolbox::default(), &mut stdout, trace).await;
+    (result, String::from_utf8(stdout).unwrap())
+}
+
+/// `chat` against the fixed pages with no tools, reading `input`: its summary and its stdout.
+async fn chat_with(
+    config: &ChatConfig,
+    llm: &dyn react_docstore::llm::Llm,
+    mut input: &[u8],
+    trace: &mut TracePrinter,
+) -> (chat::ChatSummary, String) {
+    let mut stdout = Vec::new();
+    let summary = chat::chat(
+        config,
+        llm,
+        &FixedPages,
+        &Toolbox::default(),
+        &mut input,
+        &mut stdout,
+        trace,
+    )
+    .await
+    .unwrap();
+    (summary, String::from_utf8(stdout).unwrap())
+}
+
 const QUESTION: &str =
     "What is the elevation range for the area that the eastern sector of the Colorado orogeny extends into?";
 
@@ -112,19 +145,10 @@ async fn ask_reaches_finish_records_and_replays_identically() {
         record: Some(record.clone()),
     };
     let trace = Captured::default();
-    let mut stdout = Vec::new();
-    let run = ask::ask(
-        &config,
-        &llm,
-        &FixedPages,
-        &Toolbox::default(),
-        &mut stdout,
-        &mut trace.printer(),
-    )
-    .await
-    .unwrap();
+    let (run, stdout) = ask_with(&config, &llm, &mut trace.printer()).await;
+    let run = run.unwrap();
 
-    assert_eq!(String::from_utf8(stdout).unwrap(), "1,800 to 7,000 ft\n");
+    assert_eq!(stdout, "1,800 to 7,000 ft\n");
     assert_eq!(run.stopped, Some(Stopped::Finish));
     assert_eq!(Outcome::of(&run), Outcome::Answered);
     assert_eq!(run.model.as_deref(), Some("gpt-4"));
@@ -171,20 +195,11 @@ async fn ask_json_prints_the_run_and_a_failing_model_ends_it_with_the_error() {
         output: AskOutput::Run,
         record: None,
     };
-    let mut stdout = Vec::new();
-    let run = ask::ask(
-        &config,
-        &llm,
-        &FixedPages,
-        &Toolbox::default(),
-        &mut stdout,
-        &mut TracePrinter::silent(),
-    )
-    .await
-    .unwrap();
+    let (run, stdout) = ask_with(&config, &llm, &mut TracePrinter::silent()).await;
+    let run = run.unwrap();
     assert_eq!(Outcome::of(&run), Outcome::Failed);
     assert_eq!(Outcome::of(&run).exit_code(), 2);
-    let printed: Run = serde_json::from_slice(&stdout).unwrap();
+    let printed: Run = serde_json::from_str(&stdout).unwrap();
     assert_eq!(printed, run);
     let error = run.error.unwrap().replace(&server.uri(), "[SERVER]");
     assert_eq!(
@@ -209,26 +224,13 @@ async fn chat_rewrites_the_follow_up_with_the_history() {
     let config = ChatConfig {
         agent: agent_config(Some("2023-11-22")),
         interaction: Interaction::Piped,
+        output: ChatOutput::Answer,
     };
-    let mut input = "Name of the current president of Poland\n\nWhat is the name of the wife of the president of Poland?\n".as_bytes();
+    let input = "Name of the current president of Poland\n\nWhat is the name of the wife of the president of Poland?\n";
     let trace = Captured::default();
-    let mut stdout = Vec::new();
-    let summary = chat::chat(
-        &config,
-        &llm,
-        &FixedPages,
-        &Toolbox::default(),
-        &mut input,
-        &mut stdout,
-        &mut trace.printer(),
-    )
-    .await
-    .unwrap();
+    let (summary, stdout) = chat_with(&config, &llm, input.as_bytes(), &mut trace.printer()).await;
 
-    assert_eq!(
-        String::from_utf8(stdout).unwrap(),
-        "Andrzej Duda\nAgata Kornhauser-Duda\n"
-    );
+    assert_eq!(stdout, "Andrzej Duda\nAgata Kornhauser-Duda\n");
     assert_eq!(summary.n_questions, 2);
     assert_eq!(summary.exit_code(), 0);
     assert_eq!(
@@ -255,6 +257,212 @@ async fn chat_rewrites_the_follow_up_with_the_history() {
     assert!(third["messages"][1]["content"].as_str().unwrap().ends_with(
         "Question: Who is the wife of Andrzej Duda, the current president of Poland?\nThought 1:"
     ));
+}
+
+/// A server error the client gives up on after its three attempts.
+fn failing_attempts() -> [wiremock::ResponseTemplate; 3] {
+    std::array::from_fn(|_| {
+        wiremock::ResponseTemplate::new(500)
+            .set_body_json(serde_json::json!({"error": {"message": "the server is overloaded"}}))
+    })
+}
+
+fn chat_200(content: &str) -> wiremock::ResponseTemplate {
+    wiremock::ResponseTemplate::new(200).set_body_json(crate::llm::chat_body(content))
+}
+
+/// Six input lines: answered; blank; not UTF-8; the rewrite fails; the run fails; answered.
+const CHAT_INPUT: &[u8] = b"Name of the current president of Poland\n  \nWho \xff\xfe was it?\n\
+Who was president before him?\nAnd his wife?\nWhat is the name of his wife?\n";
+
+/// What the model answers to `CHAT_INPUT`, call by call.
+fn chat_script() -> Sequence {
+    let mut responses = vec![chat_200(
+        "Thought 1: The current president of Poland is Andrzej Duda.\nAction 1: Finish[Andrzej Duda]",
+    )];
+    responses.extend(failing_attempts()); // rewriting line 4
+    responses.push(chat_200(" Who is the wife of Andrzej Duda?")); // rewriting line 5
+    responses.extend(failing_attempts()); // its run
+    responses.push(chat_200(" What is the name of the wife of Andrzej Duda?")); // rewriting line 6
+    responses.push(chat_200(
+        "Thought 1: Andrzej Duda's wife is Agata Kornhauser-Duda.\nAction 1: Finish[Agata Kornhauser-Duda]",
+    ));
+    Sequence::new(responses)
+}
+
+async fn chat_piped(output: ChatOutput) -> (String, String, chat::ChatSummary) {
+    let server = model_server("chat/completions", chat_script()).await;
+    let llm = client(&server, Api::Chat);
+    let config = ChatConfig {
+        agent: agent_config(Some("2023-11-22")),
+        interaction: Interaction::Piped,
+        output,
+    };
+    let trace = Captured::default();
+    let (summary, stdout) = chat_with(&config, &llm, CHAT_INPUT, &mut trace.printer()).await;
+    assert_eq!(server.received_requests().await.unwrap().len(), 10);
+    (stdout, trace.text(), summary)
+}
+
+#[tokio::test]
+async fn chat_prints_one_line_per_question_and_carries_on_after_failures() {
+    let (stdout, trace, summary) = chat_piped(ChatOutput::Answer).await;
+    assert_eq!(stdout, "Andrzej Duda\n\n\n\nAgata Kornhauser-Duda\n");
+    assert_eq!((summary.n_questions, summary.n_failed), (5, 3));
+    assert_eq!(summary.exit_code(), 0);
+    assert!(trace.contains("-- line 2 is blank: skipped\n"), "{trace}");
+    assert!(
+        trace.contains("-- line 3 is not valid UTF-8: skipped\n"),
+        "{trace}"
+    );
+    assert!(
+        trace.contains("-- cannot rewrite the question: the model server at"),
+        "{trace}"
+    );
+    assert!(trace.contains("the server is overloaded"), "{trace}");
+}
+
+#[tokio::test]
+async fn chat_json_prints_one_run_per_question_with_the_rewrite_in_its_usage() {
+    let (stdout, _, _) = chat_piped(ChatOutput::Run).await;
+    let runs: Vec<Run> = stdout
+        .lines()
+        .map(|line| serde_json::from_str(line).unwrap())
+        .collect();
+    assert_eq!(runs.len(), 5, "{stdout}");
+    let answers: Vec<Option<&str>> = runs.iter().map(|run| run.answer.as_deref()).collect();
+    assert_eq!(
+        answers,
+        [
+            Some("Andrzej Duda"),
+            None,
+            None,
+            None,
+            Some("Agata Kornhauser-Duda")
+        ]
+    );
+    assert_eq!(runs[1].stopped, Some(Stopped::Error));
+    assert_eq!(
+        runs[1].error.as_deref(),
+        Some("line 3 is not valid UTF-8: skipped")
+    );
+    assert_eq!(runs[1].question, "Who \u{fffd}\u{fffd} was it?");
+    assert!(
+        runs[2]
+            .error
+            .as_deref()
+            .unwrap()
+            .starts_with("cannot rewrite the question: "),
+        "{:?}",
+        runs[2].error
+    );
+    let usage = |run: &Run| {
+        (
+            run.usage.llm_calls,
+            run.usage.prompt_tokens,
+            run.usage.completion_tokens,
+        )
+    };
+    assert_eq!(usage(&runs[0]), (1, 229, 35));
+    assert_eq!(usage(&runs[2]), (0, 0, 0), "a call that failed is not counted");
+    assert_eq!(runs[3].stopped, Some(Stopped::Error));
+    assert_eq!(usage(&runs[3]), (1, 229, 35), "the rewrite");
+    assert_eq!(runs[4].question, "What is the name of the wife of Andrzej Duda?");
+    assert_eq!(usage(&runs[4]), (2, 2 * 229, 2 * 35), "the rewrite and the step");
+}
+
+#[tokio::test]
+async fn chat_on_a_terminal_says_how_to_leave_and_exit_leaves() {
+    let server = model_server("chat/completions", Sequence::chat(&["unused"])).await;
+    let llm = client(&server, Api::Chat);
+    let config = ChatConfig {
+        agent: agent_config(None),
+        interaction: Interaction::Terminal,
+        output: ChatOutput::Answer,
+    };
+    let trace = Captured::default();
+    let input = "exit\nName of the current president of Poland\n";
+    let (summary, stdout) = chat_with(&config, &llm, input.as_bytes(), &mut trace.printer()).await;
+    assert_eq!(
+        trace.text(),
+        "-- Ctrl-D (end of input) or `exit` ends the session.\n> "
+    );
+    assert!(stdout.is_empty());
+    assert_eq!(summary.n_questions, 0);
+    assert!(server.received_requests().await.unwrap().is_empty());
+}
+
+/// `ask --record` into a directory that does not exist: refused before the model is paid.
+#[tokio::test]
+async fn ask_checks_the_record_path_before_calling_the_model() {
+    let server = model_server("chat/completions", Sequence::chat(&COMPLETIONS)).await;
+    let llm = client(&server, Api::Chat);
+    let dir = tempfile::tempdir().unwrap();
+    let config = AskConfig {
+        question: QUESTION.to_owned(),
+        agent: agent_config(None),
+        output: AskOutput::Answer,
+        record: Some(dir.path().join("missing/run.json")),
+    };
+    let (result, stdout) = ask_with(&config, &llm, &mut TracePrinter::silent()).await;
+    let error = result.unwrap_err();
+    assert!(
+        error.to_string().starts_with("cannot write run file `"),
+        "{error}"
+    );
+    assert!(server.received_requests().await.unwrap().is_empty());
+    assert!(stdout.is_empty());
+}
+
+/// A model that answers at once and, while it does, removes the directory the run file goes to.
+struct RemovesRecordDirectory {
+    dir: std::path::PathBuf,
+}
+
+impl react_docstore::llm::Llm for RemovesRecordDirectory {
+    fn complete<'a>(
+        &'a self,
+        _request: react_docstore::llm::LlmRequest<'a>,
+    ) -> BoxFuture<'a, Result<react_docstore::llm::Completion, react_docstore::llm::LlmError>> {
+        std::fs::remove_dir_all(&self.dir).unwrap();
+        Box::pin(async {
+            Ok(react_docstore::llm::Completion {
+                text: "Thought 1: It is 1,800 to 7,000 ft.\nAction 1: Finish[1,800 to 7,000 ft]".to_owned(),
+                usage: None,
+            })
+        })
+    }
+
+    fn model(&self) -> &str {
+        "scripted"
+    }
+}
+
+/// When the run file still cannot be written at the end, the answer paid for is printed first.
+#[tokio::test]
+async fn ask_prints_the_answer_before_a_record_that_fails_at_the_end() {
+    let dir = tempfile::tempdir().unwrap();
+    let record_dir = dir.path().join("runs");
+    std::fs::create_dir(&record_dir).unwrap();
+    let llm = RemovesRecordDirectory {
+        dir: record_dir.clone(),
+    };
+    for (output, expected) in [
+        (AskOutput::Answer, "1,800 to 7,000 ft\n"),
+        (AskOutput::Run, "\"answer\": \"1,800 to 7,000 ft\""),
+    ] {
+        std::fs::create_dir_all(&record_dir).unwrap();
+        let config = AskConfig {
+            question: QUESTION.to_owned(),
+            agent: agent_config(None),
+            output,
+            record: Some(record_dir.join("run.json")),
+        };
+        let (result, stdout) = ask_with(&config, &llm, &mut TracePrinter::silent()).await;
+        let error = result.unwrap_err();
+        assert!(matches!(error, ask::AskError::Record(_)), "{error}");
+        assert!(stdout.contains(expected), "{output:?}: {stdout}");
+    }
 }
 
 mod cli {
@@ -349,6 +557,85 @@ mod cli {
         settings("").bind(|| {
             assert_cmd_snapshot!("cli_ask_no_model", command("", &[QUESTION]));
         });
+    }
+
+    /// Inputs that cannot work are refused before any model call, with a message saying why.
+    #[tokio::test(flavor = "multi_thread")]
+    async fn what_cannot_work_is_refused_before_the_model_is_called() {
+        let server = model_server("chat/completions", Sequence::chat(&[FINISH])).await;
+        let uri = server.uri();
+        let dir = tempfile::tempdir().unwrap();
+        let missing = dir.path().join("missing/run.json");
+        let missing = missing.to_str().unwrap();
+        let cases: [(&str, &[&str], &str); 9] = [
+            ("ask", &[" \t "], "the question is empty"),
+            ("ask", &[""], "the question is empty"),
+            (
+                "ask",
+                &[QUESTION, "--max-steps", "0"],
+                "the step budget must be at least 1",
+            ),
+            (
+                "chat",
+                &["--max-steps", "0"],
+                "the step budget must be at least 1",
+            ),
+            (
+                "ask",
+                &[QUESTION, "--today", "2026-02-30"],
+                "`2026-02-30` is not a date: expected YYYY-MM-DD",
+            ),
+            (
+                "ask",
+                &[QUESTION, "--today", "22/11/2026"],
+                "`22/11/2026` is not a date",
+            ),
+            ("chat", &["--today", "tomorrow"], "`tomorrow` is not a date"),
+            ("ask", &[QUESTION, "--record", missing], "cannot write run file"),
+            (
+                "ask",
+                &[QUESTION, "--record", dir.path().to_str().unwrap()],
+                "it is a directory",
+            ),
+        ];
+        for (name, args, expected) in cases {
+            let output = subcommand(name, &uri, args)
+                .stdin(std::process::Stdio::null())
+                .output()
+                .unwrap();
+            let stderr = String::from_utf8_lossy(&output.stderr);
+            assert_eq!(output.status.code(), Some(2), "{name} {args:?}: {stderr}");
+            assert!(stderr.contains(expected), "{name} {args:?}: {stderr}");
+            assert!(output.stdout.is_empty(), "{name} {args:?}");
+        }
+        assert!(server.received_requests().await.unwrap().is_empty());
+    }
+
+    #[tokio::test(flavor = "multi_thread")]
+    async fn chat_json_prints_a_run_per_line() {
+        let server = model_server("chat/completions", Sequence::chat(&[FINISH])).await;
+        let output = subcommand("chat", &server.uri(), &["--json"])
+            .stdin(std::process::Stdio::piped())
+            .stdout(std::process::Stdio::piped())
+            .stderr(std::process::Stdio::piped())
+            .spawn()
+            .and_then(|mut child| {
+                use std::io::Write;
+                child
+                    .stdin
+                    .take()
+                    .unwrap()
+                    .write_all(format!("{QUESTION}\n").as_bytes())?;
+                child.wait_with_output()
+            })
+            .unwrap();
+        assert!(output.status.success(), "{output:?}");
+        let stdout = String::from_utf8(output.stdout).unwrap();
+        let lines: Vec<&str> = stdout.lines().collect();
+        assert_eq!(lines.len(), 1, "{stdout}");
+        let run: serde_json::Value = serde_json::from_str(lines[0]).unwrap();
+        assert_eq!(run["format"], "react-docstore.run.v1");
+        assert_eq!(run["answer"], "Arthur's Magazine");
     }
 
     #[tokio::test(flavor = "multi_thread")]

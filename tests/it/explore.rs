@@ -133,3 +133,66 @@ fn explore_a_corpus_file_offline() {
         "error: cannot read the corpus no/such/file.jsonl: No such file or directory (os error 2)\n"
     );
 }
+
+/// A line that is not UTF-8 is reported with its number and skipped; the session goes on.
+#[test]
+fn explore_skips_a_line_that_is_not_utf8() {
+    use std::io::Write;
+    let corpus = fixture("docstore/corpus-3.jsonl");
+    let mut child = Command::new(env!("CARGO_BIN_EXE_react-docstore"))
+        .arg("explore")
+        .arg("--docstore")
+        .arg(format!("corpus:{}", corpus.display()))
+        .env_remove("REACT_PROFILE")
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    child
+        .stdin
+        .take()
+        .unwrap()
+        .write_all(b"Search[Missouri \xff Compromise]\nSearch[Missouri Compromise]\n")
+        .unwrap();
+    let output = child.wait_with_output().unwrap();
+    assert_eq!(output.status.code(), Some(0));
+    assert_eq!(
+        String::from_utf8_lossy(&output.stderr),
+        "error: line 1 is not valid UTF-8: skipped\n"
+    );
+    assert!(
+        String::from_utf8_lossy(&output.stdout).starts_with("The Missouri Compromise"),
+        "{output:?}"
+    );
+}
+
+/// On a terminal, explore says how to leave and prompts; `exit` leaves.
+#[tokio::test]
+async fn explore_on_a_terminal_says_how_to_leave() {
+    use react_docstore::Profile;
+    use react_docstore::chat::Interaction;
+    use react_docstore::docstore::CorpusSource;
+    use react_docstore::explore::{Explore, Format, run_interactive};
+    use react_docstore::tool::Toolbox;
+
+    let source = CorpusSource::load(&fixture("docstore/corpus-3.jsonl"), Profile::Default).unwrap();
+    let mut session = Explore::new(&source, Toolbox::default(), Profile::Default);
+    let (mut out, mut errors) = (Vec::new(), Vec::new());
+    let input: &[u8] = b"exit\nSearch[Missouri Compromise]\n";
+    run_interactive(
+        &mut session,
+        input,
+        Format::Text,
+        &mut out,
+        &mut errors,
+        Interaction::Terminal,
+    )
+    .await
+    .unwrap();
+    assert_eq!(
+        String::from_utf8(errors).unwrap(),
+        "Ctrl-D (end of input) or `exit` ends the session.\n> "
+    );
+    assert!(out.is_empty());
+}

@@ -19,10 +19,13 @@ pub fn fixture(path: &str) -> std::path::PathBuf {
         .join(path)
 }
 mod ask;
+mod audit;
+mod closed_pipe;
 mod docstore;
 mod end_to_end;
 mod eval;
 mod explore;
+mod fuzz;
 mod index;
 mod llm;
 mod replay;

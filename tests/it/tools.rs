@@ -523,6 +523,52 @@ fn command_tools() {
     check_command("wc -c", "abc", "4");
 }
 
+/// Whether process `pid` still runs: `kill -0` reaches it and it is not a zombie (a killed orphan
+/// stays a zombie until init reaps it, which some sandboxes' init never does).
+fn running(pid: &str) -> bool {
+    let reachable = std::process::Command::new("sh")
+        .args(["-c", &format!("kill -0 {pid} 2>/dev/null")])
+        .status()
+        .unwrap()
+        .success();
+    let zombie = std::fs::read_to_string(format!("/proc/{pid}/stat")).is_ok_and(|stat| {
+        stat.rsplit_once(')')
+            .is_some_and(|(_, rest)| rest.trim_start().starts_with('Z'))
+    });
+    reachable && !zombie
+}
+
+/// Whether `pid` stops running within 10 s (a SIGKILL is delivered at once; this only bounds it).
+fn stops_running(pid: &str) -> bool {
+    for _ in 0..500 {
+        if !running(pid) {
+            return true;
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    false
+}
+
+/// What a command starts in the background is stopped with it: on the timeout, and when the
+/// command exits first, whose output comes back at once although the background child still
+/// holds the pipe.
+#[test]
+fn command_tools_leave_nothing_running() {
+    let dir = tempfile::tempdir().unwrap();
+    let pid_file = dir.path().join("pid");
+    let read_pid = || std::fs::read_to_string(&pid_file).unwrap().trim().to_owned();
+
+    let hangs = format!("sleep 60 & echo $! > '{}'; wait", pid_file.display());
+    check_command(&hangs, "x", "Shell did not finish within 1.5 seconds.");
+    let pid = read_pid();
+    assert!(stops_running(&pid), "`sleep` ({pid}) outlived the timeout");
+
+    let leaves_a_child = format!("sleep 60 & echo $! > '{}'; echo hi", pid_file.display());
+    check_command(&leaves_a_child, "x", "hi");
+    let pid = read_pid();
+    assert!(stops_running(&pid), "`sleep` ({pid}) outlived its command");
+}
+
 #[track_caller]
 fn check_definition(definition: &str, expected: &str) {
     let shown = match CommandToolConfig::parse(definition) {

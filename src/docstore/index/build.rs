@@ -7,7 +7,7 @@
 //! place only when complete, its manifest written last; an interrupted build leaves nothing that
 //! opens as an index, and building again replaces the old one.
 
-use std::io::IsTerminal;
+use std::io::{IsTerminal, Write};
 use std::path::{Path, PathBuf};
 use std::sync::Mutex;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
@@ -134,9 +134,13 @@ impl Shared {
         let count = self.malformed.fetch_add(1, Ordering::Relaxed) + 1;
         if count <= SHOWN_ISSUES {
             if self.progress != BuildProgress::Quiet {
-                eprintln!("warning: skipped a malformed record: {record}");
+                let mut stderr = crate::output::stderr();
+                let _ = writeln!(stderr, "warning: skipped a malformed record: {record}");
                 if count == SHOWN_ISSUES {
-                    eprintln!("warning: further malformed records are counted, not shown");
+                    let _ = writeln!(
+                        stderr,
+                        "warning: further malformed records are counted, not shown"
+                    );
                 }
             }
             if let Ok(mut shown) = self.shown.lock() {
@@ -404,7 +408,8 @@ fn show_progress(
                 } else {
                     "unknown".to_owned()
                 };
-                eprintln!(
+                let _ = writeln!(
+                    crate::output::stderr(),
                     "indexed {pages} pages, {:.1}% of the input read, {rate:.0} pages/s, ETA {eta}",
                     share * 100.0
                 );

@@ -1,0 +1,66 @@
+//! `output`: the commands' stdout and stderr — writing to a closed pipe (`react-docstore ... | head`)
+//! ends the process quietly, the way SIGPIPE ends a C program, instead of panicking or reporting it.
+//!
+//! Rust ignores SIGPIPE, so a write to a closed pipe fails with `BrokenPipe`, and `println!` /
+//! `eprintln!` panic on it (exit 101). What a command prints goes through [`stdout`] or [`stderr`]
+//! instead (a printing macro that remains is caught by the binary's panic hook, which ends the
+//! same way). SIGPIPE stays ignored for the rest of the process: a `--tool` command that closes
+//! its stdin early, or a server that hangs up, must give an error there, not kill the agent.
+
+use std::io::{self, ErrorKind, Write};
+
+/// A standard stream whose `BrokenPipe` ends the process (see [`end_as_closed_pipe`]).
+pub struct Pipe<W> {
+    inner: W,
+}
+
+/// The process's stdout, locked, buffered by lines as `println!` is.
+pub fn stdout() -> Pipe<io::StdoutLock<'static>> {
+    Pipe {
+        inner: io::stdout().lock(),
+    }
+}
+
+/// The process's stderr, unbuffered. Each write takes the lock, so stderr can be handed out many
+/// times (the trace, the tracing log, the last error message).
+pub fn stderr() -> Pipe<io::Stderr> {
+    Pipe { inner: io::stderr() }
+}
+
+impl<W: Write> Write for Pipe<W> {
+    fn write(&mut self, buf: &[u8]) -> io::Result<usize> {
+        ended_if_closed(self.inner.write(buf))
+    }
+
+    fn write_all(&mut self, buf: &[u8]) -> io::Result<()> {
+        ended_if_closed(self.inner.write_all(buf))
+    }
+
+    fn flush(&mut self) -> io::Result<()> {
+        ended_if_closed(self.inner.flush())
+    }
+}
+
+/// `result`, unless it is a `BrokenPipe`: then the reader has gone and the process ends.
+fn ended_if_closed<T>(result: io::Result<T>) -> io::Result<T> {
+    match result {
+        Err(error) if error.kind() == ErrorKind::BrokenPipe => end_as_closed_pipe(),
+        result => result,
+    }
+}
+
+/// Ends the process as SIGPIPE would have: killed by that signal, which shells report as status
+/// 141 and `set -o pipefail` pipelines expect from `| head`. No message: nobody is reading.
+pub fn end_as_closed_pipe() -> ! {
+    #[cfg(unix)]
+    {
+        // SAFETY: `signal` and `raise` take plain integers and touch no memory of ours; restoring the
+        // default action first makes `raise` terminate the process by SIGPIPE.
+        unsafe {
+            libc::signal(libc::SIGPIPE, libc::SIG_DFL);
+            libc::raise(libc::SIGPIPE);
+        }
+    }
+    // Not reached on Unix; elsewhere, the status a shell gives a process SIGPIPE ended.
+    std::process::exit(141)
+}

@@ -1,0 +1,51 @@
+//! Property tests of the parsers that read outside text: the action grammar and the calculator
+//! (what a model writes) and the HTML reader (what a server sends) never panic, whatever the input,
+//! and keep their promises (see `fuzz/targets.rs`). A few seconds here;
+//! `cargo run --release --example fuzz -- --seconds 60` runs them for longer.
+
+mod targets;
+
+use proptest::prelude::*;
+
+proptest! {
+    #![proptest_config(ProptestConfig { cases: 3000, failure_persistence: None, ..ProptestConfig::default() })]
+
+    #[test]
+    fn action_grammar_reads_any_completion(text in targets::completion()) {
+        targets::check_grammar(&text);
+    }
+
+    #[test]
+    fn calculator_reads_any_expression(text in targets::expression()) {
+        targets::check_calculator(&text);
+    }
+
+    #[test]
+    fn calculator_reads_any_text(text in any::<String>()) {
+        targets::check_calculator(&text);
+    }
+
+    #[test]
+    fn every_number_has_a_text(value in any::<f64>()) {
+        targets::check_format_number(value);
+    }
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig { cases: 300, failure_persistence: None, ..ProptestConfig::default() })]
+
+    #[test]
+    fn html_reader_reads_any_page(html in targets::html()) {
+        targets::check_html(&html);
+    }
+}
+
+#[test]
+fn numbers_that_are_not_finite_have_python_names() {
+    use react_docstore::tools::calculator::format_number;
+    assert_eq!(format_number(f64::NAN), "nan");
+    assert_eq!(format_number(f64::INFINITY), "inf");
+    assert_eq!(format_number(f64::NEG_INFINITY), "-inf");
+    assert_eq!(format_number(1.2676506002282294e30), "1.2676506002282294e+30");
+    assert_eq!(format_number(-1e-5), "-1e-05");
+}
