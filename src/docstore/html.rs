@@ -11,9 +11,10 @@
 //! element's text is the visible text between its open and close events.
 
 use std::borrow::Cow;
+use std::collections::HashMap;
 
 use super::entities::ENTITIES;
-use super::page::{Page, collapse_whitespace, python_strip};
+use super::page::{Page, TextBudget, collapse_whitespace, is_python_space, python_strip};
 use super::python::clean_str;
 use crate::profile::Profile;
 
@@ -22,15 +23,24 @@ use crate::profile::Profile;
 pub enum SearchOutcome {
     /// An article: its title and paragraphs.
     Article(Page),
-    /// A search-results page: the result titles, best first (all of them; observations show 5).
+    /// A search-results page: the result titles, best first (at most the 20 a results page
+    /// shows; observations show 5).
     Results(Vec<String>),
-    /// A search-results page with no results at all.
+    /// A search-results page with no results at all (the `default` profile only: the `paper`
+    /// profile reads such a page as an article, as `wikienv.py` does).
     NoResults,
     /// A disambiguation page: its entries (the `default` profile offers them as the Similar list)
     /// and the page itself (the `paper` profile shows it when the bracketed re-search lands on
     /// another disambiguation page).
     Disambiguation { entries: Vec<String>, page: Page },
 }
+
+/// How many result headings a results page is read for (MediaWiki shows 20; a miss offers 5).
+const MAX_RESULT_TITLES: usize = 20;
+/// How many list items of a disambiguation page are read for entries (a miss offers 10).
+const MAX_DISAMBIGUATION_ITEMS: usize = 200;
+/// The most of an element's text a title or a section heading is read from, in bytes.
+const TITLE_LIMIT: usize = 1024;
 
 /// Reads a `/w/index.php?search=...` response under `profile`'s rules.
 pub fn parse_search_page(html: &str, profile: Profile) -> SearchOutcome {
@@ -45,30 +55,47 @@ pub fn parse_search_page(html: &str, profile: Profile) -> SearchOutcome {
 // The `paper` profile: wikienv.py's BeautifulSoup scrape.
 
 fn paper_outcome(doc: &Document<'_>) -> SearchOutcome {
+    let mut budget = TextBudget::page();
     let headings: Vec<usize> = doc
         .elements_named(Tag::Div)
         .filter(|&el| doc.has_class(el, "mw-search-result-heading"))
+        .take(MAX_RESULT_TITLES)
         .collect();
     if !headings.is_empty() {
-        let titles = headings
-            .into_iter()
-            .map(|el| clean_str(python_strip(&doc.text(el))))
-            .collect();
+        // `[clean_str(div.get_text().strip()) for div in result_divs]`, within the page budget.
+        let mut titles = Vec::new();
+        for el in headings {
+            if budget.is_spent() {
+                break;
+            }
+            titles.push(clean_str(budget.take(doc.stripped_text(el))));
+        }
         return SearchOutcome::Results(titles);
     }
-    // `soup.find_all("p") + soup.find_all("ul")`: every <p> first, then every <ul>.
-    let blocks: Vec<String> = doc
+    // `soup.find_all("p") + soup.find_all("ul")`: every <p> first, then every <ul>, each
+    // `get_text().strip()`. Nested blocks share their text: each is a range of one buffer.
+    let blocks: Vec<usize> = doc
         .elements_named(Tag::P)
         .chain(doc.elements_named(Tag::Ul))
-        .map(|el| python_strip(&doc.text(el)).to_owned())
         .collect();
-    let disambiguation = blocks.iter().any(|block| block.contains("may refer to:"));
-    // `len(p.split(" ")) > 2`: at least two single spaces.
-    let paragraphs: Vec<String> = blocks
+    const MAY_REFER_TO: &str = "may refer to:";
+    let occurrences = doc.occurrences(MAY_REFER_TO);
+    let disambiguation = blocks
         .iter()
-        .filter(|block| block.bytes().filter(|&b| b == b' ').count() >= 2)
-        .map(|block| clean_str(block))
-        .collect();
+        .any(|&el| doc.text_contains(el, MAY_REFER_TO, &occurrences));
+    // `len(p.split(" ")) > 2`: at least two single spaces. The kept text is capped by the page
+    // budget: past it (only a pathological page gets there) the rest of the page is dropped.
+    let mut paragraphs: Vec<String> = Vec::new();
+    for el in blocks {
+        if doc.elements[el].stripped_spaces < 2 {
+            continue;
+        }
+        let block = budget.take(doc.stripped_text(el));
+        if block.is_empty() {
+            break;
+        }
+        paragraphs.push(clean_str(block));
+    }
     let page = Page::new(paper_title(doc), paragraphs);
     if disambiguation {
         return SearchOutcome::Disambiguation {
@@ -76,15 +103,7 @@ fn paper_outcome(doc: &Document<'_>) -> SearchOutcome {
             page,
         };
     }
-    // The reproduction's D10/D23: a page whose text opens with MediaWiki's zero-results sentence
-    // is the ordinary miss with an empty Similar list.
-    if page
-        .paragraphs
-        .first()
-        .is_some_and(|first| first.starts_with("There were no results matching the query"))
-    {
-        return SearchOutcome::NoResults;
-    }
+    // A zero-results page has no result headings either: wikienv.py reads it as an article.
     SearchOutcome::Article(page)
 }
 
@@ -92,9 +111,9 @@ fn paper_title(doc: &Document<'_>) -> String {
     let title = doc
         .elements_named(Tag::Title)
         .next()
-        .map(|el| doc.text(el))
+        .map(|el| doc.text_prefix(el, TITLE_LIMIT))
         .unwrap_or_default();
-    let title = python_strip(&title);
+    let title = python_strip(title);
     title.strip_suffix(" - Wikipedia").unwrap_or(title).to_owned()
 }
 
@@ -105,6 +124,7 @@ fn default_outcome(doc: &Document<'_>) -> SearchOutcome {
     let headings: Vec<usize> = doc
         .elements_named(Tag::Div)
         .filter(|&el| doc.has_class(el, "mw-search-result-heading"))
+        .take(MAX_RESULT_TITLES)
         .collect();
     if !headings.is_empty() {
         let mut titles: Vec<String> = Vec::new();
@@ -120,7 +140,7 @@ fn default_outcome(doc: &Document<'_>) -> SearchOutcome {
         || doc
             .elements_named(Tag::P)
             .take(50)
-            .any(|el| python_strip(&doc.text(el)).starts_with("There were no results matching the query"));
+            .any(|el| python_strip(doc.text(el)).starts_with("There were no results matching the query"));
     if nonefound {
         return SearchOutcome::NoResults;
     }
@@ -140,17 +160,17 @@ fn default_outcome(doc: &Document<'_>) -> SearchOutcome {
 fn result_title(doc: &Document<'_>, heading: usize) -> String {
     let link = doc.descendants(heading).find(|&el| doc.tag(el) == Tag::A);
     let text = match link {
-        Some(link) => doc.text(link),
+        Some(link) => doc.text_prefix(link, TITLE_LIMIT),
         None => {
-            let text = doc.text(heading);
+            let text = doc.text_prefix(heading, TITLE_LIMIT);
             let cut = text
                 .find("(redirect from")
                 .or_else(|| text.find("(section "))
                 .unwrap_or(text.len());
-            Cow::Owned(text[..cut].to_owned())
+            &text[..cut]
         }
     };
-    collapse_whitespace(&text)
+    collapse_whitespace(text)
 }
 
 /// The article body: `.mw-parser-output` (the outermost one), else `#mw-content-text`, else
@@ -171,7 +191,7 @@ fn default_title(doc: &Document<'_>) -> String {
         .find(|&el| doc.attr(el, "id").as_deref() == Some("firstHeading"))
         .or_else(|| doc.elements_named(Tag::H(1)).next());
     if let Some(heading) = heading {
-        let title = collapse_whitespace(&doc.text(heading));
+        let title = collapse_whitespace(doc.text_prefix(heading, TITLE_LIMIT));
         if !title.is_empty() {
             return title;
         }
@@ -179,9 +199,9 @@ fn default_title(doc: &Document<'_>) -> String {
     let title = doc
         .elements_named(Tag::Title)
         .next()
-        .map(|el| doc.text(el))
+        .map(|el| doc.text_prefix(el, TITLE_LIMIT))
         .unwrap_or_default();
-    let title = collapse_whitespace(&title);
+    let title = collapse_whitespace(title);
     title.strip_suffix(" - Wikipedia").unwrap_or(&title).to_owned()
 }
 
@@ -295,7 +315,7 @@ fn skipped_heading(doc: &Document<'_>, el: usize) -> Option<u8> {
     let Tag::H(level) = doc.tag(el) else {
         return None;
     };
-    let text = collapse_whitespace(&doc.text(el));
+    let text = collapse_whitespace(doc.text_prefix(el, TITLE_LIMIT));
     let text = text.split('[').next().unwrap_or("").trim().to_lowercase();
     SKIPPED_SECTIONS.contains(&text.as_str()).then_some(level)
 }
@@ -307,6 +327,8 @@ struct BodyWalk<'d, 'a> {
     buffer: String,
     /// How many paragraph-like elements (`p`, `li`, `dd`, `dt`) are open.
     depth: usize,
+    /// The page's text allowance: past it, the rest of the body is dropped.
+    budget: TextBudget,
 }
 
 impl BodyWalk<'_, '_> {
@@ -314,8 +336,9 @@ impl BodyWalk<'_, '_> {
         if !self.buffer.is_empty() {
             let paragraph = collapse_whitespace(&self.buffer);
             let paragraph = tidy_punctuation(&paragraph);
-            if !paragraph.is_empty() {
-                self.paragraphs.push(paragraph);
+            let kept = self.budget.take(&paragraph);
+            if !kept.is_empty() {
+                self.paragraphs.push(kept.to_owned());
             }
             self.buffer.clear();
         }
@@ -379,6 +402,7 @@ fn body_paragraphs(doc: &Document<'_>, root: Option<usize>) -> Vec<String> {
         paragraphs: Vec::new(),
         buffer: String::new(),
         depth: 0,
+        budget: TextBudget::page(),
     };
     walk_body(doc, root, |event| match event {
         Event::Open(el) => match walk.doc.tag(el) {
@@ -408,9 +432,9 @@ fn body_paragraphs(doc: &Document<'_>, root: Option<usize>) -> Vec<String> {
             tag if tag.is_block() => walk.flush(),
             _ => {}
         },
-        Event::Text(text) => {
-            if walk.depth > 0 && !walk.doc.texts[text].hidden {
-                walk.buffer.push_str(&walk.doc.texts[text].content);
+        Event::Text(start, end) => {
+            if walk.depth > 0 && !walk.budget.is_spent() {
+                walk.buffer.push_str(&walk.doc.buffer[start..end]);
             }
         }
     });
@@ -465,7 +489,7 @@ fn disambiguation_entries(doc: &Document<'_>, root: Option<usize>) -> Vec<String
         }
     });
     let mut entries: Vec<String> = Vec::new();
-    for item in items {
+    for item in items.into_iter().take(MAX_DISAMBIGUATION_ITEMS) {
         let link = doc
             .descendants(item)
             .take_while(|&el| !matches!(doc.tag(el), Tag::Ul | Tag::Ol))
@@ -475,9 +499,9 @@ fn disambiguation_entries(doc: &Document<'_>, root: Option<usize>) -> Vec<String
                 .attr(link, "title")
                 .map(|title| collapse_whitespace(&title))
                 .filter(|title| !title.is_empty())
-                .unwrap_or_else(|| collapse_whitespace(&doc.text(link))),
+                .unwrap_or_else(|| collapse_whitespace(doc.text_prefix(link, TITLE_LIMIT))),
             None => {
-                let text = collapse_whitespace(&doc.text(item));
+                let text = collapse_whitespace(doc.text_prefix(item, TITLE_LIMIT));
                 text.split(',').next().unwrap_or("").trim().to_owned()
             }
         };
@@ -646,7 +670,8 @@ fn is_void(name: &str) -> bool {
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 enum Event {
     Open(usize),
-    Text(usize),
+    /// Visible text: a range of the document's text buffer.
+    Text(usize, usize),
     Close(usize),
 }
 
@@ -659,20 +684,29 @@ struct Element {
     attrs: (usize, usize),
     open: usize,
     close: usize,
+    /// `get_text()`: the range of the text buffer written between its open and close.
+    text: (usize, usize),
+    /// The first non-whitespace character written after the element opened, and how many
+    /// `' '` the buffer held before it (set when that character arrives).
+    first_solid: Option<(usize, usize)>,
+    /// `get_text().strip()`: `text` without Python whitespace at either end.
+    stripped: (usize, usize),
+    /// How many `' '` the stripped text holds: `len(text.split(" ")) - 1`.
+    stripped_spaces: usize,
 }
 
-#[derive(Debug)]
-struct Text<'a> {
-    content: Cow<'a, str>,
-    /// Inside `script`, `style`, `template`, `rt` or `rp`.
-    hidden: bool,
-}
-
+/// A parsed page. Every element's text is a range of one buffer holding all the visible text
+/// in document order, so the text of nested elements is never copied per element: reading the
+/// page is linear in its size whatever the nesting.
 struct Document<'a> {
     src: &'a str,
+    /// The visible text of the whole document, character references decoded.
+    buffer: String,
     events: Vec<Event>,
     elements: Vec<Element>,
-    texts: Vec<Text<'a>>,
+    /// Steps the builder took: events written plus open elements examined by end tags. Linear in
+    /// the page's size; the tests hold it to that.
+    work: usize,
 }
 
 impl<'a> Document<'a> {
@@ -680,13 +714,18 @@ impl<'a> Document<'a> {
         let mut builder = Builder {
             doc: Document {
                 src,
+                buffer: String::with_capacity(src.len() / 4),
                 events: Vec::with_capacity(src.len() / 24),
                 elements: Vec::with_capacity(src.len() / 64),
-                texts: Vec::with_capacity(src.len() / 48),
+                work: 0,
             },
             stack: Vec::new(),
+            open_names: HashMap::new(),
             hiding: 0,
             preserving: 0,
+            spaces: 0,
+            last_solid: (0, 0),
+            awaiting_solid: Vec::new(),
         };
         builder.run();
         builder.finish()
@@ -716,27 +755,36 @@ impl<'a> Document<'a> {
     }
 
     /// BeautifulSoup's `get_text()`: the visible text inside `el`, concatenated.
-    fn text(&self, el: usize) -> Cow<'a, str> {
-        let element = &self.elements[el];
-        let mut parts = self.events[element.open + 1..element.close]
-            .iter()
-            .filter_map(|event| match event {
-                Event::Text(text) if !self.texts[*text].hidden => Some(&self.texts[*text].content),
-                _ => None,
-            });
-        let Some(first) = parts.next() else {
-            return Cow::Borrowed("");
-        };
-        let Some(second) = parts.next() else {
-            return first.clone();
-        };
-        let mut out = String::with_capacity(first.len() + second.len() + 64);
-        out.push_str(first);
-        out.push_str(second);
-        for part in parts {
-            out.push_str(part);
-        }
-        Cow::Owned(out)
+    fn text(&self, el: usize) -> &str {
+        let (start, end) = self.elements[el].text;
+        &self.buffer[start..end]
+    }
+
+    /// At most the first `limit` bytes of `el`'s text (cut at a character boundary).
+    fn text_prefix(&self, el: usize, limit: usize) -> &str {
+        let text = self.text(el);
+        &text[..text.floor_char_boundary(limit)]
+    }
+
+    /// `get_text().strip()`.
+    fn stripped_text(&self, el: usize) -> &str {
+        let (start, end) = self.elements[el].stripped;
+        &self.buffer[start..end]
+    }
+
+    /// Where `needle` starts in the text buffer, in order.
+    fn occurrences(&self, needle: &str) -> Vec<usize> {
+        memchr::memmem::find_iter(self.buffer.as_bytes(), needle.as_bytes()).collect()
+    }
+
+    /// Whether `el`'s text contains `needle`, given `occurrences` of it: a binary search, not a
+    /// scan of the element's text.
+    fn text_contains(&self, el: usize, needle: &str, occurrences: &[usize]) -> bool {
+        let (start, end) = self.elements[el].text;
+        let first = occurrences.partition_point(|&offset| offset < start);
+        occurrences
+            .get(first)
+            .is_some_and(|&offset| offset + needle.len() <= end)
     }
 
     fn attr_source(&self, el: usize) -> Option<&'a str> {
@@ -765,14 +813,36 @@ impl<'a> Document<'a> {
     }
 }
 
+fn count_spaces(text: &str) -> usize {
+    memchr::memchr_iter(b' ', text.as_bytes()).count()
+}
+
+/// A tag name as end tags match it: ASCII-lowercased.
+fn name_key(name: &str) -> Cow<'_, str> {
+    if name.bytes().any(|b| b.is_ascii_uppercase()) {
+        Cow::Owned(name.to_ascii_lowercase())
+    } else {
+        Cow::Borrowed(name)
+    }
+}
+
 struct Builder<'a> {
     doc: Document<'a>,
     /// Open elements, innermost last.
     stack: Vec<usize>,
+    /// How many elements of each (lowercased) name are open: an end tag with no open element of
+    /// its name is dropped without walking the stack.
+    open_names: HashMap<Cow<'a, str>, usize>,
     /// How many open elements hide their text.
     hiding: usize,
     /// How many open `pre` and `textarea` elements keep whitespace-only strings as they are.
     preserving: usize,
+    /// How many `' '` the text buffer holds.
+    spaces: usize,
+    /// The end of the last non-whitespace character in the buffer, and the `' '` before it.
+    last_solid: (usize, usize),
+    /// Open elements whose text has had no non-whitespace character yet.
+    awaiting_solid: Vec<usize>,
 }
 
 impl<'a> Builder<'a> {
@@ -836,11 +906,10 @@ impl<'a> Builder<'a> {
     }
 
     fn text(&mut self, start: usize, end: usize) {
-        if start >= end {
+        if start >= end || self.hiding > 0 {
             return;
         }
         let raw = &self.doc.src[start..end];
-        let hidden = self.hiding > 0;
         // BeautifulSoup's `endData`: a string of ASCII whitespace only becomes one newline (when
         // it holds one) or one space, except inside `pre` and `textarea`.
         if self.preserving == 0
@@ -849,36 +918,59 @@ impl<'a> Builder<'a> {
                 .all(|b| matches!(b, b' ' | b'\n' | b'\t' | b'\x0c' | b'\r'))
         {
             let collapsed = if raw.contains('\n') { "\n" } else { " " };
-            let index = self.doc.texts.len();
-            self.doc.texts.push(Text {
-                content: Cow::Borrowed(collapsed),
-                hidden,
-            });
-            self.doc.events.push(Event::Text(index));
+            self.push_text(collapsed);
             return;
         }
-        let content = if hidden || !raw.contains('&') {
-            Cow::Borrowed(raw)
+        if raw.contains('&') {
+            let decoded = decode_text(raw);
+            self.push_text(&decoded);
         } else {
-            Cow::Owned(decode_text(raw))
-        };
-        let index = self.doc.texts.len();
-        self.doc.texts.push(Text { content, hidden });
-        self.doc.events.push(Event::Text(index));
+            self.push_text(raw);
+        }
+    }
+
+    /// Appends visible text to the buffer, keeping the whitespace bookkeeping `strip()` needs.
+    fn push_text(&mut self, piece: &str) {
+        let start = self.doc.buffer.len();
+        if let Some(first) = piece.find(|c: char| !is_python_space(c)) {
+            if !self.awaiting_solid.is_empty() {
+                let mark = (start + first, self.spaces + count_spaces(&piece[..first]));
+                for el in self.awaiting_solid.drain(..) {
+                    self.doc.elements[el].first_solid = Some(mark);
+                }
+            }
+            let last_end = piece
+                .char_indices()
+                .rev()
+                .find(|&(_, c)| !is_python_space(c))
+                .map_or(piece.len(), |(idx, c)| idx + c.len_utf8());
+            self.last_solid = (start + last_end, self.spaces + count_spaces(&piece[..last_end]));
+        }
+        self.spaces += count_spaces(piece);
+        self.doc.buffer.push_str(piece);
+        self.doc.work += 1;
+        self.doc.events.push(Event::Text(start, self.doc.buffer.len()));
     }
 
     fn open_tag(&mut self, name: (usize, usize), attrs: (usize, usize), self_closing: bool) -> Option<usize> {
-        let name_text = &self.doc.src[name.0..name.1];
+        let src = self.doc.src;
+        let name_text = &src[name.0..name.1];
         let tag = Tag::from_name(name_text);
         let el = self.doc.elements.len();
         let open = self.doc.events.len();
+        let text_start = self.doc.buffer.len();
         self.doc.elements.push(Element {
             tag,
             name,
             attrs,
             open,
             close: open,
+            text: (text_start, text_start),
+            first_solid: None,
+            stripped: (text_start, text_start),
+            stripped_spaces: 0,
         });
+        self.doc.work += 1;
         self.doc.events.push(Event::Open(el));
         if self_closing || is_void(name_text) {
             self.close(el);
@@ -890,32 +982,48 @@ impl<'a> Builder<'a> {
         if tag.preserves_whitespace() {
             self.preserving += 1;
         }
+        self.awaiting_solid.push(el);
+        *self.open_names.entry(name_key(name_text)).or_insert(0) += 1;
         self.stack.push(el);
         Some(el)
     }
 
     fn close(&mut self, el: usize) {
         let close = self.doc.events.len();
-        self.doc.elements[el].close = close;
+        let end = self.doc.buffer.len();
+        let (last_solid, spaces_to_last) = self.last_solid;
+        let element = &mut self.doc.elements[el];
+        element.close = close;
+        element.text.1 = end;
+        match element.first_solid {
+            // The first non-whitespace character is inside the element, so the last one written
+            // so far is too: the stripped text runs from one to the other.
+            Some((first, spaces_before)) if first < end => {
+                element.stripped = (first, last_solid);
+                element.stripped_spaces = spaces_to_last - spaces_before;
+            }
+            _ => element.stripped = (end, end),
+        }
+        self.doc.work += 1;
         self.doc.events.push(Event::Close(el));
     }
 
     /// `_popToTag`: closes the most recent open element named `name` and everything inside it.
     fn close_tag(&mut self, name: (usize, usize)) {
         let src = self.doc.src;
-        let wanted = &src[name.0..name.1];
-        let tag = Tag::from_name(wanted);
-        let found = self.stack.iter().rposition(|&el| {
-            let element = &self.doc.elements[el];
-            element.tag == tag
-                && (tag != Tag::Other || src[element.name.0..element.name.1].eq_ignore_ascii_case(wanted))
-        });
-        let Some(found) = found else {
+        let wanted = name_key(&src[name.0..name.1]);
+        if self.open_names.get(&wanted).is_none_or(|&count| count == 0) {
+            // A stray end tag: ignored.
             return;
-        };
-        while self.stack.len() > found {
-            let el = self.stack.pop().expect("non-empty");
-            let tag = self.doc.elements[el].tag;
+        }
+        while let Some(el) = self.stack.pop() {
+            self.doc.work += 1;
+            let element = &self.doc.elements[el];
+            let tag = element.tag;
+            let key = name_key(&src[element.name.0..element.name.1]);
+            if let Some(count) = self.open_names.get_mut(&key) {
+                *count -= 1;
+            }
             if tag.hides_text() {
                 self.hiding -= 1;
             }
@@ -923,6 +1031,9 @@ impl<'a> Builder<'a> {
                 self.preserving -= 1;
             }
             self.close(el);
+            if key == wanted {
+                break;
+            }
         }
     }
 

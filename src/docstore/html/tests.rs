@@ -54,10 +54,14 @@ fn paper_results_page_lists_titles_like_python() {
     );
 }
 
+/// wikienv.py finds no result headings on a zero-results page, so it reads that page as an
+/// article: its `<p>` and `<ul>` text, split as usual.
 #[test]
-fn zero_results_page_is_no_results_in_both_profiles() {
+fn zero_results_page_is_an_article_in_the_paper_profile() {
     let html = fixture("nonexistent_miss.html");
-    assert_eq!(parse_search_page(&html, Profile::Paper), SearchOutcome::NoResults);
+    let page = article(parse_search_page(&html, Profile::Paper));
+    let expected: Vec<String> = fixture_json("nonexistent_miss.paper-sentences.json");
+    assert_eq!(page.sentences(Profile::Paper), expected);
     assert_eq!(
         parse_search_page(&html, Profile::Default),
         SearchOutcome::NoResults
@@ -183,6 +187,32 @@ fn paper_scrape_matches_beautifulsoup_on_tricky_markup() {
         (
             "<p>a <!-- c -->  <!-- d --> b c</p>",
             Paper::Page("a   b c\n", "a   b c."),
+        ),
+        (
+            "<p>a b c<p>d e f<p>g h i",
+            Paper::Page(
+                "a b cd e fg h i\nd e fg h i\ng h i\n",
+                "a b cd e fg h i. d e fg h i. g h i.",
+            ),
+        ),
+        (
+            "<ul><li>one two three<ul><li>four five six",
+            Paper::Page(
+                "one two threefour five six\nfour five six\n",
+                "one two threefour five six. four five six.",
+            ),
+        ),
+        (
+            "<p>  x y z </p>\u{a0}<p>\u{a0} a b \u{a0}</p>",
+            Paper::Page("x y z\n", "x y z."),
+        ),
+        (
+            "<span><span><p>a b c</span></p>d e f</p>",
+            Paper::Page("a b c\n", "a b c."),
+        ),
+        (
+            "<div class='mw-search-result-heading'>One two<div class='mw-search-result-heading'>Three",
+            Paper::Results("Could not find E. Similar: ['One twoThree', 'Three']."),
         ),
     ];
     for (html, expected) in cases {
@@ -439,6 +469,8 @@ fn random_markup_never_panics() {
         "<rt>",
         "<template>",
         "There were no results matching the query",
+        "\u{a0}",
+        " x y ",
     ];
     let mut state: u64 = 0x2545_f491_4f6c_dd1d;
     let mut next = move || {
@@ -452,11 +484,127 @@ fn random_markup_never_panics() {
         let html: String = (0..len)
             .map(|_| PIECES[(next() % PIECES.len() as u64) as usize])
             .collect();
+        assert_text_bookkeeping(&html);
         for profile in [Profile::Paper, Profile::Default] {
             if let SearchOutcome::Article(page) = parse_search_page(&html, profile) {
                 let sentences = page.sentences(profile);
                 let _ = summary(&sentences);
             }
         }
+    }
+}
+
+/// For every element, the text ranges the builder keeps agree with the text itself: `stripped`
+/// is `python_strip(text)` and `stripped_spaces` counts its spaces.
+fn assert_text_bookkeeping(html: &str) {
+    let doc = Document::parse(html);
+    for el in doc.elements() {
+        let text = doc.text(el);
+        assert_eq!(
+            doc.stripped_text(el),
+            python_strip(text),
+            "stripped text in {html:?}"
+        );
+        assert_eq!(
+            doc.elements[el].stripped_spaces,
+            text_spaces(python_strip(text)),
+            "spaces in {html:?}"
+        );
+    }
+}
+
+fn text_spaces(text: &str) -> usize {
+    text.bytes().filter(|&b| b == b' ').count()
+}
+
+/// `n` repetitions of `piece`.
+fn repeated(piece: &str, n: usize) -> String {
+    piece.repeat(n)
+}
+
+/// The bytes of text a page keeps: what an opened page holds in memory.
+fn kept_bytes(outcome: &SearchOutcome) -> usize {
+    match outcome {
+        SearchOutcome::Article(page) | SearchOutcome::Disambiguation { page, .. } => {
+            page.paragraphs.iter().map(String::len).sum()
+        }
+        SearchOutcome::Results(titles) => titles.iter().map(String::len).sum(),
+        SearchOutcome::NoResults => 0,
+    }
+}
+
+/// 20,000 unclosed `<p>` nest: BeautifulSoup's `find_all("p")` gives each one with the text of
+/// all that follow, 3 GB of text in all. The reader keeps the outermost blocks exactly and stops
+/// at the page budget, with work linear in the page.
+#[test]
+fn nested_unclosed_paragraphs_stay_within_the_page_budget() {
+    let html = repeated("<p>word word word ", 20_000);
+    let doc = Document::parse(&html);
+    assert!(doc.work <= 3 * 20_000 + 1, "builder work {}", doc.work);
+    let outcome = parse_search_page(&html, Profile::Paper);
+    assert!(kept_bytes(&outcome) <= crate::docstore::page::PAGE_TEXT_LIMIT);
+    let page = article(outcome);
+    // The outermost block holds every word; the next one all but the first three.
+    let all = python_strip(&"word word word ".repeat(20_000)).to_owned();
+    assert_eq!(page.paragraphs[0], all);
+    assert_eq!(page.paragraphs[1], all["word word word ".len()..]);
+    assert!(page.paragraphs.len() > 20 && page.paragraphs.len() < 20_000);
+
+    let default = parse_search_page(&html, Profile::Default);
+    assert!(kept_bytes(&default) <= crate::docstore::page::PAGE_TEXT_LIMIT);
+}
+
+/// 16,000 unclosed result headings nest the same way: at most 20 titles are read, within the
+/// page budget, in both profiles.
+#[test]
+fn nested_unclosed_result_headings_stay_within_the_page_budget() {
+    let html = repeated(
+        "<div class=\"mw-search-result-heading\"><a>Some title</a> words ",
+        16_000,
+    );
+    for profile in [Profile::Paper, Profile::Default] {
+        let outcome = parse_search_page(&html, profile);
+        let SearchOutcome::Results(titles) = &outcome else {
+            panic!("expected results, got a {profile} outcome");
+        };
+        assert!(
+            !titles.is_empty() && titles.len() <= MAX_RESULT_TITLES,
+            "{profile}"
+        );
+        assert!(
+            kept_bytes(&outcome) <= crate::docstore::page::PAGE_TEXT_LIMIT,
+            "{profile}"
+        );
+    }
+}
+
+/// N unclosed tags then N stray end tags: an end tag with no open element of its name is
+/// dropped without walking the N open elements (before, N × N steps).
+#[test]
+fn stray_end_tags_do_not_walk_the_open_elements() {
+    const N: usize = 50_000;
+    for (open, stray) in [("<span>", "</p>"), ("<div>", "</li>"), ("<b>", "</custom-tag>")] {
+        let html = format!("{}x y z{}", open.repeat(N), stray.repeat(N));
+        let doc = Document::parse(&html);
+        assert!(doc.work <= 4 * N, "{open}{stray}: builder work {}", doc.work);
+        for profile in [Profile::Paper, Profile::Default] {
+            let _ = parse_search_page(&html, profile);
+        }
+    }
+    // Matching end tags close what they match, each element once.
+    let html = format!("{}x y z{}", "<div><span>".repeat(N), "</div>".repeat(N));
+    let doc = Document::parse(&html);
+    assert!(doc.work <= 8 * N, "builder work {}", doc.work);
+}
+
+#[test]
+fn stripped_ranges_match_the_text() {
+    for html in [
+        "<p>  x y z </p>\u{a0}<p>\u{a0} a b \u{a0}</p>",
+        "<p> <b> </b> a <i>b </i></p><p></p><p>\u{2003}</p>",
+        "<div><p>one two <p>three</div> four",
+        "<pre>  a  b  </pre><p>&nbsp;x&#32;y z&nbsp;</p>",
+    ] {
+        assert_text_bookkeeping(html);
     }
 }
