@@ -23,6 +23,7 @@ mod docstore;
 mod end_to_end;
 mod eval;
 mod explore;
+mod fuzz_html;
 mod llm;
 mod replay;
 mod replay_live;
