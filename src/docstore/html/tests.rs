@@ -1,6 +1,9 @@
+use std::borrow::Cow;
+
+use super::soup::{Document, decode_text};
 use super::*;
-use crate::docstore::page::summary;
-use crate::docstore::python::repr_list;
+use crate::docstore::page::{python_strip, summary};
+use crate::docstore::python::{html_unescape, repr_list};
 
 fn fixture(name: &str) -> String {
     let path = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
@@ -319,19 +322,69 @@ fn malformed_input_never_panics() {
     }
 }
 
+/// Text references as BeautifulSoup 4.15's `get_text()` gives them, attribute values as Python
+/// 3.11's `html.unescape` (which `html.parser` applies to them): both columns from CPython.
 #[test]
-fn character_references() {
-    assert_eq!(
-        decode_text("a &amp; b &lt;&gt; &#39;&#x27; &nbsp;"),
-        "a & b <> '' \u{a0}"
-    );
-    assert_eq!(decode_text("&#150; &#128;"), "\u{2013} \u{20ac}");
-    assert_eq!(decode_text("&unknown; & &#;"), "&unknown & &#;");
-    assert_eq!(
-        decode_attribute("Tom &amp; Jerry &unknown;"),
-        "Tom & Jerry &unknown;"
-    );
-    assert_eq!(decode_text("&#99999999999;"), "\u{fffd}");
+fn character_references_decode_as_python_does() {
+    let cases: &[(&str, &str, &str)] = &[
+        (
+            "a &amp; b &lt;&gt; &#39;&#x27; &nbsp;",
+            "a & b <> '' \u{a0}",
+            "a & b <> '' \u{a0}",
+        ),
+        ("&#0;", "\u{fffd}", "\u{fffd}"),
+        ("&#1;", "\u{1}", ""),
+        ("&#128; &#150;", "\u{20ac} \u{2013}", "\u{20ac} \u{2013}"),
+        ("&#129;&#x9D;", "\u{81}\u{9d}", "\u{81}\u{9d}"),
+        (
+            "&#xD800;&#x110000;&#99999999999;",
+            "\u{fffd}\u{fffd}\u{fffd}",
+            "\u{fffd}\u{fffd}\u{fffd}",
+        ),
+        ("&nGt;", "\u{226b}\u{20d2}", "\u{226b}\u{20d2}"),
+        ("&nGt", "\u{226b}\u{20d2}", "&nGt"),
+        ("&ampx", "&ampx", "&x"),
+        ("&amp;x", "&x", "&x"),
+        ("&notit;", "&notit", "\u{ac}it;"),
+        ("&notin", "\u{2209}", "\u{ac}in"),
+        ("&unknown;", "&unknown", "&unknown;"),
+        ("&#65 &#x41x", "A Ax", "A Ax"),
+        ("&ThickSpace;&fjlig;", "\u{205f}\u{200a}fj", "\u{205f}\u{200a}fj"),
+        ("&CounterClockwiseContourIntegral;", "\u{2233}", "\u{2233}"),
+        ("&nbspx &copy2", "&nbspx &copy2", "\u{a0}x \u{a9}2"),
+        ("a&b;c &x-y;", "a&bc &x-y", "a&b;c &x-y;"),
+        ("& x &#; &#x;", "& x &#; &#x;", "& x &#; &#x;"),
+    ];
+    for (raw, text, attribute) in cases {
+        assert_eq!(decode_text(raw), *text, "text {raw:?}");
+        assert_eq!(html_unescape(raw), *attribute, "attribute {raw:?}");
+    }
+}
+
+/// Every one of HTML5's 2,231 named references (with and without `;`) decodes, in text and in
+/// attributes, and in the `default` profile (html5ever) too.
+#[test]
+fn every_html5_named_reference_decodes() {
+    assert_eq!(htmlize::ENTITIES.len(), 2_231);
+    let mut default_page = String::from("<div class=\"mw-parser-output\">");
+    let mut expected = Vec::new();
+    for (name, expansion) in htmlize::ENTITIES.entries() {
+        let name = std::str::from_utf8(name).expect("ASCII names");
+        let expansion = std::str::from_utf8(expansion).expect("UTF-8 expansions");
+        assert_eq!(decode_text(name), expansion, "text {name}");
+        assert_eq!(html_unescape(name), expansion, "attribute {name}");
+        if name.ends_with(';') && !expansion.trim().is_empty() && !expansion.contains(['<', '&']) {
+            default_page.push_str(&format!("<p>x{name}x</p>"));
+            expected.push(format!("x{expansion}x"));
+        }
+    }
+    let page = article(parse_search_page(&default_page, Profile::Default));
+    let expected: Vec<String> = expected.iter().map(|text| collapse(text)).collect();
+    assert_eq!(page.paragraphs, expected);
+}
+
+fn collapse(text: &str) -> String {
+    crate::docstore::page::collapse_whitespace(text)
 }
 
 #[test]
@@ -582,7 +635,7 @@ fn nested_unclosed_result_headings_stay_within_the_page_budget() {
 /// dropped without walking the N open elements (before, N × N steps).
 #[test]
 fn stray_end_tags_do_not_walk_the_open_elements() {
-    const N: usize = 50_000;
+    const N: usize = 20_000;
     for (open, stray) in [("<span>", "</p>"), ("<div>", "</li>"), ("<b>", "</custom-tag>")] {
         let html = format!("{}x y z{}", open.repeat(N), stray.repeat(N));
         let doc = Document::parse(&html);
@@ -606,5 +659,32 @@ fn stripped_ranges_match_the_text() {
         "<pre>  a  b  </pre><p>&nbsp;x&#32;y z&nbsp;</p>",
     ] {
         assert_text_bookkeeping(html);
+    }
+}
+
+/// The default reader hands html5ever no page nested deeper than a browser builds: start tags
+/// past `MAX_DEPTH` are dropped (their text kept); real pages pass through untouched.
+#[test]
+fn the_default_reader_caps_the_nesting_depth() {
+    use super::browser::{MAX_DEPTH, within_depth};
+    let nested = "<div class=\"mw-search-result-heading\">title ".repeat(16_000);
+    let capped = within_depth(&nested);
+    assert_eq!(capped.matches("<div").count(), MAX_DEPTH);
+    assert_eq!(capped.matches("title ").count(), 16_000);
+    // Sloppy but shallow: unclosed <p> and <li> close each other, as in HTML.
+    let sloppy = format!(
+        "<ul>{}</ul>{}",
+        "<li><p>item".repeat(5_000),
+        "<p>para".repeat(5_000)
+    );
+    assert!(matches!(within_depth(&sloppy), Cow::Borrowed(_)));
+    for name in [
+        "colorado_orogeny_hit.html",
+        "colorado_orogenyy_similar.html",
+        "nonexistent_miss.html",
+        "synthetic_disambiguation.html",
+        "synthetic_abbreviations_coordinates.html",
+    ] {
+        assert!(matches!(within_depth(&fixture(name)), Cow::Borrowed(_)), "{name}");
     }
 }
