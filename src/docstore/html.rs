@@ -2,8 +2,8 @@
 //!
 //! Two readers, one per profile. The `paper` profile must match BeautifulSoup's `html.parser`
 //! builder byte for byte, which is not HTML5 (elements nest exactly as written, a stray end tag
-//! is ignored): [`soup`] is a small reader with those rules. The `default` profile reads the page
-//! as a browser would: [`browser`] parses it with scraper (html5ever's HTML5 tree builder) and
+//! is ignored): `soup` is a small reader with those rules. The `default` profile reads the page
+//! as a browser would: `browser` parses it with scraper (html5ever's HTML5 tree builder) and
 //! CSS selectors, so pages that are not MediaWiki's own markup read sensibly too. Both return
 //! owned data (a `scraper::Html` is not `Send`): no parsed document outlives the call.
 

@@ -6,8 +6,8 @@
 //! tokens (every block start tag looks for an open `<p>`, a stray end tag scans for its element),
 //! so a page of thousands of unclosed elements costs depth × tokens. As browsers do (Blink caps
 //! its tree at 512 levels), the depth is bounded: [`within_depth`] drops the start tags that
-//! would nest past [`MAX_DEPTH`] (their text stays, in the enclosing element) before html5ever
-//! sees the page. Every pass over the tree visits each node at most once (a skipped subtree is
+//! would nest past [`MAX_DEPTH`] (their text stays, in the enclosing element), and the stray end
+//! tags, before html5ever sees the page. Every pass over the tree visits each node at most once (a skipped subtree is
 //! not entered), and the few per-element reads (a title, a heading, a list item's link) stop
 //! after a bounded amount of text, so reading is linear in the page whatever its nesting.
 
@@ -57,8 +57,8 @@ pub(super) fn default_outcome(html: &str) -> SearchOutcome {
     SearchOutcome::Article(page)
 }
 
-/// `html` without the start tags that would nest deeper than [`MAX_DEPTH`]; borrowed when none
-/// does (every real page). The depth is tracked as the page is written (an end tag closes the
+/// `html` without the start tags that would nest deeper than [`MAX_DEPTH`] and without stray
+/// end tags; borrowed when there are none (every saved page). The depth is tracked as the page is written (an end tag closes the
 /// most recent open element of its name and those inside it; a stray one does nothing), with
 /// HTML's usual implied ends so sloppy pages do not look deep: a block start closes an open `<p>`,
 /// `<li>` closes `<li>`, `<dd>`/`<dt>` close each other. Linear in the page.
@@ -85,6 +85,12 @@ pub(super) fn within_depth(html: &str) -> Cow<'_, str> {
                             break;
                         }
                     }
+                } else if name != "br" {
+                    // A stray end tag does nothing to the text (`</p>` adds an empty paragraph,
+                    // `</br>` is a line break and stays) but costs html5ever a scan of the
+                    // open elements: dropped.
+                    kept.push_str(&html[copied_to..lt]);
+                    copied_to = end;
                 }
                 end
             }

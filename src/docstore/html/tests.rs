@@ -671,6 +671,8 @@ fn the_default_reader_caps_the_nesting_depth() {
     let capped = within_depth(&nested);
     assert_eq!(capped.matches("<div").count(), MAX_DEPTH);
     assert_eq!(capped.matches("title ").count(), 16_000);
+    // Stray end tags go; `</br>` is a line break and stays.
+    assert_eq!(within_depth("<p>a</div>b</br>c</p></p>"), "<p>ab</br>c</p>");
     // Sloppy but shallow: unclosed <p> and <li> close each other, as in HTML.
     let sloppy = format!(
         "<ul>{}</ul>{}",
