@@ -15,9 +15,9 @@ use crate::profile::Profile;
 pub const SUMMARY_SENTENCES: usize = 5;
 
 /// The most text, in bytes, one opened page keeps (paragraphs, or a results page's titles), in
-/// both profiles. Real articles stay far below it (the longest Wikipedia pages hold about 1 MB
-/// of text); a pathological page (thousands of unclosed nested `<p>`, whose texts the paper's
-/// BeautifulSoup scrape repeats once per block) is cut there, so memory stays bounded.
+/// both profiles. Real articles stay far below it; a pathological page (thousands of unclosed
+/// nested `<p>`, whose texts the paper's BeautifulSoup scrape repeats once per block) is cut
+/// there, so memory stays bounded.
 pub const PAGE_TEXT_LIMIT: usize = 8 * 1024 * 1024;
 
 /// The longest sentence the `default` profile keeps, in characters: a page without sentence
