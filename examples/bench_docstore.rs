@@ -1,11 +1,13 @@
-//! HTML → observation for the 77 KB article fixture, in both profiles.
+//! HTML → observation for the recorded article and results page, and for three pathological
+//! pages (thousands of unclosed elements), in both profiles.
 //!
 //! ```sh
 //! cargo run --release --example bench_docstore
 //! ```
 //!
 //! Prints the median and the 95th percentile of one search's parsing work: reading the page,
-//! extracting the paragraphs, splitting the sentences and building the 5-sentence observation.
+//! extracting the paragraphs, splitting the sentences and building the 5-sentence observation
+//! (1,000 runs; 20 for the pathological pages).
 
 use std::hint::black_box;
 use std::time::{Duration, Instant};
@@ -25,12 +27,12 @@ fn observation(html: &str, profile: Profile) -> String {
     }
 }
 
-fn measure(label: &str, html: &str, profile: Profile) {
+fn measure(label: &str, html: &str, profile: Profile, runs: usize) {
     // Warm up, then time many single runs.
-    for _ in 0..50 {
+    for _ in 0..runs.min(50) {
         black_box(observation(black_box(html), profile));
     }
-    let mut times: Vec<Duration> = (0..1000)
+    let mut times: Vec<Duration> = (0..runs)
         .map(|_| {
             let start = Instant::now();
             black_box(observation(black_box(html), profile));
@@ -41,7 +43,7 @@ fn measure(label: &str, html: &str, profile: Profile) {
     let median = times[times.len() / 2];
     let p95 = times[times.len() * 95 / 100];
     println!(
-        "{label:<28} {profile:<8} {:>6.1} KB  median {:>7.1} µs  p95 {:>7.1} µs",
+        "{label:<36} {profile:<8} {:>7.1} KB  median {:>9.1} µs  p95 {:>9.1} µs",
         html.len() as f64 / 1024.0,
         median.as_secs_f64() * 1e6,
         p95.as_secs_f64() * 1e6
@@ -49,8 +51,14 @@ fn measure(label: &str, html: &str, profile: Profile) {
 }
 
 fn main() {
+    let paragraphs = "<p>word word word ".repeat(20_000);
+    let headings = "<div class=\"mw-search-result-heading\"><a>Title</a> words ".repeat(16_000);
+    let stray = format!("{}x y z{}", "<span>".repeat(50_000), "</p>".repeat(50_000));
     for profile in [Profile::Paper, Profile::Default] {
-        measure("article (Colorado orogeny)", ARTICLE, profile);
-        measure("results (Colorado orogenyy)", RESULTS, profile);
+        measure("article (Colorado orogeny)", ARTICLE, profile, 1000);
+        measure("results (Colorado orogenyy)", RESULTS, profile, 1000);
+        measure("20,000 unclosed <p>", &paragraphs, profile, 20);
+        measure("16,000 unclosed result headings", &headings, profile, 20);
+        measure("50,000 <span> + 50,000 stray </p>", &stray, profile, 20);
     }
 }

@@ -21,7 +21,6 @@ use futures::future::BoxFuture;
 use crate::profile::Profile;
 
 pub mod corpus;
-mod entities;
 pub mod fetch;
 pub mod html;
 pub mod index;

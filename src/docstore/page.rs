@@ -7,10 +7,67 @@
 //! real sentences: it keeps `U.S.`, `Jr.`, `St.`, initials and decimals inside their sentence and
 //! never doubles a period.
 
+use std::borrow::Cow;
+
 use crate::profile::Profile;
 
 /// How many sentences a search shows.
 pub const SUMMARY_SENTENCES: usize = 5;
+
+/// The most text, in bytes, one opened page keeps (paragraphs, or a results page's titles), in
+/// both profiles. Real articles stay far below it; a pathological page (thousands of unclosed
+/// nested `<p>`, whose texts the paper's BeautifulSoup scrape repeats once per block) is cut
+/// there, so memory stays bounded.
+pub const PAGE_TEXT_LIMIT: usize = 8 * 1024 * 1024;
+
+/// The longest sentence the `default` profile keeps, in characters: a page without sentence
+/// breaks (a run-on list, a table flattened into text) would otherwise be one huge sentence.
+pub const SENTENCE_CHARS: usize = 1_000;
+
+/// The longest observation a `default` search gives, in characters (a normal article's first
+/// five sentences are well under it).
+pub const OBSERVATION_CHARS: usize = 2_500;
+
+/// `text` cut to `limit` characters, the cut marked ` … [cut: N more characters]` so the model
+/// knows text is missing; text within the limit is returned as it is.
+pub fn cut_marked(text: &str, limit: usize) -> Cow<'_, str> {
+    let Some((cut, _)) = text.char_indices().nth(limit) else {
+        return Cow::Borrowed(text);
+    };
+    let dropped = text[cut..].chars().count();
+    Cow::Owned(format!(
+        "{} … [cut: {dropped} more characters]",
+        text[..cut].trim_end()
+    ))
+}
+
+/// What is left of one page's text allowance ([`PAGE_TEXT_LIMIT`]): every reader takes the text
+/// it keeps through one, so no page holds more.
+#[derive(Debug, Clone)]
+pub struct TextBudget {
+    left: usize,
+}
+
+impl TextBudget {
+    /// A full allowance of [`PAGE_TEXT_LIMIT`] bytes.
+    pub fn page() -> TextBudget {
+        TextBudget {
+            left: PAGE_TEXT_LIMIT,
+        }
+    }
+
+    /// The longest prefix of `text` that still fits (cut at a character boundary), charged to
+    /// the allowance; empty once it is spent.
+    pub fn take<'t>(&mut self, text: &'t str) -> &'t str {
+        let end = text.floor_char_boundary(self.left);
+        self.left -= end;
+        &text[..end]
+    }
+
+    pub fn is_spent(&self) -> bool {
+        self.left == 0
+    }
+}
 
 /// One opened page: its title and its paragraphs, as owned text.
 #[derive(Debug, Clone, PartialEq, Eq, Default)]
@@ -23,10 +80,11 @@ pub struct Page {
 }
 
 impl Page {
+    /// A page of `paragraphs`, kept within [`PAGE_TEXT_LIMIT`]: paragraphs past it are cut.
     pub fn new(title: impl Into<String>, paragraphs: Vec<String>) -> Page {
         Page {
             title: title.into(),
-            paragraphs,
+            paragraphs: within_page_limit(paragraphs),
             given_sentences: None,
         }
     }
@@ -76,11 +134,13 @@ impl Page {
                     .iter()
                     .map(|sentence| collapse_whitespace(sentence))
                     .filter(|sentence| !sentence.is_empty())
+                    .map(within_sentence_limit)
                     .collect(),
                 None => self
                     .paragraphs
                     .iter()
                     .flat_map(|paragraph| split_sentences(&collapse_whitespace(paragraph)))
+                    .map(within_sentence_limit)
                     .collect(),
             },
         }
@@ -97,6 +157,29 @@ impl Page {
     }
 }
 
+fn within_sentence_limit(sentence: String) -> String {
+    match cut_marked(&sentence, SENTENCE_CHARS) {
+        Cow::Borrowed(_) => sentence,
+        Cow::Owned(cut) => cut,
+    }
+}
+
+/// `paragraphs` cut to [`PAGE_TEXT_LIMIT`] bytes in all (nothing is copied when they fit).
+fn within_page_limit(mut paragraphs: Vec<String>) -> Vec<String> {
+    let mut budget = TextBudget::page();
+    let mut kept = 0;
+    for paragraph in &mut paragraphs {
+        let fits = budget.take(paragraph).len();
+        if fits == 0 && !paragraph.is_empty() {
+            break;
+        }
+        paragraph.truncate(fits);
+        kept += 1;
+    }
+    paragraphs.truncate(kept);
+    paragraphs
+}
+
 /// The first [`SUMMARY_SENTENCES`] sentences joined by spaces: what a successful search shows.
 pub fn summary(sentences: &[String]) -> String {
     sentences
@@ -108,7 +191,7 @@ pub fn summary(sentences: &[String]) -> String {
 }
 
 /// Python's `str.isspace`: Unicode White_Space plus the four ASCII separators `\x1c`..`\x1f`.
-fn is_python_space(c: char) -> bool {
+pub fn is_python_space(c: char) -> bool {
     c.is_whitespace() || ('\u{1c}'..='\u{1f}').contains(&c)
 }
 
@@ -353,14 +436,15 @@ impl Reader {
         self.cursor = None;
         let shown = summary(&self.sentences);
         match self.profile {
-            Profile::Default if shown.is_empty() => {
+            Profile::Default if !shown.is_empty() => cut_marked(&shown, OBSERVATION_CHARS).into_owned(),
+            Profile::Default => {
                 match self
                     .page
                     .as_ref()
                     .map(|page| page.title.trim())
                     .filter(|title| !title.is_empty())
                 {
-                    Some(title) => format!("The page {title} has no text."),
+                    Some(title) => format!("The page {} has no text.", cut_marked(title, SENTENCE_CHARS)),
                     None => "The page has no text.".to_owned(),
                 }
             }

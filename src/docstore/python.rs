@@ -1,5 +1,8 @@
-//! Two Python behaviours the `paper` profile reproduces byte for byte: `wikienv.py`'s `clean_str`
-//! and `repr()` of a list of strings (the `Similar: [...]` list).
+//! Python behaviours the `paper` profile reproduces byte for byte: `wikienv.py`'s `clean_str`,
+//! `repr()` of a list of strings (the `Similar: [...]` list), and `html.unescape` with HTML5's
+//! named character references (which BeautifulSoup's `html.parser` builder relies on).
+
+use std::borrow::Cow;
 
 /// `p.encode().decode("unicode-escape").encode("latin1").decode("utf-8")`.
 ///
@@ -176,6 +179,150 @@ fn is_printable(c: char) -> bool {
     let private = matches!(code, 0xe000..=0xf8ff | 0xf0000..=0xffffd | 0x100000..=0x10fffd);
     let nonchar = matches!(code, 0xfdd0..=0xfdef) || (code & 0xfffe) == 0xfffe;
     !(separator || control || format || private || nonchar)
+}
+
+/// The expansion of an HTML5 named character reference, looked up by its exact name with or
+/// without its `;` (BeautifulSoup's `HTML_ENTITY_TO_CHARACTER`): all 2,231 of HTML5's names,
+/// from htmlize's copy of the WHATWG table.
+pub fn html5_entity(name: &str) -> Option<&'static str> {
+    entity_named(&format!("{name};")).or_else(|| entity_named(name))
+}
+
+/// Python's `html.unescape`: every `&#digits;`, `&#xhex;` and named reference (semicolon
+/// optional) decoded as CPython does — numeric references 0x80–0x9F through Windows-1252, NUL,
+/// surrogates and values past U+10FFFF as U+FFFD, control characters and non-characters
+/// removed; a named reference by its exact HTML5 name, else by the longest name that prefixes
+/// it (`&ampx` → `&x`, `&notit;` → `¬it;`); anything else kept as written.
+pub fn html_unescape(text: &str) -> Cow<'_, str> {
+    if !text.contains('&') {
+        return Cow::Borrowed(text);
+    }
+    let mut out = String::with_capacity(text.len());
+    let mut rest = text;
+    while let Some(amp) = rest.find('&') {
+        out.push_str(&rest[..amp]);
+        let after = &rest[amp + 1..];
+        match unescape_reference(after) {
+            Some((expansion, consumed)) => {
+                out.push_str(&expansion);
+                rest = &after[consumed..];
+            }
+            None => {
+                out.push('&');
+                rest = after;
+            }
+        }
+    }
+    out.push_str(rest);
+    Cow::Owned(out)
+}
+
+/// The reference at the start of `after` (the text after a `&`), as `html.unescape`'s
+/// `_charref` pattern reads it: its expansion and the bytes it spans.
+fn unescape_reference(after: &str) -> Option<(Cow<'static, str>, usize)> {
+    if let Some(numeric) = after.strip_prefix('#') {
+        let (number, consumed) = numeric_reference(numeric)?;
+        return Some((Cow::Owned(python_charref(number)), 1 + consumed));
+    }
+    let bytes = after.as_bytes();
+    // `[^\t\n\f <&#;]{1,32};?`: at most 32 characters.
+    let limit = after.char_indices().nth(32).map_or(after.len(), |(idx, _)| idx);
+    let name_end = after[..limit]
+        .find(['\t', '\n', '\x0c', ' ', '<', '&', '#', ';'])
+        .unwrap_or(limit);
+    if name_end == 0 {
+        return None;
+    }
+    let span = if bytes.get(name_end) == Some(&b';') {
+        name_end + 1
+    } else {
+        name_end
+    };
+    let reference = &after[..span];
+    if let Some(expansion) = entity_named(reference) {
+        return Some((Cow::Borrowed(expansion), span));
+    }
+    // The longest name (at least two characters) that prefixes the reference.
+    for cut in (2..reference.len()).rev() {
+        if let Some(prefix) = reference.get(..cut)
+            && let Some(expansion) = entity_named(prefix)
+        {
+            return Some((Cow::Owned(format!("{expansion}{}", &reference[cut..])), span));
+        }
+    }
+    None
+}
+
+/// A numeric character reference after its `&#`: decimal digits, or `x`/`X` and hex digits,
+/// then an optional `;`. Its value (saturated: too many digits read as `u32::MAX`, past any
+/// character) and the bytes it spans; `None` without a digit.
+pub fn numeric_reference(rest: &str) -> Option<(u32, usize)> {
+    let bytes = rest.as_bytes();
+    let (digits_start, radix) = match bytes.first() {
+        Some(b'x' | b'X') => (1, 16),
+        _ => (0, 10),
+    };
+    let digits = bytes[digits_start..]
+        .iter()
+        .take_while(|b| {
+            if radix == 16 {
+                b.is_ascii_hexdigit()
+            } else {
+                b.is_ascii_digit()
+            }
+        })
+        .count();
+    if digits == 0 {
+        return None;
+    }
+    let value = u32::from_str_radix(&rest[digits_start..digits_start + digits], radix).unwrap_or(u32::MAX);
+    let mut consumed = digits_start + digits;
+    if bytes.get(consumed) == Some(&b';') {
+        consumed += 1;
+    }
+    Some((value, consumed))
+}
+
+/// An HTML5 name exactly as written (`amp;`, or the legacy `amp` without its `;`).
+fn entity_named(name: &str) -> Option<&'static str> {
+    let mut key = String::with_capacity(name.len() + 1);
+    key.push('&');
+    key.push_str(name);
+    htmlize::ENTITIES
+        .get(key.as_bytes())
+        .and_then(|found| std::str::from_utf8(found).ok())
+}
+
+/// A numeric reference in 0x80–0x9F read as the Windows-1252 byte it names (as browsers, Python's
+/// `html.unescape` and BeautifulSoup do); the five bytes Windows-1252 leaves undefined stay the
+/// C1 control they are.
+pub fn windows_1252(number: u32) -> char {
+    const C1: [char; 32] = [
+        '\u{20ac}', '\u{81}', '\u{201a}', '\u{192}', '\u{201e}', '\u{2026}', '\u{2020}', '\u{2021}',
+        '\u{2c6}', '\u{2030}', '\u{160}', '\u{2039}', '\u{152}', '\u{8d}', '\u{17d}', '\u{8f}', '\u{90}',
+        '\u{2018}', '\u{2019}', '\u{201c}', '\u{201d}', '\u{2022}', '\u{2013}', '\u{2014}', '\u{2dc}',
+        '\u{2122}', '\u{161}', '\u{203a}', '\u{153}', '\u{9d}', '\u{17e}', '\u{178}',
+    ];
+    number
+        .checked_sub(0x80)
+        .and_then(|idx| C1.get(idx as usize))
+        .copied()
+        .or_else(|| char::from_u32(number))
+        .unwrap_or('\u{fffd}')
+}
+
+/// `html.unescape`'s numeric reference: `_invalid_charrefs`, then the invalid ranges, then `chr`.
+fn python_charref(number: u32) -> String {
+    let removed = matches!(number, 0x1..=0x8 | 0xb | 0xe..=0x1f | 0x7f..=0x9f | 0xfdd0..=0xfdef)
+        || (number <= 0x10ffff && (number & 0xfffe) == 0xfffe);
+    match number {
+        0 => "\u{fffd}".to_owned(),
+        0x0d => "\r".to_owned(),
+        0x80..=0x9f => windows_1252(number).to_string(),
+        0xd800..=0xdfff | 0x110000.. => "\u{fffd}".to_owned(),
+        _ if removed => String::new(),
+        _ => char::from_u32(number).map_or_else(|| "\u{fffd}".to_owned(), String::from),
+    }
 }
 
 #[cfg(test)]

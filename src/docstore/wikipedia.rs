@@ -14,8 +14,6 @@ use crate::profile::Profile;
 const SIMILAR_TITLES: usize = 5;
 /// How many entries of a disambiguation page the `default` profile offers.
 const DISAMBIGUATION_ENTRIES: usize = 10;
-/// Pages larger than this are parsed on a blocking thread.
-const LARGE_PAGE_BYTES: usize = 1024 * 1024;
 
 /// Opens one [`WikipediaExplorer`] per question over a shared client and cache.
 #[derive(Clone)]
@@ -82,15 +80,9 @@ impl WikipediaExplorer {
         for depth in 0..2 {
             let url = search_url(&self.wiki_url, &query, profile);
             let body = self.fetcher.fetch(&url, &query, is_whole_search_page).await?;
-            // Parsed synchronously into owned data: no document lives across an await. A large
-            // page is parsed off the async workers so it cannot stall other questions.
-            let outcome = if body.len() > LARGE_PAGE_BYTES {
-                tokio::task::spawn_blocking(move || parse_search_page(&body, profile))
-                    .await
-                    .map_err(|error| DocstoreError::Config(format!("parsing {url} failed: {error}")))?
-            } else {
-                parse_search_page(&body, profile)
-            };
+            let outcome = parse_off_the_workers(body, profile)
+                .await
+                .map_err(|error| DocstoreError::Config(format!("parsing {url} failed: {error}")))?;
             match outcome {
                 SearchOutcome::Article(page) => return Ok(self.reader.open(page)),
                 SearchOutcome::Results(titles) => {
@@ -100,10 +92,7 @@ impl WikipediaExplorer {
                 }
                 SearchOutcome::NoResults => {
                     self.reader.missed();
-                    return Ok(match profile {
-                        Profile::Paper => format!("Could not find {query}. Similar: []."),
-                        Profile::Default => format!("Could not find {query}. No similar pages."),
-                    });
+                    return Ok(format!("Could not find {query}. No similar pages."));
                 }
                 SearchOutcome::Disambiguation { entries, page } => match profile {
                     Profile::Paper if depth == 0 => query = format!("[{query}]"),
@@ -141,6 +130,16 @@ fn is_whole_search_page(body: &str) -> bool {
         SearchOutcome::Article(page) => !page.title.is_empty() || !page.paragraphs.is_empty(),
         SearchOutcome::Results(_) | SearchOutcome::NoResults | SearchOutcome::Disambiguation { .. } => true,
     }
+}
+
+/// Reads a page on tokio's blocking pool, whatever its size: a slow page never stalls the async
+/// workers other questions run on. The document is parsed into owned data there, so none lives
+/// across an await.
+async fn parse_off_the_workers(
+    body: impl AsRef<str> + Send + 'static,
+    profile: Profile,
+) -> Result<SearchOutcome, tokio::task::JoinError> {
+    tokio::task::spawn_blocking(move || parse_search_page(body.as_ref(), profile)).await
 }
 
 impl Docstore for WikipediaExplorer {

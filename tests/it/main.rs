@@ -26,6 +26,7 @@ mod end_to_end;
 mod eval;
 mod explore;
 mod fuzz;
+mod fuzz_html;
 mod index;
 mod llm;
 mod replay;

@@ -1,6 +1,9 @@
+use std::borrow::Cow;
+
+use super::soup::{Document, decode_text};
 use super::*;
-use crate::docstore::page::summary;
-use crate::docstore::python::repr_list;
+use crate::docstore::page::{python_strip, summary};
+use crate::docstore::python::{html_unescape, repr_list};
 
 fn fixture(name: &str) -> String {
     let path = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
@@ -54,10 +57,14 @@ fn paper_results_page_lists_titles_like_python() {
     );
 }
 
+/// wikienv.py finds no result headings on a zero-results page, so it reads that page as an
+/// article: its `<p>` and `<ul>` text, split as usual.
 #[test]
-fn zero_results_page_is_no_results_in_both_profiles() {
+fn zero_results_page_is_an_article_in_the_paper_profile() {
     let html = fixture("nonexistent_miss.html");
-    assert_eq!(parse_search_page(&html, Profile::Paper), SearchOutcome::NoResults);
+    let page = article(parse_search_page(&html, Profile::Paper));
+    let expected: Vec<String> = fixture_json("nonexistent_miss.paper-sentences.json");
+    assert_eq!(page.sentences(Profile::Paper), expected);
     assert_eq!(
         parse_search_page(&html, Profile::Default),
         SearchOutcome::NoResults
@@ -184,6 +191,32 @@ fn paper_scrape_matches_beautifulsoup_on_tricky_markup() {
             "<p>a <!-- c -->  <!-- d --> b c</p>",
             Paper::Page("a   b c\n", "a   b c."),
         ),
+        (
+            "<p>a b c<p>d e f<p>g h i",
+            Paper::Page(
+                "a b cd e fg h i\nd e fg h i\ng h i\n",
+                "a b cd e fg h i. d e fg h i. g h i.",
+            ),
+        ),
+        (
+            "<ul><li>one two three<ul><li>four five six",
+            Paper::Page(
+                "one two threefour five six\nfour five six\n",
+                "one two threefour five six. four five six.",
+            ),
+        ),
+        (
+            "<p>  x y z </p>\u{a0}<p>\u{a0} a b \u{a0}</p>",
+            Paper::Page("x y z\n", "x y z."),
+        ),
+        (
+            "<span><span><p>a b c</span></p>d e f</p>",
+            Paper::Page("a b c\n", "a b c."),
+        ),
+        (
+            "<div class='mw-search-result-heading'>One two<div class='mw-search-result-heading'>Three",
+            Paper::Results("Could not find E. Similar: ['One twoThree', 'Three']."),
+        ),
     ];
     for (html, expected) in cases {
         let outcome = parse_search_page(html, Profile::Paper);
@@ -289,19 +322,69 @@ fn malformed_input_never_panics() {
     }
 }
 
+/// Text references as BeautifulSoup 4.15's `get_text()` gives them, attribute values as Python
+/// 3.11's `html.unescape` (which `html.parser` applies to them): both columns from CPython.
 #[test]
-fn character_references() {
-    assert_eq!(
-        decode_text("a &amp; b &lt;&gt; &#39;&#x27; &nbsp;"),
-        "a & b <> '' \u{a0}"
-    );
-    assert_eq!(decode_text("&#150; &#128;"), "\u{2013} \u{20ac}");
-    assert_eq!(decode_text("&unknown; & &#;"), "&unknown & &#;");
-    assert_eq!(
-        decode_attribute("Tom &amp; Jerry &unknown;"),
-        "Tom & Jerry &unknown;"
-    );
-    assert_eq!(decode_text("&#99999999999;"), "\u{fffd}");
+fn character_references_decode_as_python_does() {
+    let cases: &[(&str, &str, &str)] = &[
+        (
+            "a &amp; b &lt;&gt; &#39;&#x27; &nbsp;",
+            "a & b <> '' \u{a0}",
+            "a & b <> '' \u{a0}",
+        ),
+        ("&#0;", "\u{fffd}", "\u{fffd}"),
+        ("&#1;", "\u{1}", ""),
+        ("&#128; &#150;", "\u{20ac} \u{2013}", "\u{20ac} \u{2013}"),
+        ("&#129;&#x9D;", "\u{81}\u{9d}", "\u{81}\u{9d}"),
+        (
+            "&#xD800;&#x110000;&#99999999999;",
+            "\u{fffd}\u{fffd}\u{fffd}",
+            "\u{fffd}\u{fffd}\u{fffd}",
+        ),
+        ("&nGt;", "\u{226b}\u{20d2}", "\u{226b}\u{20d2}"),
+        ("&nGt", "\u{226b}\u{20d2}", "&nGt"),
+        ("&ampx", "&ampx", "&x"),
+        ("&amp;x", "&x", "&x"),
+        ("&notit;", "&notit", "\u{ac}it;"),
+        ("&notin", "\u{2209}", "\u{ac}in"),
+        ("&unknown;", "&unknown", "&unknown;"),
+        ("&#65 &#x41x", "A Ax", "A Ax"),
+        ("&ThickSpace;&fjlig;", "\u{205f}\u{200a}fj", "\u{205f}\u{200a}fj"),
+        ("&CounterClockwiseContourIntegral;", "\u{2233}", "\u{2233}"),
+        ("&nbspx &copy2", "&nbspx &copy2", "\u{a0}x \u{a9}2"),
+        ("a&b;c &x-y;", "a&bc &x-y", "a&b;c &x-y;"),
+        ("& x &#; &#x;", "& x &#; &#x;", "& x &#; &#x;"),
+    ];
+    for (raw, text, attribute) in cases {
+        assert_eq!(decode_text(raw), *text, "text {raw:?}");
+        assert_eq!(html_unescape(raw), *attribute, "attribute {raw:?}");
+    }
+}
+
+/// Every one of HTML5's 2,231 named references (with and without `;`) decodes, in text and in
+/// attributes, and in the `default` profile (html5ever) too.
+#[test]
+fn every_html5_named_reference_decodes() {
+    assert_eq!(htmlize::ENTITIES.len(), 2_231);
+    let mut default_page = String::from("<div class=\"mw-parser-output\">");
+    let mut expected = Vec::new();
+    for (name, expansion) in htmlize::ENTITIES.entries() {
+        let name = std::str::from_utf8(name).expect("ASCII names");
+        let expansion = std::str::from_utf8(expansion).expect("UTF-8 expansions");
+        assert_eq!(decode_text(name), expansion, "text {name}");
+        assert_eq!(html_unescape(name), expansion, "attribute {name}");
+        if name.ends_with(';') && !expansion.trim().is_empty() && !expansion.contains(['<', '&']) {
+            default_page.push_str(&format!("<p>x{name}x</p>"));
+            expected.push(format!("x{expansion}x"));
+        }
+    }
+    let page = article(parse_search_page(&default_page, Profile::Default));
+    let expected: Vec<String> = expected.iter().map(|text| collapse(text)).collect();
+    assert_eq!(page.paragraphs, expected);
+}
+
+fn collapse(text: &str) -> String {
+    crate::docstore::page::collapse_whitespace(text)
 }
 
 #[test]
@@ -439,6 +522,8 @@ fn random_markup_never_panics() {
         "<rt>",
         "<template>",
         "There were no results matching the query",
+        "\u{a0}",
+        " x y ",
     ];
     let mut state: u64 = 0x2545_f491_4f6c_dd1d;
     let mut next = move || {
@@ -452,11 +537,156 @@ fn random_markup_never_panics() {
         let html: String = (0..len)
             .map(|_| PIECES[(next() % PIECES.len() as u64) as usize])
             .collect();
+        assert_text_bookkeeping(&html);
         for profile in [Profile::Paper, Profile::Default] {
             if let SearchOutcome::Article(page) = parse_search_page(&html, profile) {
                 let sentences = page.sentences(profile);
                 let _ = summary(&sentences);
             }
         }
+    }
+}
+
+/// For every element, the text ranges the builder keeps agree with the text itself: `stripped`
+/// is `python_strip(text)` and `stripped_spaces` counts its spaces.
+fn assert_text_bookkeeping(html: &str) {
+    let doc = Document::parse(html);
+    for el in doc.elements() {
+        let text = doc.text(el);
+        assert_eq!(
+            doc.stripped_text(el),
+            python_strip(text),
+            "stripped text in {html:?}"
+        );
+        assert_eq!(
+            doc.elements[el].stripped_spaces,
+            text_spaces(python_strip(text)),
+            "spaces in {html:?}"
+        );
+    }
+}
+
+fn text_spaces(text: &str) -> usize {
+    text.bytes().filter(|&b| b == b' ').count()
+}
+
+/// `n` repetitions of `piece`.
+fn repeated(piece: &str, n: usize) -> String {
+    piece.repeat(n)
+}
+
+/// The bytes of text a page keeps: what an opened page holds in memory.
+fn kept_bytes(outcome: &SearchOutcome) -> usize {
+    match outcome {
+        SearchOutcome::Article(page) | SearchOutcome::Disambiguation { page, .. } => {
+            page.paragraphs.iter().map(String::len).sum()
+        }
+        SearchOutcome::Results(titles) => titles.iter().map(String::len).sum(),
+        SearchOutcome::NoResults => 0,
+    }
+}
+
+/// 20,000 unclosed `<p>` nest: BeautifulSoup's `find_all("p")` gives each one with the text of
+/// all that follow, 3 GB of text in all. The reader keeps the outermost blocks exactly and stops
+/// at the page budget, with work linear in the page.
+#[test]
+fn nested_unclosed_paragraphs_stay_within_the_page_budget() {
+    let html = repeated("<p>word word word ", 20_000);
+    let doc = Document::parse(&html);
+    assert!(doc.work <= 3 * 20_000 + 1, "builder work {}", doc.work);
+    let outcome = parse_search_page(&html, Profile::Paper);
+    assert!(kept_bytes(&outcome) <= crate::docstore::page::PAGE_TEXT_LIMIT);
+    let page = article(outcome);
+    // The outermost block holds every word; the next one all but the first three.
+    let all = python_strip(&"word word word ".repeat(20_000)).to_owned();
+    assert_eq!(page.paragraphs[0], all);
+    assert_eq!(page.paragraphs[1], all["word word word ".len()..]);
+    assert!(page.paragraphs.len() > 20 && page.paragraphs.len() < 20_000);
+
+    let default = parse_search_page(&html, Profile::Default);
+    assert!(kept_bytes(&default) <= crate::docstore::page::PAGE_TEXT_LIMIT);
+}
+
+/// 16,000 unclosed result headings nest the same way: at most 20 titles are read, within the
+/// page budget, in both profiles.
+#[test]
+fn nested_unclosed_result_headings_stay_within_the_page_budget() {
+    let html = repeated(
+        "<div class=\"mw-search-result-heading\"><a>Some title</a> words ",
+        16_000,
+    );
+    for profile in [Profile::Paper, Profile::Default] {
+        let outcome = parse_search_page(&html, profile);
+        let SearchOutcome::Results(titles) = &outcome else {
+            panic!("expected results, got a {profile} outcome");
+        };
+        assert!(
+            !titles.is_empty() && titles.len() <= MAX_RESULT_TITLES,
+            "{profile}"
+        );
+        assert!(
+            kept_bytes(&outcome) <= crate::docstore::page::PAGE_TEXT_LIMIT,
+            "{profile}"
+        );
+    }
+}
+
+/// N unclosed tags then N stray end tags: an end tag with no open element of its name is
+/// dropped without walking the N open elements (before, N × N steps).
+#[test]
+fn stray_end_tags_do_not_walk_the_open_elements() {
+    const N: usize = 20_000;
+    for (open, stray) in [("<span>", "</p>"), ("<div>", "</li>"), ("<b>", "</custom-tag>")] {
+        let html = format!("{}x y z{}", open.repeat(N), stray.repeat(N));
+        let doc = Document::parse(&html);
+        assert!(doc.work <= 4 * N, "{open}{stray}: builder work {}", doc.work);
+        for profile in [Profile::Paper, Profile::Default] {
+            let _ = parse_search_page(&html, profile);
+        }
+    }
+    // Matching end tags close what they match, each element once.
+    let html = format!("{}x y z{}", "<div><span>".repeat(N), "</div>".repeat(N));
+    let doc = Document::parse(&html);
+    assert!(doc.work <= 8 * N, "builder work {}", doc.work);
+}
+
+#[test]
+fn stripped_ranges_match_the_text() {
+    for html in [
+        "<p>  x y z </p>\u{a0}<p>\u{a0} a b \u{a0}</p>",
+        "<p> <b> </b> a <i>b </i></p><p></p><p>\u{2003}</p>",
+        "<div><p>one two <p>three</div> four",
+        "<pre>  a  b  </pre><p>&nbsp;x&#32;y z&nbsp;</p>",
+    ] {
+        assert_text_bookkeeping(html);
+    }
+}
+
+/// The default reader hands html5ever no page nested deeper than a browser builds: start tags
+/// past `MAX_DEPTH` are dropped (their text kept); real pages pass through untouched.
+#[test]
+fn the_default_reader_caps_the_nesting_depth() {
+    use super::browser::{MAX_DEPTH, within_depth};
+    let nested = "<div class=\"mw-search-result-heading\">title ".repeat(16_000);
+    let capped = within_depth(&nested);
+    assert_eq!(capped.matches("<div").count(), MAX_DEPTH);
+    assert_eq!(capped.matches("title ").count(), 16_000);
+    // Stray end tags go; `</br>` is a line break and stays.
+    assert_eq!(within_depth("<p>a</div>b</br>c</p></p>"), "<p>ab</br>c</p>");
+    // Sloppy but shallow: unclosed <p> and <li> close each other, as in HTML.
+    let sloppy = format!(
+        "<ul>{}</ul>{}",
+        "<li><p>item".repeat(5_000),
+        "<p>para".repeat(5_000)
+    );
+    assert!(matches!(within_depth(&sloppy), Cow::Borrowed(_)));
+    for name in [
+        "colorado_orogeny_hit.html",
+        "colorado_orogenyy_similar.html",
+        "nonexistent_miss.html",
+        "synthetic_disambiguation.html",
+        "synthetic_abbreviations_coordinates.html",
+    ] {
+        assert!(matches!(within_depth(&fixture(name)), Cow::Borrowed(_)), "{name}");
     }
 }

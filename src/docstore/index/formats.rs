@@ -20,7 +20,7 @@ use serde::Deserialize;
 use serde_json::Value;
 
 use super::schema::{IndexedPage, sanitize};
-use crate::docstore::html::decode_text;
+use crate::docstore::python::html_unescape;
 
 /// A dump format.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
@@ -222,7 +222,7 @@ fn hotpotqa(line: &str) -> Result<Record, String> {
         )
     })?;
     // HotpotQA keeps titles HTML-escaped (`Tom &amp; Jerry`); their text is not.
-    let title = page_title(&decode_text(&record.title))?;
+    let title = page_title(&html_unescape(&record.title))?;
     let mut links = Vec::new();
     let mut paragraphs = match record.text {
         HotpotqaText::Sentences(sentences) => vec![sentences.iter().map(|s| sanitize(s)).collect()],
@@ -289,7 +289,7 @@ fn href(tag: &str) -> Option<String> {
     let value = &value[1..];
     let target = &value[..value.find(quote)?];
     let decoded = percent_encoding::percent_decode_str(target).decode_utf8_lossy();
-    let title = decode_text(&decoded).replace('_', " ");
+    let title = html_unescape(&decoded).replace('_', " ");
     let title = title.trim();
     (!title.is_empty()).then(|| title.to_owned())
 }

@@ -220,3 +220,87 @@ fn empty_pages() {
     );
     assert_eq!(default.lookup("x"), "No results for x.");
 }
+
+/// A page with no sentence break: 2 MB of words in one paragraph.
+fn run_on_page() -> Page {
+    Page::new(
+        "Run-on",
+        vec!["word ".repeat(400_000) + "needle " + &"word ".repeat(10)],
+    )
+}
+
+#[test]
+fn default_observations_and_sentences_are_capped_and_marked() {
+    let mut reader = Reader::new(Profile::Default);
+    let shown = reader.open(run_on_page());
+    assert!(
+        shown.chars().count() <= OBSERVATION_CHARS + 64,
+        "{} chars",
+        shown.len()
+    );
+    assert!(shown.starts_with("word word"), "{shown}");
+    assert!(shown.contains(" … [cut: "), "{}", &shown[shown.len() - 80..]);
+    assert!(
+        shown.ends_with(" more characters]"),
+        "{}",
+        &shown[shown.len() - 80..]
+    );
+    // A Lookup shows the (capped) sentence that holds the keyword.
+    let found = reader.lookup("word");
+    assert!(found.starts_with("(Result 1 / 1) word word"), "{}", &found[..40]);
+    assert!(
+        found.chars().count() <= SENTENCE_CHARS + 80,
+        "{} chars",
+        found.len()
+    );
+    assert!(
+        found.ends_with(" more characters]"),
+        "{}",
+        &found[found.len() - 80..]
+    );
+    // Five long sentences: the observation as a whole is cut too.
+    let sentence = format!("{}end.", "Long words ".repeat(80));
+    let mut reader = Reader::new(Profile::Default);
+    let shown = reader.open(Page::new("Long", vec![[sentence.as_str(); 6].join(" ")]));
+    assert!(
+        shown.chars().count() <= OBSERVATION_CHARS + 64,
+        "{} chars",
+        shown.len()
+    );
+    assert!(shown.ends_with(" more characters]"), "{shown}");
+    // Short text is never touched.
+    assert_eq!(cut_marked("short", 10), "short");
+    assert_eq!(cut_marked("a b c d e f", 5), "a b c … [cut: 6 more characters]");
+    assert_eq!(cut_marked("abcdefghij", 4), "abcd … [cut: 6 more characters]");
+    assert_eq!(cut_marked("ééééé", 3), "ééé … [cut: 2 more characters]");
+}
+
+#[test]
+fn paper_keeps_the_reference_observation_within_the_page_limit() {
+    let mut reader = Reader::new(Profile::Paper);
+    let page = run_on_page();
+    let expected = format!("{}.", page.paragraphs[0].trim());
+    assert_eq!(reader.open(page), expected);
+    // A page past the limit is cut there: memory stays bounded whatever the page.
+    let huge = Page::new(
+        "Huge",
+        vec![
+            "x".repeat(PAGE_TEXT_LIMIT - 5),
+            "abcdefgh".to_owned(),
+            "y".to_owned(),
+        ],
+    );
+    assert_eq!(huge.paragraphs.len(), 2);
+    assert_eq!(huge.paragraphs[1], "abcde");
+    let wide = Page::new("Wide", vec!["x".repeat(PAGE_TEXT_LIMIT - 1), "é".repeat(10)]);
+    assert_eq!(wide.paragraphs.len(), 1);
+    let mut budget = TextBudget::page();
+    assert_eq!(
+        budget.take(&"a".repeat(PAGE_TEXT_LIMIT - 1)).len(),
+        PAGE_TEXT_LIMIT - 1
+    );
+    assert_eq!(budget.take("éa"), "");
+    assert!(!budget.is_spent());
+    assert_eq!(budget.take("aé"), "a");
+    assert!(budget.is_spent());
+}

@@ -1,0 +1,223 @@
+//! Benchmark of the offline Wikipedia: `index build` end to end from a JSON Lines dump, then
+//! Search over the built index — mean and p99 per query, how often the expected title comes
+//! first, the resident memory of a process serving the index, and index size against input size.
+//!
+//! ```sh
+//! cargo run --release --example gen_wiki -- --pages 200000 --out /tmp/wiki-200k.jsonl --queries /tmp/wiki-200k.queries.tsv
+//! cargo run --release --example bench_index -- --corpus /tmp/wiki-200k.jsonl --queries /tmp/wiki-200k.queries.tsv --out /tmp/wiki-200k.index
+//! ```
+//!
+//! The search figures come from a child process that only opens the index and searches, so its
+//! resident memory is that of serving, not of building. Figures in README.md.
+
+use std::path::{Path, PathBuf};
+use std::process::{Command, ExitCode};
+use std::sync::atomic::AtomicBool;
+use std::time::Instant;
+
+use react_docstore::docstore::index::{BuildConfig, PageIndex, SearchHit, build};
+
+const USAGE: &str = "usage: bench_index --corpus FILE.jsonl --queries FILE.tsv --out DIR [--threads N] [--memory SIZE]\n       bench_index --search-only --queries FILE.tsv --out DIR";
+
+struct Args {
+    corpus: Option<PathBuf>,
+    queries: PathBuf,
+    out: PathBuf,
+    threads: Option<usize>,
+    memory: Option<usize>,
+    search_only: bool,
+}
+
+fn parse_args() -> Result<Args, String> {
+    let mut args = std::env::args().skip(1);
+    let (mut corpus, mut queries, mut out, mut threads, mut memory, mut search_only) =
+        (None, None, None, None, None, false);
+    while let Some(arg) = args.next() {
+        let mut value = || args.next().ok_or_else(|| format!("{arg} needs a value\n{USAGE}"));
+        match arg.as_str() {
+            "--corpus" => corpus = Some(PathBuf::from(value()?)),
+            "--queries" => queries = Some(PathBuf::from(value()?)),
+            "--out" => out = Some(PathBuf::from(value()?)),
+            "--threads" => threads = Some(value()?.parse().map_err(|_| USAGE.to_owned())?),
+            "--memory" => memory = Some(react_docstore::docstore::index::parse_size(&value()?)?),
+            "--search-only" => search_only = true,
+            _ => return Err(USAGE.to_owned()),
+        }
+    }
+    Ok(Args {
+        corpus,
+        queries: queries.ok_or(USAGE)?,
+        out: out.ok_or(USAGE)?,
+        threads,
+        memory,
+        search_only,
+    })
+}
+
+fn main() -> ExitCode {
+    let args = match parse_args() {
+        Ok(args) => args,
+        Err(message) => {
+            eprintln!("{message}");
+            return ExitCode::from(2);
+        }
+    };
+    if args.search_only {
+        return search(&args.out, &args.queries);
+    }
+    let Some(corpus) = &args.corpus else {
+        eprintln!("{USAGE}");
+        return ExitCode::from(2);
+    };
+    let mut config = BuildConfig::new(vec![corpus.clone()], args.out.clone());
+    if let Some(threads) = args.threads {
+        config.threads = threads;
+    }
+    if let Some(memory) = args.memory {
+        config.memory_bytes = memory;
+    }
+    let started = Instant::now();
+    let report = match build(&config, &AtomicBool::new(false)) {
+        Ok(report) => report,
+        Err(error) => {
+            eprintln!("bench_index: {error}");
+            return ExitCode::FAILURE;
+        }
+    };
+    let seconds = started.elapsed().as_secs_f64();
+    let input_bytes = std::fs::metadata(corpus).map_or(0, |metadata| metadata.len());
+    let index_bytes = dir_bytes(&args.out);
+    println!(
+        "build: {} pages in {seconds:.1} s = {:.0} pages/s ({} threads, {} MiB budget); input {:.1} MiB, index {:.1} MiB ({:.2}x the input); peak memory of the build process {:.0} MiB",
+        report.manifest.pages,
+        report.manifest.pages as f64 / seconds,
+        config.threads,
+        config.memory_bytes >> 20,
+        input_bytes as f64 / 1048576.0,
+        index_bytes as f64 / 1048576.0,
+        index_bytes as f64 / input_bytes.max(1) as f64,
+        status_kib("VmHWM:") / 1024.0,
+    );
+    // The searches in a fresh process: its memory is that of serving the index.
+    let status = Command::new(std::env::current_exe().expect("the benchmark's own path"))
+        .args(["--search-only", "--queries"])
+        .arg(&args.queries)
+        .arg("--out")
+        .arg(&args.out)
+        .status();
+    match status {
+        Ok(status) if status.success() => ExitCode::SUCCESS,
+        _ => ExitCode::FAILURE,
+    }
+}
+
+/// Opens the index, runs every query once to warm up and once timed, and prints the figures.
+fn search(dir: &Path, queries: &Path) -> ExitCode {
+    let opened = Instant::now();
+    let index = match PageIndex::open(dir) {
+        Ok((index, _manifest)) => index,
+        Err(error) => {
+            eprintln!("bench_index: {error}");
+            return ExitCode::FAILURE;
+        }
+    };
+    let open_ms = opened.elapsed().as_secs_f64() * 1000.0;
+    let text = std::fs::read_to_string(queries).unwrap_or_default();
+    let queries: Vec<(&str, &str)> = text.lines().filter_map(|line| line.split_once('\t')).collect();
+    if queries.is_empty() {
+        eprintln!(
+            "bench_index: no `query<TAB>title` lines in {}",
+            queries_name(queries.len())
+        );
+        return ExitCode::FAILURE;
+    }
+    for (query, _) in &queries {
+        let _ = index.search(query);
+    }
+    let mut exact_ms = Vec::new();
+    let mut typo_ms = Vec::new();
+    let (mut exact_found, mut typo_first, mut typo_top5) = (0, 0, 0);
+    for (query, expected) in &queries {
+        let started = Instant::now();
+        let hit = index.search(query);
+        let ms = started.elapsed().as_secs_f64() * 1000.0;
+        match hit {
+            Ok(SearchHit::Page(page)) => {
+                exact_ms.push(ms);
+                exact_found += usize::from(page.title == *expected);
+            }
+            Ok(SearchHit::Similar(titles)) => {
+                typo_ms.push(ms);
+                typo_first += usize::from(titles.first().is_some_and(|title| title == expected));
+                typo_top5 += usize::from(titles.iter().any(|title| title == expected));
+            }
+            Err(error) => {
+                eprintln!("bench_index: {query}: {error}");
+                return ExitCode::FAILURE;
+            }
+        }
+    }
+    let mut all: Vec<f64> = exact_ms.iter().chain(&typo_ms).copied().collect();
+    println!(
+        "search: {} queries ({} pages): mean {:.3} ms, p50 {:.3} ms, p99 {:.3} ms; exact titles mean {:.3} ms ({} of {} opened the expected page); one-typo titles mean {:.3} ms p99 {:.3} ms (expected title first {} of {}, in the top 5 {} of {}); index opened in {open_ms:.1} ms; resident memory {:.0} MiB (peak {:.0} MiB)",
+        all.len(),
+        index.pages(),
+        mean(&all),
+        percentile(&mut all, 0.50),
+        percentile(&mut all, 0.99),
+        mean(&exact_ms),
+        exact_found,
+        exact_ms.len(),
+        mean(&typo_ms),
+        percentile(&mut typo_ms.clone(), 0.99),
+        typo_first,
+        typo_ms.len(),
+        typo_top5,
+        typo_ms.len(),
+        status_kib("VmRSS:") / 1024.0,
+        status_kib("VmHWM:") / 1024.0,
+    );
+    ExitCode::SUCCESS
+}
+
+fn queries_name(n: usize) -> String {
+    format!("the queries file ({n} lines read)")
+}
+
+fn mean(values: &[f64]) -> f64 {
+    if values.is_empty() {
+        return f64::NAN;
+    }
+    values.iter().sum::<f64>() / values.len() as f64
+}
+
+fn percentile(values: &mut [f64], share: f64) -> f64 {
+    if values.is_empty() {
+        return f64::NAN;
+    }
+    values.sort_by(f64::total_cmp);
+    let idx = ((values.len() as f64 * share).ceil() as usize).clamp(1, values.len()) - 1;
+    values[idx]
+}
+
+/// A `/proc/self/status` figure in KiB (`VmRSS:`, `VmHWM:`).
+fn status_kib(key: &str) -> f64 {
+    let status = std::fs::read_to_string("/proc/self/status").unwrap_or_default();
+    status
+        .lines()
+        .find_map(|line| line.strip_prefix(key))
+        .and_then(|value| value.trim().trim_end_matches("kB").trim().parse::<f64>().ok())
+        .unwrap_or(f64::NAN)
+}
+
+fn dir_bytes(dir: &Path) -> u64 {
+    std::fs::read_dir(dir)
+        .map(|entries| {
+            entries
+                .flatten()
+                .filter_map(|entry| entry.metadata().ok())
+                .map(|metadata| metadata.len())
+                .sum()
+        })
+        .unwrap_or(0)
+}
