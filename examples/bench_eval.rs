@@ -2,7 +2,9 @@
 //! after 200 ms, questions of 4 steps each, through the real HTTP client; prints the makespan
 //! against the ideal and the peak memory of the whole process (mock server included).
 //!
-//! `cargo run --release --example bench_eval` (figures in README.md).
+//! `cargo run --release --example bench_eval` (figures in README.md); with `-- --index DIR`, the
+//! 100-question run is repeated with every search going to the offline index at `DIR` (built by
+//! `index build`, e.g. from `examples/gen_wiki.rs`'s corpus).
 
 use std::path::Path;
 use std::sync::Arc;
@@ -10,7 +12,7 @@ use std::time::{Duration, Instant};
 
 use futures::future::BoxFuture;
 use react_docstore::Profile;
-use react_docstore::docstore::{ContextParagraph, Docstore, DocstoreError, DocstoreSource};
+use react_docstore::docstore::{ContextParagraph, Docstore, DocstoreError, DocstoreSource, IndexSource};
 use react_docstore::eval::{self, Contexts, EvalConfig, EvalServices, Progress, Resume, Selection};
 use react_docstore::llm::{Api, OpenAiClient, OpenAiConfig};
 use react_docstore::tool::Toolbox;
@@ -88,7 +90,13 @@ fn write_questions(path: &Path, n_questions: usize) {
 }
 
 /// Evaluates `n_questions` fresh questions `concurrency` at a time; returns the wall time.
-async fn time_run(dir: &Path, model: &MockServer, n_questions: usize, concurrency: usize) -> Duration {
+async fn time_run(
+    dir: &Path,
+    model: &MockServer,
+    docstore: Arc<dyn DocstoreSource>,
+    n_questions: usize,
+    concurrency: usize,
+) -> Duration {
     let name = format!("q{n_questions}-c{concurrency}");
     let questions = dir.join(format!("{name}.json"));
     write_questions(&questions, n_questions);
@@ -107,7 +115,7 @@ async fn time_run(dir: &Path, model: &MockServer, n_questions: usize, concurrenc
     };
     let services = EvalServices {
         llm: Arc::new(client(model)),
-        docstore: Arc::new(InstantDocstore),
+        docstore,
         toolbox: Toolbox::default(),
     };
     let started = Instant::now();
@@ -142,12 +150,35 @@ fn peak_rss_mb() -> f64 {
 }
 
 fn main() {
+    let index = match std::env::args().skip(1).collect::<Vec<_>>().as_slice() {
+        [] => None,
+        [flag, dir] if flag == "--index" => Some(std::path::PathBuf::from(dir)),
+        _ => {
+            eprintln!("usage: bench_eval [--index DIR]");
+            std::process::exit(2);
+        }
+    };
     let runtime = tokio::runtime::Runtime::new().unwrap();
     let dir = tempfile::tempdir().unwrap();
     runtime.block_on(async {
         let model = slow_model_server().await;
         let (n, concurrency) = (100, 25);
-        let elapsed = time_run(dir.path(), &model, n, concurrency).await;
+        if let Some(index) = index {
+            let source = IndexSource::open(&index, Profile::Default).expect("the index opens");
+            let elapsed = time_run(dir.path(), &model, Arc::new(source), n, concurrency).await;
+            let ideal = ideal_makespan(n, concurrency);
+            println!(
+                "{n} questions x {STEPS_PER_QUESTION} steps over the index {}, {}ms per call, --concurrency {concurrency}: {:.3} s (ideal {:.1} s, {:.3}x); peak memory (VmHWM) {:.1} MB",
+                index.display(),
+                LATENCY.as_millis(),
+                elapsed.as_secs_f64(),
+                ideal.as_secs_f64(),
+                elapsed.as_secs_f64() / ideal.as_secs_f64(),
+                peak_rss_mb()
+            );
+            return;
+        }
+        let elapsed = time_run(dir.path(), &model, Arc::new(InstantDocstore), n, concurrency).await;
         let ideal = ideal_makespan(n, concurrency);
         println!(
             "{n} questions x {STEPS_PER_QUESTION} steps, {}ms per call, --concurrency {concurrency}: {:.3} s (ideal {:.1} s, {:.3}x)",
@@ -158,7 +189,7 @@ fn main() {
         );
 
         let n_sequential = 5;
-        let elapsed = time_run(dir.path(), &model, n_sequential, 1).await;
+        let elapsed = time_run(dir.path(), &model, Arc::new(InstantDocstore), n_sequential, 1).await;
         let per_question = elapsed.as_secs_f64() / n_sequential as f64;
         println!(
             "{n_sequential} questions, --concurrency 1: {:.3} s, {:.3} s a question -> {:.1} s for {n} questions (extrapolated; ideal {:.1} s)",
@@ -169,7 +200,7 @@ fn main() {
         );
 
         let (n_large, concurrency_large) = (500, 100);
-        let elapsed = time_run(dir.path(), &model, n_large, concurrency_large).await;
+        let elapsed = time_run(dir.path(), &model, Arc::new(InstantDocstore), n_large, concurrency_large).await;
         println!(
             "{n_large} questions, --concurrency {concurrency_large}: {:.3} s (ideal {:.1} s); peak memory of the process (VmHWM) {:.1} MB",
             elapsed.as_secs_f64(),

@@ -567,3 +567,134 @@ fn eval_records_the_snapshot_and_refuses_to_resume_another() {
         "the results file is untouched"
     );
 }
+
+/// `n` JSON Lines pages of about 200 bytes each.
+fn jsonl_pages(n: usize) -> String {
+    (0..n)
+        .map(|idx| {
+            format!(
+                "{{\"title\": \"Generated page {idx}\", \"text\": \"Generated page {idx} is one of many pages written for this test. It has a second sentence about item {idx}.\"}}\n"
+            )
+        })
+        .collect()
+}
+
+#[test]
+fn the_snapshot_does_not_depend_on_packaging() {
+    use std::io::Write;
+    let dir = tempfile::tempdir().unwrap();
+    // More than one work item's worth (1 MiB), so the plain file is cut into several items.
+    let text = jsonl_pages(12_000);
+    assert!(text.len() > 1 << 20);
+    let plain = dir.path().join("pages.jsonl");
+    std::fs::write(&plain, &text).unwrap();
+    // The same lines as a bzip2 member of a tar archive (handed whole to one parsing thread).
+    let mut member = bzip2::write::BzEncoder::new(Vec::new(), bzip2::Compression::fast());
+    member.write_all(text.as_bytes()).unwrap();
+    let member = member.finish().unwrap();
+    let archive = dir.path().join("pages.tar");
+    let mut tar = tar::Builder::new(std::fs::File::create(&archive).unwrap());
+    let mut header = tar::Header::new_gnu();
+    header.set_size(member.len() as u64);
+    header.set_mode(0o644);
+    header.set_cksum();
+    tar.append_data(&mut header, "dump/AA/pages.bz2", &member[..])
+        .unwrap();
+    tar.finish().unwrap();
+    drop(tar);
+    let build_from = |source: &Path, name: &str| {
+        let config = BuildConfig::new(vec![source.to_owned()], dir.path().join(name));
+        build(&config, &AtomicBool::new(false)).unwrap()
+    };
+    let from_plain = build_from(&plain, "plain");
+    let from_tar = build_from(&archive, "tar");
+    assert_eq!(from_plain.manifest.pages, 12_000);
+    assert_eq!(from_tar.manifest.pages, 12_000);
+    assert_eq!(from_plain.manifest.snapshot, from_tar.manifest.snapshot);
+    // Pages past the first work item keep their place: the last one opens by its title.
+    let mut default = explorer(&from_plain.dir, Profile::Default);
+    assert!(search(&mut default, "Generated page 11999").starts_with("Generated page 11999 is one of many"));
+}
+
+#[test]
+fn malformed_and_blank_first_lines_are_skipped_and_line_numbers_hold_across_work_items() {
+    let dir = tempfile::tempdir().unwrap();
+    let source = dir.path().join("pages.jsonl");
+    let mut text = String::from("\u{feff}\n{\"title\": \"Broken\n\n");
+    text.push_str(&jsonl_pages(12_000));
+    text.push_str("{\"title\": 7, \"text\": \"x\"}\n");
+    std::fs::write(&source, &text).unwrap();
+    let config = BuildConfig::new(vec![source.clone()], dir.path().join("wiki"));
+    let report = build(&config, &AtomicBool::new(false)).unwrap();
+    assert_eq!(report.manifest.pages, 12_000);
+    let reported: Vec<String> = report.malformed.iter().map(ToString::to_string).collect();
+    assert_eq!(reported.len(), 2, "{reported:?}");
+    assert!(
+        reported[0].starts_with(&format!("{}, line 2: not valid JSON", source.display())),
+        "{reported:?}"
+    );
+    assert_eq!(
+        reported[1],
+        format!(
+            "{}, line 12004: field `title` is a number, expected a string",
+            source.display()
+        )
+    );
+}
+
+#[test]
+fn a_directory_source_and_a_forced_format() {
+    let dir = tempfile::tempdir().unwrap();
+    let dump = dir.path().join("dump");
+    std::fs::create_dir_all(dump.join("AA")).unwrap();
+    std::fs::copy(fixture("index/pages.jsonl"), dump.join("AA/wiki_00")).unwrap();
+    std::fs::copy(fixture("index/kilt.jsonl"), dump.join("AA/wiki_01")).unwrap();
+    std::fs::write(dump.join(".hidden"), "not read").unwrap();
+    // Forced: the KILT lines are not JSON Lines pages (no `title`), so each is reported.
+    let mut config = BuildConfig::new(vec![dump.clone()], dir.path().join("wiki"));
+    config.format = Some(DumpFormat::Jsonl);
+    let report = build(&config, &AtomicBool::new(false)).unwrap();
+    assert_eq!((report.manifest.pages, report.manifest.malformed), (60, 50));
+    assert!(
+        report.malformed[0].origin.ends_with("(AA/wiki_01)"),
+        "{:?}",
+        report.malformed[0]
+    );
+}
+
+#[test]
+fn only_an_index_is_replaced_and_a_refusal_comes_before_any_reading() {
+    let dir = tempfile::tempdir().unwrap();
+    let precious = dir.path().join("notes");
+    std::fs::create_dir(&precious).unwrap();
+    std::fs::write(precious.join("meta.json"), "{}").unwrap();
+    let mut config = BuildConfig::new(vec![dir.path().join("missing-source.jsonl")], precious.clone());
+    let error = build(&config, &AtomicBool::new(false)).unwrap_err();
+    assert_eq!(
+        error.to_string(),
+        format!(
+            "`{}` exists and is not an index: refusing to replace it",
+            precious.display()
+        )
+    );
+    assert!(precious.join("meta.json").exists());
+    // An index is replaced, again and again, leaving nothing else behind.
+    config.out = dir.path().join("wiki");
+    for source in ["pages.jsonl", "kilt.jsonl", "pages.jsonl"] {
+        config.sources = vec![fixture(&format!("index/{source}"))];
+        build(&config, &AtomicBool::new(false)).unwrap();
+    }
+    let mut names: Vec<String> = std::fs::read_dir(dir.path())
+        .unwrap()
+        .map(|entry| entry.unwrap().file_name().to_string_lossy().into_owned())
+        .collect();
+    names.sort();
+    assert_eq!(names, vec!["notes", "wiki"]);
+    assert!(
+        search(
+            &mut explorer(&config.out, Profile::Default),
+            "Special Air Service"
+        )
+        .starts_with("The Special Air Service")
+    );
+}

@@ -23,6 +23,10 @@ use super::schema::{Digest, IndexedPage, WikiSchema};
 
 /// The writer's memory budget unless `--memory` says otherwise.
 pub const DEFAULT_MEMORY_BYTES: usize = 512 << 20;
+/// The most indexing threads tantivy runs.
+pub const MAX_THREADS: usize = 8;
+/// The most memory tantivy accepts for one indexing thread (just under 4 GiB).
+const MAX_MEMORY_PER_THREAD: usize = 4000 << 20;
 /// The least memory tantivy accepts for one indexing thread.
 pub const MIN_MEMORY_PER_THREAD: usize = 16 << 20;
 /// How many malformed records are shown one by one; the rest are only counted.
@@ -119,16 +123,24 @@ struct Shared {
     malformed: AtomicU64,
     abort: AtomicBool,
     shown: Mutex<Vec<Malformed>>,
-    /// The malformed record that ended a `--strict` build, or the first failure of a thread.
+    /// The first failure of a thread.
     failure: Mutex<Option<IndexError>>,
+    /// Under `--strict`: the malformed record earliest in the dump, by (member, line).
+    first_malformed: Mutex<Option<((u64, u64), Malformed)>>,
     progress: BuildProgress,
     malformed_records: MalformedRecords,
 }
 
 impl Shared {
-    fn malformed(&self, record: Malformed) {
+    fn malformed(&self, record: Malformed, position: (u64, u64)) {
         if self.malformed_records == MalformedRecords::Fail {
-            self.fail(IndexError::Malformed(record));
+            // Several threads may meet one: the one earliest in the dump is reported.
+            if let Ok(mut first) = self.first_malformed.lock()
+                && first.as_ref().is_none_or(|(earliest, _)| position < *earliest)
+            {
+                *first = Some((position, record));
+            }
+            self.abort.store(true, Ordering::Relaxed);
             return;
         }
         let count = self.malformed.fetch_add(1, Ordering::Relaxed) + 1;
@@ -170,6 +182,8 @@ pub fn build(config: &BuildConfig, interrupted: &AtomicBool) -> Result<BuildRepo
     if config.sources.is_empty() {
         return Err(IndexError::NoSources);
     }
+    // The destination is checked before anything is read.
+    let staging = Staging::new(&config.out)?;
     let mut source_infos = Vec::new();
     for path in &config.sources {
         source_infos.push(SourceInfo {
@@ -179,7 +193,6 @@ pub fn build(config: &BuildConfig, interrupted: &AtomicBool) -> Result<BuildRepo
         });
     }
     let total_bytes: u64 = source_infos.iter().map(|source| source.bytes).sum();
-    let staging = Staging::new(&config.out)?;
 
     let (schema, fields) = WikiSchema::new();
     let tantivy_error = |source| IndexError::Tantivy {
@@ -188,7 +201,13 @@ pub fn build(config: &BuildConfig, interrupted: &AtomicBool) -> Result<BuildRepo
     };
     let index = Index::create_in_dir(&staging.dir, schema).map_err(tantivy_error)?;
     WikiSchema::register_tokenizer(&index);
-    let threads = config.threads.clamp(1, 8);
+    let threads = config.threads.clamp(1, MAX_THREADS);
+    if config.memory_bytes / threads > MAX_MEMORY_PER_THREAD {
+        return Err(IndexError::Memory {
+            memory: config.memory_bytes,
+            threads,
+        });
+    }
     let memory = config.memory_bytes.max(threads * MIN_MEMORY_PER_THREAD);
     let mut writer: IndexWriter<TantivyDocument> = index
         .writer_with_num_threads(threads, memory)
@@ -201,6 +220,7 @@ pub fn build(config: &BuildConfig, interrupted: &AtomicBool) -> Result<BuildRepo
         abort: AtomicBool::new(false),
         shown: Mutex::new(Vec::new()),
         failure: Mutex::new(None),
+        first_malformed: Mutex::new(None),
         progress: config.progress,
         malformed_records: config.malformed,
     };
@@ -227,12 +247,17 @@ pub fn build(config: &BuildConfig, interrupted: &AtomicBool) -> Result<BuildRepo
             .collect();
         drop(rx);
         let display = scope.spawn(|| show_progress(&shared, total_bytes, &finished, interrupted, started));
+        // Ends the progress display however this scope ends (a panic while reading included).
+        let _finish = Finish(&finished);
         let issue = |issue: ReadIssue| {
-            shared.malformed(Malformed {
-                origin: issue.origin.to_string(),
-                line: issue.line,
-                reason: issue.reason,
-            })
+            shared.malformed(
+                Malformed {
+                    origin: issue.origin.to_string(),
+                    line: issue.line,
+                    reason: issue.reason,
+                },
+                (issue.seq, issue.line),
+            )
         };
         let mut feeder = Feeder::new(tx, config.format, &shared.bytes_read, &shared.abort, &issue);
         for (source, info) in config.sources.iter().zip(source_infos.iter_mut()) {
@@ -256,6 +281,14 @@ pub fn build(config: &BuildConfig, interrupted: &AtomicBool) -> Result<BuildRepo
     });
     if interrupted.load(Ordering::Relaxed) {
         return Err(IndexError::Interrupted);
+    }
+    if let Some((_, record)) = shared
+        .first_malformed
+        .lock()
+        .ok()
+        .and_then(|mut first| first.take())
+    {
+        return Err(IndexError::Malformed(record));
     }
     if let Some(error) = shared.failure.lock().ok().and_then(|mut failure| failure.take()) {
         return Err(error);
@@ -300,6 +333,15 @@ pub fn build(config: &BuildConfig, interrupted: &AtomicBool) -> Result<BuildRepo
     })
 }
 
+/// Sets its flag when dropped.
+struct Finish<'a>(&'a AtomicBool);
+
+impl Drop for Finish<'_> {
+    fn drop(&mut self) {
+        self.0.store(true, Ordering::Relaxed);
+    }
+}
+
 /// Parses one work item and hands its pages to the writer.
 fn index_work(
     work: &Work,
@@ -328,7 +370,9 @@ fn index_work(
             if shared.aborted() {
                 return;
             }
-            let ordinal = (work.seq << 32) | (line_no - work.first_line).min(u64::from(u32::MAX));
+            // The member's place in the dump and the line's in the member: the same however the
+            // member was packaged or cut into work items.
+            let ordinal = (work.seq << 32) | line_no.min(u64::from(u32::MAX));
             match parse_record(work.format, line) {
                 Ok(Record::Page(page)) => add(ordinal, page),
                 Ok(Record::Passage { title, text }) => match &mut passages {
@@ -340,19 +384,25 @@ fn index_work(
                     }
                 },
                 Ok(Record::Nothing) => {}
-                Err(reason) => shared.malformed(Malformed {
-                    origin: work.origin.to_string(),
-                    line: line_no,
-                    reason,
-                }),
+                Err(reason) => shared.malformed(
+                    Malformed {
+                        origin: work.origin.to_string(),
+                        line: line_no,
+                        reason,
+                    },
+                    (work.seq, line_no),
+                ),
             }
         },
         |issue| {
-            shared.malformed(Malformed {
-                origin: issue.origin.to_string(),
-                line: issue.line,
-                reason: issue.reason,
-            })
+            shared.malformed(
+                Malformed {
+                    origin: issue.origin.to_string(),
+                    line: issue.line,
+                    reason: issue.reason,
+                },
+                (issue.seq, issue.line),
+            )
         },
     );
     if let Some((first, title, texts)) = passages.take() {
@@ -431,13 +481,20 @@ fn bytes_on_disk(path: &Path) -> Result<u64, IndexError> {
     if !metadata.is_dir() {
         return Ok(metadata.len());
     }
+    // Linked directories inside a source are not read (see `files_under`): not counted either.
     let mut total = 0;
     let entries = std::fs::read_dir(path).map_err(|source| IndexError::Read {
         path: path.to_owned(),
         source,
     })?;
     for entry in entries.flatten() {
-        total += bytes_on_disk(&entry.path())?;
+        if entry.file_type().is_ok_and(|file_type| file_type.is_dir()) {
+            total += bytes_on_disk(&entry.path())?;
+        } else if let Ok(metadata) = entry.path().metadata()
+            && metadata.is_file()
+        {
+            total += metadata.len();
+        }
     }
     Ok(total)
 }
@@ -456,6 +513,10 @@ impl Staging {
             .ok_or_else(|| IndexError::BadOut { out: out.to_owned() })?
             .to_string_lossy()
             .into_owned();
+        // Refused before any reading: only an index (or nothing, or an empty directory) is replaced.
+        if out.exists() && !(out.is_dir() && (is_index_dir(out) || is_empty_dir(out))) {
+            return Err(IndexError::OutNotIndex { out: out.to_owned() });
+        }
         let parent = match out.parent() {
             Some(parent) if !parent.as_os_str().is_empty() => parent.to_owned(),
             _ => PathBuf::from("."),
@@ -478,25 +539,28 @@ impl Staging {
         })
     }
 
-    /// Moves the finished index into place, replacing an older one.
+    /// Moves the finished index into place, replacing an older one (put back if the move fails).
     fn install(mut self) -> Result<PathBuf, IndexError> {
         let write_error = |path: &Path| {
             let path = path.to_owned();
             move |source| IndexError::Write { path, source }
         };
         if self.out.exists() {
-            // An index, finished or not (tantivy's `meta.json`), or an empty directory.
-            let replaceable = Manifest::path(&self.out).exists()
-                || self.out.join("meta.json").exists()
-                || is_empty_dir(&self.out);
-            if !self.out.is_dir() || !replaceable {
+            if !(self.out.is_dir() && (is_index_dir(&self.out) || is_empty_dir(&self.out))) {
                 return Err(IndexError::OutNotIndex {
                     out: self.out.clone(),
                 });
             }
-            let old = self.dir.with_extension("old");
+            let old = PathBuf::from(format!("{}.old", self.dir.display()));
+            let _ = std::fs::remove_dir_all(&old);
             std::fs::rename(&self.out, &old).map_err(write_error(&self.out))?;
-            std::fs::rename(&self.dir, &self.out).map_err(write_error(&self.out))?;
+            if let Err(source) = std::fs::rename(&self.dir, &self.out) {
+                let _ = std::fs::rename(&old, &self.out);
+                return Err(IndexError::Write {
+                    path: self.out.clone(),
+                    source,
+                });
+            }
             let _ = std::fs::remove_dir_all(&old);
         } else {
             std::fs::rename(&self.dir, &self.out).map_err(write_error(&self.out))?;
@@ -512,6 +576,11 @@ impl Drop for Staging {
             let _ = std::fs::remove_dir_all(&self.dir);
         }
     }
+}
+
+/// An index built by this tool, complete (a manifest) or not (tantivy's own bookkeeping files).
+fn is_index_dir(path: &Path) -> bool {
+    Manifest::path(path).exists() || (path.join("meta.json").exists() && path.join(".managed.json").exists())
 }
 
 fn is_empty_dir(path: &Path) -> bool {
@@ -533,7 +602,8 @@ fn remove_stale_staging(parent: &Path, name: &str) {
         else {
             continue;
         };
-        let alive = Path::new("/proc").is_dir() && Path::new("/proc").join(pid.to_string()).exists();
+        // Without /proc there is no telling: the directory is left alone.
+        let alive = !Path::new("/proc").is_dir() || Path::new("/proc").join(pid.to_string()).exists();
         if pid != std::process::id() && !alive {
             let _ = std::fs::remove_dir_all(entry.path());
         }

@@ -54,7 +54,10 @@ impl DumpFormat {
 
     /// The format of a dump whose first non-empty line is `line`.
     pub fn detect(line: &[u8]) -> Option<DumpFormat> {
-        let line = std::str::from_utf8(line).ok()?.trim();
+        let line = std::str::from_utf8(line)
+            .ok()?
+            .trim()
+            .trim_start_matches('\u{feff}');
         if line.starts_with('{') {
             let Ok(Value::Object(record)) = serde_json::from_str::<Value>(line) else {
                 return None;
@@ -119,6 +122,7 @@ pub enum Record {
 
 /// Reads one line of a dump in `format`. `Err` is the reason the record is malformed.
 pub fn parse_record(format: DumpFormat, line: &[u8]) -> Result<Record, String> {
+    let line = line.strip_prefix("\u{feff}".as_bytes()).unwrap_or(line);
     if line.iter().all(u8::is_ascii_whitespace) {
         return Ok(Record::Nothing);
     }
@@ -249,9 +253,9 @@ fn hotpotqa(line: &str) -> Result<Record, String> {
             strip_links(sentence, &mut links);
         }
     }
-    let mut page = IndexedPage::split(title, paragraphs);
-    page.links = links;
-    Ok(Record::Page(page))
+    Ok(Record::Page(
+        IndexedPage::split(title, paragraphs).with_links(links),
+    ))
 }
 
 /// `<a href="Target%20Title">anchor</a>` → `anchor`, the decoded target pushed to `links`; any
@@ -335,8 +339,7 @@ fn kilt(line: &str) -> Result<Record, String> {
         };
         paragraphs.push(paragraph.to_owned());
     }
-    let mut page = IndexedPage::unsplit(title, paragraphs);
-    page.links = record
+    let links = record
         .anchors
         .into_iter()
         .filter_map(|anchor| {
@@ -350,7 +353,9 @@ fn kilt(line: &str) -> Result<Record, String> {
         })
         .filter(|target| !target.trim().is_empty())
         .collect();
-    Ok(Record::Page(page))
+    Ok(Record::Page(
+        IndexedPage::unsplit(title, paragraphs).with_links(links),
+    ))
 }
 
 #[derive(Deserialize)]
@@ -390,9 +395,9 @@ fn fever(line: &str) -> Result<Record, String> {
                 .filter(|target| !target.is_empty()),
         );
     }
-    let mut page = IndexedPage::split(title, vec![sentences]);
-    page.links = links;
-    Ok(Record::Page(page))
+    Ok(Record::Page(
+        IndexedPage::split(title, vec![sentences]).with_links(links),
+    ))
 }
 
 /// FEVER's bracket escapes, as the Penn Treebank writes them.
@@ -447,8 +452,11 @@ pub fn fever_text(sentence: &str) -> String {
 
 fn dpr(line: &str) -> Result<Record, String> {
     let line = line.trim_end_matches(['\r', '\n']);
-    let mut fields = line.splitn(3, '\t');
-    let (Some(id), Some(text), Some(title)) = (fields.next(), fields.next(), fields.next()) else {
+    // The id is the first field and the title the last (as the reader groups passages by it).
+    let (Some((id, rest)), Some((_, title))) = (line.split_once('\t'), line.rsplit_once('\t')) else {
+        return Err("expected `id<TAB>text<TAB>title`".to_owned());
+    };
+    let Some((text, _)) = rest.rsplit_once('\t') else {
         return Err("expected `id<TAB>text<TAB>title`".to_owned());
     };
     if id == "id" && text == "text" && title == "title" {

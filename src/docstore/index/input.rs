@@ -36,7 +36,7 @@ impl Compression {
             Some(Compression::Gzip)
         } else if bytes.starts_with(b"BZh") {
             Some(Compression::Bzip2)
-        } else if bytes.starts_with(&[0x28, 0xb5, 0x2f, 0xfd]) {
+        } else if bytes.starts_with(&[0x28, 0xb5, 0x2f, 0xfd]) || is_skippable_frame(bytes) {
             Some(Compression::Zstd)
         } else {
             None
@@ -51,6 +51,11 @@ impl Compression {
             Compression::Zstd => Box::new(ZstdFrames::new(reader)),
         }
     }
+}
+
+/// A zstd skippable frame: magic `0x184D2A50`–`0x184D2A5F`, little-endian.
+fn is_skippable_frame(bytes: &[u8]) -> bool {
+    bytes.len() >= 4 && bytes[0] & 0xf0 == 0x50 && bytes[1..4] == [0x2a, 0x4d, 0x18]
 }
 
 fn is_zip(bytes: &[u8]) -> bool {
@@ -138,7 +143,8 @@ pub enum WorkData {
 pub struct Work {
     /// `file` or `file (member)`, for messages.
     pub origin: Arc<str>,
-    /// The work item's position in the dump: with the line, it orders the pages.
+    /// The position in the dump of the file or member the item comes from: with the line, it
+    /// orders the pages.
     pub seq: u64,
     /// The number of the item's first line within its file or member (1-based).
     pub first_line: u64,
@@ -149,9 +155,15 @@ pub struct Work {
 /// A malformed line found while reading (too long), reported like a malformed record.
 pub struct ReadIssue {
     pub origin: Arc<str>,
+    /// The file or member's position in the dump.
+    pub seq: u64,
     pub line: u64,
     pub reason: String,
 }
+
+/// How many lines may go by before a source's format is recognised (they are parsed then, and
+/// reported if malformed).
+const DETECTION_LINES: usize = 100;
 
 /// Feeds the parsing threads: walks the sources in order and sends [`Work`].
 pub struct Feeder<'a> {
@@ -298,14 +310,19 @@ impl<'a> Feeder<'a> {
                 let format = match self.format {
                     Some(format) => format,
                     None => {
-                        let first = first_line(compression.decoder(&bytes[..]))
+                        let lines = first_lines(compression.decoder(&bytes[..]))
                             .map_err(|source| archive_error(origin, source))?;
-                        self.detect(&first, origin)?
+                        if lines.is_empty() {
+                            // An empty member holds no pages.
+                            return Ok(());
+                        }
+                        self.detect(&lines, origin)?
                     }
                 };
+                let seq = self.next_seq();
                 self.send(Work {
                     origin: origin.into(),
-                    seq: 0,
+                    seq,
                     first_line: 1,
                     format,
                     data: WorkData::Compressed(compression, bytes),
@@ -320,23 +337,38 @@ impl<'a> Feeder<'a> {
         }
     }
 
-    fn detect(&mut self, line: &[u8], origin: &str) -> Result<DumpFormat, IndexError> {
-        let format = DumpFormat::detect(line).ok_or_else(|| IndexError::UnknownFormat {
-            origin: origin.to_owned(),
-            line: String::from_utf8_lossy(&line[..line.len().min(120)]).into_owned(),
-        })?;
+    /// The format of the first of `lines` that shows one (the others are malformed records).
+    fn detect(&mut self, lines: &[Vec<u8>], origin: &str) -> Result<DumpFormat, IndexError> {
+        let format = lines
+            .iter()
+            .find_map(|line| DumpFormat::detect(line))
+            .ok_or_else(|| {
+                let first = lines.first().map_or(&[][..], Vec::as_slice);
+                IndexError::UnknownFormat {
+                    origin: origin.to_owned(),
+                    line: String::from_utf8_lossy(&first[..first.len().min(120)]).into_owned(),
+                }
+            })?;
         self.format = Some(format);
         Ok(format)
+    }
+
+    fn next_seq(&mut self) -> u64 {
+        self.seq += 1;
+        self.seq
     }
 
     /// Cuts a stream into work items of whole lines. DPR passages of one title stay together.
     fn lines(&mut self, mut reader: impl BufRead, origin: &str) -> Result<(), IndexError> {
         let origin: Arc<str> = origin.into();
+        let seq = self.next_seq();
         let mut chunk: Vec<u8> = Vec::with_capacity(CHUNK_BYTES + (64 << 10));
         let mut line = Vec::new();
         let mut line_no = 0u64;
         let mut chunk_first_line = 1u64;
         let mut last_title: Vec<u8> = Vec::new();
+        // Lines read before the format is known (blank or unrecognised), kept in `chunk`.
+        let mut undetected: Vec<Vec<u8>> = Vec::new();
         loop {
             if self.aborted() {
                 return Ok(());
@@ -354,6 +386,7 @@ impl<'a> Feeder<'a> {
                 skip_line(&mut reader).map_err(|source| archive_error(&origin, source))?;
                 (self.issues)(ReadIssue {
                     origin: origin.clone(),
+                    seq,
                     line: line_no,
                     reason: format!("the line is longer than {} MiB", MAX_LINE_BYTES >> 20),
                 });
@@ -362,11 +395,24 @@ impl<'a> Feeder<'a> {
             }
             let format = match self.format {
                 Some(format) => format,
-                None if line.iter().all(u8::is_ascii_whitespace) => {
-                    chunk.extend_from_slice(&line);
-                    continue;
+                None => {
+                    let blank = line.iter().all(u8::is_ascii_whitespace);
+                    if !blank {
+                        undetected.push(line.clone());
+                    }
+                    let recognised = if blank { None } else { DumpFormat::detect(&line) };
+                    match recognised {
+                        Some(format) => {
+                            self.format = Some(format);
+                            format
+                        }
+                        None if undetected.len() < DETECTION_LINES => {
+                            chunk.extend_from_slice(&line);
+                            continue;
+                        }
+                        None => return self.detect(&undetected, &origin).map(|_| ()),
+                    }
                 }
-                None => self.detect(&line, &origin)?,
             };
             let mut cut = chunk.len() >= CHUNK_BYTES;
             if format == DumpFormat::Dpr {
@@ -379,34 +425,47 @@ impl<'a> Feeder<'a> {
             }
             if cut {
                 let full = std::mem::replace(&mut chunk, Vec::with_capacity(CHUNK_BYTES + (64 << 10)));
-                self.send_lines(&origin, chunk_first_line, format, full);
+                self.send_lines(&origin, seq, chunk_first_line, format, full);
                 chunk_first_line = line_no;
             }
             chunk.extend_from_slice(&line);
         }
-        if let Some(format) = self.format
-            && !chunk.is_empty()
-        {
-            self.send_lines(&origin, chunk_first_line, format, chunk);
+        match self.format {
+            Some(format) if !chunk.is_empty() => {
+                self.send_lines(&origin, seq, chunk_first_line, format, chunk)
+            }
+            Some(_) => {}
+            // Only blank or unrecognised lines: unrecognised ones name the problem.
+            None if !undetected.is_empty() => {
+                self.detect(&undetected, &origin)?;
+            }
+            None => {}
         }
         Ok(())
     }
 
-    fn send_lines(&mut self, origin: &Arc<str>, first_line: u64, format: DumpFormat, bytes: Vec<u8>) {
+    fn send_lines(
+        &mut self,
+        origin: &Arc<str>,
+        seq: u64,
+        first_line: u64,
+        format: DumpFormat,
+        bytes: Vec<u8>,
+    ) {
         self.send(Work {
             origin: origin.clone(),
-            seq: 0,
+            seq,
             first_line,
             format,
             data: WorkData::Lines(bytes),
         });
     }
 
-    fn send(&mut self, mut work: Work) {
-        work.seq = self.seq;
-        self.seq += 1;
-        // A closed channel means the parsing threads stopped (an abort): nothing more to do.
-        let _ = self.tx.send(work);
+    fn send(&mut self, work: Work) {
+        // A closed channel means every parsing thread stopped: stop reading too.
+        if self.tx.send(work).is_err() {
+            self.abort.store(true, Ordering::Relaxed);
+        }
     }
 }
 
@@ -444,16 +503,21 @@ fn skip_line(reader: &mut impl BufRead) -> std::io::Result<()> {
     }
 }
 
-/// The first non-empty line of a stream (bounded).
-fn first_line(reader: impl Read) -> std::io::Result<Vec<u8>> {
+/// The first non-blank lines of a stream (at most [`DETECTION_LINES`], bounded in bytes).
+fn first_lines(reader: impl Read) -> std::io::Result<Vec<Vec<u8>>> {
     let mut reader = BufReader::new(reader.take(MAX_LINE_BYTES as u64));
+    let mut lines = Vec::new();
     let mut line = Vec::new();
-    loop {
+    while lines.len() < DETECTION_LINES {
         line.clear();
-        if reader.read_until(b'\n', &mut line)? == 0 || !line.iter().all(u8::is_ascii_whitespace) {
-            return Ok(line);
+        if reader.read_until(b'\n', &mut line)? == 0 {
+            break;
+        }
+        if !line.iter().all(u8::is_ascii_whitespace) {
+            lines.push(line.clone());
         }
     }
+    Ok(lines)
 }
 
 /// The last tab-separated field of a DPR line: its title.
@@ -484,9 +548,14 @@ fn files_under(dir: &Path) -> Result<Vec<PathBuf>, IndexError> {
             if entry.file_name().to_string_lossy().starts_with('.') {
                 continue;
             }
-            if path.is_dir() {
+            // Symbolic links to directories are not followed (no loops); only regular files (and
+            // links to them) are read, never a FIFO or a device.
+            let Ok(file_type) = entry.file_type() else {
+                continue;
+            };
+            if file_type.is_dir() {
                 pending.push(path);
-            } else {
+            } else if path.metadata().is_ok_and(|metadata| metadata.is_file()) {
                 files.push(path);
             }
         }
@@ -525,6 +594,7 @@ pub fn for_each_line(
                     skip_line(&mut reader)?;
                     issue(ReadIssue {
                         origin: work.origin.clone(),
+                        seq: work.seq,
                         line: number,
                         reason: format!("the line is longer than {} MiB", MAX_LINE_BYTES >> 20),
                     });

@@ -32,7 +32,7 @@ pub use build::{BuildConfig, BuildProgress, BuildReport, MalformedRecords, build
 pub use formats::DumpFormat;
 pub use manifest::{IndexInfo, Manifest, parse_size};
 pub use schema::IndexedPage;
-pub use search::{PageIndex, SearchHit};
+pub use search::{PageIndex, SearchHit, TitleMatch};
 
 /// A failure to build, open or search an index.
 #[derive(Debug, thiserror::Error)]
@@ -71,6 +71,10 @@ pub enum IndexError {
         #[source]
         source: tantivy::TantivyError,
     },
+    #[error(
+        "--memory {memory} bytes over {threads} threads is more than the 4000 MiB a thread can use: add threads or lower --memory"
+    )]
+    Memory { memory: usize, threads: usize },
     #[error("an indexing thread failed")]
     Thread,
     #[error("interrupted: no index was written")]
@@ -191,8 +195,12 @@ fn resolve(index: &PageIndex, entity: &str, profile: Profile) -> Result<Resoluti
             SearchHit::Page(page) => match profile {
                 Profile::Paper if page.says_may_refer_to() && depth == 0 => query = format!("[{query}]"),
                 Profile::Default if page.is_disambiguation() => {
+                    // Worded as the Wikipedia docstore words a disambiguation page's entries.
                     let entries = index.disambiguation_entries(&page)?;
-                    return Ok(Resolution::Miss(miss(&query, &entries, profile)));
+                    return Ok(Resolution::Miss(format!(
+                        "Could not find {query}. Similar: {}.",
+                        repr_list(&entries)
+                    )));
                 }
                 _ => return Ok(Resolution::Open(page)),
             },

@@ -167,24 +167,38 @@ pub struct IndexedPage {
 }
 
 impl IndexedPage {
-    /// A page of whole paragraphs, without links.
+    /// A page of whole paragraphs, without links. Control characters become spaces (the
+    /// stored body uses two as separators).
     pub fn unsplit(title: impl Into<String>, paragraphs: Vec<String>) -> IndexedPage {
         IndexedPage {
-            title: title.into(),
-            paragraphs: paragraphs.into_iter().map(|paragraph| vec![paragraph]).collect(),
+            title: sanitize(&title.into()),
+            paragraphs: paragraphs
+                .iter()
+                .map(|paragraph| vec![sanitize(paragraph)])
+                .collect(),
             sentences: Sentences::Unsplit,
             links: Vec::new(),
         }
     }
 
-    /// A page of paragraphs given as sentences, without links.
+    /// A page of paragraphs given as sentences, without links; control characters as in
+    /// [`IndexedPage::unsplit`].
     pub fn split(title: impl Into<String>, paragraphs: Vec<Vec<String>>) -> IndexedPage {
         IndexedPage {
-            title: title.into(),
-            paragraphs,
+            title: sanitize(&title.into()),
+            paragraphs: paragraphs
+                .iter()
+                .map(|sentences| sentences.iter().map(|sentence| sanitize(sentence)).collect())
+                .collect(),
             sentences: Sentences::Given,
             links: Vec::new(),
         }
+    }
+
+    /// The same page with these link targets (control characters as spaces).
+    pub fn with_links(mut self, links: Vec<String>) -> IndexedPage {
+        self.links = links.iter().map(|link| sanitize(link)).collect();
+        self
     }
 
     /// Whether the text says `may refer to:`: what `wikienv.py` checks (the paper profile).
@@ -195,10 +209,16 @@ impl IndexedPage {
             .any(|sentence| sentence.contains("may refer to:"))
     }
 
-    /// Wikipedia's disambiguation pages say so (`Mercury may refer to:`), or carry
-    /// `(disambiguation)` in their title.
+    /// Wikipedia's disambiguation pages say so in their first paragraph (`Mercury may refer
+    /// to:`), or carry `(disambiguation)` in their title; an article that quotes the phrase
+    /// further down is not one.
     pub fn is_disambiguation(&self) -> bool {
-        self.title.ends_with("(disambiguation)") || self.says_may_refer_to()
+        self.title.ends_with("(disambiguation)")
+            || self.paragraphs.first().is_some_and(|sentences| {
+                sentences
+                    .iter()
+                    .any(|sentence| sentence.contains("may refer to:"))
+            })
     }
 
     /// The page the explorers read.

@@ -46,12 +46,23 @@ pub enum SearchHit {
     Similar(Vec<String>),
 }
 
+/// Which titles open a page without the ranked search.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum TitleMatch {
+    /// Wikipedia's "Go": the MediaWiki-normalised title, then ignoring case (a dump's index).
+    Wikipedia,
+    /// Also ignoring punctuation (`VIVA: UK and Ireland` opens `Viva (UK and Ireland)`): the small
+    /// in-memory docstores, whose few pages a model names loosely.
+    Loose,
+}
+
 /// An opened index: searches are synchronous and take a fraction of a millisecond.
 pub struct PageIndex {
     reader: IndexReader,
     schema: WikiSchema,
     pages: u64,
     snapshot: String,
+    title_match: TitleMatch,
 }
 
 impl PageIndex {
@@ -63,7 +74,8 @@ impl PageIndex {
             source,
         };
         let index = Index::open_in_dir(dir).map_err(tantivy_error)?;
-        let index = PageIndex::from_index(index, manifest.snapshot.clone()).map_err(tantivy_error)?;
+        let index = PageIndex::from_index(index, manifest.snapshot.clone(), TitleMatch::Wikipedia)
+            .map_err(tantivy_error)?;
         Ok((index, manifest))
     }
 
@@ -92,10 +104,10 @@ impl PageIndex {
         }
         writer.commit().map_err(in_memory)?;
         writer.wait_merging_threads().map_err(in_memory)?;
-        PageIndex::from_index(index, digest.snapshot(label)).map_err(in_memory)
+        PageIndex::from_index(index, digest.snapshot(label), TitleMatch::Loose).map_err(in_memory)
     }
 
-    fn from_index(index: Index, snapshot: String) -> tantivy::Result<PageIndex> {
+    fn from_index(index: Index, snapshot: String, title_match: TitleMatch) -> tantivy::Result<PageIndex> {
         WikiSchema::register_tokenizer(&index);
         let schema = WikiSchema::of(&index)?;
         let reader = index
@@ -108,6 +120,7 @@ impl PageIndex {
             schema,
             pages,
             snapshot,
+            title_match,
         })
     }
 
@@ -139,11 +152,13 @@ impl PageIndex {
             return Ok(None);
         }
         let exact = mediawiki_title(entity);
-        let candidates = [
+        let mut candidates = vec![
             (self.schema.title_exact, exact.clone()),
             (self.schema.title_folded, folded_title(&exact)),
-            (self.schema.title_key, title_key(&exact)),
         ];
+        if self.title_match == TitleMatch::Loose {
+            candidates.push((self.schema.title_key, title_key(&exact)));
+        }
         for (field, value) in candidates {
             if value.is_empty() {
                 continue;
