@@ -99,9 +99,29 @@ impl Page {
         }
     }
 
-    /// A page of several paragraphs, each given as its sentences (an offline dump). A paragraph's
-    /// text is its sentences joined, with a space between two that carry none of their own.
-    pub fn with_sentences(title: impl Into<String>, paragraphs: Vec<Vec<String>>) -> Page {
+    /// A page of several paragraphs, each given as its sentences (an offline dump), kept within
+    /// [`PAGE_TEXT_LIMIT`] (sentences past it are cut). A paragraph's text is its sentences
+    /// joined, with a space between two that carry none of their own.
+    pub fn with_sentences(title: impl Into<String>, mut paragraphs: Vec<Vec<String>>) -> Page {
+        let mut budget = TextBudget::page();
+        let mut kept_paragraphs = 0;
+        for sentences in &mut paragraphs {
+            let mut kept = 0;
+            for sentence in sentences.iter_mut() {
+                let fits = budget.take(sentence).len();
+                if fits == 0 && !sentence.is_empty() {
+                    break;
+                }
+                sentence.truncate(fits);
+                kept += 1;
+            }
+            sentences.truncate(kept);
+            if kept == 0 && budget.is_spent() {
+                break;
+            }
+            kept_paragraphs += 1;
+        }
+        paragraphs.truncate(kept_paragraphs);
         let texts = paragraphs
             .iter()
             .map(|sentences| {

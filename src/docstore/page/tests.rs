@@ -304,3 +304,28 @@ fn paper_keeps_the_reference_observation_within_the_page_limit() {
     assert_eq!(budget.take("aé"), "a");
     assert!(budget.is_spent());
 }
+
+#[test]
+fn pages_given_as_sentences_stay_within_the_page_limit() {
+    let sentence = "word ".repeat(1000);
+    let paragraphs = vec![vec![sentence.clone(); 1000], vec![sentence.clone(); 1000]];
+    let page = Page::with_sentences("Huge", paragraphs);
+    let kept: usize = page.paragraphs.iter().map(String::len).sum();
+    assert!(kept <= PAGE_TEXT_LIMIT + 2 * 1000, "{kept}");
+    assert_eq!(
+        page.paragraphs.len(),
+        2,
+        "the first paragraph fits whole (5 MB), the second is cut"
+    );
+    let sentences = page.sentences(Profile::Default);
+    assert!(sentences.len() < 2000);
+    // A small page is untouched.
+    let small = Page::with_sentences(
+        "Small",
+        vec![vec!["One.".into(), "Two.".into()], vec!["Three.".into()]],
+    );
+    assert_eq!(
+        small.paragraphs,
+        vec!["One. Two.".to_owned(), "Three.".to_owned()]
+    );
+}
