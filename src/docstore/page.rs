@@ -106,17 +106,8 @@ impl Page {
         let mut budget = TextBudget::page();
         let mut kept_paragraphs = 0;
         for sentences in &mut paragraphs {
-            let mut kept = 0;
-            for sentence in sentences.iter_mut() {
-                let fits = budget.take(sentence).len();
-                if fits == 0 && !sentence.is_empty() {
-                    break;
-                }
-                sentence.truncate(fits);
-                kept += 1;
-            }
-            sentences.truncate(kept);
-            if kept == 0 && budget.is_spent() {
+            keep_within(&mut budget, sentences);
+            if sentences.is_empty() && budget.is_spent() {
                 break;
             }
             kept_paragraphs += 1;
@@ -186,18 +177,23 @@ fn within_sentence_limit(sentence: String) -> String {
 
 /// `paragraphs` cut to [`PAGE_TEXT_LIMIT`] bytes in all (nothing is copied when they fit).
 fn within_page_limit(mut paragraphs: Vec<String>) -> Vec<String> {
-    let mut budget = TextBudget::page();
+    keep_within(&mut TextBudget::page(), &mut paragraphs);
+    paragraphs
+}
+
+/// Cuts `texts` to what `budget` still allows: the last one kept may be cut short, the rest of
+/// them dropped.
+fn keep_within(budget: &mut TextBudget, texts: &mut Vec<String>) {
     let mut kept = 0;
-    for paragraph in &mut paragraphs {
-        let fits = budget.take(paragraph).len();
-        if fits == 0 && !paragraph.is_empty() {
+    for text in texts.iter_mut() {
+        let fits = budget.take(text).len();
+        if fits == 0 && !text.is_empty() {
             break;
         }
-        paragraph.truncate(fits);
+        text.truncate(fits);
         kept += 1;
     }
-    paragraphs.truncate(kept);
-    paragraphs
+    texts.truncate(kept);
 }
 
 /// The first [`SUMMARY_SENTENCES`] sentences joined by spaces: what a successful search shows.
