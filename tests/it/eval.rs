@@ -1415,3 +1415,64 @@ async fn eval_reads_the_question_file_once() {
         "{stderr}"
     );
 }
+
+#[tokio::test]
+async fn eval_over_an_index_observes_through_it_and_records_its_snapshot() {
+    use react_docstore::docstore::DocstoreInfo;
+    use react_docstore::docstore::index::{BuildConfig, IndexSource, build};
+    let dir = tempfile::tempdir().unwrap();
+    let index_dir = dir.path().join("wiki");
+    let built = build(
+        &BuildConfig::new(
+            vec![fixture("index/hotpotqa-abstracts.tar.bz2")],
+            index_dir.clone(),
+        ),
+        &std::sync::atomic::AtomicBool::new(false),
+    )
+    .unwrap();
+    let questions = write_question_file(dir.path(), "q", &["Where is Constantin Medien based?"]);
+    let llm = Arc::new(ScriptedLlm::new(
+        &[(
+            "Where is Constantin Medien based?",
+            &[
+                " I need to search Constantin Medein.\nAction 1: Search[Constantin Medein]",
+                " The title is Constantin Medien.\nAction 2: Search[Constantin Medien]",
+                " It is based in Ismaning, so the answer is yes.\nAction 3: Finish[yes]",
+            ],
+        )],
+        Duration::ZERO,
+    ));
+    let results = dir.path().join("dev.results.jsonl");
+    let services = EvalServices {
+        llm,
+        docstore: Arc::new(IndexSource::open(&index_dir, Profile::Default).unwrap()),
+        toolbox: Toolbox::default(),
+    };
+    let summary = eval::evaluate(
+        &config(questions, results.clone(), 2),
+        &services,
+        std::future::pending(),
+    )
+    .await
+    .unwrap();
+    assert_eq!((summary.done, summary.em), (1, 1.0));
+    let runs = read_results(&results);
+    assert_eq!(
+        runs[0].docstore,
+        Some(DocstoreInfo {
+            kind: "index".to_owned(),
+            snapshot: Some(built.manifest.snapshot.clone()),
+        })
+    );
+    assert_eq!(
+        runs[0].steps[0].observation.as_deref(),
+        Some("Could not find Constantin Medein. Similar: ['Constantin Medien'].")
+    );
+    assert!(
+        runs[0].steps[1]
+            .observation
+            .as_deref()
+            .unwrap()
+            .contains("based in Ismaning near Munich")
+    );
+}
