@@ -270,7 +270,8 @@ struct ChatArgs {
 
 #[derive(Args)]
 struct ReplayArgs {
-    /// Run files, or directories whose `*.json` files are replayed in name order.
+    /// Run files (a run, or JSON Lines of runs such as an eval results file), or directories whose
+    /// `*.json` and `*.jsonl` files are replayed, recursively, in name order.
     #[arg(required = true, value_name = "RUN")]
     runs: Vec<PathBuf>,
     /// Replay under this profile instead of the one each run recorded.
