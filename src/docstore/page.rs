@@ -9,10 +9,16 @@
 
 use std::borrow::Cow;
 
+use super::html::SearchOutcome;
+use super::python::repr_list;
 use crate::profile::Profile;
 
 /// How many sentences a search shows.
 pub const SUMMARY_SENTENCES: usize = 5;
+/// How many titles a miss offers.
+pub const SIMILAR_TITLES: usize = 5;
+/// How many entries of a disambiguation page the `default` profile offers.
+pub const DISAMBIGUATION_ENTRIES: usize = 10;
 
 /// The most text, in bytes, one opened page keeps (paragraphs, or a results page's titles), in
 /// both profiles. Real articles stay far below it; a pathological page (thousands of unclosed
@@ -412,6 +418,26 @@ pub const NO_MORE: &str = "No more results.";
 /// The `default` observation for a Lookup before any page was opened.
 pub const NO_PAGE: &str = "No page is open: Search[entity] first, then Lookup[keyword] in it.";
 
+/// `Could not find X. Similar: [...].` with the first [`SIMILAR_TITLES`] titles, in both profiles;
+/// the `default` profile says when nothing is similar.
+pub fn miss_observation(query: &str, titles: &[String], profile: Profile) -> String {
+    let shown = &titles[..titles.len().min(SIMILAR_TITLES)];
+    if shown.is_empty() && profile == Profile::Default {
+        format!("Could not find {query}. No similar pages.")
+    } else {
+        format!("Could not find {query}. Similar: {}.", repr_list(shown))
+    }
+}
+
+/// What one search outcome comes to under a profile's rules.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum SearchStep {
+    /// The observation the model reads.
+    Shown(String),
+    /// The paper landed on a disambiguation page: search this (`[entity]`) instead.
+    SearchAgain(String),
+}
+
 /// One question's reading state, common to every docstore: the open page and the Lookup cursor.
 #[derive(Debug, Clone)]
 pub struct Reader {
@@ -466,6 +492,34 @@ impl Reader {
             }
             _ => shown,
         }
+    }
+
+    /// How every docstore turns what a search of `query` found into what the model reads: an
+    /// article opens, results (or none) are a miss, and a disambiguation page is re-searched as
+    /// `[query]` once by the paper (shown as it is the second time) or offered as the Similar list
+    /// by the `default` profile. `depth` counts the searches this action already made.
+    pub fn show(&mut self, query: &str, outcome: SearchOutcome, depth: usize) -> SearchStep {
+        let observation = match outcome {
+            SearchOutcome::Article(page) => self.open(page),
+            SearchOutcome::Results(titles) => {
+                self.missed();
+                miss_observation(query, &titles, self.profile)
+            }
+            SearchOutcome::NoResults => {
+                self.missed();
+                miss_observation(query, &[], self.profile)
+            }
+            SearchOutcome::Disambiguation { entries, page } => match self.profile {
+                Profile::Paper if depth == 0 => return SearchStep::SearchAgain(format!("[{query}]")),
+                Profile::Paper => self.open(page),
+                Profile::Default => {
+                    self.missed();
+                    let shown = &entries[..entries.len().min(DISAMBIGUATION_ENTRIES)];
+                    format!("Could not find {query}. Similar: {}.", repr_list(shown))
+                }
+            },
+        };
+        SearchStep::Shown(observation)
     }
 
     /// A search found no page. The paper keeps page and cursor as they were; the `default`

@@ -5,15 +5,9 @@ use futures::future::BoxFuture;
 
 use super::fetch::Fetcher;
 use super::html::{SearchOutcome, parse_search_page};
-use super::page::Reader;
-use super::python::repr_list;
+use super::page::{Reader, SearchStep};
 use super::{ContextParagraph, Docstore, DocstoreError, DocstoreInfo, DocstoreSource};
 use crate::profile::Profile;
-
-/// How many titles a miss offers.
-const SIMILAR_TITLES: usize = 5;
-/// How many entries of a disambiguation page the `default` profile offers.
-const DISAMBIGUATION_ENTRIES: usize = 10;
 
 /// Opens one [`WikipediaExplorer`] per question over a shared client and cache.
 #[derive(Clone)]
@@ -77,37 +71,19 @@ impl WikipediaExplorer {
         let profile = self.reader.profile();
         let mut query = entity.to_owned();
         // The paper re-searches `[entity]` once when it lands on a disambiguation page.
-        for depth in 0..2 {
+        for depth in 0.. {
             let url = search_url(&self.wiki_url, &query, profile);
             let body = self.fetcher.fetch(&url, &query, is_whole_search_page).await?;
             let outcome = parse_off_the_workers(body, profile)
                 .await
                 .map_err(|error| DocstoreError::Config(format!("parsing {url} failed: {error}")))?;
-            match outcome {
-                SearchOutcome::Article(page) => return Ok(self.reader.open(page)),
-                SearchOutcome::Results(titles) => {
-                    self.reader.missed();
-                    let shown = &titles[..titles.len().min(SIMILAR_TITLES)];
-                    return Ok(format!("Could not find {query}. Similar: {}.", repr_list(shown)));
-                }
-                SearchOutcome::NoResults => {
-                    self.reader.missed();
-                    return Ok(format!("Could not find {query}. No similar pages."));
-                }
-                SearchOutcome::Disambiguation { entries, page } => match profile {
-                    Profile::Paper if depth == 0 => query = format!("[{query}]"),
-                    // A second disambiguation page is shown as it is.
-                    Profile::Paper => return Ok(self.reader.open(page)),
-                    Profile::Default => {
-                        self.reader.missed();
-                        let shown = &entries[..entries.len().min(DISAMBIGUATION_ENTRIES)];
-                        return Ok(format!("Could not find {query}. Similar: {}.", repr_list(shown)));
-                    }
-                },
+            match self.reader.show(&query, outcome, depth) {
+                SearchStep::Shown(observation) => return Ok(observation),
+                SearchStep::SearchAgain(again) => query = again,
             }
         }
-        // invariant: every arm of the loop's second pass returns (a second disambiguation page is shown as it is)
-        unreachable!("the loop returns by its second pass")
+        // invariant: `Reader::show` asks for another search only at depth 0
+        unreachable!("an unbounded range ends only by returning")
     }
 }
 

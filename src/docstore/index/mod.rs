@@ -15,8 +15,8 @@ use std::sync::Arc;
 
 use futures::future::BoxFuture;
 
-use super::page::Reader;
-use super::python::repr_list;
+use super::html::SearchOutcome;
+use super::page::{Reader, SearchStep};
 use super::{ContextParagraph, Docstore, DocstoreError, DocstoreInfo, DocstoreSource};
 use crate::profile::Profile;
 
@@ -151,12 +151,6 @@ pub struct IndexExplorer {
     reader: Reader,
 }
 
-/// What a search comes to before it reaches the reader.
-enum Resolution {
-    Open(IndexedPage),
-    Miss(String),
-}
-
 impl IndexExplorer {
     pub fn new(index: Arc<PageIndex>, profile: Profile) -> IndexExplorer {
         IndexExplorer {
@@ -171,70 +165,62 @@ impl IndexExplorer {
 
     /// `Search[entity]`, synchronously.
     pub fn search_now(&mut self, entity: &str) -> Result<String, IndexError> {
-        let resolution = resolve(&self.index, entity, self.reader.profile())?;
-        Ok(self.show(resolution))
-    }
-
-    fn show(&mut self, resolution: Resolution) -> String {
-        match resolution {
-            Resolution::Open(page) => self.reader.open(page.to_page()),
-            Resolution::Miss(observation) => {
-                self.reader.missed();
-                observation
+        let profile = self.reader.profile();
+        let mut query = entity.to_owned();
+        for depth in 0.. {
+            let outcome = outcome(&self.index, &query, profile)?;
+            match self.reader.show(&query, outcome, depth) {
+                SearchStep::Shown(observation) => return Ok(observation),
+                SearchStep::SearchAgain(again) => query = again,
             }
         }
+        // invariant: `Reader::show` asks for another search only at depth 0
+        unreachable!("an unbounded range ends only by returning")
     }
 }
 
-/// Runs a search under `profile`'s rules: the paper re-searches `[entity]` once when it lands on a
-/// disambiguation page; the `default` profile offers the page's entries as the Similar list.
-fn resolve(index: &PageIndex, entity: &str, profile: Profile) -> Result<Resolution, IndexError> {
-    let mut query = entity.to_owned();
-    for depth in 0..2 {
-        match index.search(&query)? {
-            SearchHit::Page(page) => match profile {
-                Profile::Paper if page.says_may_refer_to() && depth == 0 => query = format!("[{query}]"),
-                Profile::Default if page.is_disambiguation() => {
-                    // Worded as the Wikipedia docstore words a disambiguation page's entries.
-                    let entries = index.disambiguation_entries(&page)?;
-                    return Ok(Resolution::Miss(format!(
-                        "Could not find {query}. Similar: {}.",
-                        repr_list(&entries)
-                    )));
-                }
-                _ => return Ok(Resolution::Open(page)),
+/// What a search of the index found, as the Wikipedia reader reports a search page: a page that
+/// says `may refer to:` is a disambiguation page for the paper (as `wikienv.py` checks), a page
+/// that is one by its first paragraph or title offers its entries in the `default` profile.
+fn outcome(index: &PageIndex, query: &str, profile: Profile) -> Result<SearchOutcome, IndexError> {
+    Ok(match index.search(query)? {
+        SearchHit::Page(page) => match profile {
+            Profile::Paper if page.says_may_refer_to() => SearchOutcome::Disambiguation {
+                entries: Vec::new(),
+                page: page.to_page(),
             },
-            SearchHit::Similar(titles) => return Ok(Resolution::Miss(miss(&query, &titles, profile))),
-        }
-    }
-    Ok(Resolution::Miss(miss(&query, &[], profile)))
-}
-
-/// `Could not find X. Similar: [...].` in both profiles; the `default` profile says when nothing
-/// is similar.
-pub fn miss(entity: &str, titles: &[String], profile: Profile) -> String {
-    if titles.is_empty() && profile == Profile::Default {
-        format!("Could not find {entity}. No similar pages.")
-    } else {
-        format!("Could not find {entity}. Similar: {}.", repr_list(titles))
-    }
+            Profile::Default if page.is_disambiguation() => SearchOutcome::Disambiguation {
+                entries: index.disambiguation_entries(&page)?,
+                page: page.to_page(),
+            },
+            _ => SearchOutcome::Article(page.to_page()),
+        },
+        SearchHit::Similar(titles) => SearchOutcome::Results(titles),
+    })
 }
 
 impl Docstore for IndexExplorer {
     fn search<'a>(&'a mut self, entity: &'a str) -> BoxFuture<'a, Result<String, DocstoreError>> {
         Box::pin(async move {
+            // A search of a large index reads the disk: off the async workers, taking the
+            // explorer's reading state along and bringing it back.
+            if tokio::runtime::Handle::try_current().is_err() || self.index.pages() <= 10_000 {
+                return Ok(self.search_now(entity)?);
+            }
             let profile = self.reader.profile();
-            // A search of a large index reads the disk: off the async workers.
-            let resolution = if tokio::runtime::Handle::try_current().is_ok() && self.index.pages() > 10_000 {
-                let index = self.index.clone();
-                let entity = entity.to_owned();
-                tokio::task::spawn_blocking(move || resolve(&index, &entity, profile))
-                    .await
-                    .map_err(|_| DocstoreError::Index(IndexError::Thread))??
-            } else {
-                resolve(&self.index, entity, profile)?
+            let mut explorer = IndexExplorer {
+                index: self.index.clone(),
+                reader: std::mem::replace(&mut self.reader, Reader::new(profile)),
             };
-            Ok(self.show(resolution))
+            let entity = entity.to_owned();
+            let (explorer, observation) = tokio::task::spawn_blocking(move || {
+                let observation = explorer.search_now(&entity);
+                (explorer, observation)
+            })
+            .await
+            .map_err(|_| DocstoreError::Index(IndexError::Thread))?;
+            self.reader = explorer.reader;
+            Ok(observation?)
         })
     }
 

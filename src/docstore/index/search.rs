@@ -21,11 +21,8 @@ use super::IndexError;
 use super::manifest::Manifest;
 use super::schema::{Digest, IndexedPage, WikiSchema, analyzer};
 use super::title::{folded_title, is_possible_title, mediawiki_title, title_key, title_similarity};
+use crate::docstore::page::{DISAMBIGUATION_ENTRIES, SIMILAR_TITLES};
 
-/// How many titles a miss offers.
-pub const SIMILAR_TITLES: usize = 5;
-/// How many entries of a disambiguation page the `default` profile offers.
-pub const DISAMBIGUATION_ENTRIES: usize = 10;
 /// How many ranked candidates are re-ranked by title similarity.
 const CANDIDATES: usize = 20;
 /// A title word counts this much more than a word of the text.
