@@ -112,11 +112,13 @@ impl Page {
         let mut budget = TextBudget::page();
         let mut kept_paragraphs = 0;
         for sentences in &mut paragraphs {
-            keep_within(&mut budget, sentences);
-            if sentences.is_empty() && budget.is_spent() {
+            let cut = keep_within(&mut budget, sentences);
+            if !sentences.is_empty() {
+                kept_paragraphs += 1;
+            }
+            if cut {
                 break;
             }
-            kept_paragraphs += 1;
         }
         paragraphs.truncate(kept_paragraphs);
         let texts = paragraphs
@@ -188,18 +190,23 @@ fn within_page_limit(mut paragraphs: Vec<String>) -> Vec<String> {
 }
 
 /// Cuts `texts` to what `budget` still allows: the last one kept may be cut short, the rest of
-/// them dropped.
-fn keep_within(budget: &mut TextBudget, texts: &mut Vec<String>) {
+/// them dropped. Whether anything was cut: then nothing after `texts` fits either.
+fn keep_within(budget: &mut TextBudget, texts: &mut Vec<String>) -> bool {
     let mut kept = 0;
+    let mut cut = false;
     for text in texts.iter_mut() {
         let fits = budget.take(text).len();
-        if fits == 0 && !text.is_empty() {
+        cut = fits < text.len();
+        if fits > 0 || text.is_empty() {
+            text.truncate(fits);
+            kept += 1;
+        }
+        if cut {
             break;
         }
-        text.truncate(fits);
-        kept += 1;
     }
     texts.truncate(kept);
+    cut
 }
 
 /// The first [`SUMMARY_SENTENCES`] sentences joined by spaces: what a successful search shows.

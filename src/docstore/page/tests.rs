@@ -329,3 +329,17 @@ fn pages_given_as_sentences_stay_within_the_page_limit() {
         vec!["One. Two.".to_owned(), "Three.".to_owned()]
     );
 }
+
+#[test]
+fn nothing_after_the_cut_is_kept_even_when_it_would_fit() {
+    // The first paragraph leaves one byte; the second starts with `é` (two bytes), so it is cut
+    // to nothing, and the short ASCII paragraph after it must not slip in.
+    let first = "a".repeat(PAGE_TEXT_LIMIT - 1);
+    let page = Page::with_sentences(
+        "Edge",
+        vec![vec![first.clone()], vec!["é and more".to_owned()], vec!["b".to_owned()]],
+    );
+    assert_eq!(page.paragraphs, vec![first.clone()]);
+    let page = Page::new("Edge", vec![first.clone(), "é and more".to_owned(), "b".to_owned()]);
+    assert_eq!(page.paragraphs, vec![first]);
+}
