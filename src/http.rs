@@ -64,6 +64,15 @@ fn wait_for(value: &str, unit_secs: f64) -> Option<Duration> {
 
 /// The delay before the next attempt: the backoff's, or longer when the server asks for longer.
 /// `None` (give up now) when the backoff is spent or the server asks for more than `cap`.
+/// Whether an HTTP status is worth asking again, for every client: 408, 429 and 5xx, but not 501
+/// (the server does not implement the request: asking again gets the same answer).
+pub(crate) fn is_transient_status(status: reqwest::StatusCode) -> bool {
+    use reqwest::StatusCode;
+    status == StatusCode::TOO_MANY_REQUESTS
+        || status == StatusCode::REQUEST_TIMEOUT
+        || (status.is_server_error() && status != StatusCode::NOT_IMPLEMENTED)
+}
+
 pub(crate) fn next_delay(
     backoff: Option<Duration>,
     retry_after: Option<&RetryAfter>,

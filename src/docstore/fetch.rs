@@ -190,9 +190,7 @@ enum AttemptError {
 impl AttemptError {
     fn is_transient(&self) -> bool {
         match self {
-            AttemptError::Status { status, .. } => {
-                *status == StatusCode::TOO_MANY_REQUESTS || status.is_server_error()
-            }
+            AttemptError::Status { status, .. } => crate::http::is_transient_status(*status),
             AttemptError::Network(error) => !error.is_builder() && !error.is_redirect(),
             AttemptError::TooLarge | AttemptError::Empty | AttemptError::Client(_) => false,
             AttemptError::NotAPage => true,

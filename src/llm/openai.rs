@@ -302,7 +302,7 @@ enum AttemptError {
 impl AttemptError {
     fn is_transient(&self) -> bool {
         match self {
-            AttemptError::Status { status, .. } => is_transient_status(*status),
+            AttemptError::Status { status, .. } => crate::http::is_transient_status(*status),
             AttemptError::Transport(error) => {
                 error.is_timeout()
                     || error.is_connect()
@@ -527,7 +527,7 @@ impl OpenAiClient {
                     // it must not reach an error, a run file or a log.
                     let message = self.server_words(&message).as_str().to_owned();
                     let max_wait = self.config.retry.max_retry_after;
-                    let transient = is_transient_status(status);
+                    let transient = crate::http::is_transient_status(status);
                     return Err(match retry_after {
                         Some(asked) if transient && asked.wait > max_wait => LlmError::WaitTooLong {
                             url,
@@ -630,12 +630,6 @@ impl Llm for OpenAiClient {
 
 /// 408, 429 and 5xx: worth asking again — but 501, which says the server does not implement the
 /// endpoint and will say so again.
-fn is_transient_status(status: StatusCode) -> bool {
-    status == StatusCode::TOO_MANY_REQUESTS
-        || status == StatusCode::REQUEST_TIMEOUT
-        || (status.is_server_error() && status != StatusCode::NOT_IMPLEMENTED)
-}
-
 /// Where the first stop sequence starts, or the text's length.
 fn stop_index(text: &str, stop: &[String]) -> usize {
     stop.iter()

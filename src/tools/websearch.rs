@@ -125,7 +125,9 @@ impl WebSearchError {
             WebSearchError::Request { source, .. } => {
                 source.is_connect() || source.is_timeout() || source.is_body() || source.is_decode()
             }
-            WebSearchError::Status { status, .. } => *status == 429 || *status >= 500,
+            WebSearchError::Status { status, .. } => {
+                reqwest::StatusCode::from_u16(*status).is_ok_and(crate::http::is_transient_status)
+            }
             _ => false,
         }
     }

@@ -337,9 +337,16 @@ fn nothing_after_the_cut_is_kept_even_when_it_would_fit() {
     let first = "a".repeat(PAGE_TEXT_LIMIT - 1);
     let page = Page::with_sentences(
         "Edge",
-        vec![vec![first.clone()], vec!["é and more".to_owned()], vec!["b".to_owned()]],
+        vec![
+            vec![first.clone()],
+            vec!["é and more".to_owned()],
+            vec!["b".to_owned()],
+        ],
     );
     assert_eq!(page.paragraphs, vec![first.clone()]);
-    let page = Page::new("Edge", vec![first.clone(), "é and more".to_owned(), "b".to_owned()]);
+    let page = Page::new(
+        "Edge",
+        vec![first.clone(), "é and more".to_owned(), "b".to_owned()],
+    );
     assert_eq!(page.paragraphs, vec![first]);
 }
