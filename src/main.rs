@@ -360,7 +360,6 @@ struct ScoreArgs {
 }
 
 fn main() -> ExitCode {
-    end_quietly_when_printing_meets_a_closed_pipe();
     let cli = Cli::parse();
     // Log lines go to stderr, above `eval`'s progress bar while it is drawn.
     let log = LogOutput::stderr();
@@ -724,20 +723,6 @@ fn default_results_path(questions: &std::path::Path) -> PathBuf {
 /// The model `eval` shares across its concurrent questions.
 fn open_llm(args: &ModelArgs) -> anyhow::Result<Arc<dyn Llm>> {
     Ok(Arc::new(open_model(args)?))
-}
-
-/// Output goes through `output::stdout()`/`stderr()`; a `println!`/`eprintln!` that remains somewhere
-/// panics with "failed printing to stderr: Broken pipe" on a closed pipe: end as SIGPIPE would then
-/// too, instead of exiting 101 with a message nobody reads.
-fn end_quietly_when_printing_meets_a_closed_pipe() {
-    let default_hook = std::panic::take_hook();
-    std::panic::set_hook(Box::new(move |info| {
-        let message = info.payload_as_str().unwrap_or_default();
-        if message.starts_with("failed printing to std") && message.contains("Broken pipe") {
-            output::end_as_closed_pipe();
-        }
-        default_hook(info);
-    }));
 }
 
 /// Whether a person types on stdin.

@@ -3,8 +3,7 @@
 //!
 //! Rust ignores SIGPIPE, so a write to a closed pipe fails with `BrokenPipe`, and `println!` /
 //! `eprintln!` panic on it (exit 101). What a command prints goes through [`stdout`] or [`stderr`]
-//! instead (a printing macro that remains is caught by the binary's panic hook, which ends the
-//! same way). SIGPIPE stays ignored for the rest of the process: a `--tool` command that closes
+//! instead (`tests/it/audit.rs` fails on a printing macro in `src/`). SIGPIPE stays ignored for the rest of the process: a `--tool` command that closes
 //! its stdin early, or a server that hangs up, must give an error there, not kill the agent.
 
 use std::io::{self, ErrorKind, Write};

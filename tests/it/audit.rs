@@ -170,3 +170,38 @@ fn after_the_test_module() {
         ]
     );
 }
+
+/// The printing macros panic when stdout or stderr is a closed pipe (`react-docstore ... | head`);
+/// the commands write through `output::stdout()` / `output::stderr()` instead, which end the
+/// process as SIGPIPE would.
+const PRINTING: [&str; 4] = ["println!(", "eprintln!(", "print!(", "eprint!("];
+
+/// Every printing macro in `text` outside tests and comments, as `line: code`.
+fn printing(text: &str) -> Vec<String> {
+    non_test_lines(text)
+        .into_iter()
+        .filter(|(_, line)| PRINTING.iter().any(|pattern| code(line).contains(pattern)))
+        .map(|(number, line)| format!("{number}: {}", line.trim()))
+        .collect()
+}
+
+#[test]
+fn src_prints_only_through_the_output_module() {
+    let root = Path::new(env!("CARGO_MANIFEST_DIR"));
+    let mut report = Vec::new();
+    for file in source_files(&root.join("src")) {
+        let text = std::fs::read_to_string(&file).unwrap();
+        for site in printing(&text) {
+            let relative = file.strip_prefix(root).unwrap().display().to_string();
+            report.push(format!("{relative}:{site}"));
+        }
+    }
+    assert!(
+        report.is_empty(),
+        "printing macros panic on a closed pipe: write through `output::stdout()`/`output::stderr()`:\n{}",
+        report.join("\n")
+    );
+    // The scan sees a macro in code and not in a comment or a test.
+    let sample = "fn a() {\n    eprintln!(\"x\");\n}\n// println!(\"y\")\n#[cfg(test)]\nmod tests {\n    fn b() { println!(\"z\"); }\n}\n";
+    assert_eq!(printing(sample), vec!["2: eprintln!(\"x\");"]);
+}
