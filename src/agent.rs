@@ -223,7 +223,7 @@ impl<'a> Agent<'a> {
             purpose: CallPurpose::Step,
         };
         let completion = self.llm.complete(request).await?;
-        count_call(run, &completion);
+        run.usage.count(&completion);
         completions.push(completion.text);
         let cut = self.grammar.cut_completion(&completions[0], step);
         let split = self.grammar.split_completion(cut, step);
@@ -239,7 +239,7 @@ impl<'a> Agent<'a> {
                     purpose: CallPurpose::Fallback,
                 };
                 let completion = self.llm.complete(request).await?;
-                count_call(run, &completion);
+                run.usage.count(&completion);
                 run.usage.fallback_calls += 1;
                 // The stop sequence is `\n`: whatever follows the first newline was never asked for.
                 let line = completion.text.split('\n').next().unwrap_or("").to_owned();
@@ -250,14 +250,6 @@ impl<'a> Agent<'a> {
         let parsed = self.grammar.parse(&action_text);
         let written = self.grammar.display(&action_text, &parsed);
         Ok((thought, written, parsed))
-    }
-}
-
-fn count_call(run: &mut Run, completion: &crate::llm::Completion) {
-    run.usage.llm_calls += 1;
-    if let Some(usage) = completion.usage {
-        run.usage.prompt_tokens += usage.prompt_tokens;
-        run.usage.completion_tokens += usage.completion_tokens;
     }
 }
 

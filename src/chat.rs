@@ -159,15 +159,11 @@ pub async fn rewrite_follow_up(
         purpose: CallPurpose::RewriteQuestion,
     };
     let completion = llm.complete(request).await?;
-    let tokens = completion.usage.unwrap_or_default();
+    let mut usage = Usage::default();
+    usage.count(&completion);
     Ok(Rewritten {
         question: standalone_question(&completion.text, follow_up),
-        usage: Usage {
-            llm_calls: 1,
-            prompt_tokens: tokens.prompt_tokens,
-            completion_tokens: tokens.completion_tokens,
-            ..Usage::default()
-        },
+        usage,
     })
 }
 

@@ -115,6 +115,15 @@ pub struct Usage {
 }
 
 impl Usage {
+    /// One model call: counted, with the tokens its response reports.
+    pub fn count(&mut self, completion: &crate::llm::Completion) {
+        self.llm_calls += 1;
+        if let Some(tokens) = completion.usage {
+            self.prompt_tokens += tokens.prompt_tokens;
+            self.completion_tokens += tokens.completion_tokens;
+        }
+    }
+
     pub fn add(&mut self, other: &Usage) {
         self.llm_calls += other.llm_calls;
         self.fallback_calls += other.fallback_calls;

@@ -1,9 +1,6 @@
 //! `ask` and `chat` end to end, offline: a mock OpenAI-compatible server as the model and an
 //! in-test docstore serving fixed observations; `--record` then `replay`; the CLI's output.
 
-use std::io::Write;
-use std::sync::{Arc, Mutex};
-
 use futures::future::BoxFuture;
 use react_docstore::ask::{self, AgentConfig, AskConfig, AskOutput, Outcome};
 use react_docstore::chat::{self, ChatConfig, ChatOutput, Interaction};
@@ -14,10 +11,11 @@ use react_docstore::prompt::PromptOptions;
 use react_docstore::replay::replay_run;
 use react_docstore::run::Run;
 use react_docstore::tool::Toolbox;
-use react_docstore::trace::{Color, TracePrinter};
+use react_docstore::trace::TracePrinter;
 use react_docstore::{Profile, Stopped};
 use serde_json::Value;
 
+use crate::Captured;
 use crate::llm::{Sequence, client, model_server};
 
 /// Serves one fixed page for every Search and one sentence for every Lookup.
@@ -49,31 +47,6 @@ impl Docstore for FixedExplorer {
 
     fn lookup(&mut self, _keyword: &str) -> String {
         "(Result 1 / 1) The eastern sector extends into the High Plains and is called the Central Plains orogeny.".to_owned()
-    }
-}
-
-/// A trace printer writing plain text into a buffer the test reads afterwards.
-#[derive(Clone, Default)]
-struct Captured(Arc<Mutex<Vec<u8>>>);
-
-impl Write for Captured {
-    fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
-        self.0.lock().unwrap().extend_from_slice(buf);
-        Ok(buf.len())
-    }
-
-    fn flush(&mut self) -> std::io::Result<()> {
-        Ok(())
-    }
-}
-
-impl Captured {
-    fn printer(&self) -> TracePrinter {
-        TracePrinter::new(Box::new(self.clone()), Color::Never)
-    }
-
-    fn text(&self) -> String {
-        String::from_utf8(self.0.lock().unwrap().clone()).unwrap()
     }
 }
 

@@ -20,7 +20,7 @@ use react_docstore::run::Run;
 use react_docstore::tool::Toolbox;
 use react_docstore::trace::LogOutput;
 
-use crate::fixture;
+use crate::{Captured, fixture};
 
 // ---------------------------------------------------------------- question files
 
@@ -785,31 +785,6 @@ fn score_command_prints_the_json_object() {
 }
 
 // ---------------------------------------------------------------- one writer, bytes, question checks
-
-/// A `Write` whose bytes the test reads back (what an evaluation logged).
-#[derive(Clone, Default)]
-struct Captured(Arc<Mutex<Vec<u8>>>);
-
-impl std::io::Write for Captured {
-    fn write(&mut self, bytes: &[u8]) -> std::io::Result<usize> {
-        self.0.lock().unwrap().extend_from_slice(bytes);
-        Ok(bytes.len())
-    }
-
-    fn flush(&mut self) -> std::io::Result<()> {
-        Ok(())
-    }
-}
-
-impl Captured {
-    fn log(&self) -> LogOutput {
-        LogOutput::new(Box::new(self.clone()))
-    }
-
-    fn text(&self) -> String {
-        String::from_utf8_lossy(&self.0.lock().unwrap()).into_owned()
-    }
-}
 
 #[tokio::test]
 async fn a_results_file_has_one_writer_at_a_time() {

@@ -12,6 +12,37 @@ macro_rules! assert_snapshot {
     }};
 }
 
+/// A `Write` whose bytes a test reads back: what a trace printer or an evaluation's log wrote.
+#[derive(Clone, Default)]
+pub struct Captured(std::sync::Arc<std::sync::Mutex<Vec<u8>>>);
+
+impl std::io::Write for Captured {
+    fn write(&mut self, bytes: &[u8]) -> std::io::Result<usize> {
+        self.0.lock().unwrap().extend_from_slice(bytes);
+        Ok(bytes.len())
+    }
+
+    fn flush(&mut self) -> std::io::Result<()> {
+        Ok(())
+    }
+}
+
+impl Captured {
+    /// A plain-text trace printer into this buffer.
+    pub fn printer(&self) -> react_docstore::trace::TracePrinter {
+        react_docstore::trace::TracePrinter::new(Box::new(self.clone()), react_docstore::trace::Color::Never)
+    }
+
+    /// An evaluation log into this buffer.
+    pub fn log(&self) -> react_docstore::trace::LogOutput {
+        react_docstore::trace::LogOutput::new(Box::new(self.clone()))
+    }
+
+    pub fn text(&self) -> String {
+        String::from_utf8_lossy(&self.0.lock().unwrap()).into_owned()
+    }
+}
+
 /// A path inside the repository's `fixtures/`.
 pub fn fixture(path: &str) -> std::path::PathBuf {
     std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
