@@ -93,26 +93,10 @@ impl Loader {
             }
             return Ok(());
         }
-        let title = object
-            .get("title")
-            .ok_or("expected a `title` (a page) or a `context` (a HotpotQA question)")?
-            .as_str()
-            .ok_or("`title` must be a string")?
-            .to_owned();
-        let page = match (object.get("text"), object.get("sentences")) {
-            (Some(text), _) => {
-                let text = text.as_str().ok_or("`text` must be a string")?;
-                let paragraphs = text
-                    .split('\n')
-                    .map(str::trim)
-                    .filter(|paragraph| !paragraph.is_empty())
-                    .map(str::to_owned)
-                    .collect();
-                IndexedPage::unsplit(title, paragraphs)
-            }
-            (None, Some(sentences)) => IndexedPage::split(title, vec![strings(sentences, "sentences")?]),
-            (None, None) => return Err("a page needs `text` or `sentences`".to_owned()),
-        };
+        if !object.contains_key("title") {
+            return Err("expected a `title` (a page) or a `context` (a HotpotQA question)".to_owned());
+        }
+        let page = super::index::formats::jsonl_page(record.clone())?;
         self.add(page);
         Ok(())
     }

@@ -151,12 +151,12 @@ fn corpus_errors_name_the_file_and_the_record() {
         (
             "notext.jsonl",
             "{\"title\": \"A\"}\n",
-            "line 1: a page needs `text` or `sentences`",
+            "line 1: a page needs `text`, `sentences` or `paragraphs`",
         ),
         (
             "number.jsonl",
             "{\"title\": 3, \"text\": \"x\"}\n",
-            "line 1: `title` must be a string",
+            "line 1: field `title` is a number, expected a string",
         ),
         (
             "array.json",

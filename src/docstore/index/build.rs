@@ -161,6 +161,17 @@ impl Shared {
         }
     }
 
+    /// A line the reading found malformed (too long), reported as a malformed record.
+    fn read_issue(&self, issue: ReadIssue) {
+        let position = (issue.seq, issue.line);
+        let record = Malformed {
+            origin: issue.origin.to_string(),
+            line: issue.line,
+            reason: issue.reason,
+        };
+        self.malformed(record, position);
+    }
+
     fn fail(&self, error: IndexError) {
         if let Ok(mut failure) = self.failure.lock()
             && failure.is_none()
@@ -249,16 +260,7 @@ pub fn build(config: &BuildConfig, interrupted: &AtomicBool) -> Result<BuildRepo
         let display = scope.spawn(|| show_progress(&shared, total_bytes, &finished, interrupted, started));
         // Ends the progress display however this scope ends (a panic while reading included).
         let _finish = Finish(&finished);
-        let issue = |issue: ReadIssue| {
-            shared.malformed(
-                Malformed {
-                    origin: issue.origin.to_string(),
-                    line: issue.line,
-                    reason: issue.reason,
-                },
-                (issue.seq, issue.line),
-            )
-        };
+        let issue = |issue: ReadIssue| shared.read_issue(issue);
         let mut feeder = Feeder::new(tx, config.format, &shared.bytes_read, &shared.abort, &issue);
         for (source, info) in config.sources.iter().zip(source_infos.iter_mut()) {
             if shared.aborted() {
@@ -394,16 +396,7 @@ fn index_work(
                 ),
             }
         },
-        |issue| {
-            shared.malformed(
-                Malformed {
-                    origin: issue.origin.to_string(),
-                    line: issue.line,
-                    reason: issue.reason,
-                },
-                (issue.seq, issue.line),
-            )
-        },
+        |issue| shared.read_issue(issue),
     );
     if let Some((first, title, texts)) = passages.take() {
         add(first, dpr_page(title, &texts));

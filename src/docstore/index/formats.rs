@@ -151,35 +151,39 @@ fn json<'a, T: Deserialize<'a>>(
     required: &[&str],
     typed: &[(&str, Kind)],
 ) -> Result<T, String> {
-    serde_json::from_str(line).map_err(|error| {
-        let Ok(value) = serde_json::from_str::<Value>(line) else {
-            return format!("not valid JSON: {error}");
-        };
-        let Some(object) = value.as_object() else {
-            return "expected a JSON object".to_owned();
-        };
-        if let Some(field) = required.iter().find(|field| !object.contains_key(**field)) {
-            return format!("no `{field}` field");
-        }
-        for (field, kind) in typed {
-            let found = match object.get(*field) {
-                None | Some(Value::Null) => continue,
-                Some(Value::String(_)) if matches!(kind, Kind::String) => continue,
-                Some(Value::Array(_)) if matches!(kind, Kind::List) => continue,
-                Some(Value::String(_)) => "a string",
-                Some(Value::Array(_)) => "a list",
-                Some(Value::Number(_)) => "a number",
-                Some(Value::Bool(_)) => "a boolean",
-                Some(Value::Object(_)) => "an object",
-            };
-            let expected = match kind {
-                Kind::String => "a string",
-                Kind::List => "a list",
-            };
-            return format!("field `{field}` is {found}, expected {expected}");
-        }
-        format!("{error}")
+    serde_json::from_str(line).map_err(|error| match serde_json::from_str::<Value>(line) {
+        Ok(value) => field_problem(&value, required, typed).unwrap_or_else(|| error.to_string()),
+        Err(_) => format!("not valid JSON: {error}"),
     })
+}
+
+/// What is wrong with a record's fields, if serde's own message would not name the field:
+/// not an object, a `required` field missing, a `typed` field of another JSON type.
+fn field_problem(value: &Value, required: &[&str], typed: &[(&str, Kind)]) -> Option<String> {
+    let Some(object) = value.as_object() else {
+        return Some("expected a JSON object".to_owned());
+    };
+    if let Some(field) = required.iter().find(|field| !object.contains_key(**field)) {
+        return Some(format!("no `{field}` field"));
+    }
+    for (field, kind) in typed {
+        let found = match object.get(*field) {
+            None | Some(Value::Null) => continue,
+            Some(Value::String(_)) if matches!(kind, Kind::String) => continue,
+            Some(Value::Array(_)) if matches!(kind, Kind::List) => continue,
+            Some(Value::String(_)) => "a string",
+            Some(Value::Array(_)) => "a list",
+            Some(Value::Number(_)) => "a number",
+            Some(Value::Bool(_)) => "a boolean",
+            Some(Value::Object(_)) => "an object",
+        };
+        let expected = match kind {
+            Kind::String => "a string",
+            Kind::List => "a list",
+        };
+        return Some(format!("field `{field}` is {found}, expected {expected}"));
+    }
+    None
 }
 
 /// A title as a dump writes it, tidied: no control characters, no surrounding whitespace.
@@ -194,19 +198,19 @@ fn page_title(raw: &str) -> Result<String, String> {
 #[derive(Deserialize)]
 struct HotpotqaRecord {
     title: String,
-    text: HotpotqaText,
+    text: Strings,
     /// The abstracts edition's sentences with their links; `charoffset*` are skipped unread.
     #[serde(default)]
-    text_with_links: Option<HotpotqaText>,
+    text_with_links: Option<Strings>,
 }
 
+/// A list of strings, or a list of lists of them: HotpotQA's `text` (abstracts: sentences; full
+/// edition: paragraphs of sentences), JSON Lines `paragraphs` (whole, or as sentences).
 #[derive(Deserialize)]
 #[serde(untagged)]
-enum HotpotqaText {
-    /// The abstracts edition: the first paragraph's sentences.
-    Sentences(Vec<String>),
-    /// The full edition: paragraphs of sentences, links inline.
-    Paragraphs(Vec<Vec<String>>),
+enum Strings {
+    Flat(Vec<String>),
+    Nested(Vec<Vec<String>>),
 }
 
 fn hotpotqa(line: &str) -> Result<Record, String> {
@@ -221,7 +225,7 @@ fn hotpotqa(line: &str) -> Result<Record, String> {
     )
     .map_err(|error| {
         error.replace(
-            "data did not match any variant of untagged enum HotpotqaText",
+            "data did not match any variant of untagged enum Strings",
             "`text` must be a list of sentences or a list of paragraphs of sentences",
         )
     })?;
@@ -229,8 +233,8 @@ fn hotpotqa(line: &str) -> Result<Record, String> {
     let title = page_title(&html_unescape(&record.title))?;
     let mut links = Vec::new();
     let mut paragraphs = match record.text {
-        HotpotqaText::Sentences(sentences) => vec![sentences.iter().map(|s| sanitize(s)).collect()],
-        HotpotqaText::Paragraphs(paragraphs) => paragraphs
+        Strings::Flat(sentences) => vec![sentences.iter().map(|s| sanitize(s)).collect()],
+        Strings::Nested(paragraphs) => paragraphs
             .iter()
             .map(|sentences| {
                 sentences
@@ -248,7 +252,7 @@ fn hotpotqa(line: &str) -> Result<Record, String> {
     {
         paragraphs.remove(0);
     }
-    if let Some(HotpotqaText::Sentences(sentences)) = &record.text_with_links {
+    if let Some(Strings::Flat(sentences)) = &record.text_with_links {
         for sentence in sentences {
             strip_links(sentence, &mut links);
         }
@@ -495,56 +499,54 @@ struct JsonlRecord {
     #[serde(default)]
     sentences: Option<Vec<String>>,
     #[serde(default)]
-    paragraphs: Option<JsonlParagraphs>,
+    paragraphs: Option<Strings>,
 }
 
-#[derive(Deserialize)]
-#[serde(untagged)]
-enum JsonlParagraphs {
-    Whole(Vec<String>),
-    Split(Vec<Vec<String>>),
-}
+/// The fields of a JSON Lines page and the JSON type each must have.
+const JSONL_FIELDS: [(&str, Kind); 4] = [
+    ("title", Kind::String),
+    ("text", Kind::String),
+    ("sentences", Kind::List),
+    ("paragraphs", Kind::List),
+];
 
 fn jsonl(line: &str) -> Result<Record, String> {
-    let typed = [
-        ("title", Kind::String),
-        ("text", Kind::String),
-        ("sentences", Kind::List),
-        ("paragraphs", Kind::List),
-    ];
-    let record: JsonlRecord = json(line, &["title"], &typed).map_err(|error| {
-        error.replace(
-            "data did not match any variant of untagged enum JsonlParagraphs",
-            "`paragraphs` must be a list of strings or a list of sentence lists",
-        )
-    })?;
+    let record: JsonlRecord =
+        json(line, &["title"], &JSONL_FIELDS).map_err(|error| paragraphs_hint(&error))?;
+    Ok(Record::Page(jsonl_record(record)?))
+}
+
+/// A JSON Lines page already parsed as JSON (a `corpus:FILE` record).
+pub fn jsonl_page(record: Value) -> Result<IndexedPage, String> {
+    let problem = field_problem(&record, &["title"], &JSONL_FIELDS);
+    let record: JsonlRecord = serde_json::from_value(record)
+        .map_err(|error| paragraphs_hint(&problem.unwrap_or_else(|| error.to_string())))?;
+    jsonl_record(record)
+}
+
+fn paragraphs_hint(error: &str) -> String {
+    error.replace(
+        "data did not match any variant of untagged enum Strings",
+        "`paragraphs` must be a list of strings or a list of sentence lists",
+    )
+}
+
+fn jsonl_record(record: JsonlRecord) -> Result<IndexedPage, String> {
     let title = page_title(&record.title)?;
-    let page = match (record.text, record.sentences, record.paragraphs) {
+    Ok(match (record.text, record.sentences, record.paragraphs) {
         (Some(text), _, _) => IndexedPage::unsplit(
             title,
-            sanitize(&text)
-                .split('\n')
+            text.split('\n')
                 .map(str::trim)
                 .filter(|paragraph| !paragraph.is_empty())
                 .map(str::to_owned)
                 .collect(),
         ),
-        (None, Some(sentences), _) => {
-            IndexedPage::split(title, vec![sentences.iter().map(|s| sanitize(s)).collect()])
-        }
-        (None, None, Some(JsonlParagraphs::Whole(paragraphs))) => {
-            IndexedPage::unsplit(title, paragraphs.iter().map(|p| sanitize(p)).collect())
-        }
-        (None, None, Some(JsonlParagraphs::Split(paragraphs))) => IndexedPage::split(
-            title,
-            paragraphs
-                .iter()
-                .map(|sentences| sentences.iter().map(|s| sanitize(s)).collect())
-                .collect(),
-        ),
+        (None, Some(sentences), _) => IndexedPage::split(title, vec![sentences]),
+        (None, None, Some(Strings::Flat(paragraphs))) => IndexedPage::unsplit(title, paragraphs),
+        (None, None, Some(Strings::Nested(paragraphs))) => IndexedPage::split(title, paragraphs),
         (None, None, None) => return Err("a page needs `text`, `sentences` or `paragraphs`".to_owned()),
-    };
-    Ok(Record::Page(page))
+    })
 }
 
 #[cfg(test)]
