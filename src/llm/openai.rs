@@ -289,10 +289,9 @@ enum AttemptError {
         body: Vec<u8>,
         retry_after: Option<RetryAfter>,
     },
-    /// Sending failed, or no response came (refused, reset, timed out).
+    /// Sending failed, no response came (refused, reset, timed out), or its body stopped before
+    /// its end (retried like a reset connection).
     Transport(reqwest::Error),
-    /// The response's body stopped before its end: retried like a reset connection.
-    Cut(reqwest::Error),
     /// The body is larger than the limit.
     TooLarge,
     /// The HTTP client could not be built.
@@ -310,7 +309,6 @@ impl AttemptError {
                     || error.is_body()
                     || error.is_decode()
             }
-            AttemptError::Cut(_) => true,
             AttemptError::TooLarge | AttemptError::Client(_) => false,
         }
     }
@@ -329,7 +327,6 @@ impl fmt::Display for AttemptError {
         match self {
             AttemptError::Status { status, .. } => write!(f, "HTTP {status}"),
             AttemptError::Transport(error) => f.write_str(http::transport_failure(error)),
-            AttemptError::Cut(_) => f.write_str("connection dropped mid-body"),
             AttemptError::TooLarge => f.write_str("response too large"),
             AttemptError::Client(_) => f.write_str("cannot set up the HTTP client"),
         }
@@ -429,7 +426,7 @@ impl OpenAiClient {
         if status.is_success() {
             return body.map_err(|error| match error {
                 BodyError::TooLarge => AttemptError::TooLarge,
-                BodyError::Cut(error) => AttemptError::Cut(error),
+                BodyError::Cut(error) => AttemptError::Transport(error),
             });
         }
         // An error body is only read for the server's message: one too large or cut short
@@ -545,7 +542,7 @@ impl OpenAiClient {
                         _ => self.rejected(url, status, message),
                     });
                 }
-                Err((AttemptError::Transport(source) | AttemptError::Cut(source), attempts)) => {
+                Err((AttemptError::Transport(source), attempts)) => {
                     return Err(LlmError::Transport {
                         url,
                         attempts,
