@@ -30,6 +30,19 @@ pub enum SearchOutcome {
     Disambiguation { entries: Vec<String>, page: Page },
 }
 
+impl SearchOutcome {
+    /// The bytes of text the outcome holds: what reading the page keeps in memory.
+    pub fn text_len(&self) -> usize {
+        match self {
+            SearchOutcome::Article(page) | SearchOutcome::Disambiguation { page, .. } => {
+                page.paragraphs.iter().map(String::len).sum()
+            }
+            SearchOutcome::Results(titles) => titles.iter().map(String::len).sum(),
+            SearchOutcome::NoResults => 0,
+        }
+    }
+}
+
 /// How many result headings a results page is read for (MediaWiki shows 20; a miss offers 5).
 const MAX_RESULT_TITLES: usize = 20;
 /// How many list items of a disambiguation page are read for entries (a miss offers 10).
