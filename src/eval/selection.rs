@@ -127,13 +127,6 @@ impl Selection {
         Ok(file)
     }
 
-    /// The selected questions of a file read whole.
-    pub fn apply(&self, file: QuestionFile) -> Result<Vec<Question>, SelectionError> {
-        let wanted = self.wanted_ids()?;
-        let positions = self.subset.map(|subset| subset.positions());
-        self.pick(&file.path, file.questions, positions, wanted)
-    }
-
     fn wanted_ids(&self) -> Result<Option<Vec<String>>, SelectionError> {
         self.ids.as_deref().map(read_ids).transpose()
     }

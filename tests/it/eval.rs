@@ -155,11 +155,11 @@ fn selection_by_subset_ids_and_limit() {
     let ids_path = dir.path().join("ids.txt");
     std::fs::write(&ids_path, "# two of the subset\n5388\n\n3687\n").unwrap();
 
+    // Through `Selection::read`, as `eval` selects: filtering while the file is read.
     let select = |selection: Selection, path: &Path| -> Result<Vec<String>, String> {
-        let file = QuestionFile::read(path).map_err(|error| error.to_string())?;
         selection
-            .apply(file)
-            .map(|questions| questions.into_iter().map(|question| question.id).collect())
+            .read(path, Contexts::Unused)
+            .map(|file| file.questions.into_iter().map(|question| question.id).collect())
             .map_err(|error| {
                 error
                     .to_string()
