@@ -97,8 +97,8 @@ pub fn check_question(question: &str) -> Result<String, QuestionError> {
     Ok(question.to_owned())
 }
 
-/// Checks that a run file can be written at `path` before anything is paid for: a probe file is
-/// created next to it, where [`Run::write`] puts its temporary file, and removed again.
+/// Checks that a run file can be written at `path` before anything is paid for: the temporary
+/// file [`Run::write`] will write ([`Run::temporary_path`]) is created and removed again.
 pub fn check_record_path(path: &Path) -> Result<(), RunFileError> {
     let write_error = |source| RunFileError::Write {
         path: path.to_owned(),
@@ -110,11 +110,7 @@ pub fn check_record_path(path: &Path) -> Result<(), RunFileError> {
             "it is a directory",
         )));
     }
-    let file_name = path
-        .file_name()
-        .map(|name| name.to_string_lossy().into_owned())
-        .unwrap_or_default();
-    let probe = path.with_file_name(format!(".{file_name}.probe{}", std::process::id()));
+    let probe = Run::temporary_path(path);
     std::fs::OpenOptions::new()
         .write(true)
         .create_new(true)

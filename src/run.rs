@@ -254,12 +254,23 @@ impl Run {
         // invariant: a `Run` (strings, numbers, string-keyed structs) always serializes
         let mut text = serde_json::to_string_pretty(self).expect("a run always serializes");
         text.push('\n');
-        let file_name = path
-            .file_name()
-            .map(|name| name.to_string_lossy().into_owned())
-            .unwrap_or_default();
-        let tmp = path.with_file_name(format!(".{file_name}.tmp{}", std::process::id()));
+        let tmp = Run::temporary_path(path);
         std::fs::write(&tmp, text).map_err(write_error)?;
         std::fs::rename(&tmp, path).map_err(write_error)
     }
+
+    /// Where [`Run::write`] writes before renaming into `path`.
+    pub fn temporary_path(path: &Path) -> PathBuf {
+        hidden_sibling(path, &format!("tmp{}", std::process::id()))
+    }
+}
+
+/// `dir/.{name}.{tag}` for `dir/name`: a hidden file beside `path`, on its file system, so a
+/// rename into place is atomic.
+pub fn hidden_sibling(path: &Path, tag: &str) -> PathBuf {
+    let file_name = path
+        .file_name()
+        .map(|name| name.to_string_lossy().into_owned())
+        .unwrap_or_default();
+    path.with_file_name(format!(".{file_name}.{tag}"))
 }

@@ -149,12 +149,7 @@ impl ResultsFile {
             path: self.path.clone(),
             source,
         };
-        let file_name = self
-            .path
-            .file_name()
-            .map(|name| name.to_string_lossy().into_owned())
-            .unwrap_or_default();
-        let tmp = self.path.with_file_name(format!(".{file_name}.retry-errors.tmp"));
+        let tmp = crate::run::hidden_sibling(&self.path, "retry-errors.tmp");
         // A leftover of a crashed rewrite; nobody else writes it while we hold the lock.
         match std::fs::remove_file(&tmp) {
             Err(error) if error.kind() != std::io::ErrorKind::NotFound => return Err(write_error(error)),

@@ -78,7 +78,7 @@ impl Manifest {
     /// Writes the manifest into `dir` atomically (a temporary file, then a rename).
     pub fn write(&self, dir: &Path) -> Result<(), IndexError> {
         let path = Manifest::path(dir);
-        let temporary = dir.join(format!(".{MANIFEST_FILE}.tmp"));
+        let temporary = crate::run::hidden_sibling(&path, "tmp");
         let write_error = |source| IndexError::Write {
             path: path.clone(),
             source,
