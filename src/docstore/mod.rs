@@ -30,9 +30,9 @@ pub mod wikipedia;
 
 pub use corpus::{CorpusSource, DistractorSource};
 pub use fetch::{Fetcher, HttpPolicy, PageCache, PageCheck};
-pub use html::{SearchOutcome, parse_search_page};
+pub use html::parse_search_page;
 pub use index::{IndexError, IndexExplorer, IndexSource, PageIndex};
-pub use page::{LookupCursor, Page, Reader};
+pub use page::{LookupCursor, Page, Reader, SearchOutcome};
 pub use wikipedia::{WikipediaExplorer, WikipediaSource};
 
 /// A per-question explorer: the current page and the Lookup cursor live here.

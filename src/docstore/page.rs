@@ -9,7 +9,6 @@
 
 use std::borrow::Cow;
 
-use super::html::SearchOutcome;
 use super::python::repr_list;
 use crate::profile::Profile;
 
@@ -573,6 +572,36 @@ impl Reader {
                 }
                 cursor.advance().unwrap_or_else(|| NO_MORE.to_owned())
             }
+        }
+    }
+}
+
+/// What a search page turned out to be.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum SearchOutcome {
+    /// An article: its title and paragraphs.
+    Article(Page),
+    /// A search-results page: the result titles, best first (at most the 20 a results page
+    /// shows; observations show 5).
+    Results(Vec<String>),
+    /// A search-results page with no results at all (the `default` profile only: the `paper`
+    /// profile reads such a page as an article, as `wikienv.py` does).
+    NoResults,
+    /// A disambiguation page: its entries (the `default` profile offers them as the Similar list)
+    /// and the page itself (the `paper` profile shows it when the bracketed re-search lands on
+    /// another disambiguation page).
+    Disambiguation { entries: Vec<String>, page: Page },
+}
+
+impl SearchOutcome {
+    /// The bytes of text the outcome holds: what reading the page keeps in memory.
+    pub fn text_len(&self) -> usize {
+        match self {
+            SearchOutcome::Article(page) | SearchOutcome::Disambiguation { page, .. } => {
+                page.paragraphs.iter().map(String::len).sum()
+            }
+            SearchOutcome::Results(titles) => titles.iter().map(String::len).sum(),
+            SearchOutcome::NoResults => 0,
         }
     }
 }

@@ -4,7 +4,8 @@
 use futures::future::BoxFuture;
 
 use super::fetch::Fetcher;
-use super::html::{SearchOutcome, parse_search_page};
+use super::html::parse_search_page;
+use super::page::SearchOutcome;
 use super::page::{Reader, SearchStep};
 use super::{ContextParagraph, Docstore, DocstoreError, DocstoreInfo, DocstoreSource};
 use crate::profile::Profile;

@@ -2,7 +2,7 @@ use std::borrow::Cow;
 
 use super::soup::{Document, decode_text};
 use super::*;
-use crate::docstore::page::{python_strip, summary};
+use crate::docstore::page::{Page, python_strip, summary};
 use crate::docstore::python::{html_unescape, repr_list};
 
 fn fixture(name: &str) -> String {
