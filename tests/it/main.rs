@@ -59,6 +59,7 @@ mod explore;
 mod fuzz;
 mod fuzz_html;
 mod index;
+mod layers;
 mod llm;
 mod replay;
 mod replay_live;

@@ -1,0 +1,54 @@
+//! `explore`: Search[...] / Lookup[...] (and tool actions) by hand against a docstore.
+
+use std::process::ExitCode;
+
+use react_docstore::Profile;
+use react_docstore::explore::{self, Explore, Format};
+use react_docstore::output;
+
+use super::options::{DocstoreArgs, ToolArgs, stdin_interaction};
+
+#[derive(clap::Args)]
+pub struct ExploreArgs {
+    /// Actions such as `Search[Colorado orogeny]` `Lookup[New Mexico]`; none: an interactive prompt.
+    actions: Vec<String>,
+    #[arg(
+        long,
+        env = "REACT_PROFILE",
+        default_value = "default",
+        value_name = "PROFILE"
+    )]
+    profile: Profile,
+    #[command(flatten)]
+    docstore: DocstoreArgs,
+    #[command(flatten)]
+    tools: ToolArgs,
+    /// Print one `{"action", "observation"}` JSON line per action.
+    #[arg(long)]
+    json: bool,
+}
+
+pub async fn run(args: ExploreArgs) -> anyhow::Result<ExitCode> {
+    args.tools.check_profile(args.profile)?;
+    args.docstore.check_not_distractor("explore")?;
+    let source = args.docstore.open(args.profile)?;
+    let mut session = Explore::new(source.as_ref(), args.tools.open(&args.docstore)?, args.profile);
+    let format = if args.json { Format::Json } else { Format::Text };
+    let mut stdout = output::stdout();
+    if args.actions.is_empty() {
+        let stdin = tokio::io::BufReader::new(tokio::io::stdin());
+        let mut stderr = output::stderr();
+        explore::run_interactive(
+            &mut session,
+            stdin,
+            format,
+            &mut stdout,
+            &mut stderr,
+            stdin_interaction(),
+        )
+        .await?;
+    } else {
+        explore::run_actions(&mut session, &args.actions, format, &mut stdout).await?;
+    }
+    Ok(ExitCode::SUCCESS)
+}

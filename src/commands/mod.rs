@@ -1,0 +1,13 @@
+//! One module per command: its arguments (clap) and the code that runs it; `options` holds the
+//! option groups several commands share.
+
+pub mod options;
+pub mod signals;
+
+pub mod ask;
+pub mod chat;
+pub mod eval;
+pub mod explore;
+pub mod index;
+pub mod replay;
+pub mod score;

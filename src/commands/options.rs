@@ -1,0 +1,252 @@
+//! The option groups several commands share (agent, model, docstore, tools) and what they open.
+
+use std::io::IsTerminal;
+use std::path::PathBuf;
+use std::sync::Arc;
+use std::time::Duration;
+
+use clap::Args;
+
+use react_docstore::Profile;
+use react_docstore::ask::AgentConfig;
+use react_docstore::chat::Interaction;
+use react_docstore::docstore::{DEFAULT_USER_AGENT, DocstoreConfig, DocstoreKind, DocstoreSource};
+use react_docstore::fewshot::Fewshot;
+use react_docstore::llm::{Api, ApiKey, Llm, ModelSettings, OpenAiClient};
+use react_docstore::prompt::PromptOptions;
+use react_docstore::tool::Toolbox;
+use react_docstore::tools::{self, BuiltinTool, CommandToolConfig, Network, ToolsConfig, WebSearchConfig};
+
+/// How the agent runs.
+#[derive(Args, Clone)]
+pub struct AgentArgs {
+    /// `paper` reproduces the ReAct repository byte for byte; `default` fixes its defects.
+    #[arg(
+        long,
+        env = "REACT_PROFILE",
+        default_value = "default",
+        value_name = "PROFILE"
+    )]
+    pub profile: Profile,
+    /// The step budget of a question (at least 1).
+    #[arg(long, default_value_t = react_docstore::agent::DEFAULT_MAX_STEPS, value_name = "N", value_parser = parse_step_budget)]
+    pub max_steps: usize,
+    /// Few-shot examples in the numbered format, instead of the bundled HotpotQA ones.
+    #[arg(long, value_name = "FILE")]
+    pub fewshot: Option<PathBuf>,
+}
+
+impl AgentArgs {
+    /// The library's agent configuration, with these prompt options.
+    pub fn config(&self, prompt_options: PromptOptions) -> anyhow::Result<AgentConfig> {
+        let fewshot = match &self.fewshot {
+            Some(path) => Fewshot::from_file(path)?,
+            None => Fewshot::hotpotqa(),
+        };
+        Ok(AgentConfig {
+            profile: self.profile,
+            max_steps: self.max_steps,
+            fewshot,
+            prompt_options,
+        })
+    }
+}
+
+/// Which model answers, and how to reach it.
+#[derive(Args, Clone)]
+pub struct ModelArgs {
+    /// The model name the server knows.
+    #[arg(long, env = "REACT_MODEL", value_name = "MODEL")]
+    pub model: Option<String>,
+    /// An OpenAI-compatible server (OpenAI, vLLM, llama.cpp, Ollama, LM Studio).
+    #[arg(long, env = "OPENAI_BASE_URL", value_name = "URL")]
+    pub base_url: Option<String>,
+    /// The API key; optional for local servers. Never printed.
+    #[arg(long, env = "OPENAI_API_KEY", hide_env_values = true, value_name = "KEY")]
+    pub api_key: Option<String>,
+    /// `chat` (/chat/completions) or `completions` (/completions, the prompt as text).
+    #[arg(long, env = "REACT_API", default_value = "chat", value_name = "API")]
+    pub api: Api,
+    /// Sampling temperature.
+    #[arg(long, default_value_t = 0.0, value_name = "T")]
+    pub temperature: f64,
+    /// The cap on tokens per model call; 0 sends no cap.
+    #[arg(long, default_value_t = react_docstore::llm::openai::DEFAULT_MAX_TOKENS, value_name = "N")]
+    pub max_tokens: u32,
+    /// An extra request field, e.g. `seed=7` or `reasoning_effort=low` (JSON when it parses). Repeatable.
+    #[arg(long = "llm-option", value_name = "KEY=VALUE")]
+    pub llm_options: Vec<String>,
+    /// Seconds one model request may take.
+    #[arg(long, default_value_t = 120, value_name = "SECONDS")]
+    pub llm_timeout: u64,
+}
+
+impl ModelArgs {
+    /// The OpenAI-compatible client these options describe.
+    pub fn open(&self) -> anyhow::Result<OpenAiClient> {
+        let settings = ModelSettings {
+            model: self.model.clone(),
+            base_url: self.base_url.clone(),
+            api_key: self.api_key.clone().map(ApiKey::new),
+            api: self.api,
+            temperature: Some(self.temperature),
+            max_tokens: Some(self.max_tokens),
+            options: self.llm_options.clone(),
+            timeout: Some(Duration::from_secs(self.llm_timeout)),
+        };
+        Ok(OpenAiClient::from_settings(settings)?)
+    }
+
+    /// The model shared by concurrent questions.
+    pub fn open_shared(&self) -> anyhow::Result<Arc<dyn Llm>> {
+        Ok(Arc::new(self.open()?))
+    }
+}
+
+/// Where Search and Lookup read from.
+#[derive(Args, Clone)]
+pub struct DocstoreArgs {
+    /// `wikipedia`, `distractor` (each question's own paragraphs), `corpus:FILE` or `index:DIR`
+    /// (built by `index build`).
+    #[arg(long, default_value = "wikipedia", value_name = "DOCSTORE")]
+    pub docstore: DocstoreKind,
+    /// The Wikipedia to search; tests and mirrors point it elsewhere.
+    #[arg(
+        long,
+        env = "REACT_WIKI_URL",
+        default_value = "https://en.wikipedia.org",
+        value_name = "URL"
+    )]
+    pub wiki_url: String,
+    /// Where fetched pages are cached.
+    #[arg(long, env = "REACT_CACHE_DIR", value_name = "DIR")]
+    pub cache_dir: Option<PathBuf>,
+    /// Serve Wikipedia pages and web searches from the cache only; a miss is an error (the model is
+    /// still called: `replay` runs without one).
+    #[arg(long)]
+    pub offline: bool,
+    /// The User-Agent sent to Wikipedia: say who you are and how to reach you.
+    #[arg(long, env = "REACT_USER_AGENT", value_name = "TEXT")]
+    pub user_agent: Option<String>,
+}
+
+impl DocstoreArgs {
+    /// The library's docstore configuration under `profile`.
+    pub fn config(&self, profile: Profile) -> DocstoreConfig {
+        DocstoreConfig {
+            kind: self.docstore.clone(),
+            wiki_url: self.wiki_url.clone(),
+            cache_dir: self.cache_dir.clone(),
+            offline: self.offline,
+            user_agent: self
+                .user_agent
+                .clone()
+                .unwrap_or_else(|| DEFAULT_USER_AGENT.to_owned()),
+            ..DocstoreConfig::new(profile)
+        }
+    }
+
+    /// The docstore Search and Lookup read from: one explorer per question over a shared source.
+    pub fn open(&self, profile: Profile) -> anyhow::Result<Arc<dyn DocstoreSource>> {
+        Ok(self.config(profile).open()?)
+    }
+
+    /// `distractor` needs each question's paragraphs, which only `eval` has.
+    pub fn check_not_distractor(&self, command: &str) -> anyhow::Result<()> {
+        if self.docstore == DocstoreKind::Distractor {
+            anyhow::bail!(
+                "`--docstore distractor` searches each question's own paragraphs, which only `eval` has (a HotpotQA file with contexts); `{command}` can search Wikipedia or `--docstore corpus:FILE`"
+            );
+        }
+        Ok(())
+    }
+}
+
+/// Extra bracketed tools.
+#[derive(Args, Clone)]
+pub struct ToolArgs {
+    /// Built-in tools to register, comma-separated: `calculate`, `websearch`.
+    #[arg(long, value_delimiter = ',', value_name = "TOOLS")]
+    pub tools: Vec<BuiltinTool>,
+    /// A tool of your own: `NAME[input]` runs `sh -c COMMAND` with the input on stdin and reads
+    /// its stdout. Repeatable.
+    #[arg(long = "tool", value_name = "NAME=COMMAND", value_parser = CommandToolConfig::parse)]
+    pub commands: Vec<CommandToolConfig>,
+    /// The SerpApi-compatible search endpoint of `WebSearch`.
+    #[arg(long, env = "REACT_SEARCH_URL", default_value = tools::websearch::DEFAULT_SEARCH_URL, value_name = "URL")]
+    pub search_url: String,
+    /// The SerpApi key of `WebSearch`. Never printed.
+    #[arg(long, env = "SERPAPI_API_KEY", hide_env_values = true, value_name = "KEY")]
+    pub serpapi_key: Option<String>,
+}
+
+impl ToolArgs {
+    /// The `paper` profile is the ReAct repository's agent, which knows no extra tools.
+    pub fn check_profile(&self, profile: Profile) -> anyhow::Result<()> {
+        if profile == Profile::Paper && !(self.tools.is_empty() && self.commands.is_empty()) {
+            anyhow::bail!(
+                "the `paper` profile reproduces the ReAct repository, which has no extra tools: drop `--tools`/`--tool` or use `--profile default`"
+            );
+        }
+        Ok(())
+    }
+
+    /// The extra tools the command line asks for. WebSearch answers are cached next to the pages.
+    pub fn open(&self, docstore: &DocstoreArgs) -> anyhow::Result<Toolbox> {
+        let config = ToolsConfig {
+            builtin: self.tools.clone(),
+            commands: self.commands.clone(),
+            websearch: WebSearchConfig {
+                search_url: self.search_url.clone(),
+                api_key: self.serpapi_key.clone().map(tools::ApiKey::new),
+                cache_dir: docstore.cache_dir.clone(),
+                network: if docstore.offline {
+                    Network::Offline
+                } else {
+                    Network::Online
+                },
+                ..WebSearchConfig::default()
+            },
+        };
+        Ok(config.open_toolbox()?)
+    }
+}
+
+/// What every command that runs the agent takes: the agent, its model, its docstore, its tools.
+#[derive(Args)]
+pub struct AgentRunArgs {
+    #[command(flatten)]
+    pub agent: AgentArgs,
+    #[command(flatten)]
+    pub model: ModelArgs,
+    #[command(flatten)]
+    pub docstore: DocstoreArgs,
+    #[command(flatten)]
+    pub tools: ToolArgs,
+}
+
+impl AgentRunArgs {
+    /// Options that cannot work together for a one-question command, refused before anything runs.
+    pub fn check_interactive(&self, command: &str) -> anyhow::Result<()> {
+        self.tools.check_profile(self.agent.profile)?;
+        self.docstore.check_not_distractor(command)
+    }
+}
+
+/// Whether a person types on stdin.
+pub fn stdin_interaction() -> Interaction {
+    if std::io::stdin().is_terminal() {
+        Interaction::Terminal
+    } else {
+        Interaction::Piped
+    }
+}
+
+/// `--max-steps`: a budget of 0 steps would end every run before the model is asked.
+fn parse_step_budget(text: &str) -> Result<usize, String> {
+    match text.parse::<usize>() {
+        Ok(0) => Err("the step budget must be at least 1".to_owned()),
+        Ok(n_steps) => Ok(n_steps),
+        Err(error) => Err(error.to_string()),
+    }
+}

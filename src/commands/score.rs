@@ -1,0 +1,35 @@
+//! `score`: the official HotpotQA EM/F1 of a predictions file against a gold file.
+
+use std::io::Write;
+use std::path::PathBuf;
+use std::process::ExitCode;
+
+use react_docstore::eval;
+use react_docstore::output;
+
+#[derive(clap::Args)]
+pub struct ScoreArgs {
+    /// Predictions: the official `{"answer": {id: text}}` JSON, or an `eval` results JSONL.
+    predictions: PathBuf,
+    /// The gold question file.
+    gold: PathBuf,
+    /// Print `{"n", "em", "f1", "prec", "recall"}`.
+    #[arg(long)]
+    json: bool,
+}
+
+pub fn run(args: ScoreArgs) -> anyhow::Result<ExitCode> {
+    let report = eval::score::score(&args.predictions, &args.gold)?;
+    let mut stdout = output::stdout();
+    if args.json {
+        writeln!(stdout, "{}", serde_json::to_string(&report)?)?;
+    } else {
+        report.write_text(&mut stdout)?;
+    }
+    // 1: the predictions answer none of the gold questions.
+    Ok(if report.missing == report.scores.n {
+        ExitCode::from(1)
+    } else {
+        ExitCode::SUCCESS
+    })
+}
