@@ -9,6 +9,7 @@ use crate::agent::Agent;
 use crate::docstore::DocstoreSource;
 use crate::environment::Workbench;
 use crate::fewshot::Fewshot;
+use crate::fsutil::AtomicFile;
 use crate::llm::Llm;
 use crate::profile::Profile;
 use crate::prompt::{Prompt, PromptOptions};
@@ -98,7 +99,7 @@ pub fn check_question(question: &str) -> Result<String, QuestionError> {
 }
 
 /// Checks that a run file can be written at `path` before anything is paid for: the temporary
-/// file [`Run::write`] will write ([`Run::temporary_path`]) is created and removed again.
+/// file [`Run::write`] will write (an [`AtomicFile`] beside it) is created and removed again.
 pub fn check_record_path(path: &Path) -> Result<(), RunFileError> {
     let write_error = |source| RunFileError::Write {
         path: path.to_owned(),
@@ -110,13 +111,8 @@ pub fn check_record_path(path: &Path) -> Result<(), RunFileError> {
             "it is a directory",
         )));
     }
-    let probe = Run::temporary_path(path);
-    std::fs::OpenOptions::new()
-        .write(true)
-        .create_new(true)
-        .open(&probe)
-        .map_err(write_error)?;
-    std::fs::remove_file(&probe).map_err(write_error)
+    // Dropped uncommitted, the probe is removed again.
+    AtomicFile::create(path).map(drop).map_err(write_error)
 }
 
 /// Runs one question with `llm`, a fresh explorer of `docstore` and `toolbox`, tracing as it goes.

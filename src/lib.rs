@@ -6,6 +6,7 @@
 //! `Finish` and records a [`run`]; [`ask`] and [`chat`] drive it from the command line, [`replay`]
 //! re-runs recordings, [`metrics`] scores answers and [`eval`] runs whole question files.
 
+pub mod fsutil;
 pub mod profile;
 pub mod secret;
 

@@ -5,6 +5,7 @@ use std::path::{Path, PathBuf};
 use serde::{Deserialize, Serialize};
 
 use crate::docstore::DocstoreInfo;
+use crate::fsutil::atomic_write;
 use crate::metrics::AnswerScore;
 use crate::profile::Profile;
 
@@ -245,32 +246,15 @@ impl Run {
         Ok(run)
     }
 
-    /// Writes the run as pretty JSON, atomically: a crash never leaves a torn file.
+    /// Writes the run as pretty JSON, durably ([`atomic_write`]): a crash leaves the old file or
+    /// the new one, whole.
     pub fn write(&self, path: &Path) -> Result<(), RunFileError> {
-        let write_error = |source| RunFileError::Write {
-            path: path.to_owned(),
-            source,
-        };
         // invariant: a `Run` (strings, numbers, string-keyed structs) always serializes
         let mut text = serde_json::to_string_pretty(self).expect("a run always serializes");
         text.push('\n');
-        let tmp = Run::temporary_path(path);
-        std::fs::write(&tmp, text).map_err(write_error)?;
-        std::fs::rename(&tmp, path).map_err(write_error)
+        atomic_write(path, text.as_bytes()).map_err(|source| RunFileError::Write {
+            path: path.to_owned(),
+            source,
+        })
     }
-
-    /// Where [`Run::write`] writes before renaming into `path`.
-    pub fn temporary_path(path: &Path) -> PathBuf {
-        hidden_sibling(path, &format!("tmp{}", std::process::id()))
-    }
-}
-
-/// `dir/.{name}.{tag}` for `dir/name`: a hidden file beside `path`, on its file system, so a
-/// rename into place is atomic.
-pub fn hidden_sibling(path: &Path, tag: &str) -> PathBuf {
-    let file_name = path
-        .file_name()
-        .map(|name| name.to_string_lossy().into_owned())
-        .unwrap_or_default();
-    path.with_file_name(format!(".{file_name}.{tag}"))
 }

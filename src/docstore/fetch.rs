@@ -23,6 +23,7 @@ use serde::Deserialize;
 use tokio::sync::Semaphore;
 
 use super::{DEFAULT_TIMEOUT, DocstoreConfig, DocstoreError};
+use crate::fsutil::atomic_write;
 use crate::http::{self, BodyError, LazyClient, RetryAfter, next_delay, read_body, retry_after, warn_retry};
 
 /// How the client treats the server.
@@ -350,8 +351,6 @@ struct JsonCacheEntry {
     body: String,
 }
 
-static TEMP_COUNTER: AtomicU64 = AtomicU64::new(0);
-
 impl PageCache {
     pub fn new(dir: PathBuf) -> PageCache {
         PageCache { dir }
@@ -398,24 +397,17 @@ impl PageCache {
             .map_or(0, |elapsed| elapsed.as_secs());
         let mut entry = format!("{ENTRY_FORMAT} {fetched_at} {url}\n").into_bytes();
         entry.extend_from_slice(body);
-        let temp = dir.join(format!(
-            ".{}.{}.{}.tmp",
-            entry_name(url),
-            std::process::id(),
-            TEMP_COUNTER.fetch_add(1, Ordering::Relaxed)
-        ));
-        let written = retry_out_of_handles(|| async {
-            let mut file = tokio::fs::File::create(&temp).await?;
-            tokio::io::AsyncWriteExt::write_all(&mut file, &entry).await?;
-            file.sync_all().await?;
-            drop(file);
-            tokio::fs::rename(&temp, &path).await
+        let entry: Arc<[u8]> = Arc::from(entry);
+        retry_out_of_handles(|| {
+            let (path, entry) = (path.clone(), Arc::clone(&entry));
+            async move {
+                tokio::task::spawn_blocking(move || atomic_write(&path, &entry))
+                    .await
+                    .unwrap_or_else(|join| Err(std::io::Error::other(join)))
+            }
         })
-        .await;
-        if let Err(error) = written {
-            let _ = tokio::fs::remove_file(&temp).await;
-            return Err(io(error));
-        }
+        .await
+        .map_err(io)?;
         Ok(())
     }
 }

@@ -12,6 +12,7 @@ use std::fs::{File, OpenOptions, TryLockError};
 use std::io::{Read, Write};
 use std::path::{Path, PathBuf};
 
+use crate::fsutil::AtomicFile;
 use crate::run::{Run, Stopped};
 
 /// An open results file, locked, ready to take more runs.
@@ -149,26 +150,13 @@ impl ResultsFile {
             path: self.path.clone(),
             source,
         };
-        let tmp = crate::run::hidden_sibling(&self.path, "retry-errors.tmp");
-        // A leftover of a crashed rewrite; nobody else writes it while we hold the lock.
-        match std::fs::remove_file(&tmp) {
-            Err(error) if error.kind() != std::io::ErrorKind::NotFound => return Err(write_error(error)),
-            _ => {}
-        }
-        let mut file = OpenOptions::new()
-            .create_new(true)
-            .read(true)
-            .append(true)
-            .open(&tmp)
-            .map_err(write_error)?;
-        file.try_lock().map_err(|error| ResultsError::Lock {
-            path: tmp.clone(),
+        let mut rewrite = AtomicFile::create(&self.path).map_err(write_error)?;
+        rewrite.file().try_lock().map_err(|error| ResultsError::Lock {
+            path: self.path.clone(),
             source: error.into(),
         })?;
-        file.write_all(&rewritten)
-            .and_then(|()| file.sync_all())
-            .map_err(write_error)?;
-        std::fs::rename(&tmp, &self.path).map_err(write_error)?;
+        rewrite.write_all(&rewritten).map_err(write_error)?;
+        let file = rewrite.commit().map_err(write_error)?;
         // The old file's lock goes with its handle, after the new file is locked in its place.
         self.file = file;
         Ok(n_dropped)

@@ -15,6 +15,7 @@ use futures::future::BoxFuture;
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
+use crate::fsutil::atomic_write;
 use crate::http::{self, BodyError, LazyClient, RetryAfter, next_delay, read_body, warn_retry};
 use crate::tool::{Tool, ToolError};
 
@@ -353,7 +354,7 @@ fn read_cache(path: &Path, query: &str) -> Option<String> {
     (entry.format == CACHE_FORMAT && entry.query == query).then_some(entry.observation)
 }
 
-/// Writes the entry atomically: a crash never leaves a torn cache file.
+/// Writes the entry durably ([`atomic_write`]): a crash never leaves a torn cache file.
 fn write_cache(path: &Path, query: &str, observation: &str) -> Result<(), WebSearchError> {
     let write_error = |source| WebSearchError::CacheWrite {
         path: path.to_owned(),
@@ -369,11 +370,7 @@ fn write_cache(path: &Path, query: &str, observation: &str) -> Result<(), WebSea
     if let Some(dir) = path.parent() {
         std::fs::create_dir_all(dir).map_err(write_error)?;
     }
-    static N_WRITES: AtomicUsize = AtomicUsize::new(0);
-    let n_write = N_WRITES.fetch_add(1, Ordering::Relaxed);
-    let tmp = path.with_extension(format!("json.tmp{}-{n_write}", std::process::id()));
-    std::fs::write(&tmp, text).map_err(write_error)?;
-    std::fs::rename(&tmp, path).map_err(write_error)
+    atomic_write(path, text.as_bytes()).map_err(write_error)
 }
 
 /// 64-bit FNV-1a: a stable file name for a query, the same on every platform and release.

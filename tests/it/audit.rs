@@ -15,7 +15,7 @@ const PANICKING: [&str; 6] = [
 ];
 
 /// `src/**/*.rs`, without the `tests.rs` files that hold unit tests.
-fn source_files(dir: &Path) -> Vec<PathBuf> {
+pub(super) fn source_files(dir: &Path) -> Vec<PathBuf> {
     let mut files = Vec::new();
     let mut entries: Vec<PathBuf> = std::fs::read_dir(dir)
         .unwrap()
@@ -204,4 +204,48 @@ fn src_prints_only_through_the_output_module() {
     // The scan sees a macro in code and not in a comment or a test.
     let sample = "fn a() {\n    eprintln!(\"x\");\n}\n// println!(\"y\")\n#[cfg(test)]\nmod tests {\n    fn b() { println!(\"z\"); }\n}\n";
     assert_eq!(printing(sample), vec!["2: eprintln!(\"x\");"]);
+}
+
+/// Replacing a file by hand (`fs::write`, or a rename into place) skips the syncs that make it
+/// survive a power cut; every file the tool keeps goes through `fsutil` instead. Only the index
+/// build moves whole directories, which it does itself.
+const REPLACING: [&str; 3] = ["fs::rename(", "fs::write(", "fs::File::create("];
+const MAY_REPLACE: [&str; 2] = ["src/fsutil.rs", "src/docstore/index/build.rs"];
+
+/// Every hand-made file replacement in `text` outside tests and comments, as `line: code`.
+fn replacing(text: &str) -> Vec<String> {
+    non_test_lines(text)
+        .into_iter()
+        .filter(|(_, line)| REPLACING.iter().any(|pattern| code(line).contains(pattern)))
+        .map(|(number, line)| format!("{number}: {}", line.trim()))
+        .collect()
+}
+
+#[test]
+fn src_replaces_files_only_through_fsutil() {
+    let root = Path::new(env!("CARGO_MANIFEST_DIR"));
+    let mut report = Vec::new();
+    for file in source_files(&root.join("src")) {
+        let relative = file.strip_prefix(root).unwrap().display().to_string();
+        if MAY_REPLACE.contains(&relative.as_str()) {
+            continue;
+        }
+        let text = std::fs::read_to_string(&file).unwrap();
+        for site in replacing(&text) {
+            report.push(format!("{relative}:{site}"));
+        }
+    }
+    assert!(
+        report.is_empty(),
+        "files replaced by hand: use `fsutil::atomic_write` or `fsutil::AtomicFile`:\n{}",
+        report.join("\n")
+    );
+    let sample = "fn a() {\n    std::fs::write(&tmp, text)?;\n    tokio::fs::rename(&tmp, &path).await\n}\n// fs::rename(a, b)\n";
+    assert_eq!(
+        replacing(sample),
+        vec![
+            "2: std::fs::write(&tmp, text)?;",
+            "3: tokio::fs::rename(&tmp, &path).await"
+        ]
+    );
 }

@@ -7,6 +7,7 @@ use serde::{Deserialize, Serialize};
 
 use super::IndexError;
 use super::formats::DumpFormat;
+use crate::fsutil::atomic_write;
 
 /// The manifest's file name inside an index directory.
 pub const MANIFEST_FILE: &str = "react-docstore-index.json";
@@ -75,18 +76,16 @@ impl Manifest {
         Ok(manifest)
     }
 
-    /// Writes the manifest into `dir` atomically (a temporary file, then a rename).
+    /// Writes the manifest into `dir` durably ([`atomic_write`]).
     pub fn write(&self, dir: &Path) -> Result<(), IndexError> {
         let path = Manifest::path(dir);
-        let temporary = crate::run::hidden_sibling(&path, "tmp");
         let write_error = |source| IndexError::Write {
             path: path.clone(),
             source,
         };
         let json =
             serde_json::to_string_pretty(self).map_err(|error| write_error(std::io::Error::other(error)))?;
-        std::fs::write(&temporary, json + "\n").map_err(write_error)?;
-        std::fs::rename(&temporary, &path).map_err(write_error)
+        atomic_write(&path, (json + "\n").as_bytes()).map_err(write_error)
     }
 }
 

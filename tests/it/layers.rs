@@ -1,0 +1,145 @@
+//! The layers of ARCHITECTURE.md are the layers of the code: no two modules of `src/` (the library;
+//! the binary's `commands/` sit above it) import each other, directly or around a longer loop.
+//! Sibling modules are compared at every depth (`docstore::page` and `docstore::html`, `run` and
+//! `docstore`); unit-test modules are left out.
+
+use std::collections::{BTreeMap, BTreeSet};
+use std::path::Path;
+
+/// A module's path below the crate root: `src/docstore/index/mod.rs` → `["docstore", "index"]`.
+fn module_path(src: &Path, file: &Path) -> Vec<String> {
+    let relative = file.strip_prefix(src).unwrap().with_extension("");
+    let mut parts: Vec<String> = relative
+        .iter()
+        .map(|part| part.to_string_lossy().into_owned())
+        .collect();
+    if matches!(parts.last().map(String::as_str), Some("mod" | "lib" | "main")) {
+        parts.pop();
+    }
+    parts
+}
+
+/// The code of a file before its `#[cfg(test)] mod tests { … }` block (unit tests may reach anywhere).
+fn non_test_code(text: &str) -> &str {
+    match text.find("#[cfg(test)]\nmod tests {") {
+        Some(at) => &text[..at],
+        None => text,
+    }
+}
+
+/// The module paths a file names through `crate::…` or `super::…`.
+fn references(module: &[String], text: &str) -> Vec<Vec<String>> {
+    let mut found = Vec::new();
+    for (at, _) in text.match_indices("::") {
+        let before = &text[..at];
+        let word_start = before
+            .rfind(|c: char| !(c.is_alphanumeric() || c == '_'))
+            .map_or(0, |idx| idx + 1);
+        let base: Vec<String> = match &before[word_start..] {
+            "crate" => Vec::new(),
+            // `super` in `a/b.rs` and in `a/b/mod.rs` alike names `a`.
+            "super" => module[..module.len().saturating_sub(1)].to_vec(),
+            _ => continue,
+        };
+        let rest = &text[at + 2..];
+        let mut path = base;
+        for segment in rest.split("::") {
+            let name: String = segment
+                .chars()
+                .take_while(|c| c.is_alphanumeric() || *c == '_')
+                .collect();
+            if name.is_empty() || name.chars().next().is_some_and(char::is_uppercase) {
+                break;
+            }
+            path.push(name);
+            if !segment[path.last().unwrap().len()..].is_empty() {
+                break;
+            }
+        }
+        found.push(path);
+    }
+    found
+}
+
+/// Sibling edges `a → b` at every depth: the first place the two paths part.
+fn edges(src: &Path) -> BTreeMap<String, BTreeSet<String>> {
+    let mut graph: BTreeMap<String, BTreeSet<String>> = BTreeMap::new();
+    for file in super::audit::source_files(src) {
+        let module = module_path(src, &file);
+        if module.first().is_some_and(|top| top == "commands") {
+            continue;
+        }
+        let text = std::fs::read_to_string(&file).unwrap();
+        for target in references(&module, non_test_code(&text)) {
+            let common = module.iter().zip(&target).take_while(|(a, b)| a == b).count();
+            if common < module.len() && common < target.len() {
+                let from = module[..=common].join("::");
+                let to = target[..=common].join("::");
+                graph.entry(from).or_default().insert(to);
+            }
+        }
+    }
+    graph
+}
+
+/// Every cycle's modules, each cycle once (strongly connected components of more than one module).
+fn cycles(graph: &BTreeMap<String, BTreeSet<String>>) -> Vec<Vec<String>> {
+    // Two modules are in one cycle when each reaches the other.
+    let reach = |from: &str| -> BTreeSet<String> {
+        let mut seen = BTreeSet::new();
+        let mut stack = vec![from.to_owned()];
+        while let Some(node) = stack.pop() {
+            for next in graph.get(&node).into_iter().flatten() {
+                if seen.insert(next.clone()) {
+                    stack.push(next.clone());
+                }
+            }
+        }
+        seen
+    };
+    let reached: BTreeMap<&String, BTreeSet<String>> = graph.keys().map(|node| (node, reach(node))).collect();
+    let mut found: Vec<Vec<String>> = Vec::new();
+    for (node, from_node) in &reached {
+        let component: Vec<String> = from_node
+            .iter()
+            .filter(|other| reached.get(other).is_some_and(|back| back.contains(*node)))
+            .cloned()
+            .collect();
+        if component.len() > 1 && !found.contains(&component) {
+            found.push(component);
+        }
+    }
+    found
+}
+
+#[test]
+fn no_module_imports_a_module_that_imports_it() {
+    let src = Path::new(env!("CARGO_MANIFEST_DIR")).join("src");
+    let graph = edges(&src);
+    let found = cycles(&graph);
+    assert!(
+        found.is_empty(),
+        "import cycles between modules (move the shared piece below both): {found:?}"
+    );
+}
+
+#[test]
+fn the_layer_check_sees_a_cycle() {
+    let module = |path: &str| path.split("::").map(str::to_owned).collect::<Vec<_>>();
+    let page = references(&module("docstore::page"), "use super::html::SearchOutcome;");
+    assert_eq!(page, vec![module("docstore::html")]);
+    let run = references(
+        &module("run"),
+        "use crate::docstore::DocstoreInfo; x: crate::fsutil::f()",
+    );
+    assert_eq!(run, vec![module("docstore"), module("fsutil::f")]);
+    let mut graph: BTreeMap<String, BTreeSet<String>> = BTreeMap::new();
+    graph.entry("a".into()).or_default().insert("b".into());
+    graph.entry("b".into()).or_default().insert("c".into());
+    assert!(cycles(&graph).is_empty());
+    graph.entry("c".into()).or_default().insert("a".into());
+    assert_eq!(
+        cycles(&graph),
+        vec![vec!["a".to_owned(), "b".to_owned(), "c".to_owned()]]
+    );
+}
