@@ -7,6 +7,7 @@ use std::io::{BufRead, Write};
 use crate::agent::error_chain;
 use crate::ask::{AgentConfig, Outcome, run_question};
 use crate::docstore::DocstoreSource;
+use crate::input::{InputLine, InputLines, Interaction, LEAVE_HINT};
 use crate::llm::{CallPurpose, Llm, LlmError, LlmRequest};
 use crate::run::{Run, Stopped, Usage};
 use crate::tool::Toolbox;
@@ -77,16 +78,6 @@ pub fn standalone_question(completion: &str, follow_up: &str) -> String {
         question.to_owned()
     }
 }
-
-/// Whether a person types the follow-ups (then how to leave and a `> ` prompt are shown on stderr).
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Interaction {
-    Terminal,
-    Piped,
-}
-
-/// What a person at a terminal is told first.
-pub const LEAVE_HINT: &str = "Ctrl-D (end of input) or `exit` ends the session.";
 
 /// What `chat` prints on stdout: exactly one line per question, in input order.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -167,25 +158,8 @@ pub async fn rewrite_follow_up(
     })
 }
 
-/// One line of input.
-enum InputLine {
-    Question(String),
-    Blank,
-    NotUtf8,
-}
-
-impl InputLine {
-    fn read(bytes: &[u8]) -> InputLine {
-        match std::str::from_utf8(bytes) {
-            Ok(text) if text.trim().is_empty() => InputLine::Blank,
-            Ok(text) => InputLine::Question(text.trim().to_owned()),
-            Err(_) => InputLine::NotUtf8,
-        }
-    }
-}
-
-/// `react-docstore chat`: reads follow-ups line by line until the input ends (or, on a terminal,
-/// `exit` / `quit`); prints one stdout line per question, the rewritten questions, traces and the
+/// `react-docstore chat`: reads follow-ups line by line until the input ends (or `exit` / `quit`,
+/// [`InputLines`]); prints one stdout line per question, the rewritten questions, traces and the
 /// reasons for missing answers to `trace`. A question that fails does not end the session; a blank
 /// line or one that is not UTF-8 is skipped with a note naming its line number (the latter still
 /// gets its empty answer line, so answers stay aligned with the questions).
@@ -200,27 +174,25 @@ pub async fn chat(
 ) -> Result<ChatSummary, ChatError> {
     let today = config.agent.prompt_options.today.as_deref();
     let mut summary = ChatSummary::default();
-    let mut bytes = Vec::new();
     if config.interaction == Interaction::Terminal {
         trace.note(LEAVE_HINT);
     }
-    for line_number in 1.. {
+    let mut lines = InputLines::new(input);
+    loop {
         if config.interaction == Interaction::Terminal {
             trace.prompt("> ");
         }
-        bytes.clear();
-        if input.read_until(b'\n', &mut bytes).map_err(ChatError::Stdin)? == 0 {
+        let Some((line_number, line)) = lines.next_line().map_err(ChatError::Stdin)? else {
             break;
-        }
-        let follow_up = match InputLine::read(&bytes) {
-            InputLine::Question(question) => question,
+        };
+        let follow_up = match line {
+            InputLine::Text(question) => question,
             InputLine::Blank => {
                 trace.note(&format!("line {line_number} is blank: skipped"));
                 continue;
             }
-            InputLine::NotUtf8 => {
+            InputLine::NotUtf8(question) => {
                 let reason = format!("line {line_number} is not valid UTF-8: skipped");
-                let question = String::from_utf8_lossy(&bytes).trim().to_owned();
                 summary.n_questions += 1;
                 summary.n_failed += 1;
                 let run = unasked_run(&question, config, reason);
@@ -228,13 +200,6 @@ pub async fn chat(
                 continue;
             }
         };
-        if config.interaction == Interaction::Terminal
-            && ["exit", "quit"]
-                .iter()
-                .any(|word| follow_up.eq_ignore_ascii_case(word))
-        {
-            break;
-        }
         summary.n_questions += 1;
         let (question, rewrite_usage) = if summary.conversation.turns.is_empty() {
             trace.header("Question:", &follow_up);

@@ -1,15 +1,14 @@
 //! `explore`: run `Search[...]`, `Lookup[...]` and tool actions by hand against a docstore —
 //! the observations the model would read, one action at a time, with the cursor kept between them.
 
-use std::io::Write;
+use std::io::{BufRead, Write};
 
 use serde::Serialize;
-use tokio::io::{AsyncBufRead, AsyncBufReadExt};
 
 use crate::action::ActionGrammar;
-use crate::chat::{Interaction, LEAVE_HINT};
 use crate::docstore::DocstoreSource;
 use crate::environment::{Environment, EnvironmentError, Workbench};
+use crate::input::{InputLine, InputLines, Interaction, LEAVE_HINT};
 use crate::profile::Profile;
 use crate::tool::Toolbox;
 
@@ -80,13 +79,13 @@ pub async fn run_actions(
     Ok(())
 }
 
-/// Reads actions line by line until end of input (or `exit` / `quit`), keeping the page and the
+/// Reads actions line by line until the session ends ([`InputLines`]), keeping the page and the
 /// cursor between lines. `errors` (stderr) gets error messages, and on a terminal how to leave and
 /// the `> ` prompt; a failed action, or a line that is not UTF-8, is reported there (with its line
 /// number) and the session goes on.
-pub async fn run_interactive<R: AsyncBufRead + Unpin>(
+pub async fn run_interactive(
     explore: &mut Explore,
-    mut input: R,
+    input: &mut dyn BufRead,
     format: Format,
     out: &mut dyn Write,
     errors: &mut dyn Write,
@@ -95,31 +94,24 @@ pub async fn run_interactive<R: AsyncBufRead + Unpin>(
     if interaction == Interaction::Terminal {
         let _ = writeln!(errors, "{LEAVE_HINT}");
     }
-    let mut bytes = Vec::new();
-    for line_number in 1.. {
+    let mut lines = InputLines::new(input);
+    loop {
         if interaction == Interaction::Terminal {
             let _ = write!(errors, "> ");
             let _ = errors.flush();
         }
-        bytes.clear();
-        if input.read_until(b'\n', &mut bytes).await? == 0 {
-            if interaction == Interaction::Terminal {
-                let _ = writeln!(errors);
-            }
+        let Some((line_number, line)) = lines.next_line()? else {
             break;
-        }
-        let Ok(line) = std::str::from_utf8(&bytes) else {
-            let _ = writeln!(errors, "error: line {line_number} is not valid UTF-8: skipped");
-            continue;
         };
-        let line = line.trim();
-        if line.is_empty() {
-            continue;
-        }
-        if line.eq_ignore_ascii_case("exit") || line.eq_ignore_ascii_case("quit") {
-            break;
-        }
-        match explore.run(line).await {
+        let action = match line {
+            InputLine::Text(action) => action,
+            InputLine::Blank => continue,
+            InputLine::NotUtf8(_) => {
+                let _ = writeln!(errors, "error: line {line_number} is not valid UTF-8: skipped");
+                continue;
+            }
+        };
+        match explore.run(&action).await {
             Ok(explored) => match format {
                 Format::Text => writeln!(out, "{}", explored.observation.trim_end())?,
                 Format::Json => writeln!(out, "{}", serde_json::to_string(&explored)?)?,

@@ -25,6 +25,8 @@ pub mod environment;
 pub mod tool;
 pub mod tools;
 
+pub mod input;
+
 pub mod agent;
 pub mod ask;
 pub mod chat;

@@ -36,11 +36,12 @@ pub async fn run(args: ExploreArgs) -> anyhow::Result<ExitCode> {
     let format = if args.json { Format::Json } else { Format::Text };
     let mut stdout = output::stdout();
     if args.actions.is_empty() {
-        let stdin = tokio::io::BufReader::new(tokio::io::stdin());
+        // Between actions the session waits for the next line; nothing else runs meanwhile.
+        let mut stdin = std::io::stdin().lock();
         let mut stderr = output::stderr();
         explore::run_interactive(
             &mut session,
-            stdin,
+            &mut stdin,
             format,
             &mut stdout,
             &mut stderr,

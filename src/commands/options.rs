@@ -9,9 +9,9 @@ use clap::Args;
 
 use react_docstore::Profile;
 use react_docstore::ask::AgentConfig;
-use react_docstore::chat::Interaction;
 use react_docstore::docstore::{DEFAULT_USER_AGENT, DocstoreConfig, DocstoreKind, DocstoreSource};
 use react_docstore::fewshot::Fewshot;
+use react_docstore::input::Interaction;
 use react_docstore::llm::{Api, ApiKey, Llm, ModelSettings, OpenAiClient};
 use react_docstore::prompt::PromptOptions;
 use react_docstore::tool::Toolbox;

@@ -3,9 +3,10 @@
 
 use futures::future::BoxFuture;
 use react_docstore::ask::{self, AgentConfig, AskConfig, AskOutput, Outcome};
-use react_docstore::chat::{self, ChatConfig, ChatOutput, Interaction};
+use react_docstore::chat::{self, ChatConfig, ChatOutput};
 use react_docstore::docstore::{ContextParagraph, Docstore, DocstoreError, DocstoreSource};
 use react_docstore::fewshot::Fewshot;
+use react_docstore::input::Interaction;
 use react_docstore::llm::Api;
 use react_docstore::prompt::PromptOptions;
 use react_docstore::replay::replay_run;
@@ -363,6 +364,30 @@ async fn chat_on_a_terminal_says_how_to_leave_and_exit_leaves() {
     assert!(stdout.is_empty());
     assert_eq!(summary.n_questions, 0);
     assert!(server.received_requests().await.unwrap().is_empty());
+}
+
+/// Piped input leaves on `exit` as a terminal does (`explore` too: one reader, `input::InputLines`).
+#[tokio::test]
+async fn chat_on_piped_input_leaves_on_exit_too() {
+    let server = model_server(
+        "chat/completions",
+        Sequence::chat(&[
+            "Thought 1: The current president of Poland is Andrzej Duda.\nAction 1: Finish[Andrzej Duda]",
+        ]),
+    )
+    .await;
+    let llm = client(&server, Api::Chat);
+    let config = ChatConfig {
+        agent: agent_config(None),
+        interaction: Interaction::Piped,
+        output: ChatOutput::Answer,
+    };
+    let input = "Name of the current president of Poland\nexit\nWho is his wife?\n";
+    let trace = Captured::default();
+    let (summary, stdout) = chat_with(&config, &llm, input.as_bytes(), &mut trace.printer()).await;
+    assert_eq!(stdout, "Andrzej Duda\n");
+    assert_eq!(summary.n_questions, 1);
+    assert_eq!(server.received_requests().await.unwrap().len(), 1);
 }
 
 /// `ask --record` into a directory that does not exist: refused before the model is paid.

@@ -171,18 +171,18 @@ fn explore_skips_a_line_that_is_not_utf8() {
 #[tokio::test]
 async fn explore_on_a_terminal_says_how_to_leave() {
     use react_docstore::Profile;
-    use react_docstore::chat::Interaction;
     use react_docstore::docstore::CorpusSource;
     use react_docstore::explore::{Explore, Format, run_interactive};
+    use react_docstore::input::Interaction;
     use react_docstore::tool::Toolbox;
 
     let source = CorpusSource::load(&fixture("docstore/corpus-3.jsonl"), Profile::Default).unwrap();
     let mut session = Explore::new(&source, Toolbox::default(), Profile::Default);
     let (mut out, mut errors) = (Vec::new(), Vec::new());
-    let input: &[u8] = b"exit\nSearch[Missouri Compromise]\n";
+    let mut input: &[u8] = b"exit\nSearch[Missouri Compromise]\n";
     run_interactive(
         &mut session,
-        input,
+        &mut input,
         Format::Text,
         &mut out,
         &mut errors,
