@@ -57,7 +57,6 @@ mod end_to_end;
 mod eval;
 mod explore;
 mod fuzz;
-mod fuzz_html;
 mod index;
 mod layers;
 mod llm;

@@ -463,80 +463,20 @@ fn default_article_drops_coordinates_references_and_boxes() {
     assert!(sentences.contains(&"The arch is a weighted catenary, described by y=A\\cosh(Cx).".to_owned()));
 }
 
-/// Random soups of HTML fragments (a fixed-seed generator): every one parses without a panic.
-#[test]
-fn random_markup_never_panics() {
-    const PIECES: &[&str] = &[
-        "<p>",
-        "</p>",
-        "<ul>",
-        "</ul>",
-        "<li>",
-        "</li>",
-        "<div class=\"mw-parser-output\">",
-        "</div>",
-        "<div class='mw-search-result-heading'>",
-        "<a title=\"T&amp;x\">",
-        "</a>",
-        "<script>",
-        "</script>",
-        "<style>",
-        "</style>",
-        "<!--",
-        "-->",
-        "<![CDATA[",
-        "]]>",
-        "<h2>",
-        "References",
-        "</h2>",
-        "<br/>",
-        "<table>",
-        "</table>",
-        "<sup class=reference>",
-        "&amp;",
-        "&#",
-        "&#x1F600;",
-        "&nbsp",
-        "&",
-        "<",
-        ">",
-        "\"",
-        "'",
-        "=",
-        " ",
-        "\n",
-        "word",
-        "Sentence one. ",
-        "U.S. ",
-        "may refer to:",
-        "é",
-        "東京",
-        "\\x",
-        "\\u00e9",
-        "\\",
-        "<img alt='{\\displaystyle x}' class='mwe-math-fallback-image-inline'>",
-        "<p/",
-        "</",
-        "<!",
-        "<?",
-        "<rt>",
-        "<template>",
-        "There were no results matching the query",
-        "\u{a0}",
-        " x y ",
-    ];
-    let mut state: u64 = 0x2545_f491_4f6c_dd1d;
-    let mut next = move || {
-        state ^= state << 13;
-        state ^= state >> 7;
-        state ^= state << 17;
-        state
-    };
-    for _ in 0..2_000 {
-        let len = (next() % 60) as usize;
-        let html: String = (0..len)
-            .map(|_| PIECES[(next() % PIECES.len() as u64) as usize])
-            .collect();
+#[path = "../../../tests/it/fuzz/tag_soup.rs"]
+mod tag_soup;
+
+proptest::proptest! {
+    #![proptest_config(proptest::test_runner::Config {
+        cases: 300,
+        failure_persistence: None,
+        ..proptest::test_runner::Config::default()
+    })]
+
+    /// Tag soup (the generator the integration fuzz tests use): the `paper` reader's text
+    /// bookkeeping holds and both profiles read every page into sentences without a panic.
+    #[test]
+    fn tag_soup_keeps_the_text_bookkeeping(html in tag_soup::tag_soup()) {
         assert_text_bookkeeping(&html);
         for profile in [Profile::Paper, Profile::Default] {
             if let SearchOutcome::Article(page) = parse_search_page(&html, profile) {

@@ -2,7 +2,11 @@
 //! parsers that read outside text, and what each must hold for every input besides not panicking.
 
 use proptest::prelude::*;
-use react_docstore::docstore::parse_search_page;
+
+#[path = "tag_soup.rs"]
+mod tag_soup;
+use react_docstore::docstore::page::{OBSERVATION_CHARS, SENTENCE_CHARS};
+use react_docstore::docstore::{Reader, SearchOutcome, parse_search_page};
 use react_docstore::tools::calculator;
 use react_docstore::{ActionGrammar, Profile};
 
@@ -73,60 +77,9 @@ pub fn expression() -> impl Strategy<Value = String> {
     glued(EXPRESSION_PIECES, 32)
 }
 
-const HTML_PIECES: &[&str] = &[
-    "<p>",
-    "</p>",
-    "<ul>",
-    "</ul>",
-    "<li>",
-    "</li>",
-    "<b>",
-    "</b>",
-    "<a href=\"/wiki/X\" title=\"X\">",
-    "</a>",
-    "<div>",
-    "</div>",
-    "<div class=\"mw-parser-output\">",
-    "<div class=\"mw-search-result-heading\">",
-    "<h1 id=\"firstHeading\">",
-    "</h1>",
-    "<span class=\"mw-page-title-main\">",
-    "</span>",
-    "<p class=\"mw-search-nonefound\">",
-    "<table class=\"infobox\">",
-    "</table>",
-    "<sup class=\"reference\">[1]</sup>",
-    "<style>",
-    "</style>",
-    "<script>",
-    "</script>",
-    "<!--",
-    "-->",
-    "<br/>",
-    "<",
-    ">",
-    "</",
-    "&amp;",
-    "&lt;",
-    "&#x1F600;",
-    "&#99999999;",
-    "&#xD800;",
-    "&",
-    "&nbsp",
-    "may refer to:",
-    "Colorado orogeny",
-    ". ",
-    "U.S. ",
-    "\\n",
-    "\\u00e9",
-    "\\x",
-    "\n",
-    " ",
-];
-
-/// A search response: MediaWiki's markup in any order, broken anywhere.
+/// A search response: tag soup (`tag_soup.rs`, the one generator of broken pages).
 pub fn html() -> impl Strategy<Value = String> {
-    glued(HTML_PIECES, 48)
+    tag_soup::tag_soup()
 }
 
 /// Every entry point of the action grammar, in both profiles, on one completion.
@@ -179,9 +132,40 @@ pub fn check_format_number(value: f64) {
     }
 }
 
-/// The HTML reader on one page, in both profiles.
+/// The HTML reader on one page, in both profiles: no panic, and what a page keeps and shows
+/// stays bounded.
 pub fn check_html(html: &str) {
-    for profile in [Profile::Default, Profile::Paper] {
-        parse_search_page(html, profile);
+    for profile in [Profile::Paper, Profile::Default] {
+        check_page(html, profile);
+    }
+}
+
+fn check_page(html: &str, profile: Profile) {
+    let outcome = parse_search_page(html, profile);
+    let kept = outcome.text_len();
+    if profile == Profile::Default {
+        // The body is a selection of the page's text: never more than the page (references
+        // decode to at most twice their length).
+        assert!(
+            kept <= 2 * html.len(),
+            "default: kept {kept} bytes of a {}-byte page",
+            html.len()
+        );
+    }
+    if let SearchOutcome::Article(page) | SearchOutcome::Disambiguation { page, .. } = outcome {
+        let mut reader = Reader::new(profile);
+        let shown = reader.open(page);
+        let looked_up = reader.lookup("word");
+        if profile == Profile::Default {
+            let marks = 64;
+            assert!(
+                shown.chars().count() <= OBSERVATION_CHARS + marks,
+                "observation {shown:?}"
+            );
+            assert!(
+                looked_up.chars().count() <= SENTENCE_CHARS + marks,
+                "lookup {looked_up:?}"
+            );
+        }
     }
 }
