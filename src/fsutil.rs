@@ -55,19 +55,19 @@ impl AtomicFile {
 
     /// The open temporary file.
     pub fn file(&self) -> &File {
-        // invariant: `file` is `None` only inside `commit` and `drop`, which consume `self`
         self.file
             .as_ref()
+            // invariant: `file` is `None` only inside `commit` and `drop`, which consume `self`
             .expect("an uncommitted AtomicFile holds its file")
     }
 
     /// Syncs the written bytes, renames the file over the target and syncs the directory that
     /// holds both; returns the file, now at the target's path.
     pub fn commit(mut self) -> io::Result<File> {
-        // invariant: `file` is `None` only after `commit` or `drop`, which consume `self`
         let file = self
             .file
             .take()
+            // invariant: `file` is `None` only after `commit` or `drop`, which consume `self`
             .expect("an uncommitted AtomicFile holds its file");
         file.sync_all()?;
         std::fs::rename(&self.temporary, &self.target)?;
