@@ -1,7 +1,8 @@
 //! The guide cannot drift from the CLI. Every `react-docstore ...` command in a fenced code block of
 //! README.md or `docs/*.md` must name a subcommand the built binary has and only flags its `--help`
 //! lists (those `--help` texts are snapshots); every command of a `console` block is run offline,
-//! from a scratch directory holding `fixtures/`, and must print the lines shown under it. The run
+//! from a scratch directory holding `fixtures/`, against a local Wikipedia (the recorded pages) and
+//! a local model server (scripted completions), and must print the lines shown under it. The run
 //! file's JSON Schema (`docs/run.v1.schema.json`) must accept every recorded run of `fixtures/`.
 
 use std::collections::{BTreeMap, BTreeSet};
@@ -454,10 +455,133 @@ fn every_subcommand_is_shown_in_the_docs() {
     assert!(missing.is_empty(), "subcommands no doc shows: {missing:?}");
 }
 
+/// Pages the guide links to that another change of this release writes (the `compare` and `report`
+/// commands); a link to any other missing file fails.
+const PAGES_WRITTEN_ELSEWHERE: [&str; 1] = ["docs/compare-and-report.md"];
+
+/// The targets of a Markdown text's inline links (`[text](target)`), with their line numbers.
+fn link_targets(text: &str) -> Vec<(usize, String)> {
+    let mut targets = Vec::new();
+    for (idx, line) in text.lines().enumerate() {
+        let mut rest = line;
+        while let Some(at) = rest.find("](") {
+            let after = &rest[at + 2..];
+            let Some(end) = after.find(')') else { break };
+            targets.push((idx + 1, after[..end].to_owned()));
+            rest = &after[end..];
+        }
+    }
+    targets
+}
+
+/// GitHub's anchor of a heading: lower case, punctuation dropped, spaces as `-`.
+fn heading_anchor(heading: &str) -> String {
+    heading
+        .trim()
+        .to_lowercase()
+        .chars()
+        .filter_map(|c| match c {
+            ' ' => Some('-'),
+            c if c.is_alphanumeric() || c == '-' || c == '_' => Some(c),
+            _ => None,
+        })
+        .collect()
+}
+
+/// The anchors of a Markdown text's headings (outside code blocks).
+fn anchors(text: &str) -> BTreeSet<String> {
+    let mut in_code = false;
+    let mut found = BTreeSet::new();
+    for line in text.lines() {
+        if line.trim_start().starts_with("```") {
+            in_code = !in_code;
+        } else if !in_code && line.starts_with('#') {
+            found.insert(heading_anchor(line.trim_start_matches('#')));
+        }
+    }
+    found
+}
+
+#[test]
+fn every_link_between_the_pages_reaches_a_file_and_a_heading() {
+    let root = Path::new(env!("CARGO_MANIFEST_DIR"));
+    let mut failures = Vec::new();
+    for doc in documents() {
+        let text = std::fs::read_to_string(&doc).unwrap();
+        for (line, target) in link_targets(&text) {
+            if target.contains("://") || target.starts_with("mailto:") {
+                continue;
+            }
+            let (file, anchor) = target.split_once('#').unwrap_or((&target, ""));
+            let path = if file.is_empty() {
+                doc.clone()
+            } else {
+                doc.parent().unwrap().join(file)
+            };
+            let path = normalize(&path);
+            let name = relative(&path);
+            if !path.exists() {
+                if !PAGES_WRITTEN_ELSEWHERE.contains(&name.as_str()) {
+                    failures.push(format!("{}:{line}: `{target}`: no file `{name}`", relative(&doc)));
+                }
+                continue;
+            }
+            if !anchor.is_empty() && path.extension().is_some_and(|ext| ext == "md") {
+                let headings = anchors(&std::fs::read_to_string(&path).unwrap());
+                if !headings.contains(anchor) {
+                    failures.push(format!(
+                        "{}:{line}: `{target}`: no heading `#{anchor}` in `{name}`",
+                        relative(&doc)
+                    ));
+                }
+            }
+        }
+    }
+    assert!(root.join("docs").is_dir());
+    assert!(failures.is_empty(), "{}", failures.join("\n"));
+}
+
+/// `a/docs/../README.md` → `a/README.md`, without touching the file system.
+fn normalize(path: &Path) -> PathBuf {
+    let mut parts: Vec<std::path::Component> = Vec::new();
+    for part in path.components() {
+        match part {
+            std::path::Component::ParentDir => {
+                parts.pop();
+            }
+            std::path::Component::CurDir => {}
+            part => parts.push(part),
+        }
+    }
+    parts.iter().collect()
+}
+
+#[test]
+fn anchors_are_the_ones_github_makes() {
+    assert_eq!(heading_anchor(" HTML → observation"), "html--observation");
+    assert_eq!(
+        heading_anchor(" The run file: `react-docstore.run.v1`"),
+        "the-run-file-react-docstorerunv1"
+    );
+    assert_eq!(
+        link_targets("see [a](x.md#b) and [c](https://e.org/) then [d](../y.md)"),
+        [
+            (1, "x.md#b".to_owned()),
+            (1, "https://e.org/".to_owned()),
+            (1, "../y.md".to_owned())
+        ]
+    );
+    assert!(
+        anchors("# Top\n```sh\n# not a heading\n```\n## Sub part\n")
+            .iter()
+            .eq(["sub-part", "top"])
+    );
+}
+
 // ---------------------------------------------------------------------------------------------
 // Running the console examples
 
-/// What the recorded model answers, by the subcommand that calls it (one model server per command).
+/// What the scripted model answers, by the subcommand that calls it (one model server per command).
 fn model_script(subcommand: &str) -> Option<&'static [&'static str]> {
     match subcommand {
         // The run of tests/it/end_to_end.rs: a Search that hits, a Lookup, a Search that misses, Finish.
