@@ -12,6 +12,7 @@ use super::options::{DocstoreArgs, ToolArgs, stdin_interaction};
 pub struct ExploreArgs {
     /// Actions such as `Search[Colorado orogeny]` `Lookup[New Mexico]`; none: an interactive prompt.
     actions: Vec<String>,
+    /// `paper` reads pages and words observations as the ReAct repository; `default` fixes its defects.
     #[arg(
         long,
         env = "REACT_PROFILE",

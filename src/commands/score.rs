@@ -13,7 +13,7 @@ pub struct ScoreArgs {
     predictions: PathBuf,
     /// The gold question file.
     gold: PathBuf,
-    /// Print `{"n", "em", "f1", "prec", "recall"}`.
+    /// Print `{"n", "em", "f1", "prec", "recall", "missing"}` (and `accuracy` for FEVER).
     #[arg(long)]
     json: bool,
 }

@@ -52,6 +52,7 @@ pub fn fixture(path: &str) -> std::path::PathBuf {
 mod ask;
 mod audit;
 mod closed_pipe;
+mod docs;
 mod docstore;
 mod end_to_end;
 mod eval;
