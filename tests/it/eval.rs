@@ -1093,6 +1093,7 @@ async fn replaying_a_results_file_gives_back_the_eval_summary() {
             output: Output::Json,
             profile: None,
             max_steps: None,
+            docstore: None,
         };
         let mut stdout = Vec::new();
         let replayed = replay(&config, &|_, _| None, &mut stdout, &mut TracePrinter::silent()).await;

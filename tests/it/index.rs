@@ -698,3 +698,65 @@ fn only_an_index_is_replaced_and_a_refusal_comes_before_any_reading() {
         .starts_with("The Special Air Service")
     );
 }
+
+// ------------------------------------------------------- replay against an index; replacing an index
+
+#[test]
+fn replay_refuses_a_run_recorded_against_another_snapshot() {
+    let dir = tempfile::tempdir().unwrap();
+    let report = build_index(dir.path(), "wiki", &["hotpotqa-abstracts.tar.bz2"]);
+    let snapshot = report.manifest.snapshot.clone();
+    let index = format!("index:{}", report.dir.display());
+    let run = |docstore: serde_json::Value| {
+        serde_json::json!({
+            "format": "react-docstore.run.v1",
+            "question": "Where is Constantin Medien based?",
+            "gold": "Ismaning",
+            "steps": [
+                {"completions": [" I need to search Constantin Medien.\nAction 1: Search[Constantin Medien]"]},
+                {"completions": [" It is based in Ismaning.\nAction 2: Finish[Ismaning]"]}
+            ],
+            "answer": "Ismaning",
+            "stopped": "finish",
+            "docstore": docstore
+        })
+    };
+    let same = run(serde_json::json!({"kind": "index", "snapshot": snapshot}));
+    let other = run(serde_json::json!({"kind": "index", "snapshot": "hotpotqa-0000000000000000"}));
+    let results = dir.path().join("results.jsonl");
+    std::fs::write(&results, format!("{same}\n{other}\n")).unwrap();
+    let (stdout, stderr, code) = cli(&[
+        "replay",
+        "--json",
+        "--docstore",
+        &index,
+        results.to_str().unwrap(),
+    ]);
+    assert_eq!(code, 2, "{stderr}");
+    assert_eq!(
+        stderr.trim_end(),
+        format!(
+            "error: the run at {}, line 2 was recorded against the docstore index (snapshot hotpotqa-0000000000000000), and this replay would observe its unrecorded steps with index (snapshot {snapshot}): a replay never mixes snapshots — pass the docstore that run used, or no --docstore",
+            results.display()
+        )
+    );
+    assert_eq!(stdout, "", "refused before any run is replayed");
+
+    // The run of this very snapshot replays from it.
+    std::fs::write(&results, format!("{same}\n")).unwrap();
+    let (stdout, stderr, code) = cli(&[
+        "replay",
+        "--json",
+        "--docstore",
+        &index,
+        results.to_str().unwrap(),
+    ]);
+    assert_eq!(code, 0, "{stderr}");
+    let replayed: serde_json::Value = serde_json::from_str(stdout.lines().next().unwrap()).unwrap();
+    assert!(
+        replayed["steps"][0]["observation"]
+            .as_str()
+            .unwrap()
+            .starts_with("Constantin Medien AG (formerly EM.Entertainment")
+    );
+}
