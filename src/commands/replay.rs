@@ -40,8 +40,8 @@ pub struct ReplayArgs {
 #[derive(clap::Args)]
 struct ReplayDocstoreArgs {
     /// Observe steps that have no recorded observation with this docstore: `wikipedia`,
-    /// `corpus:FILE` or `index:DIR` (an index must be the one the runs were recorded against).
-    /// Without it, such a step ends its run in an error.
+    /// `corpus:FILE` or `index:DIR` (a corpus or an index must be the snapshot the runs were
+    /// recorded against, when they say). Without it, such a step ends its run in an error.
     #[arg(long, value_name = "DOCSTORE")]
     docstore: Option<DocstoreKind>,
     /// The Wikipedia to search (with `--docstore wikipedia`).
