@@ -1,6 +1,8 @@
 //! `replay`: re-runs recorded runs offline — recorded completions as the model, recorded observations
-//! as the world (or the configured docstore for steps that have none). Reads run files (one run
-//! each), JSON Lines of runs (an `eval` results file) and directories of both, recursively.
+//! as the world. A step without a recorded observation is observed only by a docstore the caller
+//! gives (`--docstore`), or by a tool it gives; else it ends its run in an error naming the step.
+//! Reads run files (one run each), JSON Lines of runs (an `eval` results file) and directories of
+//! both, recursively.
 
 use std::fmt;
 use std::io::Write;
@@ -8,9 +10,12 @@ use std::path::{Path, PathBuf};
 
 use serde::Serialize;
 
-use crate::action::ActionGrammar;
+use futures::future::BoxFuture;
+
+use crate::action::{Action, ActionError, ActionGrammar};
 use crate::agent::{Agent, DEFAULT_MAX_STEPS, Episode, Repeats};
-use crate::environment::{Environment, Recording};
+use crate::docstore::DocstoreInfo;
+use crate::environment::{Environment, EnvironmentError, Recording};
 use crate::eval::results::{ResultsError, RunLine, parse_run_lines};
 use crate::fewshot::Fewshot;
 use crate::llm::ReplayLlm;
@@ -39,9 +44,13 @@ pub struct ReplayConfig {
     pub profile: Option<Profile>,
     /// Replay with this step budget instead of the one each run recorded.
     pub max_steps: Option<usize>,
+    /// The docstore the live environment observes unrecorded steps with, when one was given. When
+    /// it is a frozen one (it has a snapshot), every run must have been recorded against it.
+    pub docstore: Option<DocstoreInfo>,
 }
 
-/// Opens a live environment for steps a run file has no observation for.
+/// Opens a live environment for steps a run file has no observation for; `None` when nothing
+/// may observe them (no docstore, no tool given): such a step ends its run in an error.
 pub type LiveEnvironment<'a> = dyn Fn(&Run, &ActionGrammar) -> Option<Box<dyn Environment>> + Sync + 'a;
 
 /// What a replay of many runs added up to.
@@ -81,6 +90,17 @@ pub async fn replay_run(
     live: &LiveEnvironment<'_>,
     trace: &mut TracePrinter,
 ) -> Episode {
+    replay_recorded(recorded, profile, max_steps, live, trace).await.0
+}
+
+/// [`replay_run`], and the step that ended the run for want of a recorded observation, if one did.
+async fn replay_recorded(
+    recorded: &Run,
+    profile: Option<Profile>,
+    max_steps: Option<usize>,
+    live: &LiveEnvironment<'_>,
+    trace: &mut TracePrinter,
+) -> (Episode, Option<usize>) {
     let profile = profile.unwrap_or(recorded.profile);
     let grammar = ActionGrammar::new(profile, recorded.tools.iter().cloned());
     // Replayed completions ignore the prompt, but the trajectory shows the input's label.
@@ -95,7 +115,10 @@ pub async fn replay_run(
         recorded.model.clone().unwrap_or_else(|| "replay".to_owned()),
         recorded.completions(),
     );
-    let mut environment = Recording::new(recorded.observations(), grammar.clone(), live(recorded, &grammar));
+    let mut environment = WatchedRecording {
+        recording: Recording::new(recorded.observations(), grammar.clone(), live(recorded, &grammar)),
+        unrecorded: None,
+    };
     let max_steps = max_steps.or(recorded.max_steps).unwrap_or(DEFAULT_MAX_STEPS);
     let agent = Agent {
         // A recording that was not stopped for repeating itself replays to its own end.
@@ -125,7 +148,61 @@ pub async fn replay_run(
         usage.completion_tokens = recorded.usage.completion_tokens;
     }
     episode.run.score();
-    episode
+    (episode, environment.unrecorded)
+}
+
+/// A recording that notes the step nothing could observe.
+struct WatchedRecording {
+    recording: Recording,
+    unrecorded: Option<usize>,
+}
+
+impl Environment for WatchedRecording {
+    fn observe<'a>(
+        &'a mut self,
+        step: usize,
+        action: &'a Result<Action, ActionError>,
+        written: &'a str,
+    ) -> BoxFuture<'a, Result<String, EnvironmentError>> {
+        Box::pin(async move {
+            let result = self.recording.observe(step, action, written).await;
+            if let Err(EnvironmentError::NotRecorded { step }) = &result {
+                self.unrecorded = Some(*step);
+            }
+            result
+        })
+    }
+}
+
+/// The live environment of a replay given tools but no docstore: a tool action goes to its tool;
+/// Search, Lookup and the actions of tools not given are steps nothing may observe.
+pub struct ToolsOnly {
+    toolbox: Toolbox,
+}
+
+impl ToolsOnly {
+    pub fn new(toolbox: Toolbox) -> ToolsOnly {
+        ToolsOnly { toolbox }
+    }
+}
+
+impl Environment for ToolsOnly {
+    fn observe<'a>(
+        &'a mut self,
+        step: usize,
+        action: &'a Result<Action, ActionError>,
+        _written: &'a str,
+    ) -> BoxFuture<'a, Result<String, EnvironmentError>> {
+        Box::pin(async move {
+            match action {
+                Ok(Action::Tool { name, argument }) => match self.toolbox.get(name) {
+                    Some(tool) => Ok(tool.call(argument).await?),
+                    None => Err(EnvironmentError::NotRecorded { step }),
+                },
+                _ => Err(EnvironmentError::NotRecorded { step }),
+            }
+        })
+    }
 }
 
 /// Where a recorded run was read from: a file, and its line in a JSON Lines file.
@@ -170,6 +247,15 @@ pub enum ReplayError {
     NoRuns { paths: String },
     #[error("cannot write the replay's output")]
     Output(#[source] std::io::Error),
+    #[error(
+        "the run at {run} was recorded against the docstore {recorded}, and this replay would observe its unrecorded steps with {current}: a replay never mixes snapshots — pass the docstore that run used, or no --docstore"
+    )]
+    OtherDocstore {
+        /// The run's file and line.
+        run: RunSource,
+        recorded: Box<DocstoreInfo>,
+        current: Box<DocstoreInfo>,
+    },
 }
 
 /// A replayed run as a `--json` line: the run's fields, and where it was read from.
@@ -283,11 +369,17 @@ pub async fn replay(
             paths: display_paths(&config.paths),
         });
     }
+    if let Some(current) = config.docstore.as_ref().filter(|info| info.snapshot.is_some()) {
+        for file in &files {
+            check_same_docstore(&read_runs(file)?, current)?;
+        }
+    }
     let mut summary = ReplaySummary::default();
     let (mut em_sum, mut f1_sum) = (0.0, 0.0);
     for file in &files {
         for (source, recorded) in read_runs(file)? {
-            let episode = replay_run(&recorded, config.profile, config.max_steps, live, trace).await;
+            let (episode, unrecorded) =
+                replay_recorded(&recorded, config.profile, config.max_steps, live, trace).await;
             let run = &episode.run;
             summary.n_runs += 1;
             summary.usage.add(&run.usage);
@@ -308,7 +400,12 @@ pub async fn replay(
                 if recorded.stopped != Some(Stopped::Error) {
                     summary.n_errors += 1;
                 }
-                trace.note(&format!("{source}: {error}"));
+                match unrecorded {
+                    Some(step) => trace.note(&format!(
+                        "{source}: step {step} has no recorded observation, and replay reaches no docstore unless asked: give `--docstore` (`wikipedia`, `index:DIR`, `corpus:FILE`) to observe it"
+                    )),
+                    None => trace.note(&format!("{source}: {error}")),
+                }
             }
             let written = match config.output {
                 Output::Text => {
@@ -361,6 +458,21 @@ pub async fn replay(
         }
     }
     Ok(summary)
+}
+
+/// Refuses runs recorded against another docstore than the frozen one given to observe their
+/// unrecorded steps (runs that do not say which docstore answered them are let through).
+fn check_same_docstore(runs: &[(RunSource, Run)], current: &DocstoreInfo) -> Result<(), ReplayError> {
+    for (source, run) in runs {
+        if let Some(recorded) = run.docstore.as_ref().filter(|recorded| *recorded != current) {
+            return Err(ReplayError::OtherDocstore {
+                run: source.clone(),
+                recorded: Box::new(recorded.clone()),
+                current: Box::new(current.clone()),
+            });
+        }
+    }
+    Ok(())
 }
 
 /// How a replayed run ended differently from its recording, if it did.

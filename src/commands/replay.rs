@@ -3,9 +3,10 @@
 use std::path::PathBuf;
 use std::process::ExitCode;
 
+use react_docstore::docstore::DocstoreKind;
 use react_docstore::environment::{Environment, Workbench};
 use react_docstore::output;
-use react_docstore::replay::{self, Output, ReplayConfig};
+use react_docstore::replay::{self, Output, ReplayConfig, ToolsOnly};
 use react_docstore::trace::TracePrinter;
 use react_docstore::{ActionGrammar, Profile, Run};
 
@@ -28,30 +29,84 @@ pub struct ReplayArgs {
     json: bool,
     /// Where steps without a recorded observation are observed.
     #[command(flatten)]
-    docstore: DocstoreArgs,
+    docstore: ReplayDocstoreArgs,
     /// The tools that observe recorded tool actions without an observation.
     #[command(flatten)]
     tools: ToolArgs,
 }
 
+/// The docstore options of the other commands, except that `--docstore` has no default: replay
+/// reaches no docstore (and so no network) unless it is given.
+#[derive(clap::Args)]
+struct ReplayDocstoreArgs {
+    /// Observe steps that have no recorded observation with this docstore: `wikipedia`,
+    /// `corpus:FILE` or `index:DIR` (a corpus or an index must be the snapshot the runs were
+    /// recorded against, when they say). Without it, such a step ends its run in an error.
+    #[arg(long, value_name = "DOCSTORE")]
+    docstore: Option<DocstoreKind>,
+    /// The Wikipedia to search (with `--docstore wikipedia`).
+    #[arg(
+        long,
+        env = "REACT_WIKI_URL",
+        default_value = "https://en.wikipedia.org",
+        value_name = "URL"
+    )]
+    wiki_url: String,
+    /// Where fetched pages are cached.
+    #[arg(long, env = "REACT_CACHE_DIR", value_name = "DIR")]
+    cache_dir: Option<PathBuf>,
+    /// Serve Wikipedia pages and web searches from the cache only; a miss is an error.
+    #[arg(long)]
+    offline: bool,
+    /// The User-Agent sent to Wikipedia: say who you are and how to reach you.
+    #[arg(long, env = "REACT_USER_AGENT", value_name = "TEXT")]
+    user_agent: Option<String>,
+}
+
+impl ReplayDocstoreArgs {
+    /// The shared options, with the docstore given (or the default, which replay does not open).
+    fn shared(&self) -> DocstoreArgs {
+        DocstoreArgs {
+            docstore: self.docstore.clone().unwrap_or_default(),
+            wiki_url: self.wiki_url.clone(),
+            cache_dir: self.cache_dir.clone(),
+            offline: self.offline,
+            user_agent: self.user_agent.clone(),
+        }
+    }
+}
+
 pub async fn run(args: ReplayArgs) -> anyhow::Result<ExitCode> {
-    args.docstore.check_not_distractor("replay")?;
+    let docstore = args.docstore.shared();
+    let toolbox = args.tools.open(&docstore)?;
+    // Steps without a recorded observation are observed live, under each run's profile, only
+    // by a docstore given on the command line (and the tools given there).
+    let sources = match args.docstore.docstore {
+        Some(_) => {
+            docstore.check_not_distractor("replay")?;
+            Some(docstore.config(Profile::Default).open_sources()?)
+        }
+        None => None,
+    };
     let config = ReplayConfig {
         paths: args.runs,
         output: if args.json { Output::Json } else { Output::Text },
         profile: args.profile,
         max_steps: args.max_steps,
+        docstore: sources
+            .as_ref()
+            .map(|sources| sources.get(Profile::Default).info()),
     };
-    // Steps without a recorded observation are observed live, under each run's profile.
-    let sources = args.docstore.config(Profile::Default).open_sources()?;
-    let toolbox = args.tools.open(&args.docstore)?;
     let live = move |_run: &Run, grammar: &ActionGrammar| -> Option<Box<dyn Environment>> {
-        let source = sources.get(grammar.profile());
-        Some(Box::new(Workbench::new(
-            source.open(&[]),
-            toolbox.clone(),
-            grammar.clone(),
-        )))
+        match &sources {
+            Some(sources) => Some(Box::new(Workbench::new(
+                sources.get(grammar.profile()).open(&[]),
+                toolbox.clone(),
+                grammar.clone(),
+            ))),
+            None if toolbox.is_empty() => None,
+            None => Some(Box::new(ToolsOnly::new(toolbox.clone()))),
+        }
     };
     let mut stdout = output::stdout();
     let mut trace = TracePrinter::stderr();

@@ -4,6 +4,7 @@
 //! [`questions`] reads the files, [`selection`] picks the questions, [`results`] is the JSON Lines
 //! file that survives a crash, [`summary`] adds the outcomes up, [`score`] is the `score` command.
 
+pub mod failure;
 pub mod questions;
 pub mod results;
 pub mod score;
@@ -16,22 +17,23 @@ use std::fmt;
 use std::future::Future;
 use std::io::IsTerminal;
 use std::path::{Path, PathBuf};
-use std::sync::{Arc, Mutex, PoisonError};
+use std::sync::{Arc, Mutex, OnceLock, PoisonError};
 use std::time::{Duration, Instant};
 
 use futures::future::BoxFuture;
 use futures::{FutureExt, StreamExt};
 use indicatif::{ProgressBar, ProgressStyle};
 
+pub use failure::{FailureClass, FailureKind, FailureOrigin};
 pub use questions::{Contexts, Question, QuestionFile, QuestionFileError, Task};
 pub use results::{ResultsError, ResultsFile};
 pub use selection::{Selection, SelectionError, Subset};
 pub use summary::{Outcome, Summary, SummaryContext};
 
-use crate::action::ActionGrammar;
+use crate::action::{Action, ActionError, ActionGrammar};
 use crate::agent::Agent;
 use crate::docstore::{DocstoreInfo, DocstoreSource};
-use crate::environment::Workbench;
+use crate::environment::{Environment, EnvironmentError, Workbench};
 use crate::fewshot::{Fewshot, FewshotError};
 use crate::llm::{Completion, Llm, LlmError, LlmRequest};
 use crate::metrics::AnswerScore;
@@ -166,8 +168,13 @@ pub enum StopReason {
     /// An error that will not go away by asking again ([`stops_evaluation`]); the question that
     /// met it is not recorded, so it runs next time.
     Refused { error: String },
-    /// The same error ended this many questions in a row (recorded as errors).
-    Repeated { n_questions: usize, error: String },
+    /// Failures of one class ended this many questions in a row (recorded as errors); `error`
+    /// is the last one's message.
+    Repeated {
+        n_questions: usize,
+        failure: FailureClass,
+        error: String,
+    },
 }
 
 impl fmt::Display for StopReason {
@@ -179,16 +186,21 @@ impl fmt::Display for StopReason {
                     "{error} (asking again will not help: check the key, the model name and the URL)"
                 )
             }
-            StopReason::Repeated { n_questions, error } => write!(
+            StopReason::Repeated {
+                n_questions,
+                failure,
+                error,
+            } => write!(
                 f,
-                "the last {n_questions} questions all failed with the same error: {error} (they are recorded as errors; `--retry-errors` runs them again)"
+                "the last {n_questions} questions all failed alike: {failure} (the last one: {error}); they are recorded as errors, `--retry-errors` runs them again"
             ),
         }
     }
 }
 
-/// After this many questions in a row end with the same error, the evaluation stops: the model
-/// or the docstore is down, and the remaining questions would only record it again.
+/// After this many questions in a row fail alike (one [`FailureClass`]: same server, same kind,
+/// same status), the evaluation stops: the model or the docstore is down, and the remaining
+/// questions would only record it again.
 pub const SAME_ERROR_STREAK: usize = 5;
 
 /// Whether a model error stops the whole evaluation at once: the server refused the key (401),
@@ -250,7 +262,7 @@ impl Llm for WatchedLlm<'_> {
 /// Runs every selected question that the results file does not hold yet, `concurrency` at a
 /// time, until all are done or `interrupt` resolves (Ctrl-C, SIGTERM). Finished runs are on disk
 /// the moment they finish; questions in flight when interrupted are dropped and run next time.
-/// A model error that every question would meet ([`stops_evaluation`]), or the same error on
+/// A model error that every question would meet ([`stops_evaluation`]), or failures of one class on
 /// [`SAME_ERROR_STREAK`] questions in a row, stops it with [`EvalError::Stopped`].
 pub async fn evaluate(
     config: &EvalConfig,
@@ -357,7 +369,7 @@ pub async fn evaluate(
             }
             _ = ticks.tick() => progress.line(&outcomes, resumed),
             finished = runs.next() => {
-                let Some((question, run)) = finished else { break };
+                let Some((question, run, failure)) = finished else { break };
                 if run.error.is_some() && llm.refusal().is_some() {
                     // Met the refusal (or failed beside it): not recorded, it runs next time.
                     stop = llm.refusal().map(|error| StopReason::Refused { error });
@@ -369,7 +381,7 @@ pub async fn evaluate(
                 }
                 outcomes.push(Outcome::new(&run, question));
                 progress.advance(&outcomes);
-                if let Some(reason) = streak.push(run.error.as_deref()) {
+                if let Some(reason) = streak.push(failure.as_ref(), run.error.as_deref()) {
                     stop = Some(reason);
                     break;
                 }
@@ -421,27 +433,32 @@ fn check_same_docstore(stored: &[Run], current: &DocstoreInfo, results: &Path) -
     }
 }
 
-/// The errors of the latest finished questions, while they are all the same.
+/// The failures of the latest finished questions, while they are all of one class.
 #[derive(Debug, Default)]
 struct ErrorStreak {
-    error: Option<String>,
+    failure: Option<FailureClass>,
     n_questions: usize,
 }
 
 impl ErrorStreak {
-    /// Counts one finished question; the reason to stop once [`SAME_ERROR_STREAK`] in a row failed alike.
-    fn push(&mut self, error: Option<&str>) -> Option<StopReason> {
-        match error {
+    /// Counts one finished question (its failure's class and message, if it failed); the reason
+    /// to stop once [`SAME_ERROR_STREAK`] in a row failed alike.
+    fn push(&mut self, failure: Option<&FailureClass>, error: Option<&str>) -> Option<StopReason> {
+        match failure {
             None => *self = ErrorStreak::default(),
-            Some(error) if self.error.as_deref() == Some(error) => self.n_questions += 1,
-            Some(error) => {
-                self.error = Some(error.to_owned());
+            Some(failure) if self.failure.as_ref() == Some(failure) => self.n_questions += 1,
+            Some(failure) => {
+                self.failure = Some(failure.clone());
                 self.n_questions = 1;
             }
         }
-        (self.n_questions >= SAME_ERROR_STREAK).then(|| StopReason::Repeated {
+        if self.n_questions < SAME_ERROR_STREAK {
+            return None;
+        }
+        Some(StopReason::Repeated {
             n_questions: self.n_questions,
-            error: self.error.clone().unwrap_or_default(),
+            failure: self.failure.clone()?,
+            error: error.unwrap_or_default().to_owned(),
         })
     }
 }
@@ -480,22 +497,86 @@ fn abbreviated(text: &str) -> String {
     }
 }
 
-/// One question with its own docstore explorer and scratchpad.
+/// One question with its own docstore explorer and scratchpad; when it ends in an error, the
+/// class of that error, as the question's model and environment saw it typed.
 async fn run_question<'q>(
     agent: &Agent<'_>,
     question: &'q Question,
     services: &EvalServices,
     grammar: &ActionGrammar,
-) -> (&'q Question, Run) {
+) -> (&'q Question, Run, Option<FailureClass>) {
+    // The agent ends a run at its first error, from the model or the environment: both are
+    // watched, so the class seen is that of the error the run records.
+    let failure = OnceLock::new();
+    let llm = ClassifiedLlm {
+        llm: agent.llm,
+        failure: &failure,
+    };
+    let agent = Agent {
+        llm: &llm,
+        prompt: agent.prompt,
+        grammar: agent.grammar,
+        max_steps: agent.max_steps,
+        repeats: agent.repeats,
+    };
     let docstore = services.docstore.open(&question.context);
-    let mut workbench = Workbench::new(docstore, services.toolbox.clone(), grammar.clone());
-    let episode = agent.run(&question.question, &mut workbench, &mut |_| {}).await;
+    let mut environment = ClassifiedEnvironment {
+        workbench: Workbench::new(docstore, services.toolbox.clone(), grammar.clone()),
+        failure: &failure,
+    };
+    let episode = agent.run(&question.question, &mut environment, &mut |_| {}).await;
     let mut run = episode.run;
     run.id = Some(question.id.clone());
     run.docstore = Some(services.docstore.info());
     run.gold = question.gold().map(str::to_owned);
     run.score();
-    (question, run)
+    let failure = run.error.as_ref().and(failure.into_inner());
+    (question, run, failure)
+}
+
+/// One question's model: notes the class of the first error.
+struct ClassifiedLlm<'a> {
+    llm: &'a dyn Llm,
+    failure: &'a OnceLock<FailureClass>,
+}
+
+impl Llm for ClassifiedLlm<'_> {
+    fn complete<'a>(&'a self, request: LlmRequest<'a>) -> BoxFuture<'a, Result<Completion, LlmError>> {
+        Box::pin(async move {
+            let result = self.llm.complete(request).await;
+            if let Err(error) = &result {
+                let _ = self.failure.set(FailureClass::of_llm(error));
+            }
+            result
+        })
+    }
+
+    fn model(&self) -> &str {
+        self.llm.model()
+    }
+}
+
+/// One question's docstore and tools: notes the class of the first error.
+struct ClassifiedEnvironment<'f> {
+    workbench: Workbench,
+    failure: &'f OnceLock<FailureClass>,
+}
+
+impl Environment for ClassifiedEnvironment<'_> {
+    fn observe<'a>(
+        &'a mut self,
+        step: usize,
+        action: &'a Result<Action, ActionError>,
+        written: &'a str,
+    ) -> BoxFuture<'a, Result<String, EnvironmentError>> {
+        Box::pin(async move {
+            let result = self.workbench.observe(step, action, written).await;
+            if let Err(error) = &result {
+                let _ = self.failure.set(FailureClass::of_environment(error));
+            }
+            result
+        })
+    }
 }
 
 /// Says once when the results file holds runs made with another model or profile.

@@ -946,7 +946,7 @@ async fn the_same_error_on_question_after_question_stops_the_evaluation() {
     assert_eq!(
         error.to_string(),
         format!(
-            "evaluation stopped: the last 5 questions all failed with the same error: the recording has no completion for step 1 (call 1 of that step) (they are recorded as errors; `--retry-errors` runs them again); finished questions (5) are kept in `{}`: run the same command again to resume",
+            "evaluation stopped: the last 5 questions all failed alike: the recording has no completion for the step (the last one: the recording has no completion for step 1 (call 1 of that step)); they are recorded as errors, `--retry-errors` runs them again; finished questions (5) are kept in `{}`: run the same command again to resume",
             results.display()
         )
     );
@@ -1093,6 +1093,7 @@ async fn replaying_a_results_file_gives_back_the_eval_summary() {
             output: Output::Json,
             profile: None,
             max_steps: None,
+            docstore: None,
         };
         let mut stdout = Vec::new();
         let replayed = replay(&config, &|_, _| None, &mut stdout, &mut TracePrinter::silent()).await;
@@ -1450,4 +1451,118 @@ async fn eval_over_an_index_observes_through_it_and_records_its_snapshot() {
             .unwrap()
             .contains("based in Ismaning near Munich")
     );
+}
+
+// ---------------------------------------------------------------- an outage is one failure class
+
+/// Searches each question's own text, then would answer: every question fetches its own URL.
+#[derive(Default)]
+struct SearchingLlm {
+    n_calls: AtomicUsize,
+}
+
+impl Llm for SearchingLlm {
+    fn complete<'a>(&'a self, request: LlmRequest<'a>) -> BoxFuture<'a, Result<Completion, LlmError>> {
+        Box::pin(async move {
+            self.n_calls.fetch_add(1, Ordering::SeqCst);
+            let text = match request.step {
+                1 => format!(
+                    " I need to search it.\nAction 1: Search[{}]",
+                    asked(request.prompt)
+                ),
+                step => format!(" Done.\nAction {step}: Finish[yes]"),
+            };
+            Ok(Completion { text, usage: None })
+        })
+    }
+
+    fn model(&self) -> &str {
+        "searching"
+    }
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_wikipedia_outage_stops_the_evaluation_though_every_question_fails_on_its_own_url() {
+    use react_docstore::docstore::{DocstoreConfig, HttpPolicy};
+    use react_docstore::eval::{FailureClass, FailureKind, FailureOrigin};
+    let server = wiremock::MockServer::start().await;
+    wiremock::Mock::given(wiremock::matchers::any())
+        .respond_with(wiremock::ResponseTemplate::new(503))
+        .mount(&server)
+        .await;
+    let dir = tempfile::tempdir().unwrap();
+    let questions: Vec<String> = (1..=8).map(|n| format!("Which city is number {n}?")).collect();
+    let questions = write_question_file(
+        dir.path(),
+        "outage",
+        &questions.iter().map(String::as_str).collect::<Vec<_>>(),
+    );
+    let results = dir.path().join("results.jsonl");
+    let docstore = DocstoreConfig {
+        wiki_url: server.uri(),
+        cache_dir: Some(dir.path().join("cache")),
+        http: HttpPolicy {
+            max_retries: 1,
+            min_backoff: Duration::from_millis(1),
+            max_backoff: Duration::from_millis(2),
+            ..HttpPolicy::default()
+        },
+        ..DocstoreConfig::new(Profile::Default)
+    };
+    let llm = Arc::new(SearchingLlm::default());
+    let services = EvalServices {
+        llm: llm.clone(),
+        docstore: docstore.open().unwrap(),
+        toolbox: Toolbox::default(),
+    };
+    let error = eval::evaluate(
+        &config(questions, results.clone(), 1),
+        &services,
+        std::future::pending(),
+    )
+    .await
+    .expect_err("the outage stops the evaluation");
+    let EvalError::Stopped {
+        reason: eval::StopReason::Repeated {
+            n_questions, failure, ..
+        },
+        n_done,
+        ..
+    } = &error
+    else {
+        panic!("{error}")
+    };
+    let host = server.address().to_string();
+    assert_eq!(
+        (*n_questions, *n_done, failure),
+        (
+            5,
+            5,
+            &FailureClass {
+                origin: FailureOrigin::Wikipedia { server: host.clone() },
+                kind: FailureKind::Status(503),
+            }
+        )
+    );
+    assert_eq!(
+        error.to_string(),
+        format!(
+            "evaluation stopped: the last 5 questions all failed alike: Wikipedia at `{host}` answered HTTP 503 (the last one: GET {}/w/index.php?search=Which+city+is+number+5%3F answered HTTP 503 after 2 attempt(s)); they are recorded as errors, `--retry-errors` runs them again; finished questions (5) are kept in `{}`: run the same command again to resume",
+            server.uri(),
+            results.display()
+        )
+    );
+    assert_eq!(
+        llm.n_calls.load(Ordering::SeqCst),
+        5,
+        "the model was asked only for the five questions that met the outage"
+    );
+    assert_eq!(server.received_requests().await.unwrap().len(), 5 * 2);
+    let runs = read_results(&results);
+    assert_eq!(runs.len(), 5);
+    assert!(runs.iter().all(|run| {
+        run.error
+            .as_deref()
+            .is_some_and(|error| error.contains("HTTP 503"))
+    }));
 }

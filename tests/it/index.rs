@@ -698,3 +698,153 @@ fn only_an_index_is_replaced_and_a_refusal_comes_before_any_reading() {
         .starts_with("The Special Air Service")
     );
 }
+
+// ------------------------------------------------------- replay against an index; replacing an index
+
+#[test]
+fn replay_refuses_a_run_recorded_against_another_snapshot() {
+    let dir = tempfile::tempdir().unwrap();
+    let report = build_index(dir.path(), "wiki", &["hotpotqa-abstracts.tar.bz2"]);
+    let snapshot = report.manifest.snapshot.clone();
+    let index = format!("index:{}", report.dir.display());
+    let run = |docstore: serde_json::Value| {
+        serde_json::json!({
+            "format": "react-docstore.run.v1",
+            "question": "Where is Constantin Medien based?",
+            "gold": "Ismaning",
+            "steps": [
+                {"completions": [" I need to search Constantin Medien.\nAction 1: Search[Constantin Medien]"]},
+                {"completions": [" It is based in Ismaning.\nAction 2: Finish[Ismaning]"]}
+            ],
+            "answer": "Ismaning",
+            "stopped": "finish",
+            "docstore": docstore
+        })
+    };
+    let same = run(serde_json::json!({"kind": "index", "snapshot": snapshot}));
+    let other = run(serde_json::json!({"kind": "index", "snapshot": "hotpotqa-0000000000000000"}));
+    let results = dir.path().join("results.jsonl");
+    std::fs::write(&results, format!("{same}\n{other}\n")).unwrap();
+    let (stdout, stderr, code) = cli(&[
+        "replay",
+        "--json",
+        "--docstore",
+        &index,
+        results.to_str().unwrap(),
+    ]);
+    assert_eq!(code, 2, "{stderr}");
+    assert_eq!(
+        stderr.trim_end(),
+        format!(
+            "error: the run at {}, line 2 was recorded against the docstore index (snapshot hotpotqa-0000000000000000), and this replay would observe its unrecorded steps with index (snapshot {snapshot}): a replay never mixes snapshots — pass the docstore that run used, or no --docstore",
+            results.display()
+        )
+    );
+    assert_eq!(stdout, "", "refused before any run is replayed");
+
+    // The run of this very snapshot replays from it.
+    std::fs::write(&results, format!("{same}\n")).unwrap();
+    let (stdout, stderr, code) = cli(&[
+        "replay",
+        "--json",
+        "--docstore",
+        &index,
+        results.to_str().unwrap(),
+    ]);
+    assert_eq!(code, 0, "{stderr}");
+    let replayed: serde_json::Value = serde_json::from_str(stdout.lines().next().unwrap()).unwrap();
+    assert!(
+        replayed["steps"][0]["observation"]
+            .as_str()
+            .unwrap()
+            .starts_with("Constantin Medien AG (formerly EM.Entertainment")
+    );
+}
+
+/// A build that fails at once (its source is missing), after it has looked at `out` and its leftovers.
+fn failed_build(out: &Path) {
+    let config = BuildConfig::new(vec![out.with_file_name("no-such-dump.jsonl")], out.to_owned());
+    let error = build(&config, &AtomicBool::new(false)).expect_err("the source is missing");
+    assert!(matches!(error, IndexError::Read { .. }), "{error:#}");
+}
+
+/// The snapshot of the index that opens at `out`.
+fn snapshot_at(out: &Path) -> String {
+    use react_docstore::docstore::DocstoreSource;
+    IndexSource::open(out, Profile::Default)
+        .unwrap_or_else(|error| panic!("{}: {error:#}", out.display()))
+        .info()
+        .snapshot
+        .expect("an index has a snapshot")
+}
+
+/// What `build` leaves beside `out` (staging directories, aside copies).
+fn leftovers(out: &Path) -> Vec<String> {
+    let prefix = format!(".{}.building-", out.file_name().unwrap().to_string_lossy());
+    let mut names: Vec<String> = std::fs::read_dir(out.parent().unwrap())
+        .unwrap()
+        .map(|entry| entry.unwrap().file_name().to_string_lossy().into_owned())
+        .filter(|name| name.starts_with(&prefix))
+        .collect();
+    names.sort();
+    names
+}
+
+#[test]
+fn replacing_an_index_leaves_the_new_one_and_nothing_beside_it() {
+    let dir = tempfile::tempdir().unwrap();
+    let old = build_index(dir.path(), "wiki", &["hotpotqa-abstracts.tar.bz2"]);
+    let new = build_index(dir.path(), "wiki", &["fever-wiki-pages.zip"]);
+    assert_ne!(old.manifest.snapshot, new.manifest.snapshot);
+    assert_eq!(snapshot_at(&new.dir), new.manifest.snapshot);
+    assert_eq!(leftovers(&new.dir), Vec::<String>::new());
+}
+
+/// Each point where a build replacing an index can be killed, as the leftovers it leaves on disk:
+/// the next build, even one that fails, leaves `--out` opening as an index, never deletes the old
+/// one while `--out` is missing, and clears what is stale.
+#[test]
+fn a_build_killed_while_replacing_an_index_never_loses_it() {
+    // No process has this id (above Linux's largest pid_max): the build that left these is gone.
+    const DEAD: u32 = 4_294_000_000;
+    let dir = tempfile::tempdir().unwrap();
+    let old = build_index(dir.path(), "wiki", &["hotpotqa-abstracts.tar.bz2"]);
+    let other = build_index(dir.path(), "other", &["fever-wiki-pages.zip"]);
+    let out = old.dir.clone();
+    let staging = dir.path().join(format!(".wiki.building-{DEAD}"));
+    let aside = dir.path().join(format!(".wiki.building-{DEAD}.old"));
+    let snapshot = old.manifest.snapshot.clone();
+
+    // Killed between the fallback's two renames: `--out` missing, the old index aside, the new
+    // one in staging. The next build puts the old one back.
+    std::fs::create_dir(&staging).unwrap();
+    std::fs::write(staging.join("meta.json"), "{").unwrap();
+    std::fs::rename(&out, &aside).unwrap();
+    failed_build(&out);
+    assert_eq!(snapshot_at(&out), snapshot);
+    assert_eq!(leftovers(&out), Vec::<String>::new());
+
+    // The same, and the next build succeeds: it replaces the restored index.
+    std::fs::rename(&out, &aside).unwrap();
+    let rebuilt = build_index(dir.path(), "wiki", &["hotpotqa-abstracts.tar.bz2"]);
+    assert_eq!(snapshot_at(&out), rebuilt.manifest.snapshot);
+    assert_eq!(leftovers(&out), Vec::<String>::new());
+
+    // Killed after the exchange (the old index now in staging) or after the fallback's second
+    // rename (the old index aside): `--out` holds the new index; the stale copies go.
+    std::fs::rename(&other.dir, &staging).unwrap();
+    failed_build(&out);
+    assert_eq!(snapshot_at(&out), snapshot);
+    assert_eq!(leftovers(&out), Vec::<String>::new());
+    let copy = build_index(dir.path(), "copy", &["fever-wiki-pages.zip"]);
+    std::fs::rename(&copy.dir, &aside).unwrap();
+    failed_build(&out);
+    assert_eq!(snapshot_at(&out), snapshot);
+    assert_eq!(leftovers(&out), Vec::<String>::new());
+
+    // Killed before any rename: the old index in place, a partial one in staging.
+    std::fs::create_dir(&staging).unwrap();
+    failed_build(&out);
+    assert_eq!(snapshot_at(&out), snapshot);
+    assert_eq!(leftovers(&out), Vec::<String>::new());
+}

@@ -374,6 +374,7 @@ fn a_replay_that_ends_differently_is_reported() {
         output: react_docstore::replay::Output::Json,
         profile: None,
         max_steps: Some(3),
+        docstore: None,
     };
     let mut stdout = Vec::new();
     let summary = block_on(react_docstore::replay::replay(

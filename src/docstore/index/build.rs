@@ -493,10 +493,16 @@ fn bytes_on_disk(path: &Path) -> Result<u64, IndexError> {
 }
 
 /// The temporary directory a build writes into, beside its destination; removed unless installed.
+///
+/// Replacing an index never leaves `--out` without one: on Linux the finished index and the old one
+/// swap places in one `renameat2(RENAME_EXCHANGE)`, so at every instant `--out` opens as the old
+/// index or the new one. Where the exchange is not supported, the old index is moved aside
+/// (`.NAME.building-PID.old`) before the new one moves in; a build killed between the two renames
+/// leaves `--out` missing and the aside copy whole, and the next build puts it back before anything
+/// else ([`restore_set_aside`]). An aside copy is never deleted while `--out` is missing.
 struct Staging {
     dir: PathBuf,
     out: PathBuf,
-    installed: bool,
 }
 
 impl Staging {
@@ -506,19 +512,20 @@ impl Staging {
             .ok_or_else(|| IndexError::BadOut { out: out.to_owned() })?
             .to_string_lossy()
             .into_owned();
-        // Refused before any reading: only an index (or nothing, or an empty directory) is replaced.
-        if out.exists() && !(out.is_dir() && (is_index_dir(out) || is_empty_dir(out))) {
-            return Err(IndexError::OutNotIndex { out: out.to_owned() });
-        }
         let parent = match out.parent() {
             Some(parent) if !parent.as_os_str().is_empty() => parent.to_owned(),
             _ => PathBuf::from("."),
         };
+        restore_set_aside(&parent, &name, out)?;
+        // Refused before any reading: only an index (or nothing, or an empty directory) is replaced.
+        if out.exists() && !(out.is_dir() && (is_index_dir(out) || is_empty_dir(out))) {
+            return Err(IndexError::OutNotIndex { out: out.to_owned() });
+        }
         std::fs::create_dir_all(&parent).map_err(|source| IndexError::Write {
             path: parent.clone(),
             source,
         })?;
-        remove_stale_staging(&parent, &name);
+        remove_stale_staging(&parent, &name, out);
         let dir = parent.join(format!(".{name}.building-{}", std::process::id()));
         let _ = std::fs::remove_dir_all(&dir);
         std::fs::create_dir(&dir).map_err(|source| IndexError::Write {
@@ -528,12 +535,12 @@ impl Staging {
         Ok(Staging {
             dir,
             out: out.to_owned(),
-            installed: false,
         })
     }
 
-    /// Moves the finished index into place, replacing an older one (put back if the move fails).
-    fn install(mut self) -> Result<PathBuf, IndexError> {
+    /// Moves the finished index into place, replacing an older one: exchanged with it in one step
+    /// where the system can, else moved in after it is set aside (and put back if the move fails).
+    fn install(self) -> Result<PathBuf, IndexError> {
         let write_error = |path: &Path| {
             let path = path.to_owned();
             move |source| IndexError::Write { path, source }
@@ -544,31 +551,156 @@ impl Staging {
                     out: self.out.clone(),
                 });
             }
-            let old = PathBuf::from(format!("{}.old", self.dir.display()));
-            let _ = std::fs::remove_dir_all(&old);
-            std::fs::rename(&self.out, &old).map_err(write_error(&self.out))?;
-            if let Err(source) = std::fs::rename(&self.dir, &self.out) {
-                let _ = std::fs::rename(&old, &self.out);
-                return Err(IndexError::Write {
-                    path: self.out.clone(),
-                    source,
-                });
+            match exchange(&self.dir, &self.out) {
+                // The old index now sits in the staging directory, which `drop` removes.
+                Ok(Exchange::Done) => sync_parent(&self.out).map_err(write_error(&self.out))?,
+                Ok(Exchange::Unsupported) => self.install_aside()?,
+                Err(source) => {
+                    return Err(IndexError::Write {
+                        path: self.out.clone(),
+                        source,
+                    });
+                }
             }
-            let _ = std::fs::remove_dir_all(&old);
         } else {
             std::fs::rename(&self.dir, &self.out).map_err(write_error(&self.out))?;
+            sync_parent(&self.out).map_err(write_error(&self.out))?;
         }
-        self.installed = true;
         Ok(self.out.clone())
+    }
+
+    /// The fallback: the old index set aside, the new one moved in, the old one removed. Between
+    /// the two renames `--out` is missing; the aside copy is what the next build restores.
+    fn install_aside(&self) -> Result<(), IndexError> {
+        let aside = PathBuf::from(format!("{}{ASIDE_SUFFIX}", self.dir.display()));
+        let _ = std::fs::remove_dir_all(&aside);
+        std::fs::rename(&self.out, &aside).map_err(|source| IndexError::Write {
+            path: self.out.clone(),
+            source,
+        })?;
+        if let Err(source) = std::fs::rename(&self.dir, &self.out) {
+            let _ = std::fs::rename(&aside, &self.out);
+            return Err(IndexError::Write {
+                path: self.out.clone(),
+                source,
+            });
+        }
+        let _ = sync_parent(&self.out);
+        let _ = std::fs::remove_dir_all(&aside);
+        Ok(())
     }
 }
 
 impl Drop for Staging {
     fn drop(&mut self) {
-        if !self.installed {
-            let _ = std::fs::remove_dir_all(&self.dir);
-        }
+        // Not installed: the partial index. Installed by exchange: the old index, now replaced.
+        // Installed by a rename: nothing is left at this path.
+        let _ = std::fs::remove_dir_all(&self.dir);
     }
+}
+
+/// What [`exchange`] could do.
+enum Exchange {
+    Done,
+    /// The system or the file system has no atomic exchange: nothing was changed.
+    Unsupported,
+}
+
+/// Swaps two directories in one step (Linux `renameat2` with `RENAME_EXCHANGE`).
+#[cfg(target_os = "linux")]
+fn exchange(a: &Path, b: &Path) -> std::io::Result<Exchange> {
+    use std::ffi::CString;
+    use std::os::unix::ffi::OsStrExt;
+    let c_path = |path: &Path| {
+        CString::new(path.as_os_str().as_bytes())
+            .map_err(|_| std::io::Error::new(std::io::ErrorKind::InvalidInput, "a path holds a NUL byte"))
+    };
+    let (a, b) = (c_path(a)?, c_path(b)?);
+    // SAFETY: both pointers are to NUL-terminated strings that live until the call returns;
+    // `renameat2` reads them and touches no other memory of ours.
+    let status = unsafe {
+        libc::renameat2(
+            libc::AT_FDCWD,
+            a.as_ptr(),
+            libc::AT_FDCWD,
+            b.as_ptr(),
+            libc::RENAME_EXCHANGE,
+        )
+    };
+    if status == 0 {
+        return Ok(Exchange::Done);
+    }
+    let error = std::io::Error::last_os_error();
+    match error.raw_os_error() {
+        // The file system does not support the flag, or the kernel predates the call (3.15).
+        Some(libc::EINVAL | libc::ENOSYS | libc::EOPNOTSUPP) => Ok(Exchange::Unsupported),
+        _ => Err(error),
+    }
+}
+
+#[cfg(not(target_os = "linux"))]
+fn exchange(_a: &Path, _b: &Path) -> std::io::Result<Exchange> {
+    Ok(Exchange::Unsupported)
+}
+
+/// Makes a rename in `path`'s directory durable.
+fn sync_parent(path: &Path) -> std::io::Result<()> {
+    match path.parent() {
+        Some(parent) if !parent.as_os_str().is_empty() => std::fs::File::open(parent)?.sync_all(),
+        _ => std::fs::File::open(".")?.sync_all(),
+    }
+}
+
+/// How the fallback names the old index it set aside: the staging directory's name with this.
+const ASIDE_SUFFIX: &str = ".old";
+
+/// The build (its process id) that named a staging directory or an aside copy of `name`, and
+/// whether it is an aside copy.
+fn staging_owner(file_name: &str, name: &str) -> Option<(u32, bool)> {
+    let rest = file_name.strip_prefix(&format!(".{name}.building-"))?;
+    let (pid, aside) = match rest.strip_suffix(ASIDE_SUFFIX) {
+        Some(pid) => (pid, true),
+        None => (rest, false),
+    };
+    Some((pid.parse().ok()?, aside))
+}
+
+/// Whether the process `pid` may still run. Without /proc there is no telling: assumed alive.
+fn may_be_alive(pid: u32) -> bool {
+    pid == std::process::id()
+        || !Path::new("/proc").is_dir()
+        || Path::new("/proc").join(pid.to_string()).exists()
+}
+
+/// Puts back the index a killed build had set aside and not replaced (`out` missing, an aside
+/// copy of a build whose process is gone): `out` opens as the old index again.
+fn restore_set_aside(parent: &Path, name: &str, out: &Path) -> Result<(), IndexError> {
+    if !holds_nothing(out) {
+        return Ok(());
+    }
+    let Ok(entries) = std::fs::read_dir(parent) else {
+        return Ok(());
+    };
+    let mut asides: Vec<PathBuf> = entries
+        .flatten()
+        .filter(|entry| {
+            staging_owner(&entry.file_name().to_string_lossy(), name)
+                .is_some_and(|(pid, aside)| aside && !may_be_alive(pid))
+        })
+        .map(|entry| entry.path())
+        .collect();
+    asides.sort();
+    let Some(aside) = asides.into_iter().find(|aside| is_index_dir(aside)) else {
+        return Ok(());
+    };
+    std::fs::rename(&aside, out).map_err(|source| IndexError::Write {
+        path: out.to_owned(),
+        source,
+    })?;
+    sync_parent(out).map_err(|source| IndexError::Write {
+        path: out.to_owned(),
+        source,
+    })
 }
 
 /// An index built by this tool, complete (a manifest) or not (tantivy's own bookkeeping files).
@@ -580,24 +712,23 @@ fn is_empty_dir(path: &Path) -> bool {
     std::fs::read_dir(path).is_ok_and(|mut entries| entries.next().is_none())
 }
 
-/// Removes what builds of `name` that were killed left behind (their process is gone).
-fn remove_stale_staging(parent: &Path, name: &str) {
-    let prefix = format!(".{name}.building-");
+/// Nothing at `path`, or an empty directory: no index to lose.
+fn holds_nothing(path: &Path) -> bool {
+    path.symlink_metadata().is_err() || is_empty_dir(path)
+}
+
+/// Removes what builds of `name` that were killed left behind (their process is gone): partial
+/// indexes, old indexes already replaced — and an aside copy only while `out` holds an index.
+fn remove_stale_staging(parent: &Path, name: &str, out: &Path) {
     let Ok(entries) = std::fs::read_dir(parent) else {
         return;
     };
+    let out_present = !holds_nothing(out);
     for entry in entries.flatten() {
-        let file_name = entry.file_name().to_string_lossy().into_owned();
-        let Some(pid) = file_name
-            .strip_prefix(&prefix)
-            .map(|rest| rest.trim_end_matches(".old"))
-            .and_then(|pid| pid.parse::<u32>().ok())
-        else {
+        let Some((pid, aside)) = staging_owner(&entry.file_name().to_string_lossy(), name) else {
             continue;
         };
-        // Without /proc there is no telling: the directory is left alone.
-        let alive = !Path::new("/proc").is_dir() || Path::new("/proc").join(pid.to_string()).exists();
-        if pid != std::process::id() && !alive {
+        if !may_be_alive(pid) && (out_present || !aside) {
             let _ = std::fs::remove_dir_all(entry.path());
         }
     }
@@ -627,5 +758,64 @@ impl BuildReport {
             )?;
         }
         writeln!(out, "snapshot {}", manifest.snapshot)
+    }
+}
+
+#[cfg(test)]
+mod staging_tests {
+    use super::*;
+
+    /// A directory that reads as an index (tantivy's bookkeeping files), holding `marker`.
+    fn fake_index(path: &Path, marker: &str) {
+        std::fs::create_dir_all(path).unwrap();
+        std::fs::write(path.join("meta.json"), marker).unwrap();
+        std::fs::write(path.join(".managed.json"), "[]").unwrap();
+    }
+
+    fn marker(path: &Path) -> String {
+        std::fs::read_to_string(path.join("meta.json")).unwrap()
+    }
+
+    #[test]
+    fn both_ways_of_installing_replace_the_old_index_and_leave_nothing_beside_it() {
+        for exchange_supported in [true, false] {
+            let dir = tempfile::tempdir().unwrap();
+            let out = dir.path().join("wiki");
+            fake_index(&out, "old");
+            let staging = Staging::new(&out).unwrap();
+            fake_index(&staging.dir, "new");
+            if exchange_supported {
+                assert!(matches!(staging.install(), Ok(path) if path == out));
+            } else {
+                staging.install_aside().unwrap();
+                drop(staging);
+            }
+            assert_eq!(marker(&out), "new");
+            let names: Vec<_> = std::fs::read_dir(dir.path())
+                .unwrap()
+                .map(|entry| entry.unwrap().file_name())
+                .collect();
+            assert_eq!(names, ["wiki"]);
+        }
+    }
+
+    #[test]
+    fn an_exchange_swaps_two_directories_or_changes_nothing() {
+        let dir = tempfile::tempdir().unwrap();
+        let (a, b) = (dir.path().join("a"), dir.path().join("b"));
+        fake_index(&a, "a");
+        fake_index(&b, "b");
+        match exchange(&a, &b).unwrap() {
+            Exchange::Done => assert_eq!((marker(&a), marker(&b)), ("b".to_owned(), "a".to_owned())),
+            Exchange::Unsupported => assert_eq!((marker(&a), marker(&b)), ("a".to_owned(), "b".to_owned())),
+        }
+    }
+
+    #[test]
+    fn staging_names_tell_their_build_and_aside_copies() {
+        assert_eq!(staging_owner(".wiki.building-42", "wiki"), Some((42, false)));
+        assert_eq!(staging_owner(".wiki.building-42.old", "wiki"), Some((42, true)));
+        assert_eq!(staging_owner(".wiki2.building-42", "wiki"), None);
+        assert_eq!(staging_owner(".wiki.building-x", "wiki"), None);
     }
 }
