@@ -9,7 +9,9 @@ use clap::Args;
 
 use react_docstore::Profile;
 use react_docstore::ask::AgentConfig;
-use react_docstore::docstore::{DEFAULT_USER_AGENT, DocstoreConfig, DocstoreKind, DocstoreSource};
+use react_docstore::docstore::{
+    DEFAULT_USER_AGENT, DocstoreConfig, DocstoreKind, DocstoreSource, default_cache_dir,
+};
 use react_docstore::fewshot::Fewshot;
 use react_docstore::input::Interaction;
 use react_docstore::llm::{Api, ApiKey, Llm, ModelSettings, OpenAiClient};
@@ -118,7 +120,8 @@ pub struct DocstoreArgs {
         value_name = "URL"
     )]
     pub wiki_url: String,
-    /// Where fetched pages are cached.
+    /// Where fetched pages and web-search answers are cached (default: the user's cache
+    /// directory, `$XDG_CACHE_HOME/react-docstore` or `~/.cache/react-docstore`).
     #[arg(long, env = "REACT_CACHE_DIR", value_name = "DIR")]
     pub cache_dir: Option<PathBuf>,
     /// Serve Wikipedia pages and web searches from the cache only; a miss is an error (the model is
@@ -191,7 +194,9 @@ impl ToolArgs {
         Ok(())
     }
 
-    /// The extra tools the command line asks for. WebSearch answers are cached next to the pages.
+    /// The extra tools the command line asks for. WebSearch answers are cached next to the pages:
+    /// in `--cache-dir`, else the same default directory the page cache uses, so `--offline`
+    /// answers a search an earlier run made whether or not either run named a cache directory.
     pub fn open(&self, docstore: &DocstoreArgs) -> anyhow::Result<Toolbox> {
         let config = ToolsConfig {
             builtin: self.tools.clone(),
@@ -199,7 +204,7 @@ impl ToolArgs {
             websearch: WebSearchConfig {
                 search_url: self.search_url.clone(),
                 api_key: self.serpapi_key.clone().map(tools::ApiKey::new),
-                cache_dir: docstore.cache_dir.clone(),
+                cache_dir: Some(docstore.cache_dir.clone().unwrap_or_else(default_cache_dir)),
                 network: if docstore.offline {
                     Network::Offline
                 } else {

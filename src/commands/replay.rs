@@ -52,7 +52,8 @@ struct ReplayDocstoreArgs {
         value_name = "URL"
     )]
     wiki_url: String,
-    /// Where fetched pages are cached.
+    /// Where fetched pages and web-search answers are cached (default: the user's cache
+    /// directory, `$XDG_CACHE_HOME/react-docstore` or `~/.cache/react-docstore`).
     #[arg(long, env = "REACT_CACHE_DIR", value_name = "DIR")]
     cache_dir: Option<PathBuf>,
     /// Serve Wikipedia pages and web searches from the cache only; a miss is an error.

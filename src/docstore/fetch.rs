@@ -2,7 +2,8 @@
 //!
 //! [`Fetcher::fetch`] serves a URL's body from the [`PageCache`] when it can; otherwise it makes
 //! the request — at most `max_in_flight` at once across every question, identical concurrent
-//! fetches merged into one, retried with exponential backoff on 429, 5xx and transport failures
+//! fetches merged into one and run on a task of their own (a search dropped mid-request, by
+//! Ctrl-C or a cancelled question, leaves the fetch to finish and give its slot back), retried with exponential backoff on 429, 5xx and transport failures
 //! (honouring `Retry-After` up to [`HttpPolicy::max_retry_after`]; a longer one is an error that
 //! quotes it), the body read up to [`HttpPolicy::max_body_bytes`] — and caches the body once
 //! the caller's [`PageCheck`] accepts it: a page cut short is fetched again, never cached.
@@ -20,7 +21,7 @@ use futures::FutureExt;
 use futures::future::{BoxFuture, Shared};
 use reqwest::StatusCode;
 use serde::Deserialize;
-use tokio::sync::Semaphore;
+use tokio::sync::{Semaphore, oneshot};
 
 use super::{DEFAULT_TIMEOUT, DocstoreConfig, DocstoreError};
 use crate::fsutil::atomic_write;
@@ -137,36 +138,64 @@ impl Fetcher {
                 cache_dir: self.inner.cache.dir().to_owned(),
             });
         }
-        let flight = {
+        let (flight, start) = {
             let mut in_flight = self
                 .inner
                 .in_flight
                 .lock()
                 .unwrap_or_else(|poison| poison.into_inner());
             match in_flight.get(url) {
-                Some(flight) => flight.clone(),
+                Some(flight) => (flight.clone(), None),
                 None => {
-                    let inner = self.inner.clone();
-                    let key = url.to_owned();
+                    let (sender, receiver) = oneshot::channel();
+                    let stopped = format!("the fetch of {url} stopped before it ended");
                     let flight = async move {
-                        let result = inner.fetch_and_cache(&key, check).await.map_err(Arc::new);
-                        inner
-                            .in_flight
-                            .lock()
-                            .unwrap_or_else(|poison| poison.into_inner())
-                            .remove(&key);
-                        result
+                        receiver
+                            .await
+                            .unwrap_or_else(|_| Err(Arc::new(DocstoreError::Config(stopped))))
                     }
                     .boxed()
                     .shared();
                     in_flight.insert(url.to_owned(), flight.clone());
-                    flight
+                    (flight, Some(sender))
                 }
             }
         };
+        if let Some(sender) = start {
+            // The fetch runs on a task of its own, started once the map is unlocked: it ends
+            // (giving back its request slot and leaving the map) even when every search waiting
+            // on it has been dropped.
+            let under_way = Flight {
+                inner: self.inner.clone(),
+                url: url.to_owned(),
+            };
+            tokio::spawn(async move {
+                let result = under_way.inner.fetch_and_cache(&under_way.url, check).await;
+                drop(under_way);
+                // Nobody may be waiting any more: the page is cached all the same.
+                let _ = sender.send(result.map_err(Arc::new));
+            });
+        }
         flight
             .await
             .map_err(|error| Arc::try_unwrap(error).unwrap_or_else(DocstoreError::Shared))
+    }
+}
+
+/// A fetch under way, on its own task: its URL leaves the in-flight map when the fetch ends,
+/// whichever way it ends (a panic or the runtime shutting down included).
+struct Flight {
+    inner: Arc<FetcherInner>,
+    url: String,
+}
+
+impl Drop for Flight {
+    fn drop(&mut self) {
+        self.inner
+            .in_flight
+            .lock()
+            .unwrap_or_else(|poison| poison.into_inner())
+            .remove(&self.url);
     }
 }
 

@@ -348,6 +348,44 @@ async fn requests_in_flight_are_limited() {
     );
 }
 
+/// A search dropped mid-request (Ctrl-C, a question's task cancelled) gives its request slot
+/// back: with every slot taken by a cancelled search, a later search still completes, and the
+/// cancelled fetches run to their end on their own (their pages are cached, not fetched again).
+#[tokio::test]
+async fn cancelled_searches_leave_the_fetcher_usable() {
+    let server = MockServer::start().await;
+    Mock::given(method("GET"))
+        .respond_with(
+            ResponseTemplate::new(200)
+                .set_body_raw(b"<p>one two three</p>".to_vec(), HTML)
+                .set_delay(Duration::from_millis(300)),
+        )
+        .expect(5)
+        .mount(&server)
+        .await;
+    let cache = tempfile::tempdir().unwrap();
+    let config = config(&server, cache.path(), Profile::Default);
+    let source = config.open().unwrap();
+    for idx in 0..config.http.max_in_flight {
+        let mut docstore = source.open(&[]);
+        let entity = format!("cancelled {idx}");
+        let search = docstore.search(&entity);
+        let cancelled = tokio::time::timeout(Duration::from_millis(50), search).await;
+        assert!(cancelled.is_err(), "search {idx} ended before it was cancelled");
+    }
+    let later = tokio::time::timeout(Duration::from_secs(10), async {
+        source.open(&[]).search("later").await
+    })
+    .await
+    .expect("a search after cancelled ones completes");
+    assert_eq!(later.unwrap(), "one two three");
+    // A cancelled search asked again joins its fetch, or reads what it cached: no new request.
+    assert_eq!(
+        source.open(&[]).search("cancelled 0").await.unwrap(),
+        "one two three"
+    );
+}
+
 #[tokio::test]
 async fn offline_miss_names_what_is_missing() {
     let server = MockServer::start().await;

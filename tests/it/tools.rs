@@ -375,6 +375,51 @@ async fn websearch_retries_then_caches_without_the_key() {
     assert!(!format!("{websearch:?}").contains(TEST_KEY));
 }
 
+/// `--offline --tools websearch` answers what an earlier run searched, with no `--cache-dir` on
+/// either run: WebSearch answers live in the page cache's default directory (here under a
+/// temporary `XDG_CACHE_HOME`).
+#[tokio::test(flavor = "multi_thread")]
+async fn websearch_answers_are_cached_in_the_default_cache_dir() {
+    let query = "Who is the president of Spain?";
+    let server = MockServer::start().await;
+    Mock::given(method("GET"))
+        .and(path("/search"))
+        .and(query_param("q", query))
+        .respond_with(
+            ResponseTemplate::new(200).set_body_string(serpapi_body("serpapi_president_spain.json")),
+        )
+        .expect(1)
+        .mount(&server)
+        .await;
+    let home = tempfile::tempdir().unwrap();
+    let cache_home = home.path().join("cache");
+    let explore = |extra: &[&str]| {
+        let output = std::process::Command::new(env!("CARGO_BIN_EXE_react-docstore"))
+            .args(["explore", "--json", "--tools", "websearch", "--search-url"])
+            .arg(format!("{}/search", server.uri()))
+            .args(extra)
+            .arg(format!("WebSearch[{query}]"))
+            .env("HOME", home.path())
+            .env("XDG_CACHE_HOME", &cache_home)
+            .env("SERPAPI_API_KEY", TEST_KEY)
+            .env_remove("REACT_CACHE_DIR")
+            .env_remove("REACT_SEARCH_URL")
+            .env_remove("REACT_PROFILE")
+            .output()
+            .unwrap();
+        let stderr = String::from_utf8_lossy(&output.stderr).into_owned();
+        assert_eq!(output.status.code(), Some(0), "{extra:?}: {stderr}");
+        String::from_utf8(output.stdout).unwrap()
+    };
+    let expected = format!("{{\"action\":\"WebSearch[{query}]\",\"observation\":\"Pedro Sánchez\"}}\n");
+    assert_eq!(explore(&[]), expected);
+    assert_eq!(explore(&["--offline"]), expected);
+
+    let files = walk(&cache_home.join("react-docstore").join("websearch"));
+    assert_eq!(files.len(), 1, "{files:?}");
+    assert!(!std::fs::read_to_string(&files[0]).unwrap().contains(TEST_KEY));
+}
+
 #[tokio::test]
 async fn websearch_errors_never_show_the_key() {
     let server = MockServer::start().await;
