@@ -1,14 +1,15 @@
 //! The polite HTTP client and the on-disk page cache.
 //!
 //! [`Fetcher::fetch`] reads a URL's page under the caller's profile: from the body in the
-//! [`PageCache`] when it can; otherwise it makes
-//! the request — at most `max_in_flight` at once across every question, identical concurrent
-//! fetches (same URL, same profile) merged into one and run on a task of their own (a search dropped mid-request, by
-//! Ctrl-C or a cancelled question, leaves the fetch to finish and give its slot back), retried with exponential backoff on 429, 5xx and transport failures
-//! (honouring `Retry-After` up to [`HttpPolicy::max_retry_after`]; a longer one is an error that
-//! quotes it), the body read up to [`HttpPolicy::max_body_bytes`] — and caches the body once
-//! the caller's [`PageCheck`] accepts it: a page cut short is fetched again, never cached. A body
-//! is parsed once, on tokio's blocking pool: the check judges the very reading the caller gets.
+//! [`PageCache`] when it can; otherwise it makes the request — at most `max_in_flight` at once
+//! across every question, identical concurrent fetches (same URL, same profile) merged into one
+//! and run on a task of their own (a search dropped mid-request, by Ctrl-C or a cancelled
+//! question, leaves the fetch to finish and give its slot back), retried with exponential backoff
+//! on 429, 5xx and transport failures (honouring `Retry-After` up to
+//! [`HttpPolicy::max_retry_after`]; a longer one is an error that quotes it), the body read up to
+//! [`HttpPolicy::max_body_bytes`] — and caches the body once the caller's [`PageCheck`] accepts
+//! it: a page cut short is fetched again, never cached. A body is parsed once, on tokio's
+//! blocking pool: the check judges the very reading the caller gets.
 //! Offline, a cache miss is an error that names what is missing. Running out of file handles on
 //! a cache file is waited out and retried like a refused connection.
 
