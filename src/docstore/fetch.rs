@@ -1,16 +1,20 @@
 //! The polite HTTP client and the on-disk page cache.
 //!
-//! [`Fetcher::fetch`] serves a URL's body from the [`PageCache`] when it can; otherwise it makes
-//! the request — at most `max_in_flight` at once across every question, identical concurrent
-//! fetches merged into one and run on a task of their own (a search dropped mid-request, by
-//! Ctrl-C or a cancelled question, leaves the fetch to finish and give its slot back), retried with exponential backoff on 429, 5xx and transport failures
-//! (honouring `Retry-After` up to [`HttpPolicy::max_retry_after`]; a longer one is an error that
-//! quotes it), the body read up to [`HttpPolicy::max_body_bytes`] — and caches the body once
-//! the caller's [`PageCheck`] accepts it: a page cut short is fetched again, never cached.
+//! [`Fetcher::fetch`] reads a URL's page under the caller's profile: from the body in the
+//! [`PageCache`] when it can; otherwise it makes the request — at most `max_in_flight` at once
+//! across every question, identical concurrent fetches (same URL, same profile) merged into one
+//! and run on a task of their own (a search dropped mid-request, by Ctrl-C or a cancelled
+//! question, leaves the fetch to finish and give its slot back), retried with exponential backoff
+//! on 429, 5xx and transport failures (honouring `Retry-After` up to
+//! [`HttpPolicy::max_retry_after`]; a longer one is an error that quotes it), the body read up to
+//! [`HttpPolicy::max_body_bytes`] — and caches the body once the caller's [`PageCheck`] accepts
+//! it: a page cut short is fetched again, never cached. A body is parsed once, on tokio's
+//! blocking pool: the check judges the very reading the caller gets.
 //! Offline, a cache miss is an error that names what is missing. Running out of file handles on
 //! a cache file is waited out and retried like a refused connection.
 
 use std::collections::HashMap;
+use std::mem::{Discriminant, discriminant};
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
@@ -23,9 +27,12 @@ use reqwest::StatusCode;
 use serde::Deserialize;
 use tokio::sync::{Semaphore, oneshot};
 
+use super::html::parse_search_page;
+use super::page::SearchOutcome;
 use super::{DEFAULT_TIMEOUT, DocstoreConfig, DocstoreError};
 use crate::fsutil::atomic_write;
 use crate::http::{self, BodyError, LazyClient, RetryAfter, next_delay, read_body, retry_after, warn_retry};
+use crate::profile::Profile;
 
 /// How the client treats the server.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -59,13 +66,19 @@ impl Default for HttpPolicy {
     }
 }
 
-type SharedFetch = Shared<BoxFuture<'static, Result<Arc<str>, Arc<DocstoreError>>>>;
+/// A fetch under way is known by its URL and the profile that reads the page (the profile's
+/// discriminant: `Profile` itself is not `Hash`).
+type FlightKey = (String, Discriminant<Profile>);
 
-/// Whether a fetched body is the page the caller asked for (for Wikipedia: a whole search page
-/// that reads as an article, results, no results or a disambiguation page). Only bodies it
-/// accepts are cached; one it refuses (a page cut short, a proxy's error page) is fetched again,
-/// then reported as [`DocstoreError::NotAPage`]. It runs on a blocking thread: it may parse.
-pub type PageCheck = fn(&str) -> bool;
+/// A fetch several searches may wait on: the page as one profile reads it.
+type SharedFetch = Shared<BoxFuture<'static, Result<Arc<SearchOutcome>, Arc<DocstoreError>>>>;
+
+/// Whether a fetched body, as the caller's profile reads it, is the page the caller asked for
+/// (for Wikipedia: a whole search page that reads as an article, results, no results or a
+/// disambiguation page). Only bodies it accepts are cached; one it refuses (a page cut short, a
+/// proxy's error page) is fetched again, then reported as [`DocstoreError::NotAPage`]. It runs on
+/// a blocking thread, given the body and the reading the caller will get: it never parses again.
+pub type PageCheck = fn(&str, &SearchOutcome) -> bool;
 
 /// The shared HTTP client, cache and politeness limits. Cheap to clone.
 #[derive(Clone)]
@@ -80,8 +93,9 @@ struct FetcherInner {
     offline: bool,
     policy: HttpPolicy,
     permits: Semaphore,
-    in_flight: Mutex<HashMap<String, SharedFetch>>,
+    in_flight: Mutex<HashMap<FlightKey, SharedFetch>>,
     requests: AtomicU64,
+    pages_read: AtomicU64,
 }
 
 impl Fetcher {
@@ -107,6 +121,7 @@ impl Fetcher {
                 permits: Semaphore::new(config.http.max_in_flight.max(1)),
                 in_flight: Mutex::new(HashMap::new()),
                 requests: AtomicU64::new(0),
+                pages_read: AtomicU64::new(0),
             }),
         }
     }
@@ -125,11 +140,25 @@ impl Fetcher {
         self.inner.requests.load(Ordering::Relaxed)
     }
 
-    /// The body at `url`: from the cache, else fetched, checked with `check` and cached. `query`
-    /// names what was searched, for the offline error.
-    pub async fn fetch(&self, url: &str, query: &str, check: PageCheck) -> Result<Arc<str>, DocstoreError> {
+    /// How many bodies this fetcher has parsed (a cached page read, a fetched body read and
+    /// checked): one per search, whether the page came from the cache or the network (a body the
+    /// check refused, then fetched again, counts once per attempt).
+    pub fn pages_read(&self) -> u64 {
+        self.inner.pages_read.load(Ordering::Relaxed)
+    }
+
+    /// The page at `url` as `profile` reads it: from the cached body, else fetched, read once,
+    /// checked with `check` on that reading, and cached. `query` names what was searched, for the
+    /// offline error.
+    pub async fn fetch(
+        &self,
+        url: &str,
+        query: &str,
+        profile: Profile,
+        check: PageCheck,
+    ) -> Result<SearchOutcome, DocstoreError> {
         if let Some(body) = self.inner.cache.get(url).await? {
-            return Ok(body);
+            return self.inner.read_cached(url, body, profile).await;
         }
         if self.inner.offline {
             return Err(DocstoreError::NotCached {
@@ -144,7 +173,8 @@ impl Fetcher {
                 .in_flight
                 .lock()
                 .unwrap_or_else(|poison| poison.into_inner());
-            match in_flight.get(url) {
+            let key = (url.to_owned(), discriminant(&profile));
+            match in_flight.get(&key) {
                 Some(flight) => (flight.clone(), None),
                 None => {
                     let (sender, receiver) = oneshot::channel();
@@ -156,7 +186,7 @@ impl Fetcher {
                     }
                     .boxed()
                     .shared();
-                    in_flight.insert(url.to_owned(), flight.clone());
+                    in_flight.insert(key, flight.clone());
                     (flight, Some(sender))
                 }
             }
@@ -167,18 +197,21 @@ impl Fetcher {
             // on it has been dropped.
             let under_way = Flight {
                 inner: self.inner.clone(),
-                url: url.to_owned(),
+                key: (url.to_owned(), discriminant(&profile)),
             };
             tokio::spawn(async move {
-                let result = under_way.inner.fetch_and_cache(&under_way.url, check).await;
+                let url = &under_way.key.0;
+                let result = under_way.inner.fetch_and_cache(url, profile, check).await;
                 drop(under_way);
                 // Nobody may be waiting any more: the page is cached all the same.
                 let _ = sender.send(result.map_err(Arc::new));
             });
         }
-        flight
-            .await
-            .map_err(|error| Arc::try_unwrap(error).unwrap_or_else(DocstoreError::Shared))
+        match flight.await {
+            // The last search to take the page takes it whole; the others copy it.
+            Ok(outcome) => Ok(Arc::try_unwrap(outcome).unwrap_or_else(|shared| (*shared).clone())),
+            Err(error) => Err(Arc::try_unwrap(error).unwrap_or_else(DocstoreError::Shared)),
+        }
     }
 }
 
@@ -186,7 +219,7 @@ impl Fetcher {
 /// whichever way it ends (a panic or the runtime shutting down included).
 struct Flight {
     inner: Arc<FetcherInner>,
-    url: String,
+    key: FlightKey,
 }
 
 impl Drop for Flight {
@@ -195,7 +228,7 @@ impl Drop for Flight {
             .in_flight
             .lock()
             .unwrap_or_else(|poison| poison.into_inner())
-            .remove(&self.url);
+            .remove(&self.key);
     }
 }
 
@@ -250,10 +283,31 @@ impl std::fmt::Display for AttemptError {
 }
 
 impl FetcherInner {
-    async fn fetch_and_cache(&self, url: &str, check: PageCheck) -> Result<Arc<str>, DocstoreError> {
+    /// Reads a cached body (checked when it was fetched, so read, not checked). Every page is
+    /// read on tokio's blocking pool, whatever its size: a slow page never stalls the async
+    /// workers other questions run on, and the document, parsed into owned data there, never
+    /// lives across an await.
+    async fn read_cached(
+        &self,
+        url: &str,
+        body: Arc<str>,
+        profile: Profile,
+    ) -> Result<SearchOutcome, DocstoreError> {
+        self.pages_read.fetch_add(1, Ordering::Relaxed);
+        tokio::task::spawn_blocking(move || parse_search_page(&body, profile))
+            .await
+            .map_err(|error| DocstoreError::Config(format!("parsing {url} failed: {error}")))
+    }
+
+    async fn fetch_and_cache(
+        &self,
+        url: &str,
+        profile: Profile,
+        check: PageCheck,
+    ) -> Result<Arc<SearchOutcome>, DocstoreError> {
         // A flight that just landed may have cached it between our miss and this flight's start.
         if let Some(body) = self.cache.get(url).await? {
-            return Ok(body);
+            return self.read_cached(url, body, profile).await.map(Arc::new);
         }
         let attempts = AtomicUsize::new(0);
         let policy = &self.policy;
@@ -262,9 +316,9 @@ impl FetcherInner {
             .with_max_delay(policy.max_backoff)
             .with_max_times(policy.max_retries)
             .with_jitter();
-        let (bytes, body) = (|| async {
+        let (bytes, outcome) = (|| async {
             attempts.fetch_add(1, Ordering::Relaxed);
-            self.attempt(url, check).await
+            self.attempt(url, profile, check).await
         })
         .retry(backoff)
         .when(AttemptError::is_transient)
@@ -310,23 +364,32 @@ impl FetcherInner {
             }
         })?;
         self.cache.put(url, &bytes).await?;
-        Ok(body)
+        Ok(Arc::new(outcome))
     }
 
-    /// One request, holding one of the in-flight permits (not while backing off), and the check
-    /// of what it brought.
-    /// The response's bytes as they came (for the cache) and as text.
-    async fn attempt(&self, url: &str, check: PageCheck) -> Result<(Vec<u8>, Arc<str>), AttemptError> {
+    /// One request, holding one of the in-flight permits (not while backing off), then the one
+    /// reading of what it brought, under `profile`, and the check of that reading. The response's
+    /// bytes as they came (for the cache) and the page the caller gets.
+    async fn attempt(
+        &self,
+        url: &str,
+        profile: Profile,
+        check: PageCheck,
+    ) -> Result<(Vec<u8>, SearchOutcome), AttemptError> {
         let bytes = self.request(url).await?;
-        let body: Arc<str> = Arc::from(String::from_utf8_lossy(&bytes).as_ref());
+        let body = String::from_utf8_lossy(&bytes).into_owned();
         if body.trim().is_empty() {
             return Err(AttemptError::Empty);
         }
-        let checked = body.clone();
-        // A check that panics (it should not) refuses the page like one it rejects.
-        match tokio::task::spawn_blocking(move || check(&checked)).await {
-            Ok(true) => Ok((bytes, body)),
-            Ok(false) | Err(_) => Err(AttemptError::NotAPage),
+        self.pages_read.fetch_add(1, Ordering::Relaxed);
+        let read = tokio::task::spawn_blocking(move || {
+            let outcome = parse_search_page(&body, profile);
+            check(&body, &outcome).then_some(outcome)
+        });
+        // A reading or a check that panics (neither should) refuses the page like a rejection.
+        match read.await {
+            Ok(Some(outcome)) => Ok((bytes, outcome)),
+            Ok(None) | Err(_) => Err(AttemptError::NotAPage),
         }
     }
 

@@ -1,10 +1,10 @@
 //! The Wikipedia explorer: `Search[entity]` fetches `{wiki}/w/index.php?search={entity}` (through
-//! the page cache), reads the page and keeps it open for `Lookup[keyword]`.
+//! the page cache), reads the page under the explorer's profile (once: the fetcher's check sees
+//! that same reading) and keeps it open for `Lookup[keyword]`.
 
 use futures::future::BoxFuture;
 
 use super::fetch::Fetcher;
-use super::html::parse_search_page;
 use super::page::SearchOutcome;
 use super::page::{Reader, SearchStep};
 use super::{ContextParagraph, Docstore, DocstoreError, DocstoreInfo, DocstoreSource};
@@ -74,10 +74,10 @@ impl WikipediaExplorer {
         // The paper re-searches `[entity]` once when it lands on a disambiguation page.
         for depth in 0.. {
             let url = search_url(&self.wiki_url, &query, profile);
-            let body = self.fetcher.fetch(&url, &query, is_whole_search_page).await?;
-            let outcome = parse_off_the_workers(body, profile)
-                .await
-                .map_err(|error| DocstoreError::Config(format!("parsing {url} failed: {error}")))?;
+            let outcome = self
+                .fetcher
+                .fetch(&url, &query, profile, is_whole_search_page)
+                .await?;
             match self.reader.show(&query, outcome, depth) {
                 SearchStep::Shown(observation) => return Ok(observation),
                 SearchStep::SearchAgain(again) => query = again,
@@ -89,9 +89,9 @@ impl WikipediaExplorer {
 }
 
 /// What the fetcher may cache: a whole page (one that opens `<html>` also closes it — a page
-/// cut short reads as site chrome) that reads as one of the four outcomes, not as an empty
-/// article.
-fn is_whole_search_page(body: &str) -> bool {
+/// cut short reads as site chrome) that reads, under the searching profile, as one of the four
+/// outcomes, not as an empty article.
+fn is_whole_search_page(body: &str, outcome: &SearchOutcome) -> bool {
     const EDGE: usize = 4096;
     let head = &body.as_bytes()[..body.len().min(EDGE)];
     let tail = &body.trim_end().as_bytes()[body.trim_end().len().saturating_sub(EDGE)..];
@@ -103,20 +103,10 @@ fn is_whole_search_page(body: &str) -> bool {
     if contains(head, b"<html") && !contains(tail, b"</html") {
         return false;
     }
-    match parse_search_page(body, Profile::Default) {
+    match outcome {
         SearchOutcome::Article(page) => !page.title.is_empty() || !page.paragraphs.is_empty(),
         SearchOutcome::Results(_) | SearchOutcome::NoResults | SearchOutcome::Disambiguation { .. } => true,
     }
-}
-
-/// Reads a page on tokio's blocking pool, whatever its size: a slow page never stalls the async
-/// workers other questions run on. The document is parsed into owned data there, so none lives
-/// across an await.
-async fn parse_off_the_workers(
-    body: impl AsRef<str> + Send + 'static,
-    profile: Profile,
-) -> Result<SearchOutcome, tokio::task::JoinError> {
-    tokio::task::spawn_blocking(move || parse_search_page(body.as_ref(), profile)).await
 }
 
 impl Docstore for WikipediaExplorer {

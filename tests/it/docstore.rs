@@ -316,6 +316,87 @@ async fn identical_concurrent_searches_make_one_request() {
     }
 }
 
+/// A page is read once per search, under the searching profile: a fresh page's one reading is
+/// what the fetcher's check judges and what the search shows (a second parse, for the check or
+/// for the caller, would count in `pages_read`); a cached page is read once; a fresh page that
+/// several searches wait on is fetched and read once for all of them.
+#[tokio::test]
+async fn a_fresh_page_is_parsed_once() {
+    use react_docstore::docstore::{Fetcher, WikipediaSource};
+    let server = MockServer::start().await;
+    Mock::given(method("GET"))
+        .and(query_param("search", "Colorado orogeny"))
+        .respond_with(
+            ResponseTemplate::new(200).set_body_raw(wikipedia_page("colorado_orogeny_hit.html"), HTML),
+        )
+        .mount(&server)
+        .await;
+    Mock::given(method("GET"))
+        .and(query_param("search", "Colorado orogenyy"))
+        .respond_with(
+            ResponseTemplate::new(200)
+                .set_body_raw(wikipedia_page("colorado_orogenyy_similar.html"), HTML)
+                .set_delay(Duration::from_millis(300)),
+        )
+        .mount(&server)
+        .await;
+    for profile in [Profile::Paper, Profile::Default] {
+        let cache = tempfile::tempdir().unwrap();
+        let fetcher = Fetcher::new(&config(&server, cache.path(), profile));
+        let source = WikipediaSource::new(fetcher.clone(), server.uri(), profile);
+        let counts = || (fetcher.requests_sent(), fetcher.pages_read());
+
+        let fresh = source.explorer().search("Colorado orogeny").await.unwrap();
+        assert_eq!(counts(), (1, 1), "{profile}: a fresh page");
+        let cached = source.explorer().search("Colorado orogeny").await.unwrap();
+        assert_eq!(cached, fresh);
+        assert_eq!(counts(), (1, 2), "{profile}: the same page from the cache");
+
+        let searches = (0..8).map(|_| {
+            let mut explorer = source.explorer();
+            async move { explorer.search("Colorado orogenyy").await.unwrap() }
+        });
+        let observations = futures::future::join_all(searches).await;
+        assert!(observations[0].starts_with("Could not find Colorado orogenyy. Similar: "));
+        assert!(
+            observations
+                .iter()
+                .all(|observation| *observation == observations[0])
+        );
+        assert_eq!(counts(), (2, 3), "{profile}: eight searches waiting on one page");
+    }
+}
+
+/// Searches of one URL under both profiles at once are two fetches (keyed by URL and profile),
+/// each read by its own profile's reader: neither gets the other's reading.
+#[tokio::test]
+async fn one_url_searched_under_both_profiles_at_once_reads_each_its_own_way() {
+    let server = MockServer::start().await;
+    Mock::given(method("GET"))
+        .respond_with(
+            ResponseTemplate::new(200)
+                .set_body_raw(wikipedia_page("colorado_orogeny_hit.html"), HTML)
+                .set_delay(Duration::from_millis(300)),
+        )
+        .mount(&server)
+        .await;
+    let cache = tempfile::tempdir().unwrap();
+    let sources = config(&server, cache.path(), Profile::Default)
+        .open_sources()
+        .unwrap();
+    let search = |profile| {
+        let mut explorer = sources.get(profile).open(&[]);
+        async move { explorer.search("Colorado orogeny").await.unwrap() }
+    };
+    let (paper, default) = futures::join!(search(Profile::Paper), search(Profile::Default));
+    assert_eq!(paper, HIT_OBS);
+    assert!(
+        default.starts_with("The Colorado orogeny was an episode of mountain building"),
+        "{default}"
+    );
+    assert_ne!(paper, default);
+}
+
 #[tokio::test]
 async fn requests_in_flight_are_limited() {
     let server = MockServer::start().await;
@@ -507,7 +588,21 @@ async fn odd_bodies_give_an_observation_or_a_clear_error() {
         }
         let malformed = docstore.search("malformed").await.unwrap();
         assert!(malformed.contains("Broken markup"), "{malformed}");
-        docstore.search("binary").await.unwrap();
+        // No text to speak of: the `default` reader keeps its one paragraph; the `paper` reader,
+        // which keeps only blocks of three words or more, reads an empty article with no title,
+        // which is not a page (the check judges the searching profile's own reading).
+        match profile {
+            Profile::Paper => {
+                let error = docstore.search("binary").await.unwrap_err();
+                assert!(
+                    matches!(error, DocstoreError::NotAPage { attempts: 3, .. }),
+                    "{error:?}"
+                );
+            }
+            Profile::Default => {
+                docstore.search("binary").await.unwrap();
+            }
+        }
         let huge = docstore.search("huge").await.unwrap();
         assert!(
             huge.starts_with("The quick brown fox jumps over the lazy dog."),
