@@ -7,7 +7,7 @@ use std::str::FromStr;
 ///
 /// `Paper` reproduces the ReAct repository (`hotpotqa.ipynb`, `wikienv.py`) byte for byte,
 /// defects included; `Default` keeps the same strings and prompt shape but fixes them.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, serde::Serialize, serde::Deserialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default, serde::Serialize, serde::Deserialize)]
 #[serde(rename_all = "lowercase")]
 pub enum Profile {
     Paper,

@@ -14,7 +14,6 @@
 //! a cache file is waited out and retried like a refused connection.
 
 use std::collections::HashMap;
-use std::mem::{Discriminant, discriminant};
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
@@ -66,9 +65,8 @@ impl Default for HttpPolicy {
     }
 }
 
-/// A fetch under way is known by its URL and the profile that reads the page (the profile's
-/// discriminant: `Profile` itself is not `Hash`).
-type FlightKey = (String, Discriminant<Profile>);
+/// A fetch under way is known by its URL and the profile that reads the page.
+type FlightKey = (String, Profile);
 
 /// A fetch several searches may wait on: the page as one profile reads it.
 type SharedFetch = Shared<BoxFuture<'static, Result<Arc<SearchOutcome>, Arc<DocstoreError>>>>;
@@ -173,7 +171,7 @@ impl Fetcher {
                 .in_flight
                 .lock()
                 .unwrap_or_else(|poison| poison.into_inner());
-            let key = (url.to_owned(), discriminant(&profile));
+            let key = (url.to_owned(), profile);
             match in_flight.get(&key) {
                 Some(flight) => (flight.clone(), None),
                 None => {
@@ -197,7 +195,7 @@ impl Fetcher {
             // on it has been dropped.
             let under_way = Flight {
                 inner: self.inner.clone(),
-                key: (url.to_owned(), discriminant(&profile)),
+                key: (url.to_owned(), profile),
             };
             tokio::spawn(async move {
                 let url = &under_way.key.0;
