@@ -16,7 +16,7 @@ fn context() -> Vec<ContextParagraph> {
     context_paragraphs(&records[0]["context"]).unwrap()
 }
 
-fn explorer(profile: Profile) -> IndexExplorer {
+fn explorer(profile: Profile) -> ContextExplorer {
     DistractorSource::new(profile).explorer(&context()).unwrap()
 }
 
