@@ -60,14 +60,14 @@ impl Field {
                     continue;
                 }
                 tokens += 1;
-                if !self.postings.contains_key(&token.text) {
-                    self.postings.insert(token.text.clone(), Vec::new());
-                }
-                // invariant: inserted just above when missing
-                let pages = self.postings.get_mut(&token.text).expect("the word's entry");
-                match pages.last_mut() {
-                    Some((last, count)) if *last == page_idx => *count += 1,
-                    _ => pages.push((page_idx, 1)),
+                match self.postings.get_mut(&token.text) {
+                    Some(pages) => match pages.last_mut() {
+                        Some((last, count)) if *last == page_idx => *count += 1,
+                        _ => pages.push((page_idx, 1)),
+                    },
+                    None => {
+                        self.postings.insert(token.text.clone(), vec![(page_idx, 1)]);
+                    }
                 }
             }
         }
