@@ -4,15 +4,23 @@
 //!
 //! `cargo run --release --example bench_eval` (figures in README.md); with `-- --index DIR`, the
 //! 100-question run is repeated with every search going to the offline index at `DIR` (built by
-//! `index build`, e.g. from `examples/gen_wiki.rs`'s corpus).
+//! `index build`, e.g. from `examples/gen_wiki.rs`'s corpus); with `-- --distractor`, the 100 real
+//! HotpotQA questions of `fixtures/docstore/hotpotqa-distractor-100.json` are evaluated over
+//! `--docstore distractor` (each question searching its own ten paragraphs: an exact title, a
+//! title with a letter dropped, a Lookup), after timing how long a question's paragraphs take to
+//! open. Every run prints the load average beside its figures.
 
-use std::path::Path;
+use std::collections::HashMap;
+use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use futures::future::BoxFuture;
 use react_docstore::Profile;
-use react_docstore::docstore::{ContextParagraph, Docstore, DocstoreError, DocstoreSource, IndexSource};
+use react_docstore::docstore::corpus::context_paragraphs;
+use react_docstore::docstore::{
+    ContextParagraph, DistractorSource, Docstore, DocstoreError, DocstoreSource, IndexSource,
+};
 use react_docstore::eval::{self, Contexts, EvalConfig, EvalServices, Progress, Resume, Selection};
 use react_docstore::llm::{Api, OpenAiClient, OpenAiConfig};
 use react_docstore::tool::Toolbox;
@@ -23,9 +31,20 @@ use wiremock::{Mock, MockServer, Request, Respond, ResponseTemplate};
 const LATENCY: Duration = Duration::from_millis(200);
 const STEPS_PER_QUESTION: usize = 4;
 
-/// A local OpenAI-compatible server (`/v1/completions`): searches for three steps, finishes on
-/// the fourth; every answer leaves after `LATENCY`.
-struct SlowModel;
+const DISTRACTOR_QUESTIONS: &str = "fixtures/docstore/hotpotqa-distractor-100.json";
+
+/// A local OpenAI-compatible server (`/v1/completions`): three actions, then `Finish` on the
+/// fourth step; every answer leaves after `LATENCY`. Without scripts the actions are
+/// `Search[Entity {step}]`; with them, the question's own (found by its text in the prompt).
+struct SlowModel {
+    scripts: HashMap<String, Script>,
+}
+
+/// What the model does for one question: its three actions, then its answer.
+struct Script {
+    actions: [String; STEPS_PER_QUESTION - 1],
+    answer: String,
+}
 
 impl Respond for SlowModel {
     fn respond(&self, request: &Request) -> ResponseTemplate {
@@ -36,10 +55,23 @@ impl Respond for SlowModel {
             .rsplit_once("Thought ")
             .and_then(|(_, rest)| rest.trim_end_matches(':').parse().ok())
             .unwrap_or(1);
-        let text = if step < STEPS_PER_QUESTION {
-            format!(" I should look up part {step}.\nAction {step}: Search[Entity {step}]")
-        } else {
-            format!(" I know it now.\nAction {step}: Finish[answer]")
+        let question = prompt
+            .rsplit_once("\nQuestion: ")
+            .and_then(|(_, rest)| rest.split_once('\n'))
+            .map_or("", |(question, _)| question);
+        let script = self.scripts.get(question);
+        let text = match script {
+            Some(script) if step < STEPS_PER_QUESTION => {
+                format!(
+                    " I should look it up.\nAction {step}: {}",
+                    script.actions[step - 1]
+                )
+            }
+            Some(script) => format!(" I know it now.\nAction {step}: Finish[{}]", script.answer),
+            None if step < STEPS_PER_QUESTION => {
+                format!(" I should look up part {step}.\nAction {step}: Search[Entity {step}]")
+            }
+            None => format!(" I know it now.\nAction {step}: Finish[answer]"),
         };
         ResponseTemplate::new(200)
             .set_body_json(serde_json::json!({
@@ -51,11 +83,11 @@ impl Respond for SlowModel {
     }
 }
 
-async fn slow_model_server() -> MockServer {
+async fn slow_model_server(scripts: HashMap<String, Script>) -> MockServer {
     let server = MockServer::builder().disable_request_recording().start().await;
     Mock::given(method("POST"))
         .and(path("/v1/completions"))
-        .respond_with(SlowModel)
+        .respond_with(SlowModel { scripts })
         .mount(&server)
         .await;
     server
@@ -80,35 +112,43 @@ impl Docstore for InstantDocstore {
     }
 }
 
-fn write_questions(path: &Path, n_questions: usize) {
+/// Writes `n_questions` questions without context paragraphs.
+fn write_questions(dir: &Path, n_questions: usize) -> PathBuf {
+    let path = dir.join(format!("q{n_questions}.json"));
     let questions: Vec<serde_json::Value> = (0..n_questions)
         .map(|idx| {
             serde_json::json!({"question": format!("Question number {idx}?"), "answer": "answer", "type": "bridge"})
         })
         .collect();
-    std::fs::write(path, serde_json::to_string(&questions).unwrap()).unwrap();
+    std::fs::write(&path, serde_json::to_string(&questions).unwrap()).unwrap();
+    path
 }
 
-/// Evaluates `n_questions` fresh questions `concurrency` at a time; returns the wall time.
+/// Evaluates every question of `questions` `concurrency` at a time, from a fresh results file;
+/// returns the wall time.
 async fn time_run(
     dir: &Path,
     model: &MockServer,
     docstore: Arc<dyn DocstoreSource>,
+    questions: &Path,
+    contexts: Contexts,
     n_questions: usize,
     concurrency: usize,
 ) -> Duration {
-    let name = format!("q{n_questions}-c{concurrency}");
-    let questions = dir.join(format!("{name}.json"));
-    write_questions(&questions, n_questions);
+    let stem = questions
+        .file_stem()
+        .and_then(|stem| stem.to_str())
+        .unwrap_or("questions");
+    let results = dir.join(format!("{stem}-c{concurrency}.results.jsonl"));
     let config = EvalConfig {
-        questions,
+        questions: questions.to_owned(),
         selection: Selection::default(),
-        contexts: Contexts::Unused,
+        contexts,
         profile: Profile::Default,
         max_steps: 7,
         fewshot: None,
         concurrency,
-        results: dir.join(format!("{name}.results.jsonl")),
+        results,
         resume: Resume::SkipDone,
         progress: Progress::Hidden,
         log: LogOutput::stderr(),
@@ -149,63 +189,153 @@ fn peak_rss_mb() -> f64 {
         .map_or(f64::NAN, |kb| kb / 1024.0)
 }
 
+/// The load average (1, 5, 15 minutes), to print beside a figure.
+fn load_average() -> String {
+    let loadavg = std::fs::read_to_string("/proc/loadavg").unwrap_or_default();
+    let fields: Vec<&str> = loadavg.split_whitespace().take(3).collect();
+    format!("load average {}", fields.join(", "))
+}
+
+/// The real questions of the distractor setting, each with a script: its first paragraph's
+/// title searched exactly, its second's with a letter dropped (a miss, so the ranked search),
+/// then a Lookup of the first title's last word; the gold answer.
+fn distractor_scripts(questions: &Path) -> (Vec<Vec<ContextParagraph>>, HashMap<String, Script>) {
+    let records: Vec<serde_json::Value> =
+        serde_json::from_str(&std::fs::read_to_string(questions).expect("the distractor questions"))
+            .expect("a JSON array of questions");
+    let mut contexts = Vec::new();
+    let mut scripts = HashMap::new();
+    for record in &records {
+        let context = context_paragraphs(&record["context"]).expect("a HotpotQA context");
+        let first = &context[0].title;
+        let mut typo: Vec<char> = context[1].title.chars().collect();
+        typo.remove(typo.len() / 2);
+        let typo: String = typo.into_iter().collect();
+        let last_word = first.split_whitespace().last().unwrap_or(first);
+        let actions = [
+            format!("Search[{first}]"),
+            format!("Search[{typo}]"),
+            format!("Lookup[{last_word}]"),
+        ];
+        let question = record["question"].as_str().expect("a question").to_owned();
+        let answer = record["answer"].as_str().expect("an answer").to_owned();
+        scripts.insert(question, Script { actions, answer });
+        contexts.push(context);
+    }
+    (contexts, scripts)
+}
+
+/// Opens every context `rounds` times over; prints the mean, median and 99th percentile of one
+/// question's open.
+fn time_opens(contexts: &[Vec<ContextParagraph>], rounds: usize) {
+    let source = DistractorSource::new(Profile::Default);
+    for context in contexts {
+        std::hint::black_box(source.open(context));
+    }
+    let mut times: Vec<Duration> = Vec::with_capacity(rounds * contexts.len());
+    for _ in 0..rounds {
+        for context in contexts {
+            let started = Instant::now();
+            std::hint::black_box(source.open(std::hint::black_box(context)));
+            times.push(started.elapsed());
+        }
+    }
+    times.sort();
+    let mean = times.iter().sum::<Duration>() / times.len() as u32;
+    let ms = |duration: Duration| duration.as_secs_f64() * 1e3;
+    println!(
+        "opening a question's {} paragraphs (distractor, {} opens): mean {:.3} ms, median {:.3} ms, p99 {:.3} ms; {}",
+        contexts[0].len(),
+        times.len(),
+        ms(mean),
+        ms(times[times.len() / 2]),
+        ms(times[times.len() * 99 / 100]),
+        load_average()
+    );
+}
+
+enum Mode {
+    /// An instant docstore: the agent's own overhead.
+    Instant,
+    /// Every search to the offline index at this directory.
+    Index(PathBuf),
+    /// Each question over its own context paragraphs.
+    Distractor,
+}
+
 fn main() {
-    let index = match std::env::args().skip(1).collect::<Vec<_>>().as_slice() {
-        [] => None,
-        [flag, dir] if flag == "--index" => Some(std::path::PathBuf::from(dir)),
+    let mode = match std::env::args().skip(1).collect::<Vec<_>>().as_slice() {
+        [] => Mode::Instant,
+        [flag, dir] if flag == "--index" => Mode::Index(PathBuf::from(dir)),
+        [flag] if flag == "--distractor" => Mode::Distractor,
         _ => {
-            eprintln!("usage: bench_eval [--index DIR]");
+            eprintln!("usage: bench_eval [--index DIR | --distractor]");
             std::process::exit(2);
         }
     };
     let runtime = tokio::runtime::Runtime::new().unwrap();
     let dir = tempfile::tempdir().unwrap();
-    runtime.block_on(async {
-        let model = slow_model_server().await;
-        let (n, concurrency) = (100, 25);
-        if let Some(index) = index {
-            let source = IndexSource::open(&index, Profile::Default).expect("the index opens");
-            let elapsed = time_run(dir.path(), &model, Arc::new(source), n, concurrency).await;
-            let ideal = ideal_makespan(n, concurrency);
-            println!(
-                "{n} questions x {STEPS_PER_QUESTION} steps over the index {}, {}ms per call, --concurrency {concurrency}: {:.3} s (ideal {:.1} s, {:.3}x); peak memory (VmHWM) {:.1} MB",
-                index.display(),
-                LATENCY.as_millis(),
-                elapsed.as_secs_f64(),
-                ideal.as_secs_f64(),
-                elapsed.as_secs_f64() / ideal.as_secs_f64(),
-                peak_rss_mb()
-            );
-            return;
-        }
-        let elapsed = time_run(dir.path(), &model, Arc::new(InstantDocstore), n, concurrency).await;
-        let ideal = ideal_makespan(n, concurrency);
+    let (n, concurrency) = (100, 25);
+    let ideal = ideal_makespan(n, concurrency);
+    let report = |label: &str, elapsed: Duration| {
         println!(
-            "{n} questions x {STEPS_PER_QUESTION} steps, {}ms per call, --concurrency {concurrency}: {:.3} s (ideal {:.1} s, {:.3}x)",
+            "{n} questions x {STEPS_PER_QUESTION} steps{label}, {}ms per call, --concurrency {concurrency}: {:.3} s (ideal {:.1} s, {:.3}x); peak memory (VmHWM) {:.1} MB; {}",
             LATENCY.as_millis(),
             elapsed.as_secs_f64(),
             ideal.as_secs_f64(),
-            elapsed.as_secs_f64() / ideal.as_secs_f64()
+            elapsed.as_secs_f64() / ideal.as_secs_f64(),
+            peak_rss_mb(),
+            load_average()
         );
+    };
+    match mode {
+        Mode::Index(index) => runtime.block_on(async {
+            let model = slow_model_server(HashMap::new()).await;
+            let source = IndexSource::open(&index, Profile::Default).expect("the index opens");
+            let questions = write_questions(dir.path(), n);
+            let elapsed = time_run(dir.path(), &model, Arc::new(source), &questions, Contexts::Unused, n, concurrency).await;
+            report(&format!(" over the index {}", index.display()), elapsed);
+        }),
+        Mode::Distractor => {
+            let questions = Path::new(env!("CARGO_MANIFEST_DIR")).join(DISTRACTOR_QUESTIONS);
+            let (contexts, scripts) = distractor_scripts(&questions);
+            assert_eq!(contexts.len(), n);
+            time_opens(&contexts, 10);
+            runtime.block_on(async {
+                let model = slow_model_server(scripts).await;
+                let source = Arc::new(DistractorSource::new(Profile::Default));
+                let elapsed = time_run(dir.path(), &model, source, &questions, Contexts::Required, n, concurrency).await;
+                report(" over --docstore distractor (HotpotQA's contexts)", elapsed);
+            });
+        }
+        Mode::Instant => runtime.block_on(async {
+            let model = slow_model_server(HashMap::new()).await;
+            let questions = write_questions(dir.path(), n);
+            let elapsed = time_run(dir.path(), &model, Arc::new(InstantDocstore), &questions, Contexts::Unused, n, concurrency).await;
+            report("", elapsed);
 
-        let n_sequential = 5;
-        let elapsed = time_run(dir.path(), &model, Arc::new(InstantDocstore), n_sequential, 1).await;
-        let per_question = elapsed.as_secs_f64() / n_sequential as f64;
-        println!(
-            "{n_sequential} questions, --concurrency 1: {:.3} s, {:.3} s a question -> {:.1} s for {n} questions (extrapolated; ideal {:.1} s)",
-            elapsed.as_secs_f64(),
-            per_question,
-            per_question * n as f64,
-            ideal_makespan(n, 1).as_secs_f64()
-        );
+            let n_sequential = 5;
+            let questions = write_questions(dir.path(), n_sequential);
+            let elapsed = time_run(dir.path(), &model, Arc::new(InstantDocstore), &questions, Contexts::Unused, n_sequential, 1).await;
+            let per_question = elapsed.as_secs_f64() / n_sequential as f64;
+            println!(
+                "{n_sequential} questions, --concurrency 1: {:.3} s, {:.3} s a question -> {:.1} s for {n} questions (extrapolated; ideal {:.1} s)",
+                elapsed.as_secs_f64(),
+                per_question,
+                per_question * n as f64,
+                ideal_makespan(n, 1).as_secs_f64()
+            );
 
-        let (n_large, concurrency_large) = (500, 100);
-        let elapsed = time_run(dir.path(), &model, Arc::new(InstantDocstore), n_large, concurrency_large).await;
-        println!(
-            "{n_large} questions, --concurrency {concurrency_large}: {:.3} s (ideal {:.1} s); peak memory of the process (VmHWM) {:.1} MB",
-            elapsed.as_secs_f64(),
-            ideal_makespan(n_large, concurrency_large).as_secs_f64(),
-            peak_rss_mb()
-        );
-    });
+            let (n_large, concurrency_large) = (500, 100);
+            let questions = write_questions(dir.path(), n_large);
+            let elapsed = time_run(dir.path(), &model, Arc::new(InstantDocstore), &questions, Contexts::Unused, n_large, concurrency_large).await;
+            println!(
+                "{n_large} questions, --concurrency {concurrency_large}: {:.3} s (ideal {:.1} s); peak memory of the process (VmHWM) {:.1} MB; {}",
+                elapsed.as_secs_f64(),
+                ideal_makespan(n_large, concurrency_large).as_secs_f64(),
+                peak_rss_mb(),
+                load_average()
+            );
+        }),
+    }
 }

@@ -1,15 +1,19 @@
 //! The small offline docstores: a fixed set of pages instead of Wikipedia, searched like the
-//! offline Wikipedia ([`super::index`]) from an index in memory, so an evaluation needs no network.
+//! offline Wikipedia ([`super::index`]), so an evaluation needs no network.
 //!
-//! - [`DistractorSource`]: each question's own context paragraphs (HotpotQA's distractor setting).
+//! - [`DistractorSource`]: each question's own context paragraphs (HotpotQA's distractor setting),
+//!   searched by a [`ContextIndex`]: `PageIndex`'s search computed straight from ten pages, with
+//!   no tantivy index to build per question.
 //! - [`CorpusSource`]: the pages of a file — JSON Lines `{"title", "text"}` (or `"sentences"`), or
-//!   the contexts of a HotpotQA file (official, Hugging Face or JSON Lines), pooled.
+//!   the contexts of a HotpotQA file (official, Hugging Face or JSON Lines), pooled, in an
+//!   in-memory `PageIndex`.
 //!
 //! `Search[entity]` opens the page whose title matches (ignoring case, then punctuation);
 //! otherwise it answers `Could not find X. Similar: [...]` with the titles most like the entity.
 //! `Lookup` has the same cursor as on Wikipedia.
 
 use std::collections::HashSet;
+use std::convert::Infallible;
 use std::path::Path;
 use std::sync::Arc;
 
@@ -17,8 +21,12 @@ use serde_json::Value;
 
 use super::index::title::title_key;
 use super::index::{IndexExplorer, IndexSource, IndexedPage, PageIndex};
+
+mod context_index;
+
 use super::{ContextParagraph, Docstore, DocstoreError, DocstoreInfo, DocstoreSource};
 use crate::profile::Profile;
+pub use context_index::{ContextExplorer, ContextHit, ContextIndex};
 
 /// A question's context paragraphs, each a page.
 pub fn context_pages(context: &[ContextParagraph]) -> Vec<IndexedPage> {
@@ -179,19 +187,19 @@ impl DistractorSource {
         DistractorSource { profile }
     }
 
-    /// The explorer over `context`'s paragraphs.
-    pub fn explorer(&self, context: &[ContextParagraph]) -> Result<IndexExplorer, DocstoreError> {
-        let index = PageIndex::in_memory(context_pages(context), "distractor")?;
-        Ok(IndexExplorer::new(Arc::new(index), self.profile))
+    /// The explorer over `context`'s paragraphs: built in microseconds, it cannot fail.
+    pub fn explorer(&self, context: &[ContextParagraph]) -> Result<ContextExplorer, Infallible> {
+        Ok(ContextExplorer::new(
+            ContextIndex::new(context_pages(context)),
+            self.profile,
+        ))
     }
 }
 
 impl DocstoreSource for DistractorSource {
     fn open(&self, context: &[ContextParagraph]) -> Box<dyn Docstore> {
-        match self.explorer(context) {
-            Ok(explorer) => Box::new(explorer),
-            Err(error) => Box::new(FailedDocstore(Arc::new(error))),
-        }
+        let Ok(explorer) = self.explorer(context);
+        Box::new(explorer)
     }
 
     /// Every question has its own pages: no snapshot.
@@ -200,23 +208,6 @@ impl DocstoreSource for DistractorSource {
             kind: "distractor".to_owned(),
             snapshot: None,
         }
-    }
-}
-
-/// An explorer that could not be built: every search reports why (an error of that question).
-struct FailedDocstore(Arc<DocstoreError>);
-
-impl Docstore for FailedDocstore {
-    fn search<'a>(
-        &'a mut self,
-        _entity: &'a str,
-    ) -> futures::future::BoxFuture<'a, Result<String, DocstoreError>> {
-        let error = DocstoreError::Shared(self.0.clone());
-        Box::pin(async move { Err(error) })
-    }
-
-    fn lookup(&mut self, _keyword: &str) -> String {
-        super::page::NO_PAGE.to_owned()
     }
 }
 

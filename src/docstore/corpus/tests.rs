@@ -16,7 +16,7 @@ fn context() -> Vec<ContextParagraph> {
     context_paragraphs(&records[0]["context"]).unwrap()
 }
 
-fn explorer(profile: Profile) -> IndexExplorer {
+fn explorer(profile: Profile) -> ContextExplorer {
     DistractorSource::new(profile).explorer(&context()).unwrap()
 }
 
@@ -192,4 +192,52 @@ fn corpus_errors_name_the_file_and_the_record() {
         error.to_string(),
         format!("cannot read the corpus {}", missing.display())
     );
+}
+
+/// Every question of the 100-question sample, searched the ways a model searches (exact, case,
+/// punctuation, a dropped letter, a word of the text, a miss) and looked up: the observations
+/// (cut at 120 characters), as the distractor docstore gave them when it was first pinned.
+#[test]
+fn observations_over_a_hundred_real_contexts() {
+    let records: Vec<Value> =
+        serde_json::from_str(&std::fs::read_to_string(fixture("hotpotqa-distractor-100.json")).unwrap())
+            .unwrap();
+    let cut = |observation: String| match observation.char_indices().nth(120) {
+        Some((end, _)) => format!("{}…", &observation[..end]),
+        None => observation,
+    };
+    let mut transcript = String::new();
+    for (idx, record) in records.iter().enumerate() {
+        let context = context_paragraphs(&record["context"]).unwrap();
+        let title = |n: usize| context[n % context.len()].title.clone();
+        let mut typo: Vec<char> = title(3).chars().collect();
+        typo.remove(typo.len() / 2);
+        let text_word = context[4 % context.len()].sentences[0]
+            .split_whitespace()
+            .max_by_key(|word| word.len())
+            .unwrap_or("word")
+            .to_owned();
+        let searches = [
+            title(0),
+            title(1).to_lowercase(),
+            format!("\"{}.\"", title(2)),
+            typo.into_iter().collect(),
+            text_word,
+            format!("{} Zyzzogeton", title(5).split_whitespace().next().unwrap_or("")),
+        ];
+        transcript.push_str(&format!("# {idx}\n"));
+        let mut explorer = DistractorSource::new(Profile::Default)
+            .explorer(&context)
+            .unwrap();
+        for entity in searches {
+            let observation = cut(explorer.search_now(&entity).unwrap());
+            transcript.push_str(&format!("Search[{entity}] {observation}\n"));
+        }
+        explorer.search_now(&title(0)).unwrap();
+        let keyword = title(0).split_whitespace().last().unwrap_or("x").to_owned();
+        transcript.push_str(&format!("Lookup[{keyword}] {}\n", cut(explorer.lookup(&keyword))));
+    }
+    let mut settings = insta::Settings::clone_current();
+    settings.set_snapshot_path(concat!(env!("CARGO_MANIFEST_DIR"), "/tests/snapshots"));
+    settings.bind(|| insta::assert_snapshot!(transcript));
 }
