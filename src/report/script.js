@@ -43,7 +43,7 @@
 
   // Columns: id, question, gold, then per file: answer, EM, F1, steps, stop.
   var columns = [
-    { key: 'id', title: 'id', width: '110px', value: function (q) { return q.id; } },
+    { key: 'id', title: 'id', width: '104px', value: function (q) { return q.id; } },
     { key: 'question', title: 'question', width: 'minmax(200px, 3fr)', value: function (q) { return q.question; } },
     { key: 'gold', title: 'gold', width: 'minmax(80px, 1fr)', value: function (q) { return q.gold; } }
   ];
@@ -52,9 +52,9 @@
     var run = function (q) { return q.runs[idx]; };
     columns.push(
       { key: 'answer' + idx, title: prefix + 'answer', width: 'minmax(80px, 1.2fr)', value: function (q) { var r = run(q); return r ? (r.answer || '') : ''; }, cls: function (q) { return status(run(q)); } },
-      { key: 'em' + idx, title: prefix + 'EM', width: '52px', numeric: true, value: function (q) { var r = run(q); return r ? r.em : -1; }, show: function (q) { var r = run(q); return r ? String(r.em) : '—'; } },
+      { key: 'em' + idx, title: prefix + 'EM', width: '60px', numeric: true, value: function (q) { var r = run(q); return r ? r.em : -1; }, show: function (q) { var r = run(q); return r ? String(r.em) : '—'; } },
       { key: 'f1' + idx, title: prefix + 'F1', width: '60px', numeric: true, value: function (q) { var r = run(q); return r ? r.f1 : -1; }, show: function (q) { var r = run(q); return r ? r.f1.toFixed(2) : '—'; } },
-      { key: 'steps' + idx, title: prefix + 'steps', width: '72px', numeric: true, value: function (q) { var r = run(q); return r ? r.steps.length : -1; }, show: function (q) { var r = run(q); return r ? String(r.steps.length) : '—'; } },
+      { key: 'steps' + idx, title: prefix + 'steps', width: '84px', numeric: true, value: function (q) { var r = run(q); return r ? r.steps.length : -1; }, show: function (q) { var r = run(q); return r ? String(r.steps.length) : '—'; } },
       { key: 'stop' + idx, title: prefix + 'stop', width: '118px', value: function (q) { var r = run(q); return r ? r.stop : ''; } }
     );
   });
