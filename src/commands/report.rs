@@ -31,12 +31,19 @@ pub fn run(args: ReportArgs) -> anyhow::Result<ExitCode> {
         out: args.out,
         seed: args.seed,
     })?;
+    let questions = match written.questions {
+        1 => "1 question".to_owned(),
+        n => format!("{n} questions"),
+    };
+    let size = if written.bytes < 1_000_000 {
+        format!("{:.0} kB", written.bytes as f64 / 1e3)
+    } else {
+        format!("{:.1} MB", written.bytes as f64 / 1e6)
+    };
     writeln!(
         output::stdout(),
-        "report         {} ({} questions, {:.1} MB)",
-        written.path.display(),
-        written.questions,
-        written.bytes as f64 / 1e6
+        "report         {} ({questions}, {size})",
+        written.path.display()
     )?;
     Ok(ExitCode::SUCCESS)
 }
