@@ -183,6 +183,15 @@ const SELF_TEST: &str = r#"<script>
       set('file', '1', 'change');
       out.b_max_steps = rows().map(function (row) { return row.children[row.children.length - 1].textContent; });
       set('stop', '', 'change');
+      set('file', '0', 'change');
+      document.querySelector('#table-head button[data-key="steps0"]').click();
+      document.querySelector('#table-head button[data-key="steps0"]').click();
+      out.sorted_steps = rows().map(function (row) { return Number(row.children[6].textContent); });
+      var body = document.getElementById('table-body');
+      body.scrollTop = body.scrollHeight;
+      window.dispatchEvent(new Event('resize'));
+      out.last_rows = rows().map(function (row) { return Number(row.style.top.replace('px', '')); });
+      out.row_height = rows()[0].getBoundingClientRect().height;
       set('search', HOSTILE_ID, 'input');
       await wait(400);
       var found = rows();
@@ -328,6 +337,34 @@ fn report_works_in_headless_chromium() {
         .count();
     assert_eq!(stops.len(), budget_3.min(n_rows as usize));
     assert!(stops.iter().all(|stop| stop == "max_steps"));
+    // Sorted by A's steps, descending (two clicks); scrolled to the end, the last rows are drawn.
+    let sorted: Vec<u64> = seen["sorted_steps"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|n| n.as_u64().unwrap())
+        .collect();
+    assert!(
+        !sorted.is_empty() && sorted.windows(2).all(|pair| pair[0] >= pair[1]),
+        "{sorted:?}"
+    );
+    let most_steps = read_lines(&a)
+        .iter()
+        .map(|run| run["steps"].as_array().unwrap().len() as u64)
+        .max();
+    assert_eq!(sorted.first().copied(), most_steps);
+    let tops: Vec<f64> = seen["last_rows"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|top| top.as_f64().unwrap())
+        .collect();
+    let row_height = seen["row_height"].as_f64().unwrap();
+    assert!(
+        tops.contains(&(99.0 * row_height)),
+        "last row not drawn: {tops:?}"
+    );
+    assert!((tops.len() as u64) < 100, "{} rows drawn", tops.len());
     // Search, then a click: both trajectories, hostile text shown as text, the gold marked.
     assert_eq!(seen["search_rows"], 1);
     assert!(
