@@ -43,6 +43,9 @@ pub mod metrics;
 
 pub mod eval;
 
+pub mod compare;
+pub mod report;
+
 pub use action::{Action, ActionError, ActionGrammar};
 pub use agent::{Agent, Episode, StepEvent};
 pub use profile::Profile;

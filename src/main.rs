@@ -11,7 +11,7 @@ use clap::{Parser, Subcommand};
 use react_docstore::output;
 use react_docstore::trace::{Color, LogOutput};
 
-use commands::{ask, chat, eval, explore, index, replay, score};
+use commands::{ask, chat, compare, eval, explore, index, replay, report, score};
 
 #[derive(Parser)]
 #[command(
@@ -38,6 +38,10 @@ enum Command {
     Explore(explore::ExploreArgs),
     /// The official HotpotQA EM/F1 of a predictions file against a gold file.
     Score(score::ScoreArgs),
+    /// Pair two results files by question id: counts, differences with intervals, McNemar's p.
+    Compare(compare::CompareArgs),
+    /// Write one self-contained HTML page of one or more results files.
+    Report(report::ReportArgs),
     /// Index a frozen Wikipedia dump for `--docstore index:DIR`, or say what an index holds.
     #[command(subcommand)]
     Index(index::IndexCommand),
@@ -75,6 +79,8 @@ async fn dispatch(command: Command, log: LogOutput) -> anyhow::Result<ExitCode> 
         Command::Eval(args) => eval::run(args, log).await,
         Command::Explore(args) => explore::run(args).await,
         Command::Score(args) => score::run(args),
+        Command::Compare(args) => compare::run(args),
+        Command::Report(args) => report::run(args),
         Command::Index(command) => index::run(command).await,
     }
 }

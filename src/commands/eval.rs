@@ -7,6 +7,7 @@ use std::process::ExitCode;
 use react_docstore::docstore::DocstoreKind;
 use react_docstore::eval::{self, Contexts, EvalConfig, EvalServices, Progress, Resume, Selection, Subset};
 use react_docstore::output;
+use react_docstore::report;
 use react_docstore::trace::LogOutput;
 
 use super::options::AgentRunArgs;
@@ -93,6 +94,11 @@ pub async fn run(args: EvalArgs, log: LogOutput) -> anyhow::Result<ExitCode> {
         writeln!(stdout, "{}", serde_json::to_string(&summary)?)?;
     } else {
         summary.write_text(&mut stdout)?;
+        writeln!(
+            stdout,
+            "report         {}",
+            report::report_command(&summary.results)
+        )?;
     }
     Ok(ExitCode::from(summary.exit_code()))
 }

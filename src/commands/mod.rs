@@ -6,8 +6,10 @@ pub mod signals;
 
 pub mod ask;
 pub mod chat;
+pub mod compare;
 pub mod eval;
 pub mod explore;
 pub mod index;
 pub mod replay;
+pub mod report;
 pub mod score;

@@ -52,6 +52,7 @@ pub fn fixture(path: &str) -> std::path::PathBuf {
 mod ask;
 mod audit;
 mod closed_pipe;
+mod compare;
 mod docs;
 mod docstore;
 mod end_to_end;
@@ -63,6 +64,7 @@ mod layers;
 mod llm;
 mod replay;
 mod replay_live;
+mod report;
 mod tools;
 
 /// `text` as a regex matching itself, for insta filters of server URLs and temp paths.

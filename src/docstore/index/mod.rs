@@ -1,6 +1,7 @@
 //! The offline Wikipedia: a frozen dump indexed once with tantivy, then searched like Wikipedia
 //! with no network and no rate limit (`index build`, `--docstore index:DIR`). The same search
-//! serves `corpus:FILE` and the distractor setting, from an index in memory.
+//! serves `corpus:FILE` from an index in memory; the distractor setting computes it straight from
+//! a question's ten pages (`corpus::ContextIndex`, held equal to it by a differential test).
 //!
 //! - [`title`]: MediaWiki title normalisation and title similarity (pure).
 //! - [`schema`]: the fields, the tokenizer, [`IndexedPage`] and its stored form.

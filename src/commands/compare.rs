@@ -1,0 +1,40 @@
+//! `compare`: two results files paired by question id — counts, differences with paired bootstrap
+//! intervals, McNemar's exact p-value and the flipped questions.
+
+use std::io::Write;
+use std::path::PathBuf;
+use std::process::ExitCode;
+
+use react_docstore::compare::{self, DEFAULT_SEED, ScoredFile};
+use react_docstore::output;
+
+#[derive(clap::Args)]
+pub struct CompareArgs {
+    /// The first results file (A): differences are B − A.
+    a: PathBuf,
+    /// The second results file (B).
+    b: PathBuf,
+    /// Seed of the bootstrap's resampling (the same seed prints the same intervals).
+    #[arg(long, default_value_t = DEFAULT_SEED, value_name = "N")]
+    seed: u64,
+    /// Print one JSON object.
+    #[arg(long)]
+    json: bool,
+}
+
+pub fn run(args: CompareArgs) -> anyhow::Result<ExitCode> {
+    let a = ScoredFile::read(&args.a)?;
+    let b = ScoredFile::read(&args.b)?;
+    let comparison = compare::compare(&a, &b, args.seed)?;
+    let mut stdout = output::stdout();
+    if args.json {
+        writeln!(stdout, "{}", serde_json::to_string(&comparison)?)?;
+    } else {
+        let width = std::env::var("COLUMNS")
+            .ok()
+            .and_then(|columns| columns.parse().ok())
+            .unwrap_or(120);
+        comparison.write_text(&mut stdout, width)?;
+    }
+    Ok(ExitCode::SUCCESS)
+}

@@ -1,0 +1,49 @@
+//! `report`: one self-contained HTML page of one or more results files.
+
+use std::io::Write;
+use std::path::PathBuf;
+use std::process::ExitCode;
+
+use react_docstore::compare::DEFAULT_SEED;
+use react_docstore::output;
+use react_docstore::report::{self, ReportConfig};
+
+#[derive(clap::Args)]
+pub struct ReportArgs {
+    /// Results files of `eval`; with two or more, the first is compared with each other one.
+    #[arg(required = true, value_name = "RESULTS")]
+    results: Vec<PathBuf>,
+    /// Where to write the page.
+    #[arg(long, value_name = "FILE.html")]
+    out: PathBuf,
+    /// The question file, for EM and F1 by HotpotQA `type` and `level`.
+    #[arg(long, value_name = "FILE")]
+    questions: Option<PathBuf>,
+    /// Seed of the comparisons' bootstrap (as `compare --seed`).
+    #[arg(long, default_value_t = DEFAULT_SEED, value_name = "N")]
+    seed: u64,
+}
+
+pub fn run(args: ReportArgs) -> anyhow::Result<ExitCode> {
+    let written = report::write_report(&ReportConfig {
+        results: args.results,
+        questions: args.questions,
+        out: args.out,
+        seed: args.seed,
+    })?;
+    let questions = match written.questions {
+        1 => "1 question".to_owned(),
+        n => format!("{n} questions"),
+    };
+    let size = if written.bytes < 1_000_000 {
+        format!("{:.0} kB", written.bytes as f64 / 1e3)
+    } else {
+        format!("{:.1} MB", written.bytes as f64 / 1e6)
+    };
+    writeln!(
+        output::stdout(),
+        "report         {} ({questions}, {size})",
+        written.path.display()
+    )?;
+    Ok(ExitCode::SUCCESS)
+}

@@ -1,0 +1,321 @@
+//! The report's HTML (maud templates: every string from a results file is escaped by the engine):
+//! the comparisons, each file's summary and pictures, and the frame the question table's script
+//! fills from the embedded data.
+
+use maud::{DOCTYPE, Markup, PreEscaped, html};
+
+use super::charts::{BarChart, Layout, Series, Unit, histogram};
+use super::{FileView, Report};
+use crate::compare::{Comparison, Difference};
+use crate::eval::Task;
+use crate::eval::summary::Scores;
+use crate::run::Stopped;
+
+const STYLE: &str = include_str!("style.css");
+const SCRIPT: &str = include_str!("script.js");
+/// No request leaves the page: no fetch, no image, no font from anywhere; only its own inline
+/// style and script run.
+const POLICY: &str = "default-src 'none'; style-src 'unsafe-inline'; script-src 'unsafe-inline'; img-src data:; base-uri 'none'; form-action 'none'";
+
+const STOPS: [Stopped; 4] = [
+    Stopped::Finish,
+    Stopped::MaxSteps,
+    Stopped::RepeatedAction,
+    Stopped::Error,
+];
+
+pub(super) fn render(report: &Report) -> String {
+    let names: Vec<String> = report.files.iter().map(|file| file.scored.name()).collect();
+    let page = html! {
+        (DOCTYPE)
+        html lang="en" {
+            head {
+                meta charset="utf-8";
+                meta http-equiv="Content-Security-Policy" content=(POLICY);
+                meta name="viewport" content="width=device-width, initial-scale=1";
+                meta name="generator" content=(concat!("react-docstore ", env!("CARGO_PKG_VERSION")));
+                title { "Evaluation report — " (names.join(" vs ")) }
+                style { (PreEscaped(STYLE)) }
+            }
+            body {
+                header {
+                    h1 { "Evaluation report" }
+                    p.files {
+                        @for (idx, name) in names.iter().enumerate() {
+                            span.file-tag { span.letter { (letter(idx)) } " " (name) }
+                        }
+                    }
+                }
+                @if !report.comparisons.is_empty() {
+                    section #comparison {
+                        h2 { "Comparison" }
+                        @for (idx, comparison) in report.comparisons.iter().enumerate() {
+                            (comparison_table(comparison, &names[0], &names[idx + 1], idx + 1))
+                        }
+                    }
+                }
+                section #summary {
+                    h2 { "Summary" }
+                    (summary_table(&report.files))
+                }
+                section #pictures {
+                    h2 { "Pictures" }
+                    @for (idx, file) in report.files.iter().enumerate() {
+                        h3 { span.letter { (letter(idx)) } " " (names[idx]) }
+                        div.charts {
+                            @for chart in charts(file, report.has_questions) { (chart.render()) }
+                            @if file.scored.runs.iter().all(|run| run.tokens() == 0) {
+                                p.note { "No token counts recorded in this file (its model server did not report usage)." }
+                            }
+                        }
+                    }
+                }
+                section #questions {
+                    h2 { "Every question" }
+                    div #controls {
+                        label { "Show " select #status {
+                            option value="all" { "all" }
+                            option value="right" { "right" }
+                            option value="wrong" { "wrong" }
+                            option value="error" { "error" }
+                            @if report.files.len() > 1 { option value="flipped" { "flipped" } }
+                        } }
+                        label { "stopped by " select #stop {
+                            option value="" { "any" }
+                            @for stop in STOPS { option value=(stop.as_str()) { (stop.as_str()) } }
+                        } }
+                        @if report.files.len() > 1 {
+                            label { "in " select #file {
+                                @for (idx, name) in names.iter().enumerate() {
+                                    option value=(idx) { (letter(idx)) " " (name) }
+                                }
+                            } }
+                        }
+                        label { "containing " input #search type="search" placeholder="id, question, answer, gold" autocomplete="off"; }
+                        span #count aria-live="polite" {}
+                    }
+                    div #table role="table" aria-label="questions" {
+                        div #table-head role="row" {}
+                        div #table-body { div #table-spacer {} }
+                    }
+                    div #detail aria-live="polite" { p.hint { "Click a question to see its trajectories." } }
+                    noscript { p { "The question table needs JavaScript; the summary above does not." } }
+                }
+                script #report-data type="application/json" { (PreEscaped(&report.data_json)) }
+                script { (PreEscaped(SCRIPT)) }
+            }
+        }
+    };
+    page.into_string()
+}
+
+/// `A`, `B`, … `Z`, then `F27`, … for the files in order.
+fn letter(idx: usize) -> String {
+    match u8::try_from(idx).ok().filter(|&idx| idx < 26) {
+        Some(idx) => char::from(b'A' + idx).to_string(),
+        None => format!("F{}", idx + 1),
+    }
+}
+
+/// A figure with its exact value in `data-value` (what the browser test reads).
+fn figure(field: &str, value: f64, text: String) -> Markup {
+    html! { span.figure data-field=(field) data-value=(value) { (text) } }
+}
+
+fn count(field: &str, value: usize) -> Markup {
+    figure(field, value as f64, value.to_string())
+}
+
+fn difference(field: &str, diff: &Difference) -> Markup {
+    html! {
+        (figure(&format!("{field}.value"), diff.value, format!("{:+.4}", diff.value)))
+        " (95% CI "
+        (figure(&format!("{field}.ci_low"), diff.ci_low, format!("{:+.4}", diff.ci_low)))
+        " to "
+        (figure(&format!("{field}.ci_high"), diff.ci_high, format!("{:+.4}", diff.ci_high)))
+        ")"
+    }
+}
+
+fn comparison_table(comparison: &Comparison, a_name: &str, b_name: &str, b_idx: usize) -> Markup {
+    let em = match comparison.task {
+        Task::Fever => "accuracy",
+        Task::HotpotQa => "EM",
+    };
+    let b_letter = letter(b_idx);
+    html! {
+        div.comparison data-b=(b_idx) {
+            h3 { span.letter { "A" } " " (a_name) " vs " span.letter { (b_letter) } " " (b_name) }
+            p {
+                (count("n", comparison.n)) " questions in both files ("
+                (count("only_in_a", comparison.only_in_a)) " only in A, "
+                (count("only_in_b", comparison.only_in_b)) " only in " (b_letter) ")."
+            }
+            div.counts {
+                div.cell.both-right { b { (count("both_right", comparison.both_right)) } " both right" }
+                div.cell.a-only { b { (count("a_only", comparison.a_only)) } " only A right" }
+                div.cell.b-only { b { (count("b_only", comparison.b_only)) } " only " (b_letter) " right" }
+                div.cell.both-wrong { b { (count("both_wrong", comparison.both_wrong)) } " both wrong" }
+            }
+            table.figures {
+                tr { th {} th { "A" } th { (b_letter) } th { (b_letter) " − A" } }
+                tr {
+                    th { (em) }
+                    td { (figure("a.em", comparison.a.em, format!("{:.4}", comparison.a.em))) }
+                    td { (figure("b.em", comparison.b.em, format!("{:.4}", comparison.b.em))) }
+                    td { (difference("em_diff", &comparison.em_diff)) }
+                }
+                @if comparison.task == Task::HotpotQa {
+                    tr {
+                        th { "F1" }
+                        td { (figure("a.f1", comparison.a.f1, format!("{:.4}", comparison.a.f1))) }
+                        td { (figure("b.f1", comparison.b.f1, format!("{:.4}", comparison.b.f1))) }
+                        td { (difference("f1_diff", &comparison.f1_diff)) }
+                    }
+                }
+            }
+            p {
+                "McNemar's exact two-sided p = "
+                (figure("mcnemar_p", comparison.mcnemar_p, format!("{:.4}", comparison.mcnemar_p)))
+                " on " (comparison.a_only + comparison.b_only) " discordant pairs; intervals: paired bootstrap, "
+                (comparison.resamples) " resamples of the questions, seed " (comparison.seed) "."
+            }
+        }
+    }
+}
+
+fn summary_table(files: &[FileView]) -> Markup {
+    let is_fever = files.iter().all(|file| file.scored.task == Task::Fever);
+    html! {
+        table.summary {
+            tr { th {} @for (idx, file) in files.iter().enumerate() { th { span.letter { (letter(idx)) } " " (file.scored.name()) } } }
+            tr { th { "questions" } @for file in files { td { (file.summary.n) } } }
+            @if is_fever {
+                tr { th { "accuracy" } @for file in files { td.score { (format!("{:.4}", file.summary.em)) } } }
+            } @else {
+                tr { th { "EM" } @for file in files { td.score { (format!("{:.4}", file.summary.em)) } } }
+                tr { th { "F1" } @for file in files { td.score { (format!("{:.4}", file.summary.f1)) } } }
+            }
+            @for stop in STOPS {
+                tr {
+                    th { "stopped: " (stop.as_str()) }
+                    @for file in files { td { (file.summary.by_stopped.get(stop.as_str()).map_or(0, |scores| scores.n)) } }
+                }
+            }
+            tr { th { "mean steps" } @for file in files { td { (format!("{:.2}", file.summary.per_question.steps)) } } }
+            tr { th { "mean LLM calls" } @for file in files { td { (format!("{:.2}", file.summary.per_question.llm_calls)) } } }
+            tr {
+                th { "mean tokens (prompt + completion)" }
+                @for file in files {
+                    td { (format!("{:.0}", file.summary.per_question.prompt_tokens + file.summary.per_question.completion_tokens)) }
+                }
+            }
+            tr { th { "model" } @for file in files { td { (file.model) } } }
+            tr { th { "profile" } @for file in files { td { (file.profile) } } }
+            tr { th { "docstore (snapshot)" } @for file in files { td { (file.docstore) } } }
+        }
+    }
+}
+
+fn charts(file: &FileView, has_questions: bool) -> Vec<BarChart> {
+    let runs = &file.scored.runs;
+    let max_steps = runs.iter().map(|run| run.run.steps.len()).max().unwrap_or(0);
+    let mut right = vec![0.0; max_steps + 1];
+    let mut wrong = vec![0.0; max_steps + 1];
+    for run in runs {
+        let bucket = if run.is_right() { &mut right } else { &mut wrong };
+        bucket[run.run.steps.len()] += 1.0;
+    }
+    let step_labels: Vec<String> = (0..=max_steps).map(|n| n.to_string()).collect();
+    let all: Vec<f64> = right
+        .iter()
+        .zip(&wrong)
+        .map(|(right, wrong)| right + wrong)
+        .collect();
+    let mut charts = vec![
+        BarChart {
+            title: "Steps per question".to_owned(),
+            x_label: "steps",
+            labels: step_labels.clone(),
+            series: vec![Series {
+                name: "questions",
+                class: "bar-all",
+                values: all,
+            }],
+            layout: Layout::Stacked,
+            unit: Unit::Count,
+        },
+        BarChart {
+            title: "Right and wrong by steps".to_owned(),
+            x_label: "steps",
+            labels: step_labels,
+            series: vec![
+                Series {
+                    name: "right",
+                    class: "bar-right",
+                    values: right,
+                },
+                Series {
+                    name: "wrong",
+                    class: "bar-wrong",
+                    values: wrong,
+                },
+            ],
+            layout: Layout::Stacked,
+            unit: Unit::Count,
+        },
+    ];
+    let tokens: Vec<u64> = runs.iter().map(|run| run.tokens()).collect();
+    if tokens.iter().any(|&tokens| tokens > 0) {
+        let (labels, counts) = histogram(&tokens, 12);
+        charts.push(BarChart {
+            title: "Tokens per question".to_owned(),
+            x_label: "tokens (prompt + completion), from",
+            labels,
+            series: vec![Series {
+                name: "questions",
+                class: "bar-all",
+                values: counts,
+            }],
+            layout: Layout::Stacked,
+            unit: Unit::Count,
+        });
+    }
+    if has_questions {
+        for (title, groups) in [
+            ("By HotpotQA type", &file.summary.by_type),
+            ("By HotpotQA level", &file.by_level),
+        ] {
+            if groups.is_empty() {
+                continue;
+            }
+            charts.push(scores_chart(title, groups.iter()));
+        }
+    }
+    charts
+}
+
+fn scores_chart<'a>(title: &str, groups: impl Iterator<Item = (&'a String, &'a Scores)>) -> BarChart {
+    let (labels, scores): (Vec<String>, Vec<Scores>) = groups
+        .map(|(name, scores)| (format!("{name} ({})", scores.n), *scores))
+        .unzip();
+    BarChart {
+        title: title.to_owned(),
+        x_label: "(questions)",
+        labels,
+        series: vec![
+            Series {
+                name: "EM",
+                class: "bar-em",
+                values: scores.iter().map(|scores| scores.em).collect(),
+            },
+            Series {
+                name: "F1",
+                class: "bar-f1",
+                values: scores.iter().map(|scores| scores.f1).collect(),
+            },
+        ],
+        layout: Layout::SideBySide,
+        unit: Unit::Fraction,
+    }
+}

@@ -1,0 +1,231 @@
+// The question table of a react-docstore report: filtered, sorted and virtualised (only the rows in
+// view are in the document), and a question's trajectories on a click. Every string from the data
+// reaches the page through textContent or a text node, never as markup.
+(function () {
+  'use strict';
+  var data = JSON.parse(document.getElementById('report-data').textContent);
+  var files = data.files;
+  var questions = data.questions;
+  var ROW = 30;
+  var OVERSCAN = 8;
+  var body = document.getElementById('table-body');
+  var spacer = document.getElementById('table-spacer');
+  var head = document.getElementById('table-head');
+  var detail = document.getElementById('detail');
+  var countLabel = document.getElementById('count');
+  var controls = {
+    status: document.getElementById('status'),
+    stop: document.getElementById('stop'),
+    file: document.getElementById('file'),
+    search: document.getElementById('search')
+  };
+  var letters = files.map(function (_, idx) { return idx < 26 ? String.fromCharCode(65 + idx) : 'F' + (idx + 1); });
+
+  // Lower-cased text a search matches, per question, built once.
+  questions.forEach(function (q) {
+    var parts = [q.id, q.question, q.gold];
+    q.runs.forEach(function (run) { if (run && run.answer) parts.push(run.answer); });
+    q.haystack = parts.join('\n').toLowerCase();
+  });
+
+  function el(tag, className, text) {
+    var node = document.createElement(tag);
+    if (className) node.className = className;
+    if (text !== undefined && text !== null) node.textContent = String(text);
+    return node;
+  }
+
+  function status(run) {
+    if (!run) return 'missing';
+    if (run.stop === 'error') return 'error';
+    return run.em === 1 ? 'right' : 'wrong';
+  }
+
+  // Columns: id, question, gold, then per file: answer, EM, F1, steps, stop.
+  var columns = [
+    { key: 'id', title: 'id', width: '104px', value: function (q) { return q.id; } },
+    { key: 'question', title: 'question', width: 'minmax(200px, 3fr)', value: function (q) { return q.question; } },
+    { key: 'gold', title: 'gold', width: 'minmax(80px, 1fr)', value: function (q) { return q.gold; } }
+  ];
+  files.forEach(function (file, idx) {
+    var prefix = files.length > 1 ? letters[idx] + ' ' : '';
+    var run = function (q) { return q.runs[idx]; };
+    columns.push(
+      { key: 'answer' + idx, title: prefix + 'answer', width: 'minmax(80px, 1.2fr)', value: function (q) { var r = run(q); return r ? (r.answer || '') : ''; }, cls: function (q) { return status(run(q)); } },
+      { key: 'em' + idx, title: prefix + 'EM', width: '60px', numeric: true, value: function (q) { var r = run(q); return r ? r.em : -1; }, show: function (q) { var r = run(q); return r ? String(r.em) : '—'; } },
+      { key: 'f1' + idx, title: prefix + 'F1', width: '60px', numeric: true, value: function (q) { var r = run(q); return r ? r.f1 : -1; }, show: function (q) { var r = run(q); return r ? r.f1.toFixed(2) : '—'; } },
+      { key: 'steps' + idx, title: prefix + 'steps', width: '84px', numeric: true, value: function (q) { var r = run(q); return r ? r.steps.length : -1; }, show: function (q) { var r = run(q); return r ? String(r.steps.length) : '—'; } },
+      { key: 'stop' + idx, title: prefix + 'stop', width: '118px', value: function (q) { var r = run(q); return r ? r.stop : ''; } }
+    );
+  });
+  var template = columns.map(function (c) { return c.width; }).join(' ');
+  head.style.gridTemplateColumns = template;
+
+  var sort = { key: null, dir: 1 };
+  var view = [];
+  var selected = null;
+
+  columns.forEach(function (column) {
+    var button = el('button', null, column.title);
+    button.type = 'button';
+    button.setAttribute('role', 'columnheader');
+    button.dataset.key = column.key;
+    button.addEventListener('click', function () {
+      sort.dir = sort.key === column.key ? -sort.dir : 1;
+      sort.key = column.key;
+      head.querySelectorAll('button').forEach(function (b) { b.removeAttribute('aria-sort'); });
+      button.setAttribute('aria-sort', sort.dir > 0 ? 'ascending' : 'descending');
+      apply();
+    });
+    head.appendChild(button);
+  });
+
+  function matches(q) {
+    var fileIdx = controls.file ? Number(controls.file.value) : 0;
+    var run = q.runs[fileIdx];
+    var wanted = controls.status.value;
+    if (wanted === 'flipped') { if (!q.flipped) return false; }
+    else if (wanted !== 'all' && status(run) !== wanted) return false;
+    var stop = controls.stop.value;
+    if (stop && (!run || run.stop !== stop)) return false;
+    var text = controls.search.value.trim().toLowerCase();
+    return !text || q.haystack.indexOf(text) !== -1;
+  }
+
+  function apply() {
+    view = [];
+    for (var i = 0; i < questions.length; i++) if (matches(questions[i])) view.push(i);
+    if (sort.key) {
+      var column = columns.filter(function (c) { return c.key === sort.key; })[0];
+      view.sort(function (x, y) {
+        var a = column.value(questions[x]), b = column.value(questions[y]);
+        var order = column.numeric ? a - b : String(a).localeCompare(String(b));
+        return order * sort.dir || x - y;
+      });
+    } else if (files.length > 1) {
+      // Flipped questions first, each group in file order.
+      view.sort(function (x, y) { return (questions[y].flipped - questions[x].flipped) || x - y; });
+    }
+    spacer.style.height = view.length * ROW + 'px';
+    countLabel.textContent = view.length + ' of ' + questions.length + ' questions';
+    draw();
+  }
+
+  var drawn = { first: -1, last: -1, length: -1 };
+  function draw(force) {
+    var first = Math.max(0, Math.floor(body.scrollTop / ROW) - OVERSCAN);
+    var last = Math.min(view.length, Math.ceil((body.scrollTop + body.clientHeight) / ROW) + OVERSCAN);
+    if (!force && first === drawn.first && last === drawn.last && view.length === drawn.length && drawn.view === view) return;
+    drawn = { first: first, last: last, length: view.length, view: view };
+    var rows = document.createDocumentFragment();
+    for (var pos = first; pos < last; pos++) rows.appendChild(row(view[pos], pos));
+    spacer.replaceChildren(rows);
+  }
+
+  function row(qIdx, pos) {
+    var q = questions[qIdx];
+    var node = el('div', 'row');
+    node.setAttribute('role', 'row');
+    node.tabIndex = 0;
+    node.dataset.index = qIdx;
+    node.style.top = pos * ROW + 'px';
+    node.style.gridTemplateColumns = template;
+    if (q.flipped) node.classList.add('flip');
+    if (qIdx === selected) node.classList.add('selected');
+    columns.forEach(function (column) {
+      var text = column.show ? column.show(q) : column.value(q);
+      var cell = el('span', column.cls ? column.cls(q) : null, text);
+      cell.title = text;
+      node.appendChild(cell);
+    });
+    return node;
+  }
+
+  function open(qIdx) {
+    selected = qIdx;
+    draw(true);
+    var q = questions[qIdx];
+    var box = document.createDocumentFragment();
+    var top = el('div', 'detail-head');
+    top.appendChild(el('div', 'detail-id', q.id));
+    var question = el('div', 'detail-question');
+    question.appendChild(el('b', null, 'Question: '));
+    question.appendChild(document.createTextNode(q.question));
+    top.appendChild(question);
+    var gold = el('div', 'detail-gold');
+    gold.appendChild(el('b', null, 'Gold: '));
+    gold.appendChild(el('mark', null, q.gold));
+    if (q.kind || q.level) gold.appendChild(document.createTextNode('  (' + [q.kind, q.level].filter(Boolean).join(', ') + ')'));
+    top.appendChild(gold);
+    box.appendChild(top);
+    var runs = el('div', 'runs');
+    runs.style.gridTemplateColumns = 'repeat(' + files.length + ', minmax(0, 1fr))';
+    q.runs.forEach(function (run, idx) { runs.appendChild(trajectory(run, idx, q.gold)); });
+    box.appendChild(runs);
+    detail.replaceChildren(box);
+  }
+
+  function trajectory(run, idx, gold) {
+    var box = el('div', 'run');
+    box.dataset.file = idx;
+    var title = el('h4');
+    title.appendChild(el('span', 'letter', letters[idx]));
+    title.appendChild(document.createTextNode(' ' + files[idx].name));
+    box.appendChild(title);
+    if (!run) { box.appendChild(el('p', 'hint', 'Not in this file.')); return box; }
+    var verdict = el('p', status(run));
+    verdict.textContent = 'Answer: ' + (run.answer === null ? '(none)' : run.answer) + ' — EM ' + run.em + ', F1 ' + run.f1.toFixed(2) +
+      ', stopped: ' + run.stop + ', ' + run.calls + ' LLM calls, ' + run.tokens + ' tokens';
+    box.appendChild(verdict);
+    if (run.error) box.appendChild(el('p', 'error', 'Error: ' + run.error));
+    run.steps.forEach(function (step, stepIdx) {
+      var n = stepIdx + 1;
+      [['thought', 'Thought'], ['action', 'Action'], ['observation', 'Observation']].forEach(function (kind, k) {
+        if (step[k] === null || step[k] === undefined) return;
+        var line = el('div', 'step ' + kind[0]);
+        line.appendChild(el('span', 'label', kind[1] + ' ' + n + ': '));
+        var text = el('span', 'text');
+        if (k === 2) appendMarked(text, step[k], gold); else text.textContent = step[k];
+        line.appendChild(text);
+        box.appendChild(line);
+      });
+    });
+    return box;
+  }
+
+  // `text` as text nodes, with each case-insensitive occurrence of `gold` in a <mark>.
+  function appendMarked(parent, text, gold) {
+    var needle = (gold || '').trim().toLowerCase();
+    if (!needle) { parent.textContent = text; return; }
+    var lower = text.toLowerCase();
+    // Lower-casing can change lengths outside ASCII; mark only when it did not.
+    if (lower.length !== text.length) { parent.textContent = text; return; }
+    var from = 0, at;
+    while ((at = lower.indexOf(needle, from)) !== -1) {
+      parent.appendChild(document.createTextNode(text.slice(from, at)));
+      parent.appendChild(el('mark', 'gold', text.slice(at, at + needle.length)));
+      from = at + needle.length;
+    }
+    parent.appendChild(document.createTextNode(text.slice(from)));
+  }
+
+  body.addEventListener('scroll', function () { window.requestAnimationFrame(function () { draw(); }); }, { passive: true });
+  window.addEventListener('resize', function () { draw(true); });
+  spacer.addEventListener('click', function (event) {
+    var target = event.target.closest('.row');
+    if (target) open(Number(target.dataset.index));
+  });
+  spacer.addEventListener('keydown', function (event) {
+    var target = event.target.closest('.row');
+    if (target && (event.key === 'Enter' || event.key === ' ')) { event.preventDefault(); open(Number(target.dataset.index)); }
+  });
+  var pending = null;
+  controls.search.addEventListener('input', function () {
+    window.clearTimeout(pending);
+    pending = window.setTimeout(function () { body.scrollTop = 0; apply(); }, 80);
+  });
+  [controls.status, controls.stop, controls.file].forEach(function (control) {
+    if (control) control.addEventListener('change', function () { body.scrollTop = 0; apply(); });
+  });
+  apply();
+})();

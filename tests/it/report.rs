@@ -1,0 +1,438 @@
+//! `report`: the page of real Reflexion trials with hostile text planted in a question, an answer,
+//! an observation and a file name — checked in the HTML, then driven in headless Chromium (the
+//! system's package, which `.ci/run` installs): no console error, no request, the comparison's
+//! figures equal `compare --json`'s, filtering and opening a trajectory work, nothing hostile runs.
+
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+use react_docstore::metrics::AnswerScore;
+use serde_json::Value;
+
+use super::compare::{TRIAL_1, TRIAL_1_BUDGET_3, compare_json, react_docstore, read_lines, write_lines};
+use crate::fixture;
+
+const HOSTILE_QUESTION: &str =
+    "<img src=x onerror=\"window.__pwned='question'\"></script><script>window.__pwned='script'</script> ";
+const HOSTILE_ANSWER: &str = "<b onmouseover=\"window.__pwned='answer'\">bold</b>";
+const HOSTILE_OBSERVATION: &str = "<img src=x onerror=\"window.__pwned='observation'\"> ";
+/// A file name is shown by the template, not the script.
+const HOSTILE_FILE: &str = "a<img src=x onerror=alert(1)>.jsonl";
+
+/// Two results files made from the real trials (full budget as A, budget 3 as B) with hostile
+/// text in one flipped question whose observations hold its gold answer; returns (A, B, that id).
+fn hostile_pair(dir: &Path) -> (PathBuf, PathBuf, String) {
+    let mut runs_a = read_lines(&fixture(TRIAL_1));
+    let mut runs_b = read_lines(&fixture(TRIAL_1_BUDGET_3));
+    let right = |run: &Value| {
+        AnswerScore::new(
+            run["answer"].as_str().unwrap_or(""),
+            run["gold"].as_str().unwrap(),
+        )
+        .em
+    };
+    let holds_gold = |run: &Value| {
+        let gold = run["gold"].as_str().unwrap().to_lowercase();
+        run["steps"].as_array().unwrap().iter().any(|step| {
+            step["observation"]
+                .as_str()
+                .is_some_and(|text| text.to_lowercase().contains(&gold))
+        })
+    };
+    let idx = (0..runs_a.len())
+        .find(|&idx| right(&runs_a[idx]) && !right(&runs_b[idx]) && holds_gold(&runs_a[idx]))
+        .expect("a flipped question whose observations hold the gold");
+    assert_eq!(runs_a[idx]["id"], runs_b[idx]["id"]);
+    let id = runs_a[idx]["id"].as_str().unwrap().to_owned();
+    for run in [&mut runs_a[idx], &mut runs_b[idx]] {
+        run["question"] = Value::from(format!("{HOSTILE_QUESTION}{}", run["question"].as_str().unwrap()));
+        let step = &mut run["steps"][0];
+        if let Some(observation) = step["observation"].as_str() {
+            step["observation"] = Value::from(format!("{HOSTILE_OBSERVATION}{observation}"));
+        }
+    }
+    // B's answer: still wrong, now markup.
+    runs_b[idx]["answer"] = Value::from(HOSTILE_ANSWER);
+    let (a, b) = (dir.join(HOSTILE_FILE), dir.join("b.jsonl"));
+    write_lines(&a, &runs_a);
+    write_lines(&b, &runs_b);
+    (a, b, id)
+}
+
+fn write_report(results: &[&Path], out: &Path, extra: &[&str]) -> String {
+    let mut args = vec!["report".to_owned()];
+    args.extend(results.iter().map(|path| path.to_str().unwrap().to_owned()));
+    args.extend(["--out".to_owned(), out.to_str().unwrap().to_owned()]);
+    args.extend(extra.iter().map(|arg| (*arg).to_owned()));
+    let args: Vec<&str> = args.iter().map(String::as_str).collect();
+    let (status, stdout, stderr) = react_docstore(&args);
+    assert_eq!(status, 0, "{stderr}");
+    stdout
+}
+
+#[test]
+fn report_html_escapes_everything_from_the_files() {
+    let dir = tempfile::tempdir().unwrap();
+    let (a, b, _) = hostile_pair(dir.path());
+    let out = dir.path().join("report.html");
+    let printed = write_report(&[&a, &b], &out, &[]);
+    assert!(printed.contains("100 questions"), "{printed}");
+    let html = std::fs::read_to_string(&out).unwrap();
+    // The data block and the page's script are the only two script elements, and both close once.
+    assert_eq!(
+        html.matches("<script").count(),
+        2,
+        "a script element was injected"
+    );
+    assert_eq!(html.matches("</script>").count(), 2);
+    assert!(!html.contains("<img"), "markup from the data reached the page");
+    assert!(!html.contains("<b onmouseover"));
+    // The file name, written by the template, is escaped text.
+    assert!(
+        html.contains("a&lt;img src=x onerror=alert(1)&gt;.jsonl"),
+        "file name not escaped"
+    );
+    // The data block holds the hostile strings, each `<` as \u003c, and reads back as written.
+    let data = html
+        .split("type=\"application/json\">")
+        .nth(1)
+        .unwrap()
+        .split("</script>")
+        .next()
+        .unwrap();
+    let data: Value = serde_json::from_str(data).unwrap();
+    let questions = data["questions"].as_array().unwrap();
+    assert_eq!(questions.len(), 100);
+    assert!(questions.iter().any(|question| {
+        question["question"]
+            .as_str()
+            .unwrap()
+            .starts_with(HOSTILE_QUESTION)
+    }));
+    // Self-contained: nothing is fetched from anywhere.
+    for reference in ["http://", "https://", "src=\"", "href=\"", "@import", "url("] {
+        assert!(
+            !html.contains(reference),
+            "the page refers elsewhere: `{reference}`"
+        );
+    }
+}
+
+#[test]
+fn report_of_one_file_with_the_question_file_draws_type_and_level() {
+    let dir = tempfile::tempdir().unwrap();
+    let out = dir.path().join("one.html");
+    let questions = fixture("compare/hotpot-qa-distractor-sample.types.json");
+    write_report(
+        &[&fixture(TRIAL_1)],
+        &out,
+        &["--questions", questions.to_str().unwrap()],
+    );
+    let html = std::fs::read_to_string(&out).unwrap();
+    assert!(
+        !html.contains("id=\"comparison\""),
+        "one file has nothing to compare"
+    );
+    for text in [
+        "By HotpotQA type",
+        "By HotpotQA level",
+        "bridge (85)",
+        "comparison (15)",
+        "hard (100)",
+        "Steps per question",
+    ] {
+        assert!(html.contains(text), "`{text}` is missing");
+    }
+    // The summary equals Reflexion's trial summary: 34 of 100.
+    assert!(html.contains("<td class=\"score\">0.3400</td>"));
+}
+
+/// The Chromium of the system (Debian's `chromium`), or a failure saying how to get it.
+fn chromium() -> PathBuf {
+    let path = std::env::var_os("PATH").unwrap_or_default();
+    std::env::split_paths(&path)
+        .flat_map(|dir| ["chromium", "chromium-browser"].map(|name| dir.join(name)))
+        .find(|candidate| candidate.is_file())
+        .expect("the report test needs Chromium: `apt-get install chromium` (.ci/run installs it)")
+}
+
+/// Catches errors from the first script on: inserted at the top of `<head>`.
+const CATCH_ERRORS: &str = r#"<script>
+window.__errors = [];
+window.addEventListener('error', function (event) { window.__errors.push(String(event.message)); });
+window.addEventListener('securitypolicyviolation', function (event) { window.__errors.push('blocked ' + event.blockedURI); });
+</script>"#;
+
+/// Drives the page as a reader would, then writes what it saw into `<pre id="selftest">`.
+const SELF_TEST: &str = r#"<script>
+(function () {
+  var out = {};
+  function wait(ms) { return new Promise(function (resolve) { setTimeout(resolve, ms); }); }
+  function rows() { return Array.prototype.slice.call(document.querySelectorAll('#table-spacer .row')); }
+  function set(id, value, kind) { var control = document.getElementById(id); control.value = value; control.dispatchEvent(new Event(kind)); }
+  (async function () {
+    try {
+      out.figures = {};
+      document.querySelectorAll('#comparison [data-field]').forEach(function (node) { out.figures[node.dataset.field] = Number(node.dataset.value); });
+      out.count = document.getElementById('count').textContent;
+      out.rows = rows().length;
+      set('status', 'flipped', 'change');
+      out.flipped_ids = rows().map(function (row) { return row.children[0].textContent; });
+      set('status', 'all', 'change');
+      set('stop', 'max_steps', 'change');
+      set('file', '1', 'change');
+      out.b_max_steps = rows().map(function (row) { return row.children[row.children.length - 1].textContent; });
+      set('stop', '', 'change');
+      set('file', '0', 'change');
+      document.querySelector('#table-head button[data-key="steps0"]').click();
+      document.querySelector('#table-head button[data-key="steps0"]').click();
+      out.sorted_steps = rows().map(function (row) { return Number(row.children[6].textContent); });
+      var body = document.getElementById('table-body');
+      body.scrollTop = body.scrollHeight;
+      window.dispatchEvent(new Event('resize'));
+      out.last_rows = rows().map(function (row) { return Number(row.style.top.replace('px', '')); });
+      out.row_height = rows()[0].getBoundingClientRect().height;
+      set('search', HOSTILE_ID, 'input');
+      await wait(400);
+      var found = rows();
+      out.search_rows = found.length;
+      out.question_cell = found[0].children[1].textContent;
+      found[0].click();
+      out.runs_shown = document.querySelectorAll('#detail .run').length;
+      out.detail = document.getElementById('detail').textContent;
+      out.gold_marks = Array.prototype.map.call(document.querySelectorAll('#detail .observation mark'), function (mark) { return mark.textContent; });
+      out.selected = document.querySelectorAll('#table-spacer .row.selected').length;
+      set('search', '', 'input');
+      await wait(400);
+      out.count_after = document.getElementById('count').textContent;
+      out.images = document.querySelectorAll('img').length;
+      out.bold = document.querySelectorAll('[onmouseover], [onerror]').length;
+      out.pwned = window.__pwned || null;
+      out.resources = performance.getEntriesByType('resource').map(function (entry) { return entry.name; });
+    } catch (error) {
+      out.exception = String(error && error.stack || error);
+    }
+    out.errors = window.__errors;
+    var pre = document.createElement('pre');
+    pre.id = 'selftest';
+    pre.textContent = JSON.stringify(out);
+    document.body.appendChild(pre);
+  })();
+})();
+</script>"#;
+
+/// Loads `page` in headless Chromium for a few (virtual) seconds; (the DOM, Chromium's stderr).
+fn run_in_chromium(page: &Path, profile: &Path) -> (String, String) {
+    let output = Command::new(chromium())
+        .args([
+            "--headless",
+            "--no-sandbox",
+            "--disable-gpu",
+            "--no-first-run",
+            "--no-default-browser-check",
+            "--disable-background-networking",
+            "--disable-component-update",
+            "--disable-sync",
+            "--disable-default-apps",
+            "--enable-logging=stderr",
+            "--v=0",
+            "--window-size=1400,1000",
+            "--virtual-time-budget=10000",
+            "--dump-dom",
+        ])
+        .arg(format!("--user-data-dir={}", profile.display()))
+        .arg(format!("file://{}", page.display()))
+        .output()
+        .unwrap();
+    assert!(
+        output.status.success(),
+        "chromium failed: {}",
+        String::from_utf8_lossy(&output.stderr)
+    );
+    (
+        String::from_utf8(output.stdout).unwrap(),
+        String::from_utf8_lossy(&output.stderr).into_owned(),
+    )
+}
+
+#[test]
+fn report_works_in_headless_chromium() {
+    let dir = tempfile::tempdir().unwrap();
+    let (a, b, hostile_id) = hostile_pair(dir.path());
+    let out = dir.path().join("report.html");
+    write_report(&[&a, &b], &out, &[]);
+    let html = std::fs::read_to_string(&out).unwrap();
+    let under_test = html
+        .replacen("<head>", &format!("<head>{CATCH_ERRORS}"), 1)
+        .replacen(
+            "</body>",
+            &format!(
+                "{}</body>",
+                SELF_TEST.replace("HOSTILE_ID", &format!("{hostile_id:?}"))
+            ),
+            1,
+        );
+    let page = dir.path().join("under-test.html");
+    std::fs::write(&page, under_test).unwrap();
+    let (dom, stderr) = run_in_chromium(&page, &dir.path().join("profile"));
+
+    let console: Vec<&str> = stderr.lines().filter(|line| line.contains(":CONSOLE")).collect();
+    assert!(console.is_empty(), "console messages: {console:#?}");
+    let seen = dom
+        .split("<pre id=\"selftest\">")
+        .nth(1)
+        .and_then(|rest| rest.split("</pre>").next())
+        .unwrap_or_else(|| {
+            panic!(
+                "the self-test did not finish: {}",
+                &dom[dom.len().saturating_sub(2000)..]
+            )
+        });
+    let seen = seen
+        .replace("&lt;", "<")
+        .replace("&gt;", ">")
+        .replace("&quot;", "\"")
+        .replace("&amp;", "&");
+    let seen: Value = serde_json::from_str(&seen).unwrap();
+    assert_eq!(seen.get("exception"), None, "{seen}");
+    assert_eq!(seen["errors"], serde_json::json!([]));
+    assert_eq!(seen["resources"], serde_json::json!([]), "the page made requests");
+    assert_eq!(seen["pwned"], Value::Null, "hostile text ran as script");
+    assert_eq!(seen["images"], 0);
+    assert_eq!(seen["bold"], 0);
+
+    // The figures at the top are `compare --json`'s, exactly.
+    let json = compare_json(&a, &b, &[]);
+    let figures = seen["figures"].as_object().unwrap();
+    assert_eq!(figures.len(), 18, "{figures:?}");
+    for (field, value) in figures {
+        let expected = field.split('.').fold(&json, |value, key| &value[key]);
+        assert_eq!(value.as_f64(), expected.as_f64(), "`{field}`");
+    }
+
+    // Virtualised: fewer rows in the document than questions, all counted.
+    assert_eq!(seen["count"], "100 of 100 questions");
+    let n_rows = seen["rows"].as_u64().unwrap();
+    assert!(n_rows > 10 && n_rows < 100, "{n_rows} rows drawn");
+    // Filters: flipped, then B's runs stopped by the step budget.
+    let mut flipped_ids: Vec<&str> = seen["flipped_ids"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|id| id.as_str().unwrap())
+        .collect();
+    let mut expected_ids: Vec<&str> = json["flipped"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|flip| flip["id"].as_str().unwrap())
+        .collect();
+    flipped_ids.sort_unstable();
+    expected_ids.sort_unstable();
+    assert_eq!(flipped_ids, expected_ids);
+    let stops = seen["b_max_steps"].as_array().unwrap();
+    let budget_3 = read_lines(&b)
+        .iter()
+        .filter(|run| run["stopped"] == "max_steps")
+        .count();
+    assert_eq!(stops.len(), budget_3.min(n_rows as usize));
+    assert!(stops.iter().all(|stop| stop == "max_steps"));
+    // Sorted by A's steps, descending (two clicks); scrolled to the end, the last rows are drawn.
+    let sorted: Vec<u64> = seen["sorted_steps"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|n| n.as_u64().unwrap())
+        .collect();
+    assert!(
+        !sorted.is_empty() && sorted.windows(2).all(|pair| pair[0] >= pair[1]),
+        "{sorted:?}"
+    );
+    let most_steps = read_lines(&a)
+        .iter()
+        .map(|run| run["steps"].as_array().unwrap().len() as u64)
+        .max();
+    assert_eq!(sorted.first().copied(), most_steps);
+    let tops: Vec<f64> = seen["last_rows"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|top| top.as_f64().unwrap())
+        .collect();
+    let row_height = seen["row_height"].as_f64().unwrap();
+    assert!(
+        tops.contains(&(99.0 * row_height)),
+        "last row not drawn: {tops:?}"
+    );
+    assert!((tops.len() as u64) < 100, "{} rows drawn", tops.len());
+    // Search, then a click: both trajectories, hostile text shown as text, the gold marked.
+    assert_eq!(seen["search_rows"], 1);
+    assert!(
+        seen["question_cell"]
+            .as_str()
+            .unwrap()
+            .starts_with(HOSTILE_QUESTION),
+        "{}",
+        seen["question_cell"]
+    );
+    assert_eq!(seen["runs_shown"], 2);
+    assert_eq!(seen["selected"], 1);
+    let detail = seen["detail"].as_str().unwrap();
+    for text in [
+        HOSTILE_QUESTION.trim_end(),
+        HOSTILE_ANSWER,
+        HOSTILE_OBSERVATION.trim_end(),
+        "Thought 1: ",
+        "Action 1: Search[",
+        "Observation 1: ",
+    ] {
+        assert!(detail.contains(text), "`{text}` is not shown in: {detail}");
+    }
+    let run_a = read_lines(&a)
+        .into_iter()
+        .find(|run| run["id"] == hostile_id.as_str())
+        .unwrap();
+    let gold = run_a["gold"].as_str().unwrap().to_lowercase();
+    let marks = seen["gold_marks"].as_array().unwrap();
+    assert!(
+        !marks.is_empty()
+            && marks
+                .iter()
+                .all(|mark| mark.as_str().unwrap().to_lowercase() == gold),
+        "{marks:?}"
+    );
+    assert_eq!(seen["count_after"], "100 of 100 questions");
+}
+
+/// What `eval` ends by naming, run by a shell as a user would paste it, writes the report, even
+/// when the path holds spaces and quotes.
+#[test]
+fn the_command_eval_names_writes_the_report() {
+    let dir = tempfile::tempdir().unwrap();
+    let sub = dir.path().join("it's a dir");
+    std::fs::create_dir(&sub).unwrap();
+    let results = sub.join("dev.results.jsonl");
+    std::fs::copy(fixture(TRIAL_1), &results).unwrap();
+    let command = react_docstore::report::report_command(&results);
+    assert!(command.starts_with("react-docstore report "), "{command}");
+    let binary_dir = Path::new(env!("CARGO_BIN_EXE_react-docstore")).parent().unwrap();
+    let path = std::env::join_paths(
+        std::iter::once(binary_dir.to_owned()).chain(std::env::split_paths(
+            &std::env::var_os("PATH").unwrap_or_default(),
+        )),
+    )
+    .unwrap();
+    let output = Command::new("sh")
+        .arg("-c")
+        .arg(&command)
+        .env("PATH", path)
+        .output()
+        .unwrap();
+    assert!(
+        output.status.success(),
+        "{command}: {}",
+        String::from_utf8_lossy(&output.stderr)
+    );
+    let html = std::fs::read_to_string(sub.join("dev.results.html")).unwrap();
+    assert!(html.contains("dev.results.jsonl"));
+}
