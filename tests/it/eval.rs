@@ -563,7 +563,7 @@ async fn eval_scores_every_way_a_run_ends_and_resumes_without_calls() {
     let report = score(&results, &config.questions).unwrap();
     assert_eq!(
         (report.scores.n, report.scores.em, report.scores.f1),
-        (summary.n, summary.em, summary.f1)
+        (summary.scores.n, summary.scores.em, summary.scores.f1)
     );
 
     // Run again: everything is resumed, the model is not called.
@@ -573,8 +573,8 @@ async fn eval_scores_every_way_a_run_ends_and_resumes_without_calls() {
         .unwrap();
     assert_eq!(llm.n_calls.load(Ordering::SeqCst), n_calls);
     assert_eq!(
-        (again.done, again.resumed, again.em, again.f1),
-        (6, 6, summary.em, summary.f1)
+        (again.done, again.resumed, again.scores.em, again.scores.f1),
+        (6, 6, summary.scores.em, summary.scores.f1)
     );
     assert_eq!(read_results(&results).len(), 6);
 
@@ -646,7 +646,7 @@ async fn eval_hands_each_question_its_own_context() {
     let summary = eval::evaluate(&config, &services(llm), std::future::pending())
         .await
         .unwrap();
-    assert_eq!((summary.n, summary.em), (3, 1.0));
+    assert_eq!((summary.scores.n, summary.scores.em), (3, 1.0));
     for run in read_results(&results) {
         let question = file
             .questions
@@ -749,7 +749,7 @@ fn check_killed_and_resumed(kill: Kill) {
             (6, n_before, false)
         );
         assert_each_once(&read_results(&results), 6);
-        assert_eq!(summary.em, 2.0 / 6.0);
+        assert_eq!(summary.scores.em, 2.0 / 6.0);
         assert_eq!(summary.exit_code(), 0, "some questions were answered");
     });
 }
@@ -1120,7 +1120,11 @@ async fn replaying_a_results_file_gives_back_the_eval_summary() {
     let totals = &lines[6]["summary"];
     assert_eq!(
         (totals["n"].as_u64(), totals["em"].as_f64(), totals["f1"].as_f64()),
-        (Some(summary.n as u64), Some(summary.em), Some(summary.f1))
+        (
+            Some(summary.scores.n as u64),
+            Some(summary.scores.em),
+            Some(summary.scores.f1)
+        )
     );
     assert_eq!(
         (replayed.n_changed, replayed.exit_code()),
@@ -1431,7 +1435,7 @@ async fn eval_over_an_index_observes_through_it_and_records_its_snapshot() {
     )
     .await
     .unwrap();
-    assert_eq!((summary.done, summary.em), (1, 1.0));
+    assert_eq!((summary.done, summary.scores.em), (1, 1.0));
     let runs = read_results(&results);
     assert_eq!(
         runs[0].docstore,
