@@ -157,7 +157,7 @@ pub(crate) fn is_transient_status(status: reqwest::StatusCode) -> bool {
 
 /// The delay before the next attempt: the backoff's, or longer when the server asks for longer.
 /// `None` (give up now) when the backoff is spent or the server asks for more than `cap`.
-pub(crate) fn next_delay(
+fn next_delay(
     backoff: Option<Duration>,
     retry_after: Option<&RetryAfter>,
     cap: Duration,
@@ -252,13 +252,7 @@ pub(crate) fn transport_failure(error: &reqwest::Error) -> &'static str {
 /// Logs that an attempt failed and when the next one starts, in plain words:
 /// `model server 127.0.0.1:8080: HTTP 429 Too Many Requests; retrying in 2.1 s, attempt 2 of 5`.
 /// `attempt` is the number of the attempt about to be made.
-pub(crate) fn warn_retry(
-    server: &str,
-    failure: &dyn fmt::Display,
-    delay: Duration,
-    attempt: usize,
-    of: usize,
-) {
+fn warn_retry(server: &str, failure: &dyn fmt::Display, delay: Duration, attempt: usize, of: usize) {
     tracing::warn!(
         "{server}: {failure}; retrying in {:.1} s, attempt {attempt} of {of}",
         delay.as_secs_f64()
