@@ -1364,31 +1364,13 @@ async fn eval_reads_the_question_file_once() {
     // A named pipe can be read once: a second read would wait for a writer that never comes.
     let dir = tempfile::tempdir().unwrap();
     let fifo = dir.path().join("dev.json");
-    let fifo_path = std::ffi::CString::new(fifo.to_str().unwrap()).unwrap();
-    // SAFETY: a valid NUL-terminated path; `mkfifo` reads it and keeps nothing.
-    assert_eq!(unsafe { libc::mkfifo(fifo_path.as_ptr(), 0o600) }, 0);
     let text = std::fs::read_to_string(fixture("hotpotqa/official.json")).unwrap();
-    let writer = {
-        let fifo = fifo.clone();
-        std::thread::spawn(move || std::fs::write(&fifo, text).unwrap())
-    };
+    let writer = crate::pipe_read_once(&fifo, text);
     let model = refusing_model().await;
     let mut command = eval_command(&fifo, &model, &dir.path().join("results.jsonl"));
-    command
-        .args(["--docstore", "distractor", "--limit", "1"])
-        .stderr(std::process::Stdio::piped());
-    let mut child = command.spawn().unwrap();
-    let deadline = std::time::Instant::now() + Duration::from_secs(30);
-    while child.try_wait().unwrap().is_none() {
-        if std::time::Instant::now() > deadline {
-            child.kill().unwrap();
-            panic!("eval waited for a second read of the question file");
-        }
-        std::thread::sleep(Duration::from_millis(20));
-    }
+    command.args(["--docstore", "distractor", "--limit", "1"]);
+    let (_, stderr, _) = crate::output_within_30s(&mut command, "a second read of the question file");
     writer.join().unwrap();
-    let output = child.wait_with_output().unwrap();
-    let stderr = String::from_utf8_lossy(&output.stderr);
     // It read the questions and reached the model (which refused the key).
     assert!(
         stderr.contains("error: evaluation stopped: the model server"),
