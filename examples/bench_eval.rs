@@ -163,7 +163,7 @@ async fn time_run(
         .await
         .expect("the benchmark evaluation runs");
     let elapsed = started.elapsed();
-    assert_eq!((summary.done, summary.em), (n_questions, 1.0));
+    assert_eq!((summary.done, summary.scores.em), (n_questions, 1.0));
     assert_eq!(summary.per_question.llm_calls, STEPS_PER_QUESTION as f64);
     elapsed
 }

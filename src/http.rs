@@ -1,12 +1,96 @@
-//! What every HTTP client here (model, Wikipedia, web search) does the same way: reading
-//! `Retry-After`, reading a body under a size limit, wording a retry warning, and building the
-//! reqwest client only when the first request needs it.
+//! What every HTTP client here (model, Wikipedia, web search) does the same way: the retry loop
+//! ([`retry`]: backoff, `Retry-After` within its cap, the warning), reading a body under a size
+//! limit, and building the reqwest client only when the first request needs it.
 
 use std::fmt;
+use std::future::Future;
 use std::sync::OnceLock;
 use std::time::{Duration, SystemTime};
 
+use backon::{BackoffBuilder, ExponentialBuilder};
 use reqwest::header::HeaderMap;
+
+/// How transient failures are retried: exponential backoff with jitter, and the longest
+/// `Retry-After` honoured.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct RetryPolicy {
+    /// Retries after the first attempt (so `max_retries + 1` attempts in all).
+    pub max_retries: usize,
+    /// The first backoff delay; it doubles each retry, with jitter.
+    pub min_delay: Duration,
+    pub max_delay: Duration,
+    /// A `Retry-After` longer than this ends the retries at once, with an error quoting it.
+    pub max_retry_after: Duration,
+}
+
+/// What the retry loop needs to know of a failed attempt.
+pub(crate) trait AttemptFailure {
+    /// Whether another attempt may succeed.
+    fn is_transient(&self) -> bool;
+    /// How long the server asked to wait before the next attempt.
+    fn retry_after(&self) -> Option<&RetryAfter>;
+    /// What failed, in a few words, for the retry warning: `HTTP 429 Too Many Requests`, `timed out`.
+    fn failure(&self) -> String;
+}
+
+/// Why [`retry`] gave up: the last attempt's error, and what the client's error needs to say.
+#[derive(Debug)]
+pub(crate) struct GaveUp<E> {
+    pub error: E,
+    /// Attempts made, the last one included.
+    pub attempts: usize,
+    /// The server asked to wait longer than [`RetryPolicy::max_retry_after`]: that ended the retries.
+    pub wait_too_long: Option<RetryAfter>,
+}
+
+/// Runs `attempt` until it succeeds, fails for good, asks to wait too long or the retries are
+/// spent, waiting the backoff's delay (or the server's `Retry-After`, when longer) in between and
+/// warning about each retry as coming from `server` (`model server 127.0.0.1:8080`).
+pub(crate) async fn retry<T, E, Fut>(
+    server: &str,
+    policy: &RetryPolicy,
+    mut attempt: impl FnMut() -> Fut,
+) -> Result<T, GaveUp<E>>
+where
+    E: AttemptFailure,
+    Fut: Future<Output = Result<T, E>>,
+{
+    let mut backoff = ExponentialBuilder::default()
+        .with_min_delay(policy.min_delay)
+        .with_max_delay(policy.max_delay)
+        .with_max_times(policy.max_retries)
+        .with_jitter()
+        .build();
+    let mut attempts = 0;
+    loop {
+        attempts += 1;
+        let error = match attempt().await {
+            Ok(value) => return Ok(value),
+            Err(error) => error,
+        };
+        let gave_up = |error, wait_too_long| GaveUp {
+            error,
+            attempts,
+            wait_too_long,
+        };
+        if !error.is_transient() {
+            return Err(gave_up(error, None));
+        }
+        let asked = error.retry_after();
+        let Some(delay) = next_delay(backoff.next(), asked, policy.max_retry_after) else {
+            let wait_too_long = asked.filter(|asked| asked.wait > policy.max_retry_after).cloned();
+            return Err(gave_up(error, wait_too_long));
+        };
+        warn_retry(
+            server,
+            &error.failure(),
+            delay,
+            attempts + 1,
+            policy.max_retries + 1,
+        );
+        tokio::time::sleep(delay).await;
+    }
+}
 
 /// How long the server asked us to wait, and its own words for it (for the error that says we
 /// will not wait that long).
@@ -62,8 +146,6 @@ fn wait_for(value: &str, unit_secs: f64) -> Option<Duration> {
     Some(Duration::try_from_secs_f64(amount * unit_secs).unwrap_or(Duration::MAX))
 }
 
-/// The delay before the next attempt: the backoff's, or longer when the server asks for longer.
-/// `None` (give up now) when the backoff is spent or the server asks for more than `cap`.
 /// Whether an HTTP status is worth asking again, for every client: 408, 429 and 5xx, but not 501
 /// (the server does not implement the request: asking again gets the same answer).
 pub(crate) fn is_transient_status(status: reqwest::StatusCode) -> bool {
@@ -73,7 +155,9 @@ pub(crate) fn is_transient_status(status: reqwest::StatusCode) -> bool {
         || (status.is_server_error() && status != StatusCode::NOT_IMPLEMENTED)
 }
 
-pub(crate) fn next_delay(
+/// The delay before the next attempt: the backoff's, or longer when the server asks for longer.
+/// `None` (give up now) when the backoff is spent or the server asks for more than `cap`.
+fn next_delay(
     backoff: Option<Duration>,
     retry_after: Option<&RetryAfter>,
     cap: Duration,
@@ -168,13 +252,7 @@ pub(crate) fn transport_failure(error: &reqwest::Error) -> &'static str {
 /// Logs that an attempt failed and when the next one starts, in plain words:
 /// `model server 127.0.0.1:8080: HTTP 429 Too Many Requests; retrying in 2.1 s, attempt 2 of 5`.
 /// `attempt` is the number of the attempt about to be made.
-pub(crate) fn warn_retry(
-    server: &str,
-    failure: &dyn fmt::Display,
-    delay: Duration,
-    attempt: usize,
-    of: usize,
-) {
+fn warn_retry(server: &str, failure: &dyn fmt::Display, delay: Duration, attempt: usize, of: usize) {
     tracing::warn!(
         "{server}: {failure}; retrying in {:.1} s, attempt {attempt} of {of}",
         delay.as_secs_f64()

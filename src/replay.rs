@@ -4,6 +4,7 @@
 //! Reads run files (one run each), JSON Lines of runs (an `eval` results file) and directories of
 //! both, recursively.
 
+use std::collections::VecDeque;
 use std::fmt;
 use std::io::Write;
 use std::path::{Path, PathBuf};
@@ -306,10 +307,14 @@ fn collect_run_files(dir: &Path, files: &mut Vec<PathBuf>) -> Result<(), ReplayE
 }
 
 /// The runs of one file with their sources: JSON Lines (`*.jsonl`, or a `.json` file of several
-/// runs a line each) or a single run.
+/// runs a line each) or a single run. The file is read once (it may be a pipe).
 pub fn read_runs(path: &Path) -> Result<Vec<(RunSource, Run)>, ReplayError> {
+    let bytes = std::fs::read(path).map_err(|source| RunFileError::Read {
+        path: path.to_owned(),
+        source,
+    })?;
     if path.extension().is_none_or(|ext| ext != "jsonl") {
-        return match Run::read(path) {
+        return match single_run(&bytes, path) {
             Ok(run) => {
                 let source = RunSource {
                     file: path.to_owned(),
@@ -317,19 +322,12 @@ pub fn read_runs(path: &Path) -> Result<Vec<(RunSource, Run)>, ReplayError> {
                 };
                 Ok(vec![(source, run)])
             }
-            Err(single_error) => match std::fs::read(path)
-                .ok()
-                .and_then(|bytes| parse_run_lines(&bytes, path).ok())
-            {
-                Some(lines) if lines.runs.len() > 1 && lines.torn_bytes == 0 => Ok(sourced(path, lines.runs)),
+            Err(single_error) => match parse_run_lines(&bytes, path) {
+                Ok(lines) if lines.runs.len() > 1 && lines.torn_bytes == 0 => Ok(sourced(path, lines.runs)),
                 _ => Err(single_error.into()),
             },
         };
     }
-    let bytes = std::fs::read(path).map_err(|source| RunFileError::Read {
-        path: path.to_owned(),
-        source,
-    })?;
     let lines = parse_run_lines(&bytes, path)?;
     if lines.torn_bytes > 0 {
         return Err(ReplayError::TornLine {
@@ -342,6 +340,18 @@ pub fn read_runs(path: &Path) -> Result<Vec<(RunSource, Run)>, ReplayError> {
         });
     }
     Ok(sourced(path, lines.runs))
+}
+
+/// A single run's file, as [`Run::read`] parses it (text that is not UTF-8 cannot be read).
+fn single_run(bytes: &[u8], path: &Path) -> Result<Run, RunFileError> {
+    let text = std::str::from_utf8(bytes).map_err(|_| RunFileError::Read {
+        path: path.to_owned(),
+        source: std::io::Error::new(
+            std::io::ErrorKind::InvalidData,
+            "stream did not contain valid UTF-8",
+        ),
+    })?;
+    Run::from_json(text, path)
 }
 
 fn sourced(path: &Path, runs: Vec<RunLine>) -> Vec<(RunSource, Run)> {
@@ -369,15 +379,24 @@ pub async fn replay(
             paths: display_paths(&config.paths),
         });
     }
+    // Each file is read once: all of them up front when every run must be checked against the
+    // snapshot before any replays, else each as its turn comes.
+    let mut read_ahead = VecDeque::new();
     if let Some(current) = config.docstore.as_ref().filter(|info| info.snapshot.is_some()) {
         for file in &files {
-            check_same_docstore(&read_runs(file)?, current)?;
+            let runs = read_runs(file)?;
+            check_same_docstore(&runs, current)?;
+            read_ahead.push_back(runs);
         }
     }
     let mut summary = ReplaySummary::default();
     let (mut em_sum, mut f1_sum) = (0.0, 0.0);
     for file in &files {
-        for (source, recorded) in read_runs(file)? {
+        let runs = match read_ahead.pop_front() {
+            Some(runs) => runs,
+            None => read_runs(file)?,
+        };
+        for (source, recorded) in runs {
             let (episode, unrecorded) =
                 replay_recorded(&recorded, config.profile, config.max_steps, live, trace).await;
             let run = &episode.run;

@@ -15,7 +15,7 @@
 
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
-use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
@@ -30,7 +30,7 @@ use super::html::parse_search_page;
 use super::page::SearchOutcome;
 use super::{DEFAULT_TIMEOUT, DocstoreConfig, DocstoreError};
 use crate::fsutil::atomic_write;
-use crate::http::{self, BodyError, LazyClient, RetryAfter, next_delay, read_body, retry_after, warn_retry};
+use crate::http::{self, BodyError, LazyClient, RetryAfter, read_body, retry_after};
 use crate::profile::Profile;
 
 /// How the client treats the server.
@@ -248,7 +248,7 @@ enum AttemptError {
     Client(reqwest::Error),
 }
 
-impl AttemptError {
+impl http::AttemptFailure for AttemptError {
     fn is_transient(&self) -> bool {
         match self {
             AttemptError::Status { status, .. } => crate::http::is_transient_status(*status),
@@ -264,18 +264,15 @@ impl AttemptError {
             _ => None,
         }
     }
-}
 
-impl std::fmt::Display for AttemptError {
-    /// What failed, in a few words, for a retry warning.
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+    fn failure(&self) -> String {
         match self {
-            AttemptError::Status { status, .. } => write!(f, "HTTP {status}"),
-            AttemptError::Network(error) => f.write_str(http::transport_failure(error)),
-            AttemptError::TooLarge => f.write_str("page too large"),
-            AttemptError::Empty => f.write_str("empty page"),
-            AttemptError::NotAPage => f.write_str("not a whole search page"),
-            AttemptError::Client(_) => f.write_str("cannot set up the HTTP client"),
+            AttemptError::Status { status, .. } => format!("HTTP {status}"),
+            AttemptError::Network(error) => http::transport_failure(error).to_owned(),
+            AttemptError::TooLarge => "page too large".to_owned(),
+            AttemptError::Empty => "empty page".to_owned(),
+            AttemptError::NotAPage => "not a whole search page".to_owned(),
+            AttemptError::Client(_) => "cannot set up the HTTP client".to_owned(),
         }
     }
 }
@@ -307,60 +304,50 @@ impl FetcherInner {
         if let Some(body) = self.cache.get(url).await? {
             return self.read_cached(url, body, profile).await.map(Arc::new);
         }
-        let attempts = AtomicUsize::new(0);
         let policy = &self.policy;
-        let backoff = ExponentialBuilder::default()
-            .with_min_delay(policy.min_backoff)
-            .with_max_delay(policy.max_backoff)
-            .with_max_times(policy.max_retries)
-            .with_jitter();
-        let (bytes, outcome) = (|| async {
-            attempts.fetch_add(1, Ordering::Relaxed);
-            self.attempt(url, profile, check).await
-        })
-        .retry(backoff)
-        .when(AttemptError::is_transient)
-        .adjust(|error, delay| next_delay(delay, error.retry_after(), policy.max_retry_after))
-        .notify(|error, delay| {
-            let server = format!("Wikipedia {}", http::server_name(url));
-            let next = attempts.load(Ordering::Relaxed) + 1;
-            warn_retry(&server, error, delay, next, policy.max_retries + 1);
-        })
-        .await
-        .map_err(|error| {
-            let attempts = attempts.load(Ordering::Relaxed);
-            match error {
-                AttemptError::Status {
-                    status,
-                    retry_after: Some(asked),
-                } if asked.wait > policy.max_retry_after => DocstoreError::WaitTooLong {
+        let retry = http::RetryPolicy {
+            max_retries: policy.max_retries,
+            min_delay: policy.min_backoff,
+            max_delay: policy.max_backoff,
+            max_retry_after: policy.max_retry_after,
+        };
+        let server = format!("Wikipedia {}", http::server_name(url));
+        let (bytes, outcome) = http::retry(&server, &retry, || self.attempt(url, profile, check))
+            .await
+            .map_err(|gave_up| match gave_up {
+                http::GaveUp {
+                    error: AttemptError::Status { status, .. },
+                    wait_too_long: Some(asked),
+                    ..
+                } => DocstoreError::WaitTooLong {
                     url: url.to_owned(),
                     status: status.as_u16(),
                     asked: asked.asked,
                     max_wait_secs: policy.max_retry_after.as_secs(),
                 },
-                AttemptError::Status { status, .. } => DocstoreError::Status {
-                    url: url.to_owned(),
-                    status: status.as_u16(),
-                    attempts,
+                http::GaveUp { error, attempts, .. } => match error {
+                    AttemptError::Status { status, .. } => DocstoreError::Status {
+                        url: url.to_owned(),
+                        status: status.as_u16(),
+                        attempts,
+                    },
+                    AttemptError::Network(source) => DocstoreError::Network {
+                        url: url.to_owned(),
+                        attempts,
+                        source,
+                    },
+                    AttemptError::TooLarge => DocstoreError::TooLarge {
+                        url: url.to_owned(),
+                        limit: policy.max_body_bytes,
+                    },
+                    AttemptError::Empty => DocstoreError::EmptyBody { url: url.to_owned() },
+                    AttemptError::NotAPage => DocstoreError::NotAPage {
+                        url: url.to_owned(),
+                        attempts,
+                    },
+                    AttemptError::Client(source) => DocstoreError::Client(source),
                 },
-                AttemptError::Network(source) => DocstoreError::Network {
-                    url: url.to_owned(),
-                    attempts,
-                    source,
-                },
-                AttemptError::TooLarge => DocstoreError::TooLarge {
-                    url: url.to_owned(),
-                    limit: policy.max_body_bytes,
-                },
-                AttemptError::Empty => DocstoreError::EmptyBody { url: url.to_owned() },
-                AttemptError::NotAPage => DocstoreError::NotAPage {
-                    url: url.to_owned(),
-                    attempts,
-                },
-                AttemptError::Client(source) => DocstoreError::Client(source),
-            }
-        })?;
+            })?;
         self.cache.put(url, &bytes).await?;
         Ok(Arc::new(outcome))
     }
@@ -591,6 +578,8 @@ fn fnv1a_128(bytes: &[u8]) -> u128 {
 
 #[cfg(test)]
 mod tests {
+    use std::sync::atomic::AtomicUsize;
+
     use super::*;
 
     #[tokio::test]

@@ -96,12 +96,9 @@ pub struct PerQuestion {
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct Summary {
     pub task: Task,
-    /// Finished questions with a gold answer: what EM/F1 average over. Errors score zero.
-    pub n: usize,
-    pub em: f64,
-    pub f1: f64,
-    pub prec: f64,
-    pub recall: f64,
+    /// Means over the finished questions with a gold answer (`n` of them). Errors score zero.
+    #[serde(flatten)]
+    pub scores: Scores,
     /// FEVER: label accuracy (the exact match of the normalized label).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub accuracy: Option<f64>,
@@ -193,11 +190,7 @@ impl Summary {
         let n_run_now = outcomes.len() - context.resumed;
         Summary {
             task: context.task,
-            n: overall.n,
-            em: overall.em,
-            f1: overall.f1,
-            prec: overall.prec,
-            recall: overall.recall,
+            scores: overall,
             accuracy: (context.task == Task::Fever).then_some(overall.em),
             by_type: group(by_type),
             by_stopped: group(by_stopped),
@@ -239,14 +232,7 @@ impl Summary {
             "questions      {} selected, {} done ({} resumed, {errors}){status}",
             self.selected, self.done, self.resumed
         )?;
-        let overall = Scores {
-            n: self.n,
-            em: self.em,
-            f1: self.f1,
-            prec: self.prec,
-            recall: self.recall,
-        };
-        overall.write_headline(self.task, out)?;
+        self.scores.write_headline(self.task, out)?;
         for (title, groups) in [("by type", &self.by_type), ("by stop", &self.by_stopped)] {
             if groups.is_empty() {
                 continue;

@@ -7,8 +7,9 @@
 //! grammar reads a reply that repeats the `Thought n:` label.
 //!
 //! Transient failures (408, 429, 5xx but 501, timeouts, connections refused, reset or dropped in
-//! the middle of a body) are retried with exponential backoff (backon), honouring `Retry-After`
-//! up to [`RetryPolicy::max_retry_after`]; each retry is announced by a plain-words warning. A
+//! the middle of a body) are retried by `http::retry` (exponential backoff, honouring
+//! `Retry-After` up to [`RetryPolicy::max_retry_after`]; each retry is announced by a plain-words
+//! warning). A
 //! response body is read up to [`OpenAiConfig::max_response_bytes`], and one completion is cut
 //! to [`MAX_COMPLETION_BYTES`] before the agent sees it. Every message built from a response is
 //! redacted of the API key before it is shortened, whatever the status. The reqwest client is
@@ -21,14 +22,14 @@ mod wire;
 
 use std::fmt;
 use std::str::FromStr;
-use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Duration;
 
-use crate::http::{self, BodyError, LazyClient, RetryAfter, next_delay, read_body, retry_after, warn_retry};
+pub use crate::http::RetryPolicy;
+use crate::http::{self, AttemptFailure, BodyError, GaveUp, LazyClient, RetryAfter, read_body, retry_after};
 pub use crate::secret::ApiKey;
 use crate::secret::RedactedMessage;
 
-use backon::{ExponentialBuilder, Retryable};
 use futures::future::BoxFuture;
 use reqwest::StatusCode;
 use serde_json::{Map, Value, json};
@@ -97,27 +98,13 @@ impl FromStr for Api {
     }
 }
 
-/// How transient failures are retried.
-#[derive(Debug, Clone)]
-pub struct RetryPolicy {
-    /// Retries after the first attempt.
-    pub max_retries: usize,
-    pub min_delay: Duration,
-    pub max_delay: Duration,
-    /// A `Retry-After` longer than this ends the retries at once, with an error quoting it.
-    pub max_retry_after: Duration,
-}
-
-impl Default for RetryPolicy {
-    fn default() -> RetryPolicy {
-        RetryPolicy {
-            max_retries: 4,
-            min_delay: Duration::from_secs(1),
-            max_delay: Duration::from_secs(30),
-            max_retry_after: Duration::from_secs(120),
-        }
-    }
-}
+/// How the model client retries unless told otherwise.
+pub const DEFAULT_RETRY: RetryPolicy = RetryPolicy {
+    max_retries: 4,
+    min_delay: Duration::from_secs(1),
+    max_delay: Duration::from_secs(30),
+    max_retry_after: Duration::from_secs(120),
+};
 
 /// Everything the client needs to know, checked.
 #[derive(Debug, Clone)]
@@ -151,7 +138,7 @@ impl OpenAiConfig {
             max_tokens: Some(DEFAULT_MAX_TOKENS),
             options: Map::new(),
             timeout: DEFAULT_TIMEOUT,
-            retry: RetryPolicy::default(),
+            retry: DEFAULT_RETRY,
             max_response_bytes: DEFAULT_MAX_RESPONSE_BYTES,
         }
     }
@@ -298,7 +285,7 @@ enum AttemptError {
     Client(reqwest::Error),
 }
 
-impl AttemptError {
+impl AttemptFailure for AttemptError {
     fn is_transient(&self) -> bool {
         match self {
             AttemptError::Status { status, .. } => crate::http::is_transient_status(*status),
@@ -319,16 +306,13 @@ impl AttemptError {
             _ => None,
         }
     }
-}
 
-impl fmt::Display for AttemptError {
-    /// What failed, in a few words, for a retry warning.
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+    fn failure(&self) -> String {
         match self {
-            AttemptError::Status { status, .. } => write!(f, "HTTP {status}"),
-            AttemptError::Transport(error) => f.write_str(http::transport_failure(error)),
-            AttemptError::TooLarge => f.write_str("response too large"),
-            AttemptError::Client(_) => f.write_str("cannot set up the HTTP client"),
+            AttemptError::Status { status, .. } => format!("HTTP {status}"),
+            AttemptError::Transport(error) => http::transport_failure(error).to_owned(),
+            AttemptError::TooLarge => "response too large".to_owned(),
+            AttemptError::Client(_) => "cannot set up the HTTP client".to_owned(),
         }
     }
 }
@@ -438,30 +422,10 @@ impl OpenAiClient {
         })
     }
 
-    /// Sends `body`, retrying transient failures. On failure: the last attempt's error and the
-    /// number of attempts made.
-    async fn send(&self, body: &Value) -> Result<Vec<u8>, (AttemptError, usize)> {
-        let policy = &self.config.retry;
-        let backoff = ExponentialBuilder::default()
-            .with_min_delay(policy.min_delay)
-            .with_max_delay(policy.max_delay)
-            .with_max_times(policy.max_retries)
-            .with_jitter();
-        let attempts = AtomicUsize::new(0);
+    /// Sends `body`, retrying transient failures.
+    async fn send(&self, body: &Value) -> Result<Vec<u8>, GaveUp<AttemptError>> {
         let server = format!("model server {}", http::server_name(self.url.as_str()));
-        let result = (|| {
-            attempts.fetch_add(1, Ordering::Relaxed);
-            self.send_once(body)
-        })
-        .retry(backoff)
-        .when(AttemptError::is_transient)
-        .adjust(|error, delay| next_delay(delay, error.retry_after(), policy.max_retry_after))
-        .notify(|error, delay| {
-            let next = attempts.load(Ordering::Relaxed) + 1;
-            warn_retry(&server, error, delay, next, policy.max_retries + 1);
-        })
-        .await;
-        result.map_err(|error| (error, attempts.load(Ordering::Relaxed)))
+        http::retry(&server, &self.config.retry, || self.send_once(body)).await
     }
 
     /// A server's own words, fit for an error: redacted of the key, then shortened.
@@ -503,37 +467,34 @@ impl OpenAiClient {
             let body = self.body(&request);
             match self.send(&body).await {
                 Ok(bytes) => break bytes,
-                Err((AttemptError::Status { status, body, .. }, _))
-                    if status == StatusCode::BAD_REQUEST
-                        && adaptations < MAX_ADAPTATIONS
-                        && self.adapt_to_refusal(&body, &request) =>
+                Err(GaveUp {
+                    error: AttemptError::Status { status, body, .. },
+                    ..
+                }) if status == StatusCode::BAD_REQUEST
+                    && adaptations < MAX_ADAPTATIONS
+                    && self.adapt_to_refusal(&body, &request) =>
                 {
                     adaptations += 1;
                 }
-                Err((
-                    AttemptError::Status {
-                        status,
-                        body,
-                        retry_after,
-                    },
+                Err(GaveUp {
+                    error: AttemptError::Status { status, body, .. },
                     attempts,
-                )) => {
+                    wait_too_long,
+                }) => {
                     let message = wire::error_message(&body)
                         .unwrap_or_else(|| status.canonical_reason().unwrap_or("no message").to_owned());
                     // Servers quote the key they refused ("Incorrect API key provided: sk-..."):
                     // it must not reach an error, a run file or a log.
                     let message = self.server_words(&message).as_str().to_owned();
-                    let max_wait = self.config.retry.max_retry_after;
-                    let transient = crate::http::is_transient_status(status);
-                    return Err(match retry_after {
-                        Some(asked) if transient && asked.wait > max_wait => LlmError::WaitTooLong {
+                    return Err(match wait_too_long {
+                        Some(asked) => LlmError::WaitTooLong {
                             url,
                             status: status.to_string(),
                             asked: asked.asked,
-                            max_wait_secs: max_wait.as_secs(),
+                            max_wait_secs: self.config.retry.max_retry_after.as_secs(),
                             message,
                         },
-                        _ if transient => LlmError::GaveUp {
+                        None if crate::http::is_transient_status(status) => LlmError::GaveUp {
                             url,
                             status: status.to_string(),
                             attempts,
@@ -542,17 +503,27 @@ impl OpenAiClient {
                         _ => self.rejected(url, status, message),
                     });
                 }
-                Err((AttemptError::Transport(source), attempts)) => {
+                Err(GaveUp {
+                    error: AttemptError::Transport(source),
+                    attempts,
+                    ..
+                }) => {
                     return Err(LlmError::Transport {
                         url,
                         attempts,
                         source,
                     });
                 }
-                Err((AttemptError::Client(source), _)) => {
+                Err(GaveUp {
+                    error: AttemptError::Client(source),
+                    ..
+                }) => {
                     return Err(LlmError::Client { url, source });
                 }
-                Err((AttemptError::TooLarge, _)) => {
+                Err(GaveUp {
+                    error: AttemptError::TooLarge,
+                    ..
+                }) => {
                     return Err(LlmError::TooLarge {
                         url,
                         limit: self.config.max_response_bytes,

@@ -189,12 +189,12 @@ fn summary_table(files: &[FileView]) -> Markup {
     html! {
         table.summary {
             tr { th {} @for (idx, file) in files.iter().enumerate() { th { span.letter { (letter(idx)) } " " (file.scored.name()) } } }
-            tr { th { "questions" } @for file in files { td { (file.summary.n) } } }
+            tr { th { "questions" } @for file in files { td { (file.summary.scores.n) } } }
             @if is_fever {
-                tr { th { "accuracy" } @for file in files { td.score { (format!("{:.4}", file.summary.em)) } } }
+                tr { th { "accuracy" } @for file in files { td.score { (format!("{:.4}", file.summary.scores.em)) } } }
             } @else {
-                tr { th { "EM" } @for file in files { td.score { (format!("{:.4}", file.summary.em)) } } }
-                tr { th { "F1" } @for file in files { td.score { (format!("{:.4}", file.summary.f1)) } } }
+                tr { th { "EM" } @for file in files { td.score { (format!("{:.4}", file.summary.scores.em)) } } }
+                tr { th { "F1" } @for file in files { td.score { (format!("{:.4}", file.summary.scores.f1)) } } }
             }
             @for stop in STOPS {
                 tr {

@@ -3,20 +3,19 @@
 //! The observation is the answer box's `answer`, else its `snippet`, else the first organic
 //! result's `snippet`, else `No search result found for {query}.`. The API key goes only into the
 //! request: never into a log, an error message (reqwest errors are stripped of their URL), the cache
-//! or `Debug` output. A response body is read up to [`MAX_BODY_BYTES`]; a `Retry-After` longer than
+//! or `Debug` output. A response body is read up to [`MAX_BODY_BYTES`]. Failures are retried by
+//! `http::retry`, as the other clients are: a `Retry-After` longer than
 //! [`WebSearchConfig::max_retry_after`] ends the retries with an error quoting it.
 
 use std::path::{Path, PathBuf};
-use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::Duration;
 
-use backon::{ExponentialBuilder, Retryable};
 use futures::future::BoxFuture;
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
 use crate::fsutil::atomic_write;
-use crate::http::{self, BodyError, LazyClient, RetryAfter, next_delay, read_body, warn_retry};
+use crate::http::{self, AttemptFailure, BodyError, GaveUp, LazyClient, RetryAfter, RetryPolicy, read_body};
 use crate::tool::{Tool, ToolError};
 
 /// SerpApi's search endpoint.
@@ -27,6 +26,8 @@ const EXAMPLES: &str = include_str!("../../fewshot/websearch.txt");
 const CACHE_FORMAT: &str = "react-docstore.websearch.v1";
 /// A larger response is an error: SerpApi's answers are a few dozen KB.
 pub const MAX_BODY_BYTES: usize = 4 * 1024 * 1024;
+/// The longest backoff between two searches (backon's default, which this client always had).
+const MAX_RETRY_DELAY: Duration = Duration::from_secs(60);
 
 pub use crate::secret::ApiKey;
 
@@ -120,8 +121,8 @@ pub enum WebSearchError {
     },
 }
 
-impl WebSearchError {
-    fn is_retryable(&self) -> bool {
+impl AttemptFailure for WebSearchError {
+    fn is_transient(&self) -> bool {
         match self {
             WebSearchError::Request { source, .. } => {
                 source.is_connect() || source.is_timeout() || source.is_body() || source.is_decode()
@@ -140,7 +141,6 @@ impl WebSearchError {
         }
     }
 
-    /// What failed, in a few words, for a retry warning.
     fn failure(&self) -> String {
         match self {
             WebSearchError::Status { status, .. } => format!("HTTP {status}"),
@@ -197,46 +197,28 @@ impl WebSearch {
                 query: query.to_owned(),
             });
         }
-        let attempts = AtomicUsize::new(0);
-        let max_wait = self.config.max_retry_after;
-        let body = (|| {
-            attempts.fetch_add(1, Ordering::Relaxed);
-            self.fetch(query)
-        })
-        .retry(
-            ExponentialBuilder::default()
-                .with_min_delay(self.config.first_retry_delay)
-                .with_max_times(self.config.max_retries)
-                .with_jitter(),
-        )
-        .when(WebSearchError::is_retryable)
-        // Wait at least as long as the service's `Retry-After`, as the other clients do.
-        .adjust(|error, delay| next_delay(delay, error.retry_after(), max_wait))
-        .notify(|error, delay| {
-            let server = format!("web search {}", http::server_name(&self.config.search_url));
-            let next = attempts.load(Ordering::Relaxed) + 1;
-            warn_retry(
-                &server,
-                &error.failure(),
-                delay,
-                next,
-                self.config.max_retries + 1,
-            );
-        })
-        .await
-        .map_err(|error| match error {
-            WebSearchError::Status {
-                query,
-                status,
-                retry_after: Some(asked),
-            } if asked.wait > max_wait => WebSearchError::WaitTooLong {
-                query,
-                status,
-                asked: asked.asked,
-                max_wait_secs: max_wait.as_secs(),
-            },
-            other => other,
-        })?;
+        let policy = RetryPolicy {
+            max_retries: self.config.max_retries,
+            min_delay: self.config.first_retry_delay,
+            max_delay: MAX_RETRY_DELAY,
+            max_retry_after: self.config.max_retry_after,
+        };
+        let server = format!("web search {}", http::server_name(&self.config.search_url));
+        let body = http::retry(&server, &policy, || self.fetch(query))
+            .await
+            .map_err(|gave_up| match gave_up {
+                GaveUp {
+                    error: WebSearchError::Status { query, status, .. },
+                    wait_too_long: Some(asked),
+                    ..
+                } => WebSearchError::WaitTooLong {
+                    query,
+                    status,
+                    asked: asked.asked,
+                    max_wait_secs: policy.max_retry_after.as_secs(),
+                },
+                GaveUp { error, .. } => error,
+            })?;
         let observation = observation(query, &body);
         if let Some(path) = cache_path {
             write_cache(&path, query, &observation)?;

@@ -563,7 +563,7 @@ async fn eval_scores_every_way_a_run_ends_and_resumes_without_calls() {
     let report = score(&results, &config.questions).unwrap();
     assert_eq!(
         (report.scores.n, report.scores.em, report.scores.f1),
-        (summary.n, summary.em, summary.f1)
+        (summary.scores.n, summary.scores.em, summary.scores.f1)
     );
 
     // Run again: everything is resumed, the model is not called.
@@ -573,8 +573,8 @@ async fn eval_scores_every_way_a_run_ends_and_resumes_without_calls() {
         .unwrap();
     assert_eq!(llm.n_calls.load(Ordering::SeqCst), n_calls);
     assert_eq!(
-        (again.done, again.resumed, again.em, again.f1),
-        (6, 6, summary.em, summary.f1)
+        (again.done, again.resumed, again.scores.em, again.scores.f1),
+        (6, 6, summary.scores.em, summary.scores.f1)
     );
     assert_eq!(read_results(&results).len(), 6);
 
@@ -646,7 +646,7 @@ async fn eval_hands_each_question_its_own_context() {
     let summary = eval::evaluate(&config, &services(llm), std::future::pending())
         .await
         .unwrap();
-    assert_eq!((summary.n, summary.em), (3, 1.0));
+    assert_eq!((summary.scores.n, summary.scores.em), (3, 1.0));
     for run in read_results(&results) {
         let question = file
             .questions
@@ -749,7 +749,7 @@ fn check_killed_and_resumed(kill: Kill) {
             (6, n_before, false)
         );
         assert_each_once(&read_results(&results), 6);
-        assert_eq!(summary.em, 2.0 / 6.0);
+        assert_eq!(summary.scores.em, 2.0 / 6.0);
         assert_eq!(summary.exit_code(), 0, "some questions were answered");
     });
 }
@@ -1120,7 +1120,11 @@ async fn replaying_a_results_file_gives_back_the_eval_summary() {
     let totals = &lines[6]["summary"];
     assert_eq!(
         (totals["n"].as_u64(), totals["em"].as_f64(), totals["f1"].as_f64()),
-        (Some(summary.n as u64), Some(summary.em), Some(summary.f1))
+        (
+            Some(summary.scores.n as u64),
+            Some(summary.scores.em),
+            Some(summary.scores.f1)
+        )
     );
     assert_eq!(
         (replayed.n_changed, replayed.exit_code()),
@@ -1360,31 +1364,13 @@ async fn eval_reads_the_question_file_once() {
     // A named pipe can be read once: a second read would wait for a writer that never comes.
     let dir = tempfile::tempdir().unwrap();
     let fifo = dir.path().join("dev.json");
-    let fifo_path = std::ffi::CString::new(fifo.to_str().unwrap()).unwrap();
-    // SAFETY: a valid NUL-terminated path; `mkfifo` reads it and keeps nothing.
-    assert_eq!(unsafe { libc::mkfifo(fifo_path.as_ptr(), 0o600) }, 0);
     let text = std::fs::read_to_string(fixture("hotpotqa/official.json")).unwrap();
-    let writer = {
-        let fifo = fifo.clone();
-        std::thread::spawn(move || std::fs::write(&fifo, text).unwrap())
-    };
+    let writer = crate::pipe_read_once(&fifo, text);
     let model = refusing_model().await;
     let mut command = eval_command(&fifo, &model, &dir.path().join("results.jsonl"));
-    command
-        .args(["--docstore", "distractor", "--limit", "1"])
-        .stderr(std::process::Stdio::piped());
-    let mut child = command.spawn().unwrap();
-    let deadline = std::time::Instant::now() + Duration::from_secs(30);
-    while child.try_wait().unwrap().is_none() {
-        if std::time::Instant::now() > deadline {
-            child.kill().unwrap();
-            panic!("eval waited for a second read of the question file");
-        }
-        std::thread::sleep(Duration::from_millis(20));
-    }
+    command.args(["--docstore", "distractor", "--limit", "1"]);
+    let (_, stderr, _) = crate::output_within_30s(&mut command, "a second read of the question file");
     writer.join().unwrap();
-    let output = child.wait_with_output().unwrap();
-    let stderr = String::from_utf8_lossy(&output.stderr);
     // It read the questions and reached the model (which refused the key).
     assert!(
         stderr.contains("error: evaluation stopped: the model server"),
@@ -1431,7 +1417,7 @@ async fn eval_over_an_index_observes_through_it_and_records_its_snapshot() {
     )
     .await
     .unwrap();
-    assert_eq!((summary.done, summary.em), (1, 1.0));
+    assert_eq!((summary.done, summary.scores.em), (1, 1.0));
     let runs = read_results(&results);
     assert_eq!(
         runs[0].docstore,

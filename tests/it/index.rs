@@ -759,6 +759,20 @@ fn replay_refuses_a_run_recorded_against_another_snapshot() {
             .unwrap()
             .starts_with("Constantin Medien AG (formerly EM.Entertainment")
     );
+
+    // The file is read once, both checked and replayed from those bytes: behind a named pipe, a
+    // second read would wait for a writer that never comes.
+    let piped = dir.path().join("piped.jsonl");
+    let writer = crate::pipe_read_once(&piped, format!("{same}\n"));
+    let mut command = Command::new(env!("CARGO_BIN_EXE_react-docstore"));
+    command
+        .args(["replay", "--json", "--docstore", &index])
+        .arg(&piped);
+    let (stdout, stderr, code) = crate::output_within_30s(&mut command, "a second read of the run file");
+    writer.join().unwrap();
+    assert_eq!(code, 0, "{stderr}");
+    let replayed: serde_json::Value = serde_json::from_str(stdout.lines().next().unwrap()).unwrap();
+    assert_eq!(replayed["answer"], "Ismaning");
 }
 
 /// A build that fails at once (its source is missing), after it has looked at `out` and its leftovers.

@@ -113,3 +113,51 @@ pub async fn mock_wikipedia() -> wiremock::MockServer {
     }
     server
 }
+
+/// A named pipe at `path` that gives `text` to its first reader: a second read would wait for a
+/// writer that never comes. Join the writer once the reader is done.
+pub fn pipe_read_once(path: &std::path::Path, text: String) -> std::thread::JoinHandle<()> {
+    let c_path = std::ffi::CString::new(path.to_str().unwrap()).unwrap();
+    // SAFETY: a valid NUL-terminated path; `mkfifo` reads it and keeps nothing.
+    assert_eq!(unsafe { libc::mkfifo(c_path.as_ptr(), 0o600) }, 0);
+    let path = path.to_owned();
+    std::thread::spawn(move || std::fs::write(&path, text).unwrap())
+}
+
+/// Runs `command` and gives back its stdout, stderr and exit code, killing it and failing the
+/// test when it is not done within 30 s (`waited_for` says what it would be waiting for).
+pub fn output_within_30s(command: &mut std::process::Command, waited_for: &str) -> (String, String, i32) {
+    use std::io::Read;
+    use std::process::Stdio;
+    let mut child = command
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let drain = |mut pipe: Box<dyn Read + Send>| {
+        std::thread::spawn(move || {
+            let mut text = String::new();
+            pipe.read_to_string(&mut text).unwrap();
+            text
+        })
+    };
+    let stdout = drain(Box::new(child.stdout.take().unwrap()));
+    let stderr = drain(Box::new(child.stderr.take().unwrap()));
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(30);
+    let status = loop {
+        if let Some(status) = child.try_wait().unwrap() {
+            break status;
+        }
+        if std::time::Instant::now() > deadline {
+            child.kill().unwrap();
+            child.wait().unwrap();
+            panic!("the command waited for {waited_for}");
+        }
+        std::thread::sleep(std::time::Duration::from_millis(20));
+    };
+    (
+        stdout.join().unwrap(),
+        stderr.join().unwrap(),
+        status.code().unwrap_or(-1),
+    )
+}

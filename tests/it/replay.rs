@@ -389,3 +389,40 @@ fn a_replay_that_ends_differently_is_reported() {
         (1, 1, 0)
     );
 }
+
+#[test]
+fn replay_reads_a_run_file_once() {
+    // A `.json` file of runs a line each, behind a named pipe: it is not one run, so it is read
+    // as JSON Lines — from the bytes already read, since the pipe gives them once.
+    let dir = tempfile::tempdir().unwrap();
+    let runs = dir.path().join("runs.json");
+    let lines: String = ["synthetic/fallback-call.json", "langchain/numbered.json"]
+        .iter()
+        .map(|name| {
+            let run: serde_json::Value = serde_json::from_str(
+                &std::fs::read_to_string(crate::fixture(&format!("runs/{name}"))).unwrap(),
+            )
+            .unwrap();
+            format!("{run}\n")
+        })
+        .collect();
+    let writer = crate::pipe_read_once(&runs, lines);
+    let mut command = std::process::Command::new(env!("CARGO_BIN_EXE_react-docstore"));
+    command.args(["replay", "--json"]).arg(&runs).env("NO_COLOR", "1");
+    let (stdout, stderr, code) = crate::output_within_30s(&mut command, "a second read of the run file");
+    writer.join().unwrap();
+    assert_eq!(code, 0, "{stderr}");
+    let sources: Vec<serde_json::Value> = stdout
+        .lines()
+        .filter_map(|line| {
+            serde_json::from_str::<serde_json::Value>(line)
+                .unwrap()
+                .get("source")
+                .cloned()
+        })
+        .collect();
+    assert_eq!(
+        sources,
+        [1, 2].map(|line| serde_json::json!({"file": runs.to_str().unwrap(), "line": line}))
+    );
+}

@@ -340,9 +340,17 @@ async fn websearch_retries_then_caches_without_the_key() {
         ..websearch_config(&server)
     };
     let websearch = WebSearch::new(config.clone()).unwrap();
+    let (observation, logs) = crate::llm::captured_logs(websearch.search("president of Spain")).await;
+    assert_eq!(observation.unwrap(), "Pedro Sánchez");
+    // Each retry is announced as the other clients announce theirs.
+    let host = server.uri().trim_start_matches("http://").to_owned();
+    let warnings: Vec<&str> = logs.lines().filter(|line| line.contains("WARN")).collect();
     assert_eq!(
-        websearch.search("president of Spain").await.unwrap(),
-        "Pedro Sánchez"
+        warnings,
+        [2, 3].map(|attempt| format!(
+            " WARN react_docstore::http: web search {host}: HTTP 503; retrying in 0.0 s, attempt {attempt} of 4"
+        )),
+        "{logs}"
     );
     // The second search is served from the cache: the server saw three requests in all.
     assert_eq!(
