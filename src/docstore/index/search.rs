@@ -34,6 +34,11 @@ const FUZZY_BOOST: f32 = 2.0;
 const FUZZY_MIN_CHARS: usize = 2;
 /// The most title words one edit away that a query word brings in: the most frequent ones.
 const FUZZY_NEIGHBOURS: usize = 16;
+/// A word of the text held by more than one page in `COMMON_SHARE` (and by more than
+/// [`COMMON_MIN_PAGES`]) is not searched in the text: its BM25 weight is tiny, its postings
+/// the longest of the index (`the`, `of`, `in`). Titles are searched for it all the same.
+const COMMON_SHARE: u64 = 10;
+const COMMON_MIN_PAGES: u64 = 10_000;
 /// Memory of the writer that builds an in-memory index (tantivy's minimum).
 const IN_MEMORY_BUDGET: usize = super::build::MIN_MEMORY_PER_THREAD;
 
@@ -212,10 +217,13 @@ impl PageIndex {
                     TITLE_BOOST,
                 )),
             ));
-            clauses.push((
-                Occur::Should,
-                Box::new(TermQuery::new(text_term, IndexRecordOption::WithFreqs)),
-            ));
+            let pages_holding = searcher.doc_freq(&text_term).map_err(search_error)?;
+            if pages_holding <= COMMON_MIN_PAGES || pages_holding * COMMON_SHARE <= self.pages {
+                clauses.push((
+                    Occur::Should,
+                    Box::new(TermQuery::new(text_term, IndexRecordOption::WithFreqs)),
+                ));
+            }
             if word.chars().count() >= FUZZY_MIN_CHARS {
                 for neighbour in self.title_neighbours(searcher, &title_term)? {
                     if !words.contains(&neighbour) && !neighbours.contains(&neighbour) {
