@@ -12,12 +12,18 @@
 //! with `<a href="Percent%20Encoded">Title</a>` links to other generated pages) and
 //! `charoffset_with_links` (a link's opening and closing tags are one token each).
 //!
-//! Titles are unique, 1–4 capitalised words. A page has 20–120 words (about 60) in 3–6
-//! sentences, drawn Zipf-distributed (s = 1.07) from 50,000 pseudo-words whose most frequent
-//! ranks are real English function words; the first sentence starts with the title. The queries
-//! file (`query<TAB>expected title`) alternates exact titles and titles with exactly one typo
-//! (deletion, insertion, substitution or transposition, never on a word's first letter) in one
-//! word of 5 letters or more; a typo that happens to spell another title is redrawn.
+//! A page has 20–120 words (about 60) in 3–6 sentences, drawn Zipf-distributed (s = 1.07) from a
+//! vocabulary of pseudo-words whose most frequent ranks are real English function words; the
+//! first sentence starts with the title. The vocabulary grows with the dump as Heaps' law says
+//! (V = 44 · T^0.49 for T words of text, the constants Manning, Raghavan and Schütze measure on
+//! Reuters-RCV1): 131,000 words for 200,000 pages, 289,000 for 1,000,000, 650,000 for 5,233,330.
+//!
+//! Titles are unique, 1–4 capitalised words drawn from the same Zipf distribution as the text:
+//! as on Wikipedia, a title word is often among the most frequent words of the dump ("The",
+//! "of", "River", "Album"), so a title word's postings are long. The queries file
+//! (`query<TAB>expected title`) alternates exact titles and titles with one letter dropped from
+//! their first word (a word of 2 letters or more; any letter); a typo that happens to spell
+//! another title (ignoring case) is redrawn.
 //!
 //! Deterministic for a given `--seed` (SplitMix64). Only the title list stays in memory; pages
 //! are streamed to the output.
@@ -30,18 +36,20 @@ use std::process::ExitCode;
 use std::time::Instant;
 
 const USAGE: &str = "usage: gen_wiki --out FILE [--pages N (200000)] [--queries FILE] \
-                     [--num-queries N (2000)] [--seed N (1)]";
+                     [--num-queries N (2000)] [--seed N (1)] [--vocabulary N (Heaps' law)]";
 
-const VOCAB_SIZE: usize = 50_000;
 const ZIPF_S: f64 = 1.07;
+/// Words of text a page holds on average (what Heaps' law counts).
+const WORDS_PER_PAGE: f64 = 62.0;
+/// Heaps' law, V = K · T^β (Manning, Raghavan and Schütze, Introduction to Information
+/// Retrieval, 5.1.1: K = 44, β = 0.49 on Reuters-RCV1).
+const HEAPS_K: f64 = 44.0;
+const HEAPS_BETA: f64 = 0.49;
 /// The most frequent ranks of the vocabulary, so that stop-word lists behave as on real text.
 const FUNCTION_WORDS: &[&str] = &[
     "the", "of", "and", "in", "a", "is", "to", "was", "for", "by", "on", "as", "with", "his", "at", "from",
     "that", "an", "which", "it", "her", "are", "were", "who",
 ];
-/// Title words are drawn uniformly from the ranks past this one (content words, not the
-/// very frequent short ones).
-const TITLE_MIN_RANK: usize = 224;
 const ONSETS: &[&str] = &[
     "b", "c", "d", "f", "g", "h", "j", "k", "l", "m", "n", "p", "r", "s", "t", "v", "w", "z", "br", "ch",
     "dr", "gr", "kr", "pl", "st", "th", "tr", "sh",
@@ -59,6 +67,7 @@ struct Args {
     queries: Option<PathBuf>,
     num_queries: usize,
     seed: u64,
+    vocabulary: Option<usize>,
 }
 
 fn parse_number<T: std::str::FromStr>(flag: &str, value: &str) -> Result<T, String> {
@@ -73,6 +82,7 @@ fn parse_args() -> Result<Args, String> {
     let mut queries: Option<PathBuf> = None;
     let mut num_queries: usize = 2_000;
     let mut seed: u64 = 1;
+    let mut vocabulary: Option<usize> = None;
     let mut args = std::env::args().skip(1);
     while let Some(flag) = args.next() {
         if flag == "-h" || flag == "--help" {
@@ -87,6 +97,7 @@ fn parse_args() -> Result<Args, String> {
             "--queries" => queries = Some(PathBuf::from(value)),
             "--num-queries" => num_queries = parse_number(&flag, &value)?,
             "--seed" => seed = parse_number(&flag, &value)?,
+            "--vocabulary" => vocabulary = Some(parse_number(&flag, &value)?),
             _ => return Err(format!("unknown argument {flag}\n{USAGE}")),
         }
     }
@@ -104,6 +115,7 @@ fn parse_args() -> Result<Args, String> {
         queries,
         num_queries,
         seed,
+        vocabulary,
     })
 }
 
@@ -163,11 +175,17 @@ impl Zipf {
     }
 }
 
+/// The vocabulary of a dump of `pages` pages, by Heaps' law.
+fn heaps_vocabulary(pages: usize) -> usize {
+    let words = pages as f64 * WORDS_PER_PAGE;
+    ((HEAPS_K * words.powf(HEAPS_BETA)) as usize).max(FUNCTION_WORDS.len() + 1_000)
+}
+
 /// The function words, then unique pseudo-words; frequent ranks are short, rare ones longer.
-fn vocabulary(rng: &mut SplitMix64) -> Vec<String> {
+fn vocabulary(size: usize, rng: &mut SplitMix64) -> Vec<String> {
     let mut words: Vec<String> = FUNCTION_WORDS.iter().map(|w| String::from(*w)).collect();
     let mut seen: HashSet<String> = words.iter().cloned().collect();
-    while words.len() < VOCAB_SIZE {
+    while words.len() < size {
         let rank = words.len();
         let syllables = 1 + usize::from(rank > 200) + rng.below(2);
         let mut word = String::with_capacity(12);
@@ -191,21 +209,21 @@ fn push_capitalised(out: &mut String, word: &str) {
     }
 }
 
-fn make_title(len: usize, words: &[String], rng: &mut SplitMix64) -> String {
+/// A title of `len` words drawn from the text's Zipf distribution.
+fn make_title(len: usize, words: &[String], zipf: &Zipf, rng: &mut SplitMix64) -> String {
     let mut title = String::with_capacity(len * 9);
     for i in 0..len {
         if i > 0 {
             title.push(' ');
         }
-        let word = &words[TITLE_MIN_RANK + rng.below(words.len() - TITLE_MIN_RANK)];
-        push_capitalised(&mut title, word);
+        push_capitalised(&mut title, &words[zipf.sample(rng)]);
     }
     title
 }
 
 /// `n` unique titles of 1–4 words. A title that already exists is redrawn, one word longer
 /// every few tries, so uniqueness never depends on luck.
-fn make_titles(n: usize, words: &[String], rng: &mut SplitMix64) -> Vec<String> {
+fn make_titles(n: usize, words: &[String], zipf: &Zipf, rng: &mut SplitMix64) -> Vec<String> {
     let mut seen: HashSet<String> = HashSet::with_capacity(n);
     let mut out = Vec::with_capacity(n);
     while out.len() < n {
@@ -217,7 +235,7 @@ fn make_titles(n: usize, words: &[String], rng: &mut SplitMix64) -> Vec<String> 
         };
         let mut attempts: u32 = 0;
         loop {
-            let title = make_title(len, words, rng);
+            let title = make_title(len, words, zipf, rng);
             if seen.insert(title.clone()) {
                 out.push(title);
                 break;
@@ -450,64 +468,33 @@ fn write_page(buf: &mut Vec<u8>, id: usize, title: &str, sentences: &[Sentence])
     buf.extend_from_slice(b"}\n");
 }
 
-/// `title` with exactly one edit in one of its words of 5 letters or more, never on the
-/// word's first letter; `None` when the title has no such word (or no such edit applies).
+/// `title` with one letter (any) dropped from its first word; `None` when that word has a
+/// single letter.
 fn typo(title: &str, rng: &mut SplitMix64) -> Option<String> {
-    let words: Vec<&str> = title.split(' ').collect();
-    let long: Vec<usize> = words
-        .iter()
-        .enumerate()
-        .filter(|(_, w)| w.len() >= 5)
-        .map(|(i, _)| i)
-        .collect();
-    if long.is_empty() {
+    let (first, rest) = title
+        .split_once(' ')
+        .map_or((title, ""), |(first, rest)| (first, rest));
+    let letters: Vec<char> = first.chars().collect();
+    if letters.len() < 2 {
         return None;
     }
-    let target = long[rng.below(long.len())];
-    let mut letters: Vec<u8> = words[target].as_bytes().to_vec();
-    let len = letters.len();
-    match rng.below(4) {
-        0 => {
-            // deletion
-            let _ = letters.remove(1 + rng.below(len - 1));
-        }
-        1 => {
-            // insertion
-            let letter = b'a' + rng.below(26) as u8;
-            letters.insert(1 + rng.below(len), letter);
-        }
-        2 => {
-            // substitution by a different letter
-            let pos = 1 + rng.below(len - 1);
-            let mut letter = b'a' + rng.below(25) as u8;
-            if letter >= letters[pos] {
-                letter += 1;
-            }
-            letters[pos] = letter;
-        }
-        _ => {
-            // transposition of two different adjacent letters
-            let candidates: Vec<usize> = (1..len - 1).filter(|&p| letters[p] != letters[p + 1]).collect();
-            if candidates.is_empty() {
-                return None;
-            }
-            let pos = candidates[rng.below(candidates.len())];
-            letters.swap(pos, pos + 1);
-        }
-    }
-    let edited = String::from_utf8(letters).ok()?;
-    let mut query = String::with_capacity(title.len() + 1);
-    for (i, &word) in words.iter().enumerate() {
-        if i > 0 {
-            query.push(' ');
-        }
-        query.push_str(if i == target { edited.as_str() } else { word });
+    let dropped = rng.below(letters.len());
+    let mut query: String = letters
+        .iter()
+        .enumerate()
+        .filter(|&(idx, _)| idx != dropped)
+        .map(|(_, c)| *c)
+        .collect();
+    if !rest.is_empty() {
+        query.push(' ');
+        query.push_str(rest);
     }
     Some(query)
 }
 
 fn write_queries(path: &Path, titles: &[String], n: usize, rng: &mut SplitMix64) -> io::Result<usize> {
-    let known: HashSet<&str> = titles.iter().map(String::as_str).collect();
+    // What an exact search would open instead: the titles, ignoring case.
+    let known: HashSet<String> = titles.iter().map(|title| title.to_lowercase()).collect();
     let mut out = BufWriter::new(File::create(path)?);
     let mut written: usize = 0;
     let mut attempts: usize = 0;
@@ -523,7 +510,7 @@ fn write_queries(path: &Path, titles: &[String], n: usize, rng: &mut SplitMix64)
             let Some(query) = typo(title, rng) else {
                 continue;
             };
-            if known.contains(query.as_str()) {
+            if known.contains(&query.to_lowercase()) {
                 continue;
             }
             query
@@ -538,13 +525,11 @@ fn write_queries(path: &Path, titles: &[String], n: usize, rng: &mut SplitMix64)
 fn run(args: &Args) -> io::Result<()> {
     let start = Instant::now();
     let mut rng = SplitMix64(args.seed);
-    let words = vocabulary(&mut rng);
-    let titles = make_titles(args.pages, &words, &mut rng);
-    let corpus = Corpus {
-        words,
-        zipf: Zipf::new(VOCAB_SIZE, ZIPF_S),
-        titles,
-    };
+    let vocabulary_size = args.vocabulary.unwrap_or_else(|| heaps_vocabulary(args.pages));
+    let words = vocabulary(vocabulary_size, &mut rng);
+    let zipf = Zipf::new(vocabulary_size, ZIPF_S);
+    let titles = make_titles(args.pages, &words, &zipf, &mut rng);
+    let corpus = Corpus { words, zipf, titles };
     let setup = start.elapsed().as_secs_f64();
 
     let mut out = BufWriter::with_capacity(1 << 20, File::create(&args.out)?);
@@ -561,7 +546,7 @@ fn run(args: &Args) -> io::Result<()> {
     out.flush()?;
     let secs = start.elapsed().as_secs_f64();
     println!(
-        "wrote {} pages, {bytes} bytes, to {} in {secs:.2} s ({:.0} pages/s; vocabulary and titles {setup:.2} s)",
+        "wrote {} pages, {bytes} bytes, to {} in {secs:.2} s ({:.0} pages/s; vocabulary of {vocabulary_size} words and titles {setup:.2} s)",
         args.pages,
         args.out.display(),
         args.pages as f64 / secs
@@ -571,7 +556,7 @@ fn run(args: &Args) -> io::Result<()> {
         let mut query_rng = SplitMix64(args.seed ^ 0x5155_4552_5945_5321);
         let written = write_queries(path, &corpus.titles, args.num_queries, &mut query_rng)?;
         println!(
-            "wrote {written} queries (half exact titles, half with one typo) to {}",
+            "wrote {written} queries (half exact titles, half with one letter dropped from the first word) to {}",
             path.display()
         );
     }

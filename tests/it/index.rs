@@ -458,7 +458,7 @@ fn cli_builds_describes_and_explores_an_index() {
     assert_eq!(code, 0);
     let json: serde_json::Value = serde_json::from_str(&json).unwrap();
     assert_eq!(json["pages"], 1006);
-    assert_eq!(json["format"], "react-docstore.index.v1");
+    assert_eq!(json["format"], "react-docstore.index.v2");
     assert_eq!(json["dump_formats"], serde_json::json!(["hotpotqa"]));
     assert!(json["index_bytes"].as_u64().unwrap() > 0);
 
@@ -696,6 +696,102 @@ fn only_an_index_is_replaced_and_a_refusal_comes_before_any_reading() {
             "Special Air Service"
         )
         .starts_with("The Special Air Service")
+    );
+}
+
+/// Builds `lines` (JSON Lines pages) into `dir/name` with `threads` threads.
+fn build_jsonl(dir: &Path, name: &str, lines: &str, threads: usize) -> BuildReport {
+    let source = dir.join(format!("{name}.jsonl"));
+    std::fs::write(&source, lines).unwrap();
+    let mut config = BuildConfig::new(vec![source], dir.join(name));
+    config.threads = threads;
+    build(&config, &AtomicBool::new(false)).unwrap()
+}
+
+#[test]
+fn an_index_is_one_segment_in_dump_order_whatever_the_threads() {
+    let dir = tempfile::tempdir().unwrap();
+    // Several work items (1 MiB each) for several threads; titles whose scores tie.
+    let lines = jsonl_pages(12_000);
+    let mut observations = Vec::new();
+    for threads in [1, 2, 4] {
+        let report = build_jsonl(dir.path(), &format!("threads-{threads}"), &lines, threads);
+        let index = tantivy::Index::open_in_dir(&report.dir).unwrap();
+        let searcher = index.reader().unwrap().searcher();
+        assert_eq!(searcher.segment_readers().len(), 1, "{threads} threads");
+        let ordinals = searcher.segment_reader(0).fast_fields().u64("ordinal").unwrap();
+        let ordinals: Vec<u64> = (0..12_000).map(|doc| ordinals.first(doc).unwrap()).collect();
+        assert!(
+            ordinals.windows(2).all(|pair| pair[0] < pair[1]),
+            "{threads} threads: document ids follow the dump"
+        );
+        observations.push(search(
+            &mut explorer(&report.dir, Profile::Default),
+            "Generated pages",
+        ));
+    }
+    // Equal scores and equal similarity: the pages earlier in the dump come first.
+    assert_eq!(
+        observations[0],
+        "Could not find Generated pages. Similar: ['Generated page 0', 'Generated page 1', \
+         'Generated page 2', 'Generated page 3', 'Generated page 4']."
+    );
+    assert!(
+        observations
+            .iter()
+            .all(|observation| *observation == observations[0])
+    );
+}
+
+#[test]
+fn a_typo_finds_its_title_among_many_that_share_its_other_word() {
+    let dir = tempfile::tempdir().unwrap();
+    // Forty titles holding `Miruussa` before the intended one, all scoring alike; `Nea` is
+    // itself a title word, and too short for the old fuzzy matching.
+    let mut lines = String::new();
+    for idx in 0..40 {
+        lines.push_str(&format!(
+            "{{\"title\": \"Place{idx} Miruussa\", \"text\": \"It is a river.\"}}\n"
+        ));
+    }
+    lines.push_str("{\"title\": \"Nea Polis\", \"text\": \"It is a town.\"}\n");
+    lines.push_str("{\"title\": \"Nesa Miruussa\", \"text\": \"It is a river.\"}\n");
+    let report = build_jsonl(dir.path(), "typos", &lines, 2);
+    let mut default = explorer(&report.dir, Profile::Default);
+    let observation = search(&mut default, "Nea Miruussa");
+    assert!(
+        observation.starts_with("Could not find Nea Miruussa. Similar: ['Nesa Miruussa', "),
+        "{observation}"
+    );
+    let observation = search(&mut default, "Nesa Miruusa");
+    assert!(
+        observation.starts_with("Could not find Nesa Miruusa. Similar: ['Nesa Miruussa', "),
+        "{observation}"
+    );
+}
+
+#[test]
+fn an_index_of_an_older_format_is_refused() {
+    let dir = tempfile::tempdir().unwrap();
+    let report = build_jsonl(dir.path(), "old", &jsonl_pages(10), 1);
+    let manifest = report.dir.join("react-docstore-index.json");
+    let text = std::fs::read_to_string(&manifest).unwrap();
+    assert!(text.contains("\"react-docstore.index.v2\""), "{text}");
+    // An index of the first format: segments in any order, ties read from a fast field.
+    std::fs::write(
+        &manifest,
+        text.replace("react-docstore.index.v2", "react-docstore.index.v1"),
+    )
+    .unwrap();
+    let error = IndexSource::open(&report.dir, Profile::Default)
+        .err()
+        .expect("refused");
+    assert_eq!(
+        error.to_string(),
+        format!(
+            "index `{}` has format `react-docstore.index.v1`, this version reads `react-docstore.index.v2`: build it again",
+            report.dir.display()
+        )
     );
 }
 

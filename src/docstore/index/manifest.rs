@@ -12,7 +12,8 @@ use crate::fsutil::atomic_write;
 /// The manifest's file name inside an index directory.
 pub const MANIFEST_FILE: &str = "react-docstore-index.json";
 /// The manifest's `format` field: changes when an index of this version cannot be read.
-pub const INDEX_FORMAT: &str = "react-docstore.index.v1";
+/// v2: one segment, its documents in dump order (the ranked search's ties read no fast field).
+pub const INDEX_FORMAT: &str = "react-docstore.index.v2";
 
 /// One source a build read.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]

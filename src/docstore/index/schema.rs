@@ -5,7 +5,7 @@ use tantivy::schema::{
     FAST, Field, INDEXED, IndexRecordOption, STORED, STRING, Schema, TextFieldIndexing, TextOptions, Value,
 };
 use tantivy::tokenizer::{AsciiFoldingFilter, LowerCaser, RemoveLongFilter, SimpleTokenizer, TextAnalyzer};
-use tantivy::{Index, TantivyDocument};
+use tantivy::{Index, IndexSettings, IndexSortByField, Order, TantivyDocument};
 
 use super::title::{folded_title, mediawiki_title, title_key};
 use crate::docstore::page::Page;
@@ -66,6 +66,18 @@ impl WikiSchema {
             ordinal: builder.add_u64_field("ordinal", FAST | INDEXED),
         };
         (builder.build(), fields)
+    }
+
+    /// Every segment sorted by `ordinal`, so one merged segment holds the pages in dump order
+    /// and the search breaks ties by document id.
+    pub fn settings() -> IndexSettings {
+        IndexSettings {
+            sort_by_field: Some(IndexSortByField {
+                field: "ordinal".to_owned(),
+                order: Order::Asc,
+            }),
+            ..IndexSettings::default()
+        }
     }
 
     /// The fields of an opened index, checked against what this version writes.

@@ -2,20 +2,21 @@
 //! "Go": normalised, then case-insensitive, then without punctuation), anything else gives the
 //! ranked, typo-tolerant list of similar titles.
 //!
-//! The ranking is deterministic: BM25 over titles (boosted) and text, a fuzzy title term for each
-//! word no title contains (one edit, transpositions included), ties to the page earlier in the
+//! The ranking is deterministic: BM25 over titles (boosted) and text, plus the title words one
+//! edit away from each query word (transpositions included), ties to the page earlier in the
 //! dump; the best candidates are then re-ranked by how alike their titles are to the entity.
+//!
+//! Fast at Wikipedia's scale: every clause is a plain term query, so tantivy's block-max WAND
+//! skips the postings that cannot reach the candidates, and ties need no fast field: an index
+//! is one segment whose document ids follow the dump ([`super::build::merge_into_one_segment`]).
 
-use std::cmp::Reverse;
 use std::ops::Bound;
 use std::path::Path;
 
 use tantivy::collector::TopDocs;
 use tantivy::query::{BooleanQuery, BoostQuery, FuzzyTermQuery, Occur, Query, RangeQuery, TermQuery};
 use tantivy::schema::IndexRecordOption;
-use tantivy::{
-    DocAddress, Index, IndexReader, Order, ReloadPolicy, Searcher, SegmentReader, TantivyDocument, Term,
-};
+use tantivy::{DocAddress, Index, IndexReader, Order, ReloadPolicy, Searcher, TantivyDocument, Term};
 
 use super::IndexError;
 use super::manifest::Manifest;
@@ -27,10 +28,19 @@ use crate::docstore::page::{DISAMBIGUATION_ENTRIES, SIMILAR_TITLES};
 const CANDIDATES: usize = 20;
 /// A title word counts this much more than a word of the text.
 const TITLE_BOOST: f32 = 3.0;
-/// The score a title word one edit away from a query word adds.
+/// A title word one edit away from a query word counts this much more than a word of the text.
 const FUZZY_BOOST: f32 = 2.0;
-/// Words shorter than this are never matched fuzzily (too many neighbours).
-const FUZZY_MIN_CHARS: usize = 4;
+/// Words shorter than this bring in no neighbours (a dump's index).
+const FUZZY_MIN_CHARS: usize = 2;
+/// The most title words one edit away that a query word brings in: the most frequent ones.
+const FUZZY_NEIGHBOURS: usize = 16;
+/// Words shorter than this are never matched fuzzily (the small docstores: too many neighbours).
+const UNKNOWN_FUZZY_MIN_CHARS: usize = 4;
+/// A word of the text held by more than one page in `COMMON_SHARE` (and by more than
+/// [`COMMON_MIN_PAGES`]) is not searched in the text: its BM25 weight is tiny, its postings
+/// the longest of the index (`the`, `of`, `in`). Titles are searched for it all the same.
+const COMMON_SHARE: u64 = 10;
+const COMMON_MIN_PAGES: u64 = 10_000;
 /// Memory of the writer that builds an in-memory index (tantivy's minimum).
 const IN_MEMORY_BUDGET: usize = super::build::MIN_MEMORY_PER_THREAD;
 
@@ -53,6 +63,19 @@ pub enum TitleMatch {
     Loose,
 }
 
+/// How the ranked search reaches titles one edit away from a query word.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum FuzzyTitles {
+    /// Every query word of [`FUZZY_MIN_CHARS`] or more brings in the [`FUZZY_NEIGHBOURS`] most
+    /// frequent title words one edit away, each a term query (a dump's index: a typo in a word that
+    /// many titles share still reaches its title, and block-max WAND prunes plain terms).
+    FrequentNeighbours,
+    /// A word no title holds, of [`UNKNOWN_FUZZY_MIN_CHARS`] or more, adds a flat bonus to every
+    /// title one edit away (the small in-memory docstores, as they have always searched;
+    /// `corpus::ContextIndex` computes the same).
+    UnknownWords,
+}
+
 /// An opened index: searches are synchronous and take a fraction of a millisecond.
 pub struct PageIndex {
     reader: IndexReader,
@@ -60,6 +83,7 @@ pub struct PageIndex {
     pages: u64,
     snapshot: String,
     title_match: TitleMatch,
+    fuzzy_titles: FuzzyTitles,
 }
 
 impl PageIndex {
@@ -71,8 +95,13 @@ impl PageIndex {
             source,
         };
         let index = Index::open_in_dir(dir).map_err(tantivy_error)?;
-        let index = PageIndex::from_index(index, manifest.snapshot.clone(), TitleMatch::Wikipedia)
-            .map_err(tantivy_error)?;
+        let index = PageIndex::from_index(
+            index,
+            manifest.snapshot.clone(),
+            TitleMatch::Wikipedia,
+            FuzzyTitles::FrequentNeighbours,
+        )
+        .map_err(tantivy_error)?;
         Ok((index, manifest))
     }
 
@@ -87,7 +116,11 @@ impl PageIndex {
             source,
         };
         let (schema, fields) = WikiSchema::new();
-        let index = Index::create_in_ram(schema);
+        let index = Index::builder()
+            .schema(schema)
+            .settings(WikiSchema::settings())
+            .create_in_ram()
+            .map_err(in_memory)?;
         WikiSchema::register_tokenizer(&index);
         let mut writer = index
             .writer_with_num_threads::<TantivyDocument>(1, IN_MEMORY_BUDGET)
@@ -100,11 +133,23 @@ impl PageIndex {
                 .map_err(in_memory)?;
         }
         writer.commit().map_err(in_memory)?;
+        super::build::merge_into_one_segment(&mut writer).map_err(in_memory)?;
         writer.wait_merging_threads().map_err(in_memory)?;
-        PageIndex::from_index(index, digest.snapshot(label), TitleMatch::Loose).map_err(in_memory)
+        PageIndex::from_index(
+            index,
+            digest.snapshot(label),
+            TitleMatch::Loose,
+            FuzzyTitles::UnknownWords,
+        )
+        .map_err(in_memory)
     }
 
-    fn from_index(index: Index, snapshot: String, title_match: TitleMatch) -> tantivy::Result<PageIndex> {
+    fn from_index(
+        index: Index,
+        snapshot: String,
+        title_match: TitleMatch,
+        fuzzy_titles: FuzzyTitles,
+    ) -> tantivy::Result<PageIndex> {
         WikiSchema::register_tokenizer(&index);
         let schema = WikiSchema::of(&index)?;
         let reader = index
@@ -118,6 +163,7 @@ impl PageIndex {
             pages,
             snapshot,
             title_match,
+            fuzzy_titles,
         })
     }
 
@@ -193,10 +239,10 @@ impl PageIndex {
             return Ok(Vec::new());
         }
         let mut clauses: Vec<(Occur, Box<dyn Query>)> = Vec::new();
+        let mut neighbours: Vec<String> = Vec::new();
         for word in &words {
             let title_term = Term::from_field_text(self.schema.title, word);
             let text_term = Term::from_field_text(self.schema.text, word);
-            let known = searcher.doc_freq(&title_term).map_err(search_error)? > 0;
             clauses.push((
                 Occur::Should,
                 Box::new(BoostQuery::new(
@@ -204,47 +250,64 @@ impl PageIndex {
                     TITLE_BOOST,
                 )),
             ));
-            clauses.push((
-                Occur::Should,
-                Box::new(TermQuery::new(text_term, IndexRecordOption::WithFreqs)),
-            ));
-            if !known && word.chars().count() >= FUZZY_MIN_CHARS {
+            let pages_holding = searcher.doc_freq(&text_term).map_err(search_error)?;
+            if pages_holding <= COMMON_MIN_PAGES || pages_holding * COMMON_SHARE <= self.pages {
                 clauses.push((
                     Occur::Should,
-                    Box::new(BoostQuery::new(
-                        Box::new(FuzzyTermQuery::new(title_term, 1, true)),
-                        FUZZY_BOOST,
-                    )),
+                    Box::new(TermQuery::new(text_term, IndexRecordOption::WithFreqs)),
                 ));
             }
+            match self.fuzzy_titles {
+                FuzzyTitles::FrequentNeighbours => {
+                    if word.chars().count() >= FUZZY_MIN_CHARS {
+                        for neighbour in self.title_neighbours(searcher, &title_term)? {
+                            if !words.contains(&neighbour) && !neighbours.contains(&neighbour) {
+                                neighbours.push(neighbour);
+                            }
+                        }
+                    }
+                }
+                FuzzyTitles::UnknownWords => {
+                    let known = searcher.doc_freq(&title_term).map_err(search_error)? > 0;
+                    if !known && word.chars().count() >= UNKNOWN_FUZZY_MIN_CHARS {
+                        clauses.push((
+                            Occur::Should,
+                            Box::new(BoostQuery::new(
+                                Box::new(FuzzyTermQuery::new(title_term, 1, true)),
+                                FUZZY_BOOST,
+                            )),
+                        ));
+                    }
+                }
+            }
+        }
+        for neighbour in &neighbours {
+            let term = Term::from_field_text(self.schema.title, neighbour);
+            clauses.push((
+                Occur::Should,
+                Box::new(BoostQuery::new(
+                    Box::new(TermQuery::new(term, IndexRecordOption::WithFreqs)),
+                    FUZZY_BOOST,
+                )),
+            ));
         }
         let query = BooleanQuery::new(clauses);
-        // Ties go to the page earlier in the dump, whatever segment holds it.
-        let collector = TopDocs::with_limit(CANDIDATES).tweak_score(|segment: &SegmentReader| {
-            let ordinals = segment
-                .fast_fields()
-                .u64("ordinal")
-                .ok()
-                .map(|column| column.first_or_default_col(0));
-            move |doc, score| {
-                (
-                    score,
-                    Reverse(ordinals.as_ref().map_or(0, |column| column.get_val(doc))),
-                )
-            }
-        });
-        let candidates = searcher.search(&query, &collector).map_err(search_error)?;
-        let Some(((best, _), _)) = candidates.first() else {
+        // Ties go to the lower document id: the page earlier in the dump (one segment in dump
+        // order). Plain scores let block-max WAND skip what cannot make the candidates.
+        let candidates = searcher
+            .search(&query, &TopDocs::with_limit(CANDIDATES).order_by_score())
+            .map_err(search_error)?;
+        let Some((best, _)) = candidates.first() else {
             return Ok(Vec::new());
         };
         let best = best.max(f32::MIN_POSITIVE);
         let key = title_key(entity);
         let mut ranked = Vec::with_capacity(candidates.len());
-        for ((score, Reverse(ordinal)), address) in &candidates {
+        for (score, address) in &candidates {
             let document: TantivyDocument = searcher.doc(*address).map_err(search_error)?;
             let title = self.schema.title_of(&document);
             let rank = f64::from(score / best) + title_similarity(&key, &title_key(&title));
-            ranked.push((rank, *ordinal, title));
+            ranked.push((rank, *address, title));
         }
         ranked.sort_by(|a, b| b.0.total_cmp(&a.0).then(a.1.cmp(&b.1)));
         let mut titles: Vec<String> = Vec::new();
@@ -257,6 +320,38 @@ impl PageIndex {
             }
         }
         Ok(titles)
+    }
+
+    /// The title words one edit away from `term`'s word (itself excepted), the
+    /// [`FUZZY_NEIGHBOURS`] held by the most titles first (ties in byte order).
+    fn title_neighbours(&self, searcher: &Searcher, term: &Term) -> Result<Vec<String>, IndexError> {
+        let automaton = FuzzyTermQuery::new(term.clone(), 1, true)
+            .automaton()
+            .map_err(search_error)?;
+        let word = term.serialized_value_bytes();
+        let mut found: Vec<(u32, Vec<u8>)> = Vec::new();
+        for segment in searcher.segment_readers() {
+            let inverted = segment.inverted_index(self.schema.title).map_err(search_error)?;
+            let mut stream = inverted
+                .terms()
+                .search(&automaton)
+                .into_stream()
+                .map_err(|source| search_error(source.into()))?;
+            while stream.advance() {
+                if stream.key() != word {
+                    match found.iter_mut().find(|(_, key)| key == stream.key()) {
+                        Some((doc_freq, _)) => *doc_freq += stream.value().doc_freq,
+                        None => found.push((stream.value().doc_freq, stream.key().to_vec())),
+                    }
+                }
+            }
+        }
+        found.sort_by(|a, b| b.0.cmp(&a.0).then_with(|| a.1.cmp(&b.1)));
+        Ok(found
+            .into_iter()
+            .take(FUZZY_NEIGHBOURS)
+            .filter_map(|(_, key)| String::from_utf8(key).ok())
+            .collect())
     }
 
     /// What a disambiguation page offers, in this order: the titles it links to that the index
