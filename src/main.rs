@@ -11,7 +11,7 @@ use clap::{Parser, Subcommand};
 use react_docstore::output;
 use react_docstore::trace::{Color, LogOutput};
 
-use commands::{ask, chat, eval, explore, index, replay, score};
+use commands::{ask, chat, eval, explore, index, replay, score, serve};
 
 #[derive(Parser)]
 #[command(
@@ -41,6 +41,8 @@ enum Command {
     /// Index a frozen Wikipedia dump for `--docstore index:DIR`, or say what an index holds.
     #[command(subcommand)]
     Index(index::IndexCommand),
+    /// Serve the docstore over HTTP: the ReAct environment, DSPy's and Search-R1's retrieval.
+    Serve(serve::ServeArgs),
 }
 
 fn main() -> ExitCode {
@@ -76,6 +78,7 @@ async fn dispatch(command: Command, log: LogOutput) -> anyhow::Result<ExitCode> 
         Command::Explore(args) => explore::run(args).await,
         Command::Score(args) => score::run(args),
         Command::Index(command) => index::run(command).await,
+        Command::Serve(args) => serve::run(args).await,
     }
 }
 

@@ -11,3 +11,4 @@ pub mod explore;
 pub mod index;
 pub mod replay;
 pub mod score;
+pub mod serve;

@@ -63,6 +63,7 @@ mod layers;
 mod llm;
 mod replay;
 mod replay_live;
+mod serve;
 mod tools;
 
 /// `text` as a regex matching itself, for insta filters of server URLs and temp paths.

@@ -313,3 +313,6 @@ impl PageIndex {
 fn search_error(source: tantivy::TantivyError) -> IndexError {
     IndexError::Search { source }
 }
+
+mod retrieval;
+pub use retrieval::RankedPage;
