@@ -36,6 +36,7 @@ pub mod run;
 pub mod replay;
 
 pub mod explore;
+pub mod mcp;
 pub mod serve;
 
 pub mod metrics;

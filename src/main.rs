@@ -11,7 +11,7 @@ use clap::{Parser, Subcommand};
 use react_docstore::output;
 use react_docstore::trace::{Color, LogOutput};
 
-use commands::{ask, chat, eval, explore, index, replay, score, serve};
+use commands::{ask, chat, eval, explore, index, mcp, replay, score, serve};
 
 #[derive(Parser)]
 #[command(
@@ -43,6 +43,8 @@ enum Command {
     Index(index::IndexCommand),
     /// Serve the docstore over HTTP: the ReAct environment, DSPy's and Search-R1's retrieval.
     Serve(serve::ServeArgs),
+    /// Serve the docstore to MCP clients on stdio: tools `search` {query} and `lookup` {keyword}.
+    Mcp(mcp::McpArgs),
 }
 
 fn main() -> ExitCode {
@@ -79,6 +81,7 @@ async fn dispatch(command: Command, log: LogOutput) -> anyhow::Result<ExitCode> 
         Command::Score(args) => score::run(args),
         Command::Index(command) => index::run(command).await,
         Command::Serve(args) => serve::run(args).await,
+        Command::Mcp(args) => mcp::run(args).await,
     }
 }
 

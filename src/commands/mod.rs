@@ -9,6 +9,7 @@ pub mod chat;
 pub mod eval;
 pub mod explore;
 pub mod index;
+pub mod mcp;
 pub mod replay;
 pub mod score;
 pub mod serve;

@@ -61,6 +61,7 @@ mod fuzz_html;
 mod index;
 mod layers;
 mod llm;
+mod mcp;
 mod replay;
 mod replay_live;
 mod serve;
