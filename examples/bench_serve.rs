@@ -178,9 +178,9 @@ fn main() -> ExitCode {
         .spawn()
         .unwrap_or_else(|error| panic!("cannot start {}: {error}", binary.display()));
     let mut startup = String::new();
-    std::io::BufReader::new(server.stderr.take().unwrap())
-        .read_line(&mut startup)
-        .unwrap();
+    // Held until the server has stopped: it writes its last line there.
+    let mut server_stderr = std::io::BufReader::new(server.stderr.take().unwrap());
+    server_stderr.read_line(&mut startup).unwrap();
     eprint!("{startup}");
     let address = startup
         .split("http://")
@@ -247,7 +247,9 @@ fn main() -> ExitCode {
     unsafe {
         libc::kill(server.id() as i32, libc::SIGTERM);
     }
+    let mut last = String::new();
+    server_stderr.read_line(&mut last).unwrap();
     let status = server.wait().unwrap();
-    println!("server stopped: {status}");
+    println!("server stopped: {status}: {}", last.trim_end());
     ExitCode::SUCCESS
 }
