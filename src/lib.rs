@@ -38,6 +38,8 @@ pub mod run;
 pub mod replay;
 
 pub mod explore;
+pub mod mcp;
+pub mod serve;
 
 pub mod metrics;
 

@@ -11,7 +11,7 @@ use clap::{Parser, Subcommand};
 use react_docstore::output;
 use react_docstore::trace::{Color, LogOutput};
 
-use commands::{ask, chat, compare, eval, explore, index, replay, report, score};
+use commands::{ask, chat, compare, eval, explore, index, mcp, replay, report, score, serve};
 
 #[derive(Parser)]
 #[command(
@@ -45,6 +45,10 @@ enum Command {
     /// Index a frozen Wikipedia dump for `--docstore index:DIR`, or say what an index holds.
     #[command(subcommand)]
     Index(index::IndexCommand),
+    /// Serve the docstore over HTTP: the ReAct environment, DSPy's and Search-R1's retrieval.
+    Serve(serve::ServeArgs),
+    /// Serve the docstore to MCP clients on stdio: tools `search` {query} and `lookup` {keyword}.
+    Mcp(mcp::McpArgs),
 }
 
 fn main() -> ExitCode {
@@ -82,6 +86,8 @@ async fn dispatch(command: Command, log: LogOutput) -> anyhow::Result<ExitCode> 
         Command::Compare(args) => compare::run(args),
         Command::Report(args) => report::run(args),
         Command::Index(command) => index::run(command).await,
+        Command::Serve(args) => serve::run(args).await,
+        Command::Mcp(args) => mcp::run(args).await,
     }
 }
 

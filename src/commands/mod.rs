@@ -10,6 +10,8 @@ pub mod compare;
 pub mod eval;
 pub mod explore;
 pub mod index;
+pub mod mcp;
 pub mod replay;
 pub mod report;
 pub mod score;
+pub mod serve;

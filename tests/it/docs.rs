@@ -995,7 +995,7 @@ fn the_checker_asks_the_real_binary() {
     );
     assert!(check("react-docstore eval dev.json --no-such-flag").is_err());
     assert!(check("react-docstore score pred.json gold.json --limit 3").is_err());
-    assert!(check("react-docstore serve --docstore wikipedia").is_err());
+    assert!(check("react-docstore talk --docstore wikipedia").is_err());
     assert!(check("react-docstore index info wiki --out x").is_err());
 }
 

@@ -62,9 +62,11 @@ mod fuzz;
 mod index;
 mod layers;
 mod llm;
+mod mcp;
 mod replay;
 mod replay_live;
 mod report;
+mod serve;
 mod tools;
 
 /// `text` as a regex matching itself, for insta filters of server URLs and temp paths.

@@ -227,6 +227,43 @@ impl PageIndex {
         entity: &str,
         limit: usize,
     ) -> Result<Vec<String>, IndexError> {
+        let Some(query) = self.ranked_query(searcher, entity)? else {
+            return Ok(Vec::new());
+        };
+        // Ties go to the lower document id: the page earlier in the dump (one segment in dump
+        // order). Plain scores let block-max WAND skip what cannot make the candidates.
+        let candidates = searcher
+            .search(&query, &TopDocs::with_limit(CANDIDATES).order_by_score())
+            .map_err(search_error)?;
+        let Some((best, _)) = candidates.first() else {
+            return Ok(Vec::new());
+        };
+        let best = best.max(f32::MIN_POSITIVE);
+        let key = title_key(entity);
+        let mut ranked = Vec::with_capacity(candidates.len());
+        for (score, address) in &candidates {
+            let document: TantivyDocument = searcher.doc(*address).map_err(search_error)?;
+            let title = self.schema.title_of(&document);
+            let rank = f64::from(score / best) + title_similarity(&key, &title_key(&title));
+            ranked.push((rank, *address, title));
+        }
+        ranked.sort_by(|a, b| b.0.total_cmp(&a.0).then(a.1.cmp(&b.1)));
+        let mut titles: Vec<String> = Vec::new();
+        for (_, _, title) in ranked {
+            if !titles.contains(&title) {
+                titles.push(title);
+            }
+            if titles.len() == limit {
+                break;
+            }
+        }
+        Ok(titles)
+    }
+
+    /// The ranked search's query for `entity` (BM25 over titles, boosted, and text; the fuzzy
+    /// title words of [`FuzzyTitles`]), or `None` when it has no word to search. The Similar list
+    /// re-ranks its best candidates by title likeness; `top_pages` (a retriever) takes it as it is.
+    fn ranked_query(&self, searcher: &Searcher, entity: &str) -> Result<Option<BooleanQuery>, IndexError> {
         let mut words: Vec<String> = Vec::new();
         let mut analyzer = analyzer();
         let mut stream = analyzer.token_stream(entity);
@@ -236,7 +273,7 @@ impl PageIndex {
             }
         }
         if words.is_empty() {
-            return Ok(Vec::new());
+            return Ok(None);
         }
         let mut clauses: Vec<(Occur, Box<dyn Query>)> = Vec::new();
         let mut neighbours: Vec<String> = Vec::new();
@@ -291,35 +328,7 @@ impl PageIndex {
                 )),
             ));
         }
-        let query = BooleanQuery::new(clauses);
-        // Ties go to the lower document id: the page earlier in the dump (one segment in dump
-        // order). Plain scores let block-max WAND skip what cannot make the candidates.
-        let candidates = searcher
-            .search(&query, &TopDocs::with_limit(CANDIDATES).order_by_score())
-            .map_err(search_error)?;
-        let Some((best, _)) = candidates.first() else {
-            return Ok(Vec::new());
-        };
-        let best = best.max(f32::MIN_POSITIVE);
-        let key = title_key(entity);
-        let mut ranked = Vec::with_capacity(candidates.len());
-        for (score, address) in &candidates {
-            let document: TantivyDocument = searcher.doc(*address).map_err(search_error)?;
-            let title = self.schema.title_of(&document);
-            let rank = f64::from(score / best) + title_similarity(&key, &title_key(&title));
-            ranked.push((rank, *address, title));
-        }
-        ranked.sort_by(|a, b| b.0.total_cmp(&a.0).then(a.1.cmp(&b.1)));
-        let mut titles: Vec<String> = Vec::new();
-        for (_, _, title) in ranked {
-            if !titles.contains(&title) {
-                titles.push(title);
-            }
-            if titles.len() == limit {
-                break;
-            }
-        }
-        Ok(titles)
+        Ok(Some(BooleanQuery::new(clauses)))
     }
 
     /// The title words one edit away from `term`'s word (itself excepted), the
@@ -408,3 +417,6 @@ impl PageIndex {
 fn search_error(source: tantivy::TantivyError) -> IndexError {
     IndexError::Search { source }
 }
+
+mod retrieval;
+pub use retrieval::RankedPage;

@@ -1,0 +1,157 @@
+//! The ranked retrievals in the shapes their clients parse: DSPy's `ColBERTv2` client
+//! (`/api/search`, as the wiki17 abstracts server answers) and Search-R1's retrieval client
+//! (`/retrieve`). Both read [`PageIndex::top_pages`]; a hit's text is the page's title and the
+//! first sentences a `Search[...]` of it shows.
+
+use serde::{Deserialize, Serialize};
+
+use crate::docstore::index::search::RankedPage;
+use crate::docstore::page::{OBSERVATION_CHARS, cut_marked, summary};
+use crate::docstore::{IndexError, PageIndex};
+use crate::profile::Profile;
+
+/// The most hits one query may ask for (the ColBERT server's cap, which DSPy's client asserts).
+pub const MAX_K: usize = 100;
+/// Hits when `/api/search` is not given `k` (the ColBERT server's default).
+pub const DEFAULT_K: usize = 10;
+/// Hits when `/retrieve` is not given `topk` (Search-R1's default `retrieval_topk`).
+pub const DEFAULT_TOPK: usize = 3;
+/// The most queries one `/retrieve` request may hold.
+pub const MAX_QUERIES: usize = 256;
+/// The longest query, in bytes.
+pub const MAX_QUERY_BYTES: usize = 4 * 1024;
+
+/// `{"query", "topk": [...]}`: what the ColBERT server answers.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct ColbertAnswer {
+    pub query: String,
+    pub topk: Vec<ColbertHit>,
+}
+
+/// One ColBERT hit: `text` is `Title | first sentences`; `prob` is the softmax of the scores.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct ColbertHit {
+    pub text: String,
+    pub pid: u64,
+    pub rank: usize,
+    pub score: f64,
+    pub prob: f64,
+}
+
+/// One Search-R1 document: `contents` is `"Title"\ntext`.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct R1Document {
+    pub id: String,
+    pub contents: String,
+}
+
+/// A Search-R1 hit with its score.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct R1Scored {
+    pub document: R1Document,
+    pub score: f64,
+}
+
+/// `{"result": [[...] per query]}`: documents, or documents with scores.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+#[serde(untagged)]
+pub enum R1Result {
+    Scored(Vec<R1Scored>),
+    Documents(Vec<R1Document>),
+}
+
+/// What was wrong with a retrieval request.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum RequestError {
+    #[error("`{field}` must be at least 1")]
+    Zero { field: &'static str },
+    #[error("query is {len} bytes, more than the {MAX_QUERY_BYTES} a query can be")]
+    QueryTooLong { len: usize },
+    #[error("{n} queries, more than the {MAX_QUERIES} one request can hold")]
+    TooManyQueries { n: usize },
+}
+
+/// How many hits to give: at least 1, at most [`MAX_K`] (more is cut to it, as the ColBERT
+/// server does).
+pub fn hits_wanted(k: Option<usize>, default: usize, field: &'static str) -> Result<usize, RequestError> {
+    match k.unwrap_or(default) {
+        0 => Err(RequestError::Zero { field }),
+        k => Ok(k.min(MAX_K)),
+    }
+}
+
+/// Checks one query's size.
+pub fn check_query(query: &str) -> Result<(), RequestError> {
+    if query.len() > MAX_QUERY_BYTES {
+        return Err(RequestError::QueryTooLong { len: query.len() });
+    }
+    Ok(())
+}
+
+/// Checks a batch of queries.
+pub fn check_queries(queries: &[String]) -> Result<(), RequestError> {
+    if queries.len() > MAX_QUERIES {
+        return Err(RequestError::TooManyQueries { n: queries.len() });
+    }
+    queries.iter().try_for_each(|query| check_query(query))
+}
+
+/// The first sentences a search of the page shows, under the `default` profile's rules.
+fn first_sentences(hit: &RankedPage) -> String {
+    let sentences = hit.page.to_page().sentences(Profile::Default);
+    cut_marked(&summary(&sentences), OBSERVATION_CHARS).into_owned()
+}
+
+/// The ColBERT answer for `query`.
+pub fn colbert_search(index: &PageIndex, query: &str, k: usize) -> Result<ColbertAnswer, IndexError> {
+    let hits = index.top_pages(query, k)?;
+    // The softmax of the scores, shifted by the best for stability.
+    let best = hits.first().map_or(0.0, |hit| f64::from(hit.score));
+    let weights: Vec<f64> = hits
+        .iter()
+        .map(|hit| (f64::from(hit.score) - best).exp())
+        .collect();
+    let total: f64 = weights.iter().sum();
+    let topk = hits
+        .iter()
+        .zip(&weights)
+        .enumerate()
+        .map(|(idx, (hit, weight))| ColbertHit {
+            text: format!("{} | {}", hit.page.title, first_sentences(hit)),
+            pid: hit.ordinal,
+            rank: idx + 1,
+            score: f64::from(hit.score),
+            prob: weight / total,
+        })
+        .collect();
+    Ok(ColbertAnswer {
+        query: query.to_owned(),
+        topk,
+    })
+}
+
+/// The Search-R1 answer for one query.
+pub fn r1_retrieve(
+    index: &PageIndex,
+    query: &str,
+    topk: usize,
+    scores: bool,
+) -> Result<R1Result, IndexError> {
+    let hits = index.top_pages(query, topk)?;
+    let documents = hits.iter().map(|hit| {
+        let document = R1Document {
+            id: hit.ordinal.to_string(),
+            contents: format!("\"{}\"\n{}", hit.page.title, first_sentences(hit)),
+        };
+        (document, f64::from(hit.score))
+    });
+    Ok(if scores {
+        R1Result::Scored(
+            documents
+                .map(|(document, score)| R1Scored { document, score })
+                .collect(),
+        )
+    } else {
+        R1Result::Documents(documents.map(|(document, _)| document).collect())
+    })
+}

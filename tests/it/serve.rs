@@ -1,0 +1,598 @@
+//! `serve`: the docstore over HTTP on a loopback port, offline, over fixture corpora — the step
+//! state's round trip against `explore`, the retrieval shapes DSPy's and Search-R1's clients
+//! parse, and what hostile clients get (400s that say what, 413, timeouts, bounded connections,
+//! a graceful stop on SIGTERM).
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use serde_json::{Value, json};
+use tokio::io::{AsyncReadExt, AsyncWriteExt};
+use tokio::net::TcpStream;
+
+use react_docstore::Profile;
+use react_docstore::docstore::{DocstoreConfig, DocstoreKind};
+use react_docstore::explore::Explore;
+use react_docstore::serve::{self, ServeLimits, Served, ServedDocstore, StateKey};
+use react_docstore::tool::Toolbox;
+
+use crate::fixture;
+
+/// The 60 pages of the index fixtures, as a corpus file.
+fn pages() -> DocstoreKind {
+    DocstoreKind::Corpus(fixture("index/pages.jsonl"))
+}
+
+fn key() -> StateKey {
+    StateKey::new(b"a test key of the serve tests").unwrap()
+}
+
+/// A server on a free loopback port, stopped (and drained) when dropped.
+struct TestServer {
+    url: String,
+    stop: Option<tokio::sync::oneshot::Sender<()>>,
+    task: Option<tokio::task::JoinHandle<std::io::Result<()>>>,
+}
+
+impl TestServer {
+    async fn start(kind: DocstoreKind, profile: Profile, key: StateKey, limits: ServeLimits) -> TestServer {
+        let config = DocstoreConfig {
+            kind,
+            ..DocstoreConfig::new(profile)
+        };
+        let docstore = ServedDocstore::open(&config).expect("the docstore opens");
+        let served = Arc::new(Served {
+            docstore: Arc::new(docstore),
+            key,
+        });
+        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let url = format!("http://{}", listener.local_addr().unwrap());
+        let (stop, stopped) = tokio::sync::oneshot::channel::<()>();
+        let router = serve::router(served, &limits);
+        let task = tokio::spawn(async move {
+            serve::serve(listener, router, &limits, async {
+                let _ = stopped.await;
+            })
+            .await
+        });
+        TestServer {
+            url,
+            stop: Some(stop),
+            task: Some(task),
+        }
+    }
+
+    async fn default() -> TestServer {
+        TestServer::start(pages(), Profile::Default, key(), ServeLimits::default()).await
+    }
+
+    fn address(&self) -> &str {
+        self.url.trim_start_matches("http://")
+    }
+
+    async fn post(&self, path: &str, body: Value) -> (u16, Value) {
+        let response = reqwest::Client::new()
+            .post(format!("{}{path}", self.url))
+            .json(&body)
+            .send()
+            .await
+            .expect("the server answers");
+        let status = response.status().as_u16();
+        (status, response.json().await.expect("a JSON answer"))
+    }
+
+    async fn get(&self, path_and_query: &str) -> (u16, Value) {
+        let response = reqwest::get(format!("{}{path_and_query}", self.url))
+            .await
+            .expect("the server answers");
+        let status = response.status().as_u16();
+        (status, response.json().await.expect("a JSON answer"))
+    }
+
+    /// Sends `actions` through `/v1/step`, each with the state the last one gave back.
+    async fn steps(&self, actions: &[&str]) -> Vec<String> {
+        let mut state = Value::Null;
+        let mut observations = Vec::new();
+        for action in actions {
+            let (status, answer) = self
+                .post("/v1/step", json!({"action": action, "state": state}))
+                .await;
+            assert_eq!(status, 200, "{action}: {answer}");
+            observations.push(answer["observation"].as_str().unwrap().to_owned());
+            state = answer["state"].clone();
+        }
+        observations
+    }
+
+    async fn stop(mut self) {
+        if let Some(stop) = self.stop.take() {
+            let _ = stop.send(());
+        }
+        if let Some(task) = self.task.take() {
+            task.await.unwrap().unwrap();
+        }
+    }
+}
+
+impl Drop for TestServer {
+    fn drop(&mut self) {
+        if let Some(stop) = self.stop.take() {
+            let _ = stop.send(());
+        }
+    }
+}
+
+/// The observations `explore` prints for `actions` over the same docstore and profile.
+async fn explored(kind: DocstoreKind, profile: Profile, actions: &[&str]) -> Vec<String> {
+    let config = DocstoreConfig {
+        kind,
+        ..DocstoreConfig::new(profile)
+    };
+    let source = config.open().unwrap();
+    let mut explore = Explore::new(source.as_ref(), Toolbox::default(), profile);
+    let mut observations = Vec::new();
+    for action in actions {
+        observations.push(explore.run(action).await.unwrap().observation);
+    }
+    observations
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn steps_give_exactly_the_observations_of_explore_in_both_profiles() {
+    // A page opened, its cursor walked past the end, a miss (the paper keeps the cursor, the
+    // default profile starts it afresh), another page, then actions that read no page.
+    let actions = [
+        "Search[Special Air Service]",
+        "Lookup[regiment]",
+        "Lookup[regiment]",
+        "Search[special unit]",
+        "Lookup[regiment]",
+        "Lookup[regiment]",
+        "Search[Giretsu Kuteitai]",
+        "Lookup[the]",
+        "Lookup[The]",
+        "Lookup[the]",
+        "Search[Grand Ole Opry]",
+        "Lookup[Nashville]",
+        "Lookup[Nashville]",
+        "Finish[Nashville]",
+        "Lookup[Nashville]",
+    ];
+    for profile in [Profile::Default, Profile::Paper] {
+        let server = TestServer::start(pages(), profile, key(), ServeLimits::default()).await;
+        let expected = explored(pages(), profile, &actions).await;
+        assert_eq!(server.steps(&actions).await, expected, "{profile}");
+        // The cursor really moved: the same Lookup answers differently the second time.
+        assert_ne!(expected[1], expected[2], "{profile}");
+        server.stop().await;
+    }
+    // The paper's own actions: `think[...]` and the lower-case names.
+    let paper = [
+        "search[Special Air Service]",
+        "think[SAS is British]",
+        "lookup[corps]",
+    ];
+    let server = TestServer::start(pages(), Profile::Paper, key(), ServeLimits::default()).await;
+    assert_eq!(
+        server.steps(&paper).await,
+        explored(pages(), Profile::Paper, &paper).await
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn any_replica_with_the_key_continues_a_state_and_nothing_else_does() {
+    let first = TestServer::default().await;
+    let replica = TestServer::default().await;
+    let (_, opened) = first
+        .post(
+            "/v1/step",
+            json!({"action": "Search[Special Air Service]", "state": null}),
+        )
+        .await;
+    let state = opened["state"].as_str().unwrap().to_owned();
+    let (status, looked) = replica
+        .post("/v1/step", json!({"action": "Lookup[regiment]", "state": state}))
+        .await;
+    assert_eq!(status, 200);
+    assert_eq!(
+        looked["observation"],
+        "(Result 1 / 1) The SAS was founded in 1941 as a regiment, and later reconstituted as a corps in 1950."
+    );
+
+    let refused = |answer: &Value, start: &str| {
+        let message = answer["error"].as_str().unwrap_or_default().to_owned();
+        assert!(message.starts_with(start), "{message}");
+    };
+    // Another key.
+    let other_key = TestServer::start(
+        pages(),
+        Profile::Default,
+        StateKey::new(b"another key, another deployment").unwrap(),
+        ServeLimits::default(),
+    )
+    .await;
+    let (status, answer) = other_key
+        .post("/v1/step", json!({"action": "Lookup[regiment]", "state": state}))
+        .await;
+    assert_eq!(status, 400);
+    refused(&answer, "state was not issued by this server, or was changed");
+    // Another snapshot, same key.
+    let other_corpus = TestServer::start(
+        DocstoreKind::Corpus(fixture("docstore/corpus-3.jsonl")),
+        Profile::Default,
+        key(),
+        ServeLimits::default(),
+    )
+    .await;
+    let (status, answer) = other_corpus
+        .post("/v1/step", json!({"action": "Lookup[regiment]", "state": state}))
+        .await;
+    assert_eq!(status, 400);
+    refused(&answer, "state was made for docstore `corpus-");
+    // Another profile, same key and corpus.
+    let paper = TestServer::start(pages(), Profile::Paper, key(), ServeLimits::default()).await;
+    let (status, answer) = paper
+        .post("/v1/step", json!({"action": "Lookup[regiment]", "state": state}))
+        .await;
+    assert_eq!(status, 400);
+    refused(&answer, "state was made for the `default` profile");
+    // Tampered: the page search named in the state changed, the signature kept.
+    let (data, signature) = state.split_once('.').unwrap();
+    use base64::Engine as _;
+    let engine = base64::engine::general_purpose::URL_SAFE_NO_PAD;
+    let json = String::from_utf8(engine.decode(data).unwrap()).unwrap();
+    assert!(json.contains("Special Air Service"), "{json}");
+    let tampered = format!(
+        "{}.{signature}",
+        engine.encode(json.replace("Special Air Service", "Grand Ole Opry"))
+    );
+    let (status, answer) = first
+        .post(
+            "/v1/step",
+            json!({"action": "Lookup[regiment]", "state": tampered}),
+        )
+        .await;
+    assert_eq!(status, 400);
+    refused(&answer, "state was not issued by this server, or was changed");
+    // Not a state at all, and too large.
+    let (status, answer) = first
+        .post(
+            "/v1/step",
+            json!({"action": "Lookup[regiment]", "state": "hello"}),
+        )
+        .await;
+    assert_eq!(status, 400);
+    refused(&answer, "state is not one this server issued");
+    let (status, answer) = first
+        .post(
+            "/v1/step",
+            json!({"action": "Lookup[regiment]", "state": "a".repeat(20_000)}),
+        )
+        .await;
+    assert_eq!(status, 400);
+    refused(&answer, "state is 20000 bytes, more than the 16384");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn bad_requests_are_400s_that_say_what_was_wrong() {
+    let server = TestServer::default().await;
+    let client = reqwest::Client::new();
+    let raw = |body: &'static str| {
+        client
+            .post(format!("{}/v1/step", server.url))
+            .header("content-type", "application/json")
+            .body(body)
+            .send()
+    };
+    let cases: [(&str, &str); 4] = [
+        (
+            "{\"action\": ",
+            "invalid JSON body: EOF while parsing a value at line 1 column 11",
+        ),
+        (
+            "{\"state\": null}",
+            "invalid JSON body: missing field `action` at line 1 column 15",
+        ),
+        (
+            "\"Search[x]\"",
+            "invalid JSON body: invalid type: string \"Search[x]\", expected struct StepRequest",
+        ),
+        (
+            "{\"action\": \"Fetch[Paris]\"}",
+            "action `Fetch[Paris]`: unknown action `Fetch`, expected one of Search[...], Lookup[...], Finish[...]",
+        ),
+    ];
+    for (body, message) in cases {
+        let response = raw(body).await.unwrap();
+        assert_eq!(response.status(), 400, "{body}");
+        let answer: Value = response.json().await.unwrap();
+        let error = answer["error"].as_str().unwrap();
+        assert!(error.starts_with(message), "{body}: {error}");
+    }
+    let (status, answer) = server
+        .post(
+            "/v1/step",
+            json!({"action": format!("Search[{}]", "x".repeat(5000))}),
+        )
+        .await;
+    assert_eq!(status, 400);
+    assert_eq!(
+        answer["error"],
+        "action is 5008 bytes, more than the 4096 an action can be"
+    );
+    let (status, answer) = server.get("/api/search?k=3").await;
+    assert_eq!(status, 400);
+    assert_eq!(
+        answer["error"],
+        "missing `query`: GET /api/search?query=...&k=..."
+    );
+    let (status, answer) = server.get("/api/search?query=x&k=many").await;
+    assert_eq!(status, 400);
+    assert_eq!(answer["error"], "`k` must be a whole number, found `many`");
+    let (status, answer) = server
+        .post("/retrieve", json!({"queries": ["x"], "topk": 0}))
+        .await;
+    assert_eq!(status, 400);
+    assert_eq!(answer["error"], "`topk` must be at least 1");
+    let (status, answer) = server.get("/v2/step").await;
+    assert_eq!(status, 404);
+    assert!(
+        answer["error"]
+            .as_str()
+            .unwrap()
+            .starts_with("no endpoint `GET /v2/step`")
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_body_over_one_mebibyte_is_a_413() {
+    let server = TestServer::default().await;
+    let big = json!({"action": "Search[x]", "state": "a".repeat(1024 * 1024)});
+    let response = reqwest::Client::new()
+        .post(format!("{}/v1/step", server.url))
+        .json(&big)
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(response.status(), 413);
+    // Without a length announced (chunked): cut at the limit all the same.
+    let mut stream = TcpStream::connect(server.address()).await.unwrap();
+    stream
+        .write_all(b"POST /retrieve HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: chunked\r\n\r\n")
+        .await
+        .unwrap();
+    let chunk = format!("10000\r\n{}\r\n", " ".repeat(0x10000));
+    for _ in 0..20 {
+        // The server may answer and close before the last chunks: a failed write is expected.
+        if stream.write_all(chunk.as_bytes()).await.is_err() {
+            break;
+        }
+    }
+    let mut answer = vec![0u8; 12];
+    stream.read_exact(&mut answer).await.unwrap();
+    assert_eq!(&answer, b"HTTP/1.1 413");
+    // The server goes on serving.
+    assert_eq!(server.get("/health").await.0, 200);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_retrievals_answer_in_the_shapes_of_dspy_and_search_r1() {
+    let server = TestServer::default().await;
+    let (status, health) = server.get("/health").await;
+    assert_eq!(status, 200);
+    assert_eq!(health["status"], "ok");
+    assert_eq!(health["docstore"], "corpus");
+    assert!(health["snapshot"].as_str().unwrap().starts_with("corpus-"));
+
+    // DSPy's ColBERTv2 client: GET (and POST) /api/search.
+    let (status, colbert) = server
+        .get("/api/search?query=railway+station+Edinburgh&k=3")
+        .await;
+    assert_eq!(status, 200);
+    assert_eq!(colbert["query"], "railway station Edinburgh");
+    let topk = colbert["topk"].as_array().unwrap();
+    assert_eq!(topk.len(), 3);
+    let first = &topk[0];
+    assert!(
+        first["text"]
+            .as_str()
+            .unwrap()
+            .starts_with("Edinburgh Waverley railway station | "),
+        "{first}"
+    );
+    let ranks: Vec<u64> = topk.iter().map(|hit| hit["rank"].as_u64().unwrap()).collect();
+    assert_eq!(ranks, [1, 2, 3]);
+    let scores: Vec<f64> = topk.iter().map(|hit| hit["score"].as_f64().unwrap()).collect();
+    assert!(scores.windows(2).all(|pair| pair[0] >= pair[1]), "{scores:?}");
+    let probs: f64 = topk.iter().map(|hit| hit["prob"].as_f64().unwrap()).sum();
+    assert!((probs - 1.0).abs() < 1e-9, "{probs}");
+    assert!(first["pid"].is_u64());
+    let (_, posted) = server
+        .post(
+            "/api/search",
+            json!({"query": "railway station Edinburgh", "k": 3}),
+        )
+        .await;
+    assert_eq!(posted, colbert);
+    // k is capped at 100, as the ColBERT server does: the 60 pages hold fewer matches.
+    let (status, many) = server.get("/api/search?query=the&k=1000").await;
+    assert_eq!(status, 200);
+    assert!(many["topk"].as_array().unwrap().len() <= 60);
+
+    // Search-R1's client: POST /retrieve, with and without scores.
+    let (status, scored) = server
+        .post(
+            "/retrieve",
+            json!({"queries": ["railway station Edinburgh", "Grand Ole Opry"], "topk": 2, "return_scores": true}),
+        )
+        .await;
+    assert_eq!(status, 200);
+    let result = scored["result"].as_array().unwrap();
+    assert_eq!(result.len(), 2);
+    let hit = &result[0][0];
+    let contents = hit["document"]["contents"].as_str().unwrap();
+    assert!(
+        contents.starts_with("\"Edinburgh Waverley railway station\"\n"),
+        "{contents}"
+    );
+    assert!(hit["document"]["id"].is_string());
+    assert!(hit["score"].as_f64().unwrap() > 0.0);
+    assert_eq!(
+        result[1][0]["document"]["contents"]
+            .as_str()
+            .unwrap()
+            .lines()
+            .next(),
+        Some("\"Grand Ole Opry\"")
+    );
+    let (_, plain) = server
+        .post(
+            "/retrieve",
+            json!({"queries": ["railway station Edinburgh"], "topk": 2}),
+        )
+        .await;
+    assert_eq!(plain["result"][0][0], hit["document"]);
+    assert_eq!(plain["result"][0].as_array().unwrap().len(), 2);
+}
+
+/// Reads from `stream` until the server closes it (or `limit` passes): what it sent.
+async fn read_until_closed(stream: &mut TcpStream, limit: Duration) -> Option<String> {
+    let mut received = Vec::new();
+    let read = tokio::time::timeout(limit, stream.read_to_end(&mut received)).await;
+    read.ok().map(|_| String::from_utf8_lossy(&received).into_owned())
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn slow_clients_are_timed_out_and_do_not_stop_the_others() {
+    let limits = ServeLimits {
+        header_timeout: Duration::from_millis(300),
+        request_timeout: Duration::from_millis(600),
+        ..ServeLimits::default()
+    };
+    let server = TestServer::start(pages(), Profile::Default, key(), limits).await;
+    // Half a request line, then nothing: dropped after the header timeout.
+    let mut headers = TcpStream::connect(server.address()).await.unwrap();
+    headers
+        .write_all(b"POST /v1/step HTTP/1.1\r\nHost: x\r\n")
+        .await
+        .unwrap();
+    // A whole header, half a body, then nothing: a 408 after the request timeout.
+    let mut body = TcpStream::connect(server.address()).await.unwrap();
+    body.write_all(b"POST /v1/step HTTP/1.1\r\nHost: x\r\nContent-Length: 100\r\n\r\n{\"action\"")
+        .await
+        .unwrap();
+    // Meanwhile the others are served.
+    assert_eq!(server.get("/health").await.0, 200);
+    let dropped = read_until_closed(&mut headers, Duration::from_secs(5)).await;
+    assert!(dropped.is_some(), "the connection was not closed");
+    let answered = read_until_closed(&mut body, Duration::from_secs(5))
+        .await
+        .expect("closed");
+    assert!(answered.starts_with("HTTP/1.1 408"), "{answered}");
+    assert_eq!(server.get("/health").await.0, 200);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn connections_are_bounded_and_a_vanished_client_costs_nothing() {
+    let limits = ServeLimits {
+        max_connections: 1,
+        ..ServeLimits::default()
+    };
+    let server = TestServer::start(pages(), Profile::Default, key(), limits).await;
+    // One connection held open: the next one waits to be accepted.
+    let held = TcpStream::connect(server.address()).await.unwrap();
+    tokio::time::sleep(Duration::from_millis(100)).await;
+    let waiting = tokio::spawn({
+        let url = format!("{}/health", server.url);
+        async move { reqwest::get(url).await.map(|response| response.status().as_u16()) }
+    });
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    assert!(
+        !waiting.is_finished(),
+        "a second connection was served beside the first"
+    );
+    drop(held);
+    let status = tokio::time::timeout(Duration::from_secs(5), waiting).await;
+    assert_eq!(status.expect("served once the first left").unwrap().unwrap(), 200);
+
+    // Clients that send a request and leave before the answer.
+    for _ in 0..20 {
+        let mut stream = TcpStream::connect(server.address()).await.unwrap();
+        let body = r#"{"action": "Search[railway station]", "state": null}"#;
+        let request = format!(
+            "POST /v1/step HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nContent-Length: {}\r\n\r\n{body}",
+            body.len()
+        );
+        stream.write_all(request.as_bytes()).await.unwrap();
+        drop(stream);
+    }
+    let (status, answer) = server
+        .post(
+            "/v1/step",
+            json!({"action": "Search[Grand Ole Opry]", "state": null}),
+        )
+        .await;
+    assert_eq!(status, 200);
+    assert!(
+        answer["observation"]
+            .as_str()
+            .unwrap()
+            .starts_with("The Grand Ole Opry")
+    );
+}
+
+#[test]
+fn sigterm_drains_the_request_in_flight_then_exits_0() {
+    use std::io::{BufRead, BufReader, Read, Write};
+    let corpus = fixture("index/pages.jsonl");
+    let mut child = std::process::Command::new(env!("CARGO_BIN_EXE_react-docstore"))
+        .args(["serve", "--listen", "127.0.0.1:0", "--docstore"])
+        .arg(format!("corpus:{}", corpus.display()))
+        .stderr(std::process::Stdio::piped())
+        .stdout(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut stderr = BufReader::new(child.stderr.take().unwrap());
+    let mut startup = String::new();
+    stderr.read_line(&mut startup).unwrap();
+    assert!(
+        startup.starts_with("serving corpus (snapshot corpus-"),
+        "{startup}"
+    );
+    assert!(startup.contains("default profile"), "{startup}");
+    let address = startup
+        .split("http://")
+        .nth(1)
+        .unwrap()
+        .split(": ")
+        .next()
+        .unwrap();
+    // The request's headers and half its body, then SIGTERM, then the rest of the body.
+    let body = r#"{"action": "Search[Grand Ole Opry]", "state": null}"#;
+    let mut stream = std::net::TcpStream::connect(address).unwrap();
+    write!(
+        stream,
+        "POST /v1/step HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nContent-Length: {}\r\n\r\n{}",
+        body.len(),
+        &body[..10]
+    )
+    .unwrap();
+    std::thread::sleep(Duration::from_millis(200));
+    // SAFETY: kill(2) on our own child's pid.
+    assert_eq!(unsafe { libc::kill(child.id() as i32, libc::SIGTERM) }, 0);
+    std::thread::sleep(Duration::from_millis(200));
+    stream.write_all(&body.as_bytes()[10..]).unwrap();
+    let mut answer = String::new();
+    stream.read_to_string(&mut answer).unwrap();
+    assert!(answer.starts_with("HTTP/1.1 200"), "{answer}");
+    assert!(answer.contains("The Grand Ole Opry"), "{answer}");
+    let status = child.wait().unwrap();
+    assert_eq!(status.code(), Some(0));
+    let mut rest = String::new();
+    stderr.read_to_string(&mut rest).unwrap();
+    assert_eq!(rest, "stopped: every request in flight was answered\n");
+    // Nothing on stdout.
+    let mut stdout = String::new();
+    child.stdout.take().unwrap().read_to_string(&mut stdout).unwrap();
+    assert_eq!(stdout, "");
+}
