@@ -2,24 +2,17 @@
 
 use std::process::ExitCode;
 
-use react_docstore::Profile;
 use react_docstore::explore::{self, Explore, Format};
 use react_docstore::output;
 
-use super::options::{DocstoreArgs, ToolArgs, stdin_interaction};
+use super::options::{DocstoreArgs, ProfileArg, ToolArgs, stdin_interaction};
 
 #[derive(clap::Args)]
 pub struct ExploreArgs {
     /// Actions such as `Search[Colorado orogeny]` `Lookup[New Mexico]`; none: an interactive prompt.
     actions: Vec<String>,
-    /// `paper` reads pages and words observations as the ReAct repository; `default` fixes its defects.
-    #[arg(
-        long,
-        env = "REACT_PROFILE",
-        default_value = "default",
-        value_name = "PROFILE"
-    )]
-    profile: Profile,
+    #[command(flatten)]
+    profile: ProfileArg,
     #[command(flatten)]
     docstore: DocstoreArgs,
     #[command(flatten)]
@@ -30,10 +23,14 @@ pub struct ExploreArgs {
 }
 
 pub async fn run(args: ExploreArgs) -> anyhow::Result<ExitCode> {
-    args.tools.check_profile(args.profile)?;
+    args.tools.check_profile(args.profile.profile)?;
     args.docstore.check_not_distractor("explore")?;
-    let source = args.docstore.open(args.profile)?;
-    let mut session = Explore::new(source.as_ref(), args.tools.open(&args.docstore)?, args.profile);
+    let source = args.docstore.open(args.profile.profile)?;
+    let mut session = Explore::new(
+        source.as_ref(),
+        args.tools.open(&args.docstore)?,
+        args.profile.profile,
+    );
     let format = if args.json { Format::Json } else { Format::Text };
     let mut stdout = output::stdout();
     if args.actions.is_empty() {

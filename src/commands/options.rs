@@ -19,6 +19,19 @@ use react_docstore::prompt::PromptOptions;
 use react_docstore::tool::Toolbox;
 use react_docstore::tools::{self, BuiltinTool, CommandToolConfig, Network, ToolsConfig, WebSearchConfig};
 
+/// The profile alone, for the commands that run no agent (`explore`, `serve`, `mcp`).
+#[derive(Args, Clone, Copy)]
+pub struct ProfileArg {
+    /// `paper` reads pages and words observations as the ReAct repository; `default` fixes its defects.
+    #[arg(
+        long,
+        env = "REACT_PROFILE",
+        default_value = "default",
+        value_name = "PROFILE"
+    )]
+    pub profile: Profile,
+}
+
 /// How the agent runs.
 #[derive(Args, Clone)]
 pub struct AgentArgs {

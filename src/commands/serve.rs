@@ -7,23 +7,16 @@ use std::sync::Arc;
 
 use anyhow::Context as _;
 
-use react_docstore::Profile;
 use react_docstore::output;
 use react_docstore::serve::{self, ServeLimits, Served, ServedDocstore, StateKey};
 
-use super::options::DocstoreArgs;
+use super::options::{DocstoreArgs, ProfileArg};
 use super::signals::stop_signals;
 
 #[derive(clap::Args)]
 pub struct ServeArgs {
-    /// `paper` reads pages and words observations as the ReAct repository; `default` fixes its defects.
-    #[arg(
-        long,
-        env = "REACT_PROFILE",
-        default_value = "default",
-        value_name = "PROFILE"
-    )]
-    profile: Profile,
+    #[command(flatten)]
+    profile: ProfileArg,
     #[command(flatten)]
     docstore: DocstoreArgs,
     /// The address to listen on (port 0: any free port, named in the startup line).
@@ -40,7 +33,7 @@ pub struct ServeArgs {
 
 pub async fn run(args: ServeArgs) -> anyhow::Result<ExitCode> {
     let stop = stop_signals()?;
-    let config = args.docstore.config(args.profile);
+    let config = args.docstore.config(args.profile.profile);
     let docstore = ServedDocstore::open(&config)?;
     let key = match &args.state_key {
         Some(secret) => StateKey::new(secret.as_bytes()).map_err(anyhow::Error::msg)?,
@@ -60,7 +53,7 @@ pub async fn run(args: ServeArgs) -> anyhow::Result<ExitCode> {
         output::stderr(),
         "serving {}, {} profile, on http://{address}: POST /v1/step, GET|POST /api/search, POST /retrieve, GET /health{}",
         docstore.info(),
-        args.profile,
+        args.profile.profile,
         if args.state_key.is_some() {
             ""
         } else {
