@@ -21,6 +21,39 @@ pub trait Environment: Send {
     ) -> BoxFuture<'a, Result<String, EnvironmentError>>;
 }
 
+/// An environment whose infrastructure failures pass by `on_error` on their way to the agent:
+/// what an evaluation classifies, the unrecorded step a replay reports.
+pub struct Inspected<E, F> {
+    environment: E,
+    on_error: F,
+}
+
+impl<E, F> Inspected<E, F> {
+    pub fn new(environment: E, on_error: F) -> Inspected<E, F> {
+        Inspected {
+            environment,
+            on_error,
+        }
+    }
+}
+
+impl<E: Environment, F: FnMut(&EnvironmentError) + Send> Environment for Inspected<E, F> {
+    fn observe<'a>(
+        &'a mut self,
+        step: usize,
+        action: &'a Result<Action, ActionError>,
+        written: &'a str,
+    ) -> BoxFuture<'a, Result<String, EnvironmentError>> {
+        Box::pin(async move {
+            let result = self.environment.observe(step, action, written).await;
+            if let Err(error) = &result {
+                (self.on_error)(error);
+            }
+            result
+        })
+    }
+}
+
 /// An infrastructure failure while producing an observation.
 #[derive(Debug, thiserror::Error)]
 pub enum EnvironmentError {

@@ -16,7 +16,7 @@ use futures::future::BoxFuture;
 use crate::action::{Action, ActionError, ActionGrammar};
 use crate::agent::{Agent, DEFAULT_MAX_STEPS, Episode, Repeats};
 use crate::docstore::DocstoreInfo;
-use crate::environment::{Environment, EnvironmentError, Recording};
+use crate::environment::{Environment, EnvironmentError, Inspected, Recording};
 use crate::eval::results::{ResultsError, RunLine, parse_run_lines};
 use crate::fewshot::Fewshot;
 use crate::llm::ReplayLlm;
@@ -116,10 +116,13 @@ async fn replay_recorded(
         recorded.model.clone().unwrap_or_else(|| "replay".to_owned()),
         recorded.completions(),
     );
-    let mut environment = WatchedRecording {
-        recording: Recording::new(recorded.observations(), grammar.clone(), live(recorded, &grammar)),
-        unrecorded: None,
-    };
+    let mut unrecorded = None;
+    let recording = Recording::new(recorded.observations(), grammar.clone(), live(recorded, &grammar));
+    let mut environment = Inspected::new(recording, |error: &EnvironmentError| {
+        if let EnvironmentError::NotRecorded { step } = error {
+            unrecorded = Some(*step);
+        }
+    });
     let max_steps = max_steps.or(recorded.max_steps).unwrap_or(DEFAULT_MAX_STEPS);
     let agent = Agent {
         // A recording that was not stopped for repeating itself replays to its own end.
@@ -149,30 +152,7 @@ async fn replay_recorded(
         usage.completion_tokens = recorded.usage.completion_tokens;
     }
     episode.run.score();
-    (episode, environment.unrecorded)
-}
-
-/// A recording that notes the step nothing could observe.
-struct WatchedRecording {
-    recording: Recording,
-    unrecorded: Option<usize>,
-}
-
-impl Environment for WatchedRecording {
-    fn observe<'a>(
-        &'a mut self,
-        step: usize,
-        action: &'a Result<Action, ActionError>,
-        written: &'a str,
-    ) -> BoxFuture<'a, Result<String, EnvironmentError>> {
-        Box::pin(async move {
-            let result = self.recording.observe(step, action, written).await;
-            if let Err(EnvironmentError::NotRecorded { step }) = &result {
-                self.unrecorded = Some(*step);
-            }
-            result
-        })
-    }
+    (episode, unrecorded)
 }
 
 /// The live environment of a replay given tools but no docstore: a tool action goes to its tool;

@@ -30,10 +30,10 @@ pub use results::{ResultsError, ResultsFile};
 pub use selection::{Selection, SelectionError, Subset};
 pub use summary::{Outcome, Summary, SummaryContext};
 
-use crate::action::{Action, ActionError, ActionGrammar};
+use crate::action::ActionGrammar;
 use crate::agent::Agent;
 use crate::docstore::{DocstoreInfo, DocstoreSource};
-use crate::environment::{Environment, EnvironmentError, Workbench};
+use crate::environment::{EnvironmentError, Inspected, Workbench};
 use crate::fewshot::{Fewshot, FewshotError};
 use crate::llm::{Completion, Llm, LlmError, LlmRequest};
 use crate::metrics::AnswerScore;
@@ -520,10 +520,10 @@ async fn run_question<'q>(
         repeats: agent.repeats,
     };
     let docstore = services.docstore.open(&question.context);
-    let mut environment = ClassifiedEnvironment {
-        workbench: Workbench::new(docstore, services.toolbox.clone(), grammar.clone()),
-        failure: &failure,
-    };
+    let workbench = Workbench::new(docstore, services.toolbox.clone(), grammar.clone());
+    let mut environment = Inspected::new(workbench, |error: &EnvironmentError| {
+        let _ = failure.set(FailureClass::of_environment(error));
+    });
     let episode = agent.run(&question.question, &mut environment, &mut |_| {}).await;
     let mut run = episode.run;
     run.id = Some(question.id.clone());
@@ -553,29 +553,6 @@ impl Llm for ClassifiedLlm<'_> {
 
     fn model(&self) -> &str {
         self.llm.model()
-    }
-}
-
-/// One question's docstore and tools: notes the class of the first error.
-struct ClassifiedEnvironment<'f> {
-    workbench: Workbench,
-    failure: &'f OnceLock<FailureClass>,
-}
-
-impl Environment for ClassifiedEnvironment<'_> {
-    fn observe<'a>(
-        &'a mut self,
-        step: usize,
-        action: &'a Result<Action, ActionError>,
-        written: &'a str,
-    ) -> BoxFuture<'a, Result<String, EnvironmentError>> {
-        Box::pin(async move {
-            let result = self.workbench.observe(step, action, written).await;
-            if let Err(error) = &result {
-                let _ = self.failure.set(FailureClass::of_environment(error));
-            }
-            result
-        })
     }
 }
 
