@@ -295,16 +295,7 @@ async fn a_cached_search_makes_no_request() {
 
 #[tokio::test]
 async fn identical_concurrent_searches_make_one_request() {
-    let server = MockServer::start().await;
-    Mock::given(method("GET"))
-        .respond_with(
-            ResponseTemplate::new(200)
-                .set_body_raw(wikipedia_page("colorado_orogeny_hit.html"), HTML)
-                .set_delay(Duration::from_millis(300)),
-        )
-        .expect(1)
-        .mount(&server)
-        .await;
+    let server = slow_server(wikipedia_page("colorado_orogeny_hit.html"), Some(1)).await;
     let cache = tempfile::tempdir().unwrap();
     let source: Arc<dyn DocstoreSource> = config(&server, cache.path(), Profile::Paper).open().unwrap();
     let searches = (0..8).map(|_| {
@@ -371,15 +362,7 @@ async fn a_fresh_page_is_parsed_once() {
 /// each read by its own profile's reader: neither gets the other's reading.
 #[tokio::test]
 async fn one_url_searched_under_both_profiles_at_once_reads_each_its_own_way() {
-    let server = MockServer::start().await;
-    Mock::given(method("GET"))
-        .respond_with(
-            ResponseTemplate::new(200)
-                .set_body_raw(wikipedia_page("colorado_orogeny_hit.html"), HTML)
-                .set_delay(Duration::from_millis(300)),
-        )
-        .mount(&server)
-        .await;
+    let server = slow_server(wikipedia_page("colorado_orogeny_hit.html"), None).await;
     let cache = tempfile::tempdir().unwrap();
     let sources = config(&server, cache.path(), Profile::Default)
         .open_sources()
@@ -397,18 +380,32 @@ async fn one_url_searched_under_both_profiles_at_once_reads_each_its_own_way() {
     assert_ne!(paper, default);
 }
 
+/// A Wikipedia answering every search with `body` after 300 ms; when `n_requests` is given, it
+/// expects exactly that many requests.
+async fn slow_server(body: Vec<u8>, n_requests: Option<u64>) -> MockServer {
+    let server = MockServer::start().await;
+    let mock = Mock::given(method("GET")).respond_with(
+        ResponseTemplate::new(200)
+            .set_body_raw(body, HTML)
+            .set_delay(Duration::from_millis(300)),
+    );
+    match n_requests {
+        Some(n_requests) => mock.expect(n_requests),
+        None => mock,
+    }
+    .mount(&server)
+    .await;
+    server
+}
+
+/// A one-paragraph page: three words, one sentence.
+fn one_paragraph() -> Vec<u8> {
+    b"<p>one two three</p>".to_vec()
+}
+
 #[tokio::test]
 async fn requests_in_flight_are_limited() {
-    let server = MockServer::start().await;
-    Mock::given(method("GET"))
-        .respond_with(
-            ResponseTemplate::new(200)
-                .set_body_raw(b"<p>one two three</p>".to_vec(), HTML)
-                .set_delay(Duration::from_millis(300)),
-        )
-        .expect(6)
-        .mount(&server)
-        .await;
+    let server = slow_server(one_paragraph(), Some(6)).await;
     let cache = tempfile::tempdir().unwrap();
     let mut config = config(&server, cache.path(), Profile::Default);
     config.http.max_in_flight = 2;
@@ -434,16 +431,7 @@ async fn requests_in_flight_are_limited() {
 /// cancelled fetches run to their end on their own (their pages are cached, not fetched again).
 #[tokio::test]
 async fn cancelled_searches_leave_the_fetcher_usable() {
-    let server = MockServer::start().await;
-    Mock::given(method("GET"))
-        .respond_with(
-            ResponseTemplate::new(200)
-                .set_body_raw(b"<p>one two three</p>".to_vec(), HTML)
-                .set_delay(Duration::from_millis(300)),
-        )
-        .expect(5)
-        .mount(&server)
-        .await;
+    let server = slow_server(one_paragraph(), Some(5)).await;
     let cache = tempfile::tempdir().unwrap();
     let config = config(&server, cache.path(), Profile::Default);
     let source = config.open().unwrap();

@@ -498,15 +498,7 @@ fn replay_observes_unrecorded_steps_through_an_index() {
     let path = dir.path().join("run.json");
     std::fs::write(&path, run.to_string()).unwrap();
     let docstore = format!("index:{}", out.display());
-    let (stdout, stderr, code) = cli(&[
-        "replay",
-        "--json",
-        "--docstore",
-        &docstore,
-        path.to_str().unwrap(),
-    ]);
-    assert_eq!(code, 0, "{stderr}");
-    let replayed: serde_json::Value = serde_json::from_str(stdout.lines().next().unwrap()).unwrap();
+    let replayed = replay_first_run(&docstore, &path);
     assert_eq!(
         replayed["steps"][0]["observation"],
         "Could not find Constantin Medein. Similar: ['Constantin Medien']."
@@ -840,15 +832,7 @@ fn replay_refuses_a_run_recorded_against_another_snapshot() {
 
     // The run of this very snapshot replays from it.
     std::fs::write(&results, format!("{same}\n")).unwrap();
-    let (stdout, stderr, code) = cli(&[
-        "replay",
-        "--json",
-        "--docstore",
-        &index,
-        results.to_str().unwrap(),
-    ]);
-    assert_eq!(code, 0, "{stderr}");
-    let replayed: serde_json::Value = serde_json::from_str(stdout.lines().next().unwrap()).unwrap();
+    let replayed = replay_first_run(&index, &results);
     assert!(
         replayed["steps"][0]["observation"]
             .as_str()
@@ -869,6 +853,13 @@ fn replay_refuses_a_run_recorded_against_another_snapshot() {
     assert_eq!(code, 0, "{stderr}");
     let replayed: serde_json::Value = serde_json::from_str(stdout.lines().next().unwrap()).unwrap();
     assert_eq!(replayed["answer"], "Ismaning");
+}
+
+/// `replay --json --docstore DOCSTORE PATH`, which must succeed: its first run.
+fn replay_first_run(docstore: &str, path: &Path) -> serde_json::Value {
+    let (stdout, stderr, code) = cli(&["replay", "--json", "--docstore", docstore, path.to_str().unwrap()]);
+    assert_eq!(code, 0, "{stderr}");
+    serde_json::from_str(stdout.lines().next().unwrap()).unwrap()
 }
 
 /// A build that fails at once (its source is missing), after it has looked at `out` and its leftovers.
