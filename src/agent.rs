@@ -1,8 +1,13 @@
 //! `Agent`: the ReAct loop — ask the model, read its action, observe, repeat until `Finish`.
+//!
+//! The text formats (`--api completions`, `chat`) grow one scratchpad the model continues; with
+//! `--api tools` the same loop converses in function calls ([`tool_calls`]).
+
+mod tool_calls;
 
 use crate::action::{Action, ActionGrammar};
 use crate::environment::Environment;
-use crate::llm::{CallPurpose, Llm, LlmRequest};
+use crate::llm::{Api, CallPurpose, Llm, LlmRequest};
 use crate::profile::Profile;
 use crate::prompt::Prompt;
 use crate::run::{Run, RunStep, Stopped};
@@ -100,14 +105,13 @@ impl<'a> Agent<'a> {
         environment: &mut dyn Environment,
         on_event: &mut (dyn FnMut(StepEvent<'_>) + Send),
     ) -> Episode {
+        if self.llm.api() == Some(Api::Tools) {
+            return self.converse(question, environment, on_event).await;
+        }
         let profile = self.grammar.profile();
         let mut scratchpad = self.prompt.scratchpad(question);
         let prompt_len = self.prompt.text().len();
-        let mut run = Run::new(question, profile);
-        run.model = Some(self.llm.model().to_owned());
-        run.max_steps = Some(self.max_steps);
-        run.fewshot = Some(self.prompt.fewshot().to_owned());
-        run.tools = self.grammar.tool_names().to_vec();
+        let mut run = self.start_run(question);
         let mut identical_steps = 0;
 
         for step in 1..=self.max_steps {
@@ -120,6 +124,7 @@ impl<'a> Agent<'a> {
                     run.steps.push(RunStep {
                         n: step,
                         completions,
+                        replies: Vec::new(),
                         thought: None,
                         action: None,
                         observation: None,
@@ -143,6 +148,7 @@ impl<'a> Agent<'a> {
                         run.steps.push(RunStep {
                             n: step,
                             completions,
+                            replies: Vec::new(),
                             thought: Some(thought),
                             action: Some(written),
                             observation: None,
@@ -155,6 +161,7 @@ impl<'a> Agent<'a> {
                             run.steps.push(RunStep {
                                 n: step,
                                 completions,
+                                replies: Vec::new(),
                                 thought: Some(thought),
                                 action: Some(written),
                                 observation: None,
@@ -173,37 +180,60 @@ impl<'a> Agent<'a> {
                         observation: &observation,
                     });
                     scratchpad.push_step(step, &thought, &written, &observation);
-                    let repeats_last = run.steps.last().is_some_and(|last| {
-                        last.action.as_deref() == Some(written.as_str())
-                            && last.observation.as_deref() == Some(observation.as_str())
-                    });
-                    identical_steps = if repeats_last { identical_steps + 1 } else { 1 };
+                    let repeated = self.repeats_too_often(&run, &mut identical_steps, &written, &observation);
                     run.steps.push(RunStep {
                         n: step,
                         completions,
+                        replies: Vec::new(),
                         thought: Some(thought),
                         action: Some(written),
                         observation: Some(observation),
                     });
-                    if matches!(self.repeats, Repeats::StopAfter(limit) if identical_steps >= limit) {
+                    if repeated {
                         run.stopped = Some(Stopped::RepeatedAction);
                         break;
                     }
                 }
             }
         }
-        if run.stopped.is_none() {
-            run.stopped = Some(Stopped::MaxSteps);
-            if profile == Profile::Paper {
-                // `step(env, "finish[]")`: the paper's forced empty answer.
-                run.answer = Some(String::new());
-            }
-        }
+        self.end_run(&mut run);
         Episode {
             run,
             scratchpad,
             prompt_len,
         }
+    }
+
+    /// The run record of a question about to start.
+    fn start_run(&self, question: &str) -> Run {
+        let mut run = Run::new(question, self.grammar.profile());
+        run.model = Some(self.llm.model().to_owned());
+        run.api = self.llm.api();
+        run.max_steps = Some(self.max_steps);
+        run.fewshot = Some(self.prompt.fewshot().to_owned());
+        run.tools = self.grammar.tool_names().to_vec();
+        run
+    }
+
+    /// A run the loop left without a stop reason ran out of steps.
+    fn end_run(&self, run: &mut Run) {
+        if run.stopped.is_none() {
+            run.stopped = Some(Stopped::MaxSteps);
+            if self.grammar.profile() == Profile::Paper {
+                // `step(env, "finish[]")`: the paper's forced empty answer.
+                run.answer = Some(String::new());
+            }
+        }
+    }
+
+    /// Whether the step just recorded ends the run as one identical step too many: `identical`
+    /// counts the identical steps in a row, this one included.
+    fn repeats_too_often(&self, run: &Run, identical: &mut usize, written: &str, observation: &str) -> bool {
+        let repeats_last = run.steps.last().is_some_and(|last| {
+            last.action.as_deref() == Some(written) && last.observation.as_deref() == Some(observation)
+        });
+        *identical = if repeats_last { *identical + 1 } else { 1 };
+        matches!(self.repeats, Repeats::StopAfter(limit) if *identical >= limit)
     }
 
     /// Asks the model for step `step` (and once more when it wrote no action): the thought, the

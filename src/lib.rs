@@ -12,6 +12,7 @@ pub mod secret;
 
 mod http;
 
+pub mod calls;
 pub mod fewshot;
 pub mod prompt;
 pub mod scratchpad;

@@ -1,5 +1,6 @@
 //! `Prompt`: the fixed part of every request — instruction header, registered tools, few-shot examples.
 
+use crate::calls::{FunctionSet, Transcript, system_message};
 use crate::fewshot::{Fewshot, Header};
 use crate::profile::Profile;
 use crate::scratchpad::Scratchpad;
@@ -21,6 +22,16 @@ pub struct Prompt {
     text: String,
     input_label: String,
     fewshot: String,
+    /// What `--api tools` sends instead (`default` profile): the functions, and the system message
+    /// with the same examples as tool-call transcripts.
+    tools: Option<ToolsPrompt>,
+}
+
+/// The fixed part of a tools conversation.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ToolsPrompt {
+    pub functions: FunctionSet,
+    pub system: String,
 }
 
 /// What the header says beyond the paper's instruction (`default` profile only).
@@ -67,11 +78,31 @@ impl Prompt {
                 }
             }
         }
+        let tools = (profile == Profile::Default).then(|| {
+            let functions = FunctionSet::new(toolbox.tools().map(|tool| tool.name()), toolbox);
+            let transcripts: Vec<Transcript> = std::iter::once(fewshot.examples.as_str())
+                .chain(toolbox.tools().filter_map(|tool| tool.examples()))
+                .map(|examples| Transcript::of(examples, &functions))
+                .collect();
+            let system = system_message(&transcripts, &functions, options.today.as_deref());
+            ToolsPrompt { functions, system }
+        });
         Prompt {
             text,
             input_label: fewshot.input_label.clone(),
             fewshot: fewshot.name.clone(),
+            tools,
         }
+    }
+
+    /// The tools conversation's fixed part; `None` in the `paper` profile, which knows no tools.
+    pub fn tools(&self) -> Option<&ToolsPrompt> {
+        self.tools.as_ref()
+    }
+
+    /// The label of the task's input: `Question` or `Claim`.
+    pub fn input_label(&self) -> &str {
+        &self.input_label
     }
 
     pub fn text(&self) -> &str {
@@ -138,7 +169,9 @@ mod tests {
             &Toolbox::default(),
             &PromptOptions::default(),
         );
-        assert_eq!(paper, default);
+        assert_eq!(paper.text(), default.text());
+        // Only the `default` profile offers the tools conversation.
+        assert!(paper.tools().is_none() && default.tools().is_some());
         let today = PromptOptions {
             today: Some("2026-11-22".into()),
         };

@@ -19,7 +19,7 @@ use crate::docstore::DocstoreInfo;
 use crate::environment::{Environment, EnvironmentError, Inspected, Recording};
 use crate::eval::results::{ResultsError, RunLine, parse_run_lines};
 use crate::fewshot::Fewshot;
-use crate::llm::ReplayLlm;
+use crate::llm::{Api, ReplayLlm};
 use crate::profile::Profile;
 use crate::prompt::{Prompt, PromptOptions};
 use crate::run::{Run, RunFileError, Stopped, Usage};
@@ -112,10 +112,12 @@ async fn replay_recorded(
         Some(path) => Fewshot::from_file(std::path::Path::new(path)).unwrap_or_else(|_| Fewshot::hotpotqa()),
     };
     let prompt = Prompt::new(profile, &fewshot, &Toolbox::default(), &PromptOptions::default());
-    let llm = ReplayLlm::new(
-        recorded.model.clone().unwrap_or_else(|| "replay".to_owned()),
-        recorded.completions(),
-    );
+    let model = recorded.model.clone().unwrap_or_else(|| "replay".to_owned());
+    let llm = match recorded.api {
+        // The assistant messages as the server sent them: the agent reads their calls again.
+        Some(Api::Tools) => ReplayLlm::with_replies(model, recorded.replies()),
+        api => ReplayLlm::new(model, recorded.completions()).recorded_api(api),
+    };
     let mut unrecorded = None;
     let recording = Recording::new(recorded.observations(), grammar.clone(), live(recorded, &grammar));
     let mut environment = Inspected::new(recording, |error: &EnvironmentError| {

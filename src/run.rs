@@ -6,6 +6,7 @@ use serde::{Deserialize, Serialize};
 
 use crate::docstore::DocstoreInfo;
 use crate::fsutil::atomic_write;
+use crate::llm::{Api, ReplyMessage, TokenUsage};
 use crate::metrics::AnswerScore;
 use crate::profile::Profile;
 
@@ -26,6 +27,11 @@ pub struct Run {
     pub profile: Profile,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub model: Option<String>,
+    /// The API the model was asked through: `chat`, `completions` or `tools` (native function
+    /// calls: each step's `replies` hold the assistant messages). Absent from older runs and
+    /// runs of a model that is not a server's.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub api: Option<Api>,
     /// The few-shot examples the prompt used: `hotpotqa`, `fever` or a file path.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub fewshot: Option<String>,
@@ -64,8 +70,15 @@ pub struct RunStep {
     /// 1-based; may be left out of a hand-written file, then steps are numbered by position.
     #[serde(default)]
     pub n: usize,
-    /// The raw model outputs of the step, in order: two when the fallback call was made.
+    /// The raw model outputs of the step, in order: two when the fallback call was made. In a
+    /// `tools` run, the text of each reply of the step (`""` when it had none).
+    #[serde(default)]
     pub completions: Vec<String>,
+    /// A `tools` run's assistant messages of the step as the server sent them (text and tool
+    /// calls): one, two after a reminder, none on a step that ran a later call of an earlier
+    /// reply. What `replay` serves back.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub replies: Vec<ReplyMessage>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub thought: Option<String>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -118,8 +131,13 @@ pub struct Usage {
 impl Usage {
     /// One model call: counted, with the tokens its response reports.
     pub fn count(&mut self, completion: &crate::llm::Completion) {
+        self.count_call(completion.usage);
+    }
+
+    /// One model call of any API, with the tokens its response reports when it does.
+    pub fn count_call(&mut self, tokens: Option<TokenUsage>) {
         self.llm_calls += 1;
-        if let Some(tokens) = completion.usage {
+        if let Some(tokens) = tokens {
             self.prompt_tokens += tokens.prompt_tokens;
             self.completion_tokens += tokens.completion_tokens;
         }
@@ -176,6 +194,7 @@ impl Run {
             gold: None,
             profile,
             model: None,
+            api: None,
             fewshot: None,
             max_steps: None,
             tools: Vec::new(),
@@ -202,6 +221,12 @@ impl Run {
     /// The recorded completions, step by step, for a [`crate::llm::ReplayLlm`].
     pub fn completions(&self) -> Vec<Vec<String>> {
         self.steps.iter().map(|step| step.completions.clone()).collect()
+    }
+
+    /// A `tools` run's recorded assistant messages, step by step, for a
+    /// [`crate::llm::ReplayLlm::with_replies`].
+    pub fn replies(&self) -> Vec<Vec<ReplyMessage>> {
+        self.steps.iter().map(|step| step.replies.clone()).collect()
     }
 
     /// The recorded observations, step by step.

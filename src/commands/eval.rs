@@ -51,7 +51,7 @@ struct SelectionArgs {
 }
 
 pub async fn run(args: EvalArgs, log: LogOutput) -> anyhow::Result<ExitCode> {
-    args.run.tools.check_profile(args.run.agent.profile)?;
+    args.run.check_profile()?;
     // Registered first: a job scheduler's SIGTERM during start-up is an interrupt too.
     let interrupt = stop_signals()?;
     let results = args

@@ -79,7 +79,8 @@ pub struct ModelArgs {
     /// The API key; optional for local servers. Never printed.
     #[arg(long, env = "OPENAI_API_KEY", hide_env_values = true, value_name = "KEY")]
     pub api_key: Option<String>,
-    /// `chat` (/chat/completions) or `completions` (/completions, the prompt as text).
+    /// `chat` (/chat/completions, the prompt continued), `completions` (/completions, the prompt
+    /// as text) or `tools` (/chat/completions with the actions as functions the model calls).
     #[arg(long, env = "REACT_API", default_value = "chat", value_name = "API")]
     pub api: Api,
     /// Sampling temperature.
@@ -244,9 +245,20 @@ pub struct AgentRunArgs {
 }
 
 impl AgentRunArgs {
+    /// The `paper` profile is the ReAct repository's agent: its text format, no extra tools.
+    pub fn check_profile(&self) -> anyhow::Result<()> {
+        self.tools.check_profile(self.agent.profile)?;
+        if self.agent.profile == Profile::Paper && self.model.api == Api::Tools {
+            anyhow::bail!(
+                "the `paper` profile reproduces the ReAct repository's text format: `--api tools` needs `--profile default`"
+            );
+        }
+        Ok(())
+    }
+
     /// Options that cannot work together for a one-question command, refused before anything runs.
     pub fn check_interactive(&self, command: &str) -> anyhow::Result<()> {
-        self.tools.check_profile(self.agent.profile)?;
+        self.check_profile()?;
         self.docstore.check_not_distractor(command)
     }
 }

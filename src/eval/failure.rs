@@ -81,6 +81,8 @@ impl FailureClass {
             LlmError::InvalidResponse { url, .. } | LlmError::NoChoices { url } => {
                 (model(url), FailureKind::BadResponse)
             }
+            LlmError::ToolsRejected { url, status, .. } => (model(url), FailureKind::Status(status.as_u16())),
+            LlmError::NoToolCalling { .. } => (FailureOrigin::Recording, FailureKind::NoCompletion),
         };
         FailureClass { origin, kind }
     }

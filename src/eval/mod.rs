@@ -35,7 +35,7 @@ use crate::agent::Agent;
 use crate::docstore::{DocstoreInfo, DocstoreSource};
 use crate::environment::{EnvironmentError, Inspected, Workbench};
 use crate::fewshot::{Fewshot, FewshotError};
-use crate::llm::{Completion, Llm, LlmError, LlmRequest};
+use crate::llm::{Api, Completion, ConverseRequest, Llm, LlmError, LlmRequest, Reply};
 use crate::metrics::AnswerScore;
 use crate::profile::Profile;
 use crate::prompt::{Prompt, PromptOptions};
@@ -237,25 +237,37 @@ impl<'a> WatchedLlm<'a> {
     }
 }
 
+impl WatchedLlm<'_> {
+    /// Notes the first error that stops the evaluation, and passes the result on.
+    fn watch<T>(&self, result: Result<T, LlmError>) -> Result<T, LlmError> {
+        if let Err(error) = &result
+            && stops_evaluation(error)
+        {
+            let mut refusal = self.refusal.lock().unwrap_or_else(PoisonError::into_inner);
+            if refusal.is_none() {
+                *refusal = Some(crate::agent::error_chain(error));
+                self.refused.notify_one();
+            }
+        }
+        result
+    }
+}
+
 impl Llm for WatchedLlm<'_> {
     fn complete<'a>(&'a self, request: LlmRequest<'a>) -> BoxFuture<'a, Result<Completion, LlmError>> {
-        Box::pin(async move {
-            let result = self.llm.complete(request).await;
-            if let Err(error) = &result
-                && stops_evaluation(error)
-            {
-                let mut refusal = self.refusal.lock().unwrap_or_else(PoisonError::into_inner);
-                if refusal.is_none() {
-                    *refusal = Some(crate::agent::error_chain(error));
-                    self.refused.notify_one();
-                }
-            }
-            result
-        })
+        Box::pin(async move { self.watch(self.llm.complete(request).await) })
+    }
+
+    fn converse<'a>(&'a self, request: ConverseRequest<'a>) -> BoxFuture<'a, Result<Reply, LlmError>> {
+        Box::pin(async move { self.watch(self.llm.converse(request).await) })
     }
 
     fn model(&self) -> &str {
         self.llm.model()
+    }
+
+    fn api(&self) -> Option<Api> {
+        self.llm.api()
     }
 }
 
@@ -540,19 +552,31 @@ struct ClassifiedLlm<'a> {
     failure: &'a OnceLock<FailureClass>,
 }
 
+impl ClassifiedLlm<'_> {
+    /// Notes the class of the first error, and passes the result on.
+    fn classify<T>(&self, result: Result<T, LlmError>) -> Result<T, LlmError> {
+        if let Err(error) = &result {
+            let _ = self.failure.set(FailureClass::of_llm(error));
+        }
+        result
+    }
+}
+
 impl Llm for ClassifiedLlm<'_> {
     fn complete<'a>(&'a self, request: LlmRequest<'a>) -> BoxFuture<'a, Result<Completion, LlmError>> {
-        Box::pin(async move {
-            let result = self.llm.complete(request).await;
-            if let Err(error) = &result {
-                let _ = self.failure.set(FailureClass::of_llm(error));
-            }
-            result
-        })
+        Box::pin(async move { self.classify(self.llm.complete(request).await) })
+    }
+
+    fn converse<'a>(&'a self, request: ConverseRequest<'a>) -> BoxFuture<'a, Result<Reply, LlmError>> {
+        Box::pin(async move { self.classify(self.llm.converse(request).await) })
     }
 
     fn model(&self) -> &str {
         self.llm.model()
+    }
+
+    fn api(&self) -> Option<Api> {
+        self.llm.api()
     }
 }
 

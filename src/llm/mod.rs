@@ -3,9 +3,11 @@
 //! Implementations: [`ReplayLlm`] serves a run file's recorded completions (tests, `replay`);
 //! the OpenAI-compatible HTTP client lives in [`openai`].
 
+mod conversation;
 pub mod openai;
 mod replay;
 
+pub use conversation::{ConverseRequest, FunctionSpec, Message, Reply, ReplyMessage, SentCall, WireCall};
 pub use openai::{Api, ApiKey, ModelConfigError, ModelSettings, OpenAiClient, OpenAiConfig};
 pub use replay::ReplayLlm;
 
@@ -35,6 +37,8 @@ pub enum CallPurpose {
     Fallback,
     /// `chat`: rewriting a follow-up into a standalone question, before the agent runs.
     RewriteQuestion,
+    /// `--api tools`: the second call when a reply held no function call, after a reminder.
+    Reminder,
 }
 
 /// What the model wrote, and what it cost when the server says.
@@ -54,8 +58,22 @@ pub struct TokenUsage {
 pub trait Llm: Send + Sync {
     fn complete<'a>(&'a self, request: LlmRequest<'a>) -> BoxFuture<'a, Result<Completion, LlmError>>;
 
+    /// One turn of a tool-calling conversation (`--api tools`). A model that cannot call
+    /// functions says so.
+    fn converse<'a>(&'a self, request: ConverseRequest<'a>) -> BoxFuture<'a, Result<Reply, LlmError>> {
+        let _ = request;
+        let model = self.model().to_owned();
+        Box::pin(async move { Err(LlmError::NoToolCalling { model }) })
+    }
+
     /// The model's name, as recorded in run files.
     fn model(&self) -> &str;
+
+    /// The API the model is reached through, when it is an OpenAI-compatible server's (recorded
+    /// in run files). [`Api::Tools`] makes the agent converse with function calls.
+    fn api(&self) -> Option<Api> {
+        None
+    }
 }
 
 /// Why a call to the model failed. Messages quote the server's own words, redacted of the API
@@ -130,19 +148,35 @@ pub enum LlmError {
     },
     #[error("the model server at `{url}` answered with no choices")]
     NoChoices { url: String },
+    /// `--api tools` against a server that refuses the `tools` field (vLLM without
+    /// `--enable-auto-tool-choice`, llama.cpp without `--jinja`, a model with no tool template).
+    #[error(
+        "the model server at `{url}` does not accept tool calls ({status}: {message}); `--api tools` needs a server with tool calling on (vLLM: `--enable-auto-tool-choice --tool-call-parser ...`, llama.cpp: `--jinja`), else use `--api chat` or `--api completions`"
+    )]
+    ToolsRejected {
+        url: String,
+        status: reqwest::StatusCode,
+        message: String,
+    },
+    /// The model has no tool-calling turn (a recording of a text run, a user's own `Llm`).
+    #[error("the model `{model}` cannot call functions: `--api tools` needs an OpenAI-compatible server")]
+    NoToolCalling { model: String },
 }
 
 impl LlmError {
     /// Whether the same request will fail the same way however often it is sent, whatever the
     /// question: the key is refused (401) or not allowed (403), the model or endpoint does not
     /// exist (404, including [`LlmError::NotFoundWithoutV1`]), the method is not allowed (405) or
-    /// the server does not implement the endpoint (501), or no HTTP client can be built. An evaluation stops at the first such
+    /// the server does not implement the endpoint (501), the server refuses tool calls, or no HTTP client can be built. An evaluation stops at the first such
     /// error instead of sending every question to a server that cannot answer. Other failures
     /// (a 400 about one prompt, retries exhausted, a bad body) may not repeat: not permanent.
     pub fn is_permanent(&self) -> bool {
         match self {
             LlmError::Rejected { status, .. } => matches!(status.as_u16(), 401 | 403 | 404 | 405 | 501),
-            LlmError::NotFoundWithoutV1 { .. } | LlmError::Client { .. } => true,
+            LlmError::NotFoundWithoutV1 { .. }
+            | LlmError::Client { .. }
+            | LlmError::ToolsRejected { .. }
+            | LlmError::NoToolCalling { .. } => true,
             _ => false,
         }
     }

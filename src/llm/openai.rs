@@ -34,7 +34,7 @@ use futures::future::BoxFuture;
 use reqwest::StatusCode;
 use serde_json::{Map, Value, json};
 
-use super::{Completion, Llm, LlmError, LlmRequest, TokenUsage};
+use super::{Completion, ConverseRequest, Llm, LlmError, LlmRequest, Reply, TokenUsage};
 
 pub use wire::CONTINUE_INSTRUCTION;
 
@@ -51,17 +51,26 @@ pub const DEFAULT_MAX_RESPONSE_BYTES: usize = 4 * 1024 * 1024;
 /// prompt): longer text is cut, at a character boundary, with a warning. It holds even with no
 /// `max_tokens` (`--max-tokens 0`).
 pub const MAX_COMPLETION_BYTES: usize = 64 * 1024;
+/// The calls one reply may make: more are dropped, with a warning (each call is a step, and the
+/// step budget is a handful).
+pub const MAX_CALLS_PER_REPLY: usize = 32;
+/// One call's arguments, as JSON text: longer ones are cut (and then no longer parse).
+pub const MAX_ARGUMENT_BYTES: usize = 16 * 1024;
 /// How much of a server's own message an error quotes.
 const MAX_MESSAGE_CHARS: usize = 300;
 
-/// Which endpoint of the OpenAI API the client calls.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+/// Which endpoint of the OpenAI API the client calls, and how.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, serde::Serialize, serde::Deserialize)]
+#[serde(rename_all = "snake_case")]
 pub enum Api {
     /// `/chat/completions`: the scratchpad as a user message, continued by the model.
     #[default]
     Chat,
     /// `/completions`: the scratchpad as a text prompt.
     Completions,
+    /// `/chat/completions` with the actions as functions in its `tools` field: the model calls
+    /// them, each call a step ([`Llm::converse`]).
+    Tools,
 }
 
 impl Api {
@@ -69,12 +78,13 @@ impl Api {
         match self {
             Api::Chat => "chat",
             Api::Completions => "completions",
+            Api::Tools => "tools",
         }
     }
 
     fn path(self) -> &'static str {
         match self {
-            Api::Chat => "chat/completions",
+            Api::Chat | Api::Tools => "chat/completions",
             Api::Completions => "completions",
         }
     }
@@ -93,7 +103,10 @@ impl FromStr for Api {
         match s {
             "chat" => Ok(Api::Chat),
             "completions" => Ok(Api::Completions),
-            other => Err(format!("unknown API `{other}`: expected `chat` or `completions`")),
+            "tools" => Ok(Api::Tools),
+            other => Err(format!(
+                "unknown API `{other}`: expected `chat`, `completions` or `tools`"
+            )),
         }
     }
 }
@@ -365,7 +378,8 @@ impl OpenAiClient {
             Api::Completions => {
                 body.insert("prompt".to_owned(), json!(request.prompt));
             }
-            Api::Chat => {
+            // A text call of a tools client (rewriting a chat follow-up) is a plain chat call.
+            Api::Chat | Api::Tools => {
                 let messages = json!([
                     {"role": "system", "content": CONTINUE_INSTRUCTION},
                     {"role": "user", "content": request.prompt},
@@ -373,6 +387,27 @@ impl OpenAiClient {
                 body.insert("messages".to_owned(), messages);
             }
         }
+        self.finish_body(body, request.stop)
+    }
+
+    /// The request body of one tool-calling turn: the conversation and the functions, the model
+    /// free to call any of them (`tool_choice: auto`).
+    fn converse_body(&self, request: &ConverseRequest<'_>) -> Value {
+        let mut body = wire::object([("model", json!(self.config.model))]);
+        let messages: Vec<Value> = request.messages.iter().map(wire::message).collect();
+        body.insert("messages".to_owned(), Value::Array(messages));
+        let tools: Vec<Value> = request
+            .functions
+            .iter()
+            .map(|function| json!({"type": "function", "function": function}))
+            .collect();
+        body.insert("tools".to_owned(), Value::Array(tools));
+        body.insert("tool_choice".to_owned(), json!("auto"));
+        self.finish_body(body, &[])
+    }
+
+    /// The sampling fields and the user's options, after the prompt.
+    fn finish_body(&self, mut body: Map<String, Value>, stop: &[String]) -> Value {
         if !self.refused.temperature.load(Ordering::Relaxed) {
             body.insert("temperature".to_owned(), json!(self.config.temperature));
         }
@@ -384,8 +419,8 @@ impl OpenAiClient {
             };
             body.insert(key.to_owned(), json!(max_tokens));
         }
-        if !request.stop.is_empty() && !self.refused.stop.load(Ordering::Relaxed) {
-            body.insert("stop".to_owned(), json!(request.stop));
+        if !stop.is_empty() && !self.refused.stop.load(Ordering::Relaxed) {
+            body.insert("stop".to_owned(), json!(stop));
         }
         for (key, value) in &self.config.options {
             body.insert(key.clone(), value.clone());
@@ -435,7 +470,7 @@ impl OpenAiClient {
 
     /// When a 400 names a parameter the model does not support, remembers to leave it out and says
     /// whether the request is worth sending again.
-    fn adapt_to_refusal(&self, body: &[u8], request: &LlmRequest<'_>) -> bool {
+    fn adapt_to_refusal(&self, body: &[u8], stop: &[String]) -> bool {
         let param = wire::error_param(body).unwrap_or_default();
         let message = wire::error_message(body).unwrap_or_default().to_lowercase();
         let names = |name: &str| param == name || message.contains(&format!("'{name}'"));
@@ -446,7 +481,7 @@ impl OpenAiClient {
             }
             first_time
         };
-        if !request.stop.is_empty() && names("stop") {
+        if !stop.is_empty() && names("stop") {
             return refuse(&self.refused.stop, "stop");
         }
         if names("temperature") {
@@ -460,19 +495,27 @@ impl OpenAiClient {
         false
     }
 
-    async fn complete_request(&self, request: LlmRequest<'_>) -> Result<Completion, LlmError> {
+    /// Sends the body `build` makes (again after each refused parameter), retrying transient
+    /// failures: the response body, or the error. `tools`: the body offers functions, so a 4xx
+    /// that speaks of tools means the server does not take them.
+    async fn exchange(
+        &self,
+        build: impl Fn() -> Value,
+        stop: &[String],
+        tools: bool,
+    ) -> Result<Vec<u8>, LlmError> {
         let url = display_url(&self.url);
         let mut adaptations = 0;
-        let bytes = loop {
-            let body = self.body(&request);
+        loop {
+            let body = build();
             match self.send(&body).await {
-                Ok(bytes) => break bytes,
+                Ok(bytes) => return Ok(bytes),
                 Err(GaveUp {
                     error: AttemptError::Status { status, body, .. },
                     ..
                 }) if status == StatusCode::BAD_REQUEST
                     && adaptations < MAX_ADAPTATIONS
-                    && self.adapt_to_refusal(&body, &request) =>
+                    && self.adapt_to_refusal(&body, stop) =>
                 {
                     adaptations += 1;
                 }
@@ -486,6 +529,13 @@ impl OpenAiClient {
                     // Servers quote the key they refused ("Incorrect API key provided: sk-..."):
                     // it must not reach an error, a run file or a log.
                     let message = self.server_words(&message).as_str().to_owned();
+                    if tools
+                        && status.is_client_error()
+                        && !matches!(status.as_u16(), 401 | 403 | 404 | 408 | 429)
+                        && message.to_lowercase().contains("tool")
+                    {
+                        return Err(LlmError::ToolsRejected { url, status, message });
+                    }
                     return Err(match wait_too_long {
                         Some(asked) => LlmError::WaitTooLong {
                             url,
@@ -530,10 +580,15 @@ impl OpenAiClient {
                     });
                 }
             }
-        };
+        }
+    }
+
+    /// A response body read as a completion: its first choice and the tokens it cost.
+    fn first_choice(&self, bytes: &[u8]) -> Result<(wire::Choice, Option<TokenUsage>), LlmError> {
+        let url = display_url(&self.url);
         // serde quotes what it could not read, and a hostile server may echo the key there.
         let response: wire::CompletionResponse =
-            serde_json::from_slice(&bytes).map_err(|error| LlmError::InvalidResponse {
+            serde_json::from_slice(bytes).map_err(|error| LlmError::InvalidResponse {
                 url: url.clone(),
                 source: self.server_words(&error.to_string()),
             })?;
@@ -546,6 +601,12 @@ impl OpenAiClient {
             .into_iter()
             .next()
             .ok_or(LlmError::NoChoices { url })?;
+        Ok((choice, usage))
+    }
+
+    async fn complete_request(&self, request: LlmRequest<'_>) -> Result<Completion, LlmError> {
+        let bytes = self.exchange(|| self.body(&request), request.stop, false).await?;
+        let (choice, usage) = self.first_choice(&bytes)?;
         if let Some(reason) = choice.finish_reason.as_ref().and_then(Value::as_str)
             && reason == "length"
         {
@@ -553,14 +614,28 @@ impl OpenAiClient {
         }
         let mut text = choice.into_text();
         text.truncate(stop_index(&text, request.stop));
-        if text.len() > MAX_COMPLETION_BYTES {
-            tracing::warn!(
-                "the model wrote {} bytes in one completion; keeping the first {MAX_COMPLETION_BYTES}",
-                text.len()
-            );
-            text.truncate(text.floor_char_boundary(MAX_COMPLETION_BYTES));
-        }
+        cap_completion(&mut text);
         Ok(Completion { text, usage })
+    }
+
+    async fn converse_request(&self, request: ConverseRequest<'_>) -> Result<Reply, LlmError> {
+        let bytes = self.exchange(|| self.converse_body(&request), &[], true).await?;
+        let (choice, usage) = self.first_choice(&bytes)?;
+        let mut message = choice.into_reply();
+        if let Some(content) = &mut message.content {
+            cap_completion(content);
+        }
+        if message.tool_calls.len() > MAX_CALLS_PER_REPLY {
+            tracing::warn!(
+                "the model made {} calls in one reply; keeping the first {MAX_CALLS_PER_REPLY}",
+                message.tool_calls.len()
+            );
+            message.tool_calls.truncate(MAX_CALLS_PER_REPLY);
+        }
+        for call in &mut message.tool_calls {
+            cap_arguments(&mut call.arguments);
+        }
+        Ok(Reply { message, usage })
     }
 
     /// The error for a status that is not worth retrying. A 404 from a base URL without a `/v1`
@@ -591,9 +666,52 @@ impl Llm for OpenAiClient {
         Box::pin(self.complete_request(request))
     }
 
+    fn converse<'a>(&'a self, request: ConverseRequest<'a>) -> BoxFuture<'a, Result<Reply, LlmError>> {
+        Box::pin(self.converse_request(request))
+    }
+
     fn model(&self) -> &str {
         &self.config.model
     }
+
+    fn api(&self) -> Option<Api> {
+        Some(self.config.api)
+    }
+}
+
+/// Cuts a completion (or a reply's text) to [`MAX_COMPLETION_BYTES`], with a warning.
+fn cap_completion(text: &mut String) {
+    if text.len() > MAX_COMPLETION_BYTES {
+        tracing::warn!(
+            "the model wrote {} bytes in one completion; keeping the first {MAX_COMPLETION_BYTES}",
+            text.len()
+        );
+        text.truncate(text.floor_char_boundary(MAX_COMPLETION_BYTES));
+    }
+}
+
+/// Cuts one call's arguments to [`MAX_ARGUMENT_BYTES`] of JSON text. Arguments cut short no longer
+/// parse: the call is answered with an error observation saying so.
+fn cap_arguments(arguments: &mut Value) {
+    let mut text = match &*arguments {
+        Value::String(text) if text.len() <= MAX_ARGUMENT_BYTES => return,
+        Value::String(text) => text.clone(),
+        other => {
+            let text = other.to_string();
+            if text.len() <= MAX_ARGUMENT_BYTES {
+                return;
+            }
+            text
+        }
+    };
+    {
+        tracing::warn!(
+            "the model sent {} bytes of arguments in one call; keeping the first {MAX_ARGUMENT_BYTES}",
+            text.len()
+        );
+        text.truncate(text.floor_char_boundary(MAX_ARGUMENT_BYTES));
+    }
+    *arguments = Value::String(text);
 }
 
 /// 408, 429 and 5xx: worth asking again — but 501, which says the server does not implement the

@@ -1,60 +1,97 @@
-//! `ReplayLlm`: a model that answers with the completions a run file recorded, step by step.
+//! `ReplayLlm`: a model that answers with what a run file recorded, step by step — the
+//! completions of a text run, the assistant messages of a tools run.
 
 use std::sync::Mutex;
 
 use futures::future::BoxFuture;
 
-use super::{Completion, Llm, LlmError, LlmRequest};
+use super::{Api, Completion, ConverseRequest, Llm, LlmError, LlmRequest, Reply, ReplyMessage};
 
-/// Serves `completions[step - 1][k]` for the `k`-th call of a step, whatever the prompt says.
+/// Serves `completions[step - 1][k]` (or `replies[step - 1][k]`) for the `k`-th call of a step,
+/// whatever the prompt says.
 #[derive(Debug)]
 pub struct ReplayLlm {
     model: String,
     completions: Vec<Vec<String>>,
+    replies: Vec<Vec<ReplyMessage>>,
+    api: Option<Api>,
     /// How many calls each step has had so far.
     calls: Mutex<Vec<usize>>,
 }
 
 impl ReplayLlm {
+    /// A text run's model: the completions of each step.
     pub fn new(model: impl Into<String>, completions: Vec<Vec<String>>) -> ReplayLlm {
         let calls = Mutex::new(vec![0; completions.len()]);
         ReplayLlm {
             model: model.into(),
             completions,
+            replies: Vec::new(),
+            api: None,
             calls,
+        }
+    }
+
+    /// A tools run's model: the assistant messages of each step (none on a step that ran a call
+    /// of an earlier reply). Its API is [`Api::Tools`], so the agent converses with it.
+    pub fn with_replies(model: impl Into<String>, replies: Vec<Vec<ReplyMessage>>) -> ReplayLlm {
+        let calls = Mutex::new(vec![0; replies.len()]);
+        ReplayLlm {
+            model: model.into(),
+            completions: Vec::new(),
+            replies,
+            api: Some(Api::Tools),
+            calls,
+        }
+    }
+
+    /// Says which API made the recording (a text run's `chat` or `completions`).
+    pub fn recorded_api(mut self, api: Option<Api>) -> ReplayLlm {
+        if self.api != Some(Api::Tools) {
+            self.api = api;
+        }
+        self
+    }
+
+    /// The `k`-th recorded answer of `step`, counting this call.
+    fn next<'r, T>(&self, recorded: &'r [Vec<T>], step: usize) -> Result<&'r T, LlmError> {
+        let step_idx = step.saturating_sub(1);
+        let mut calls = self.calls.lock().unwrap_or_else(|poisoned| poisoned.into_inner());
+        match (recorded.get(step_idx), calls.get_mut(step_idx)) {
+            (Some(answers), Some(n_calls)) => {
+                let call = *n_calls;
+                *n_calls += 1;
+                answers
+                    .get(call)
+                    .ok_or(LlmError::ReplayExhausted { step, call: call + 1 })
+            }
+            _ => Err(LlmError::ReplayExhausted { step, call: 1 }),
         }
     }
 }
 
 impl Llm for ReplayLlm {
     fn complete<'a>(&'a self, request: LlmRequest<'a>) -> BoxFuture<'a, Result<Completion, LlmError>> {
-        let step_idx = request.step.saturating_sub(1);
-        let result = {
-            let mut calls = self.calls.lock().unwrap_or_else(|poisoned| poisoned.into_inner());
-            match (self.completions.get(step_idx), calls.get_mut(step_idx)) {
-                (Some(step), Some(n_calls)) => {
-                    let call = *n_calls;
-                    *n_calls += 1;
-                    step.get(call)
-                        .map(|text| Completion {
-                            text: text.clone(),
-                            usage: None,
-                        })
-                        .ok_or(LlmError::ReplayExhausted {
-                            step: request.step,
-                            call: call + 1,
-                        })
-                }
-                _ => Err(LlmError::ReplayExhausted {
-                    step: request.step,
-                    call: 1,
-                }),
-            }
-        };
+        let result = self.next(&self.completions, request.step).map(|text| Completion {
+            text: text.clone(),
+            usage: None,
+        });
+        Box::pin(async move { result })
+    }
+
+    fn converse<'a>(&'a self, request: ConverseRequest<'a>) -> BoxFuture<'a, Result<Reply, LlmError>> {
+        let result = self.next(&self.replies, request.step).map(|message| Reply {
+            message: message.clone(),
+            usage: None,
+        });
         Box::pin(async move { result })
     }
 
     fn model(&self) -> &str {
         &self.model
+    }
+
+    fn api(&self) -> Option<Api> {
+        self.api
     }
 }

@@ -33,7 +33,7 @@ pub const MAX_NESTING_DEPTH: usize = 64;
 /// The largest factorial argument: `171!` is beyond `f64`.
 const MAX_FACTORIAL: f64 = 170.0;
 
-const EXAMPLES: &str = include_str!("../../fewshot/calculate.txt");
+pub(crate) const EXAMPLES: &str = include_str!("../../fewshot/calculate.txt");
 
 /// Why an expression has no value. Positions count characters from 1 in the expression as written.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]

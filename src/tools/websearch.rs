@@ -22,7 +22,7 @@ use crate::tool::{Tool, ToolError};
 pub const DEFAULT_SEARCH_URL: &str = "https://serpapi.com/search";
 
 const NAME: &str = "WebSearch";
-const EXAMPLES: &str = include_str!("../../fewshot/websearch.txt");
+pub(crate) const EXAMPLES: &str = include_str!("../../fewshot/websearch.txt");
 const CACHE_FORMAT: &str = "react-docstore.websearch.v1";
 /// A larger response is an error: SerpApi's answers are a few dozen KB.
 pub const MAX_BODY_BYTES: usize = 4 * 1024 * 1024;

@@ -58,6 +58,7 @@ mod docstore;
 mod end_to_end;
 mod eval;
 mod explore;
+mod function_calls;
 mod fuzz;
 mod index;
 mod layers;

@@ -4,7 +4,9 @@
 //! leave out fields: unknown fields are ignored, and everything we do not strictly need is optional.
 
 use serde::Deserialize;
-use serde_json::{Map, Value};
+use serde_json::{Map, Value, json};
+
+use crate::llm::{Message, ReplyMessage, WireCall};
 
 /// The instruction a chat model gets so that it continues the scratchpad instead of answering it.
 pub const CONTINUE_INSTRUCTION: &str = "Continue the text the user sends, in exactly the format of its examples. \
@@ -38,6 +40,15 @@ pub struct ChatMessage {
     /// Null when a model refuses or calls a tool.
     #[serde(default)]
     pub content: Option<String>,
+    /// Each call as sent; read leniently ([`wire_call`]), so that one odd entry is the agent's to
+    /// refuse, not a failed request.
+    #[serde(default)]
+    pub tool_calls: Option<Vec<Value>>,
+    /// The legacy single call (`functions` API), which some servers still send beside
+    /// `tool_calls`, where it may disagree (llama-cpp-python): read only when there is no
+    /// `tool_calls`.
+    #[serde(default)]
+    pub function_call: Option<Value>,
 }
 
 #[derive(Debug, Deserialize)]
@@ -69,6 +80,102 @@ impl Choice {
             (Some(text), _) => text,
             (None, Some(message)) => message.content.unwrap_or_default(),
             (None, None) => String::new(),
+        }
+    }
+}
+
+impl Choice {
+    /// The assistant's message of a tool-calling turn, close to the wire: its text and its calls,
+    /// from `tool_calls`, else from the legacy `function_call`.
+    pub fn into_reply(self) -> ReplyMessage {
+        let Some(message) = self.message else {
+            // A `/completions`-shaped answer: text only.
+            return ReplyMessage {
+                content: self.text,
+                tool_calls: Vec::new(),
+            };
+        };
+        let calls: Vec<WireCall> = message
+            .tool_calls
+            .unwrap_or_default()
+            .iter()
+            .map(wire_call)
+            .collect();
+        let calls = if calls.is_empty() {
+            message
+                .function_call
+                .as_ref()
+                .filter(|call| call.is_object())
+                .map(|call| wire_call(&json!({"function": call})))
+                .into_iter()
+                .collect()
+        } else {
+            if let Some(legacy) = &message.function_call
+                && calls.first().map(|call| Value::String(call.name.clone())) != legacy.get("name").cloned()
+            {
+                tracing::debug!(
+                    "the reply's legacy `function_call` disagrees with its `tool_calls`; reading `tool_calls`"
+                );
+            }
+            calls
+        };
+        ReplyMessage {
+            content: message.content,
+            tool_calls: calls,
+        }
+    }
+}
+
+/// One entry of `tool_calls`: `{"id", "type": "function", "function": {"name", "arguments"}}`,
+/// read whatever is missing — an entry with no name keeps an empty one, which the agent refuses
+/// as a call to no function. Some servers put `name` and `arguments` at the top of the entry.
+fn wire_call(entry: &Value) -> WireCall {
+    let function = entry
+        .get("function")
+        .filter(|function| function.is_object())
+        .unwrap_or(entry);
+    let id = match entry.get("id") {
+        Some(Value::String(id)) => Some(id.clone()),
+        Some(Value::Number(id)) => Some(id.to_string()),
+        _ => None,
+    };
+    let name = match function.get("name") {
+        Some(Value::String(name)) => name.clone(),
+        _ => String::new(),
+    };
+    let arguments = function
+        .get("arguments")
+        .or_else(|| function.get("parameters"))
+        .cloned()
+        .unwrap_or(Value::Null);
+    WireCall { id, name, arguments }
+}
+
+/// One conversation message as OpenAI's API takes it. An assistant message's `content` is `""`
+/// rather than `null` beside its calls (llama-cpp-python answers 500 to `null`), and its calls'
+/// arguments are JSON text, whatever the server sent.
+pub fn message(message: &Message) -> Value {
+    match message {
+        Message::System(content) => json!({"role": "system", "content": content}),
+        Message::User(content) => json!({"role": "user", "content": content}),
+        Message::Assistant { content, calls } if calls.is_empty() => {
+            json!({"role": "assistant", "content": content})
+        }
+        Message::Assistant { content, calls } => {
+            let calls: Vec<Value> = calls
+                .iter()
+                .map(|call| {
+                    json!({
+                        "id": call.id,
+                        "type": "function",
+                        "function": {"name": call.name, "arguments": call.arguments},
+                    })
+                })
+                .collect();
+            json!({"role": "assistant", "content": content, "tool_calls": calls})
+        }
+        Message::Tool { call_id, content } => {
+            json!({"role": "tool", "tool_call_id": call_id, "content": content})
         }
     }
 }

@@ -1,0 +1,88 @@
+//! The tool-calling conversation (`--api tools`): the messages sent, the functions offered and the
+//! assistant's reply as the server sent it.
+//!
+//! A reply is kept close to the wire ([`ReplyMessage`]: the text, and each tool call with its id
+//! and arguments exactly as they came — a JSON string or an object, an id or none) so that a run
+//! file records what the model said and a replay decodes it again the same way. Reading the
+//! calls out of a reply (ids made unique, arguments checked against the schema, calls written
+//! into the text by servers that do not parse them) is the agent's, in the `calls` module.
+
+use serde::{Deserialize, Serialize};
+use serde_json::Value;
+
+use super::{CallPurpose, TokenUsage};
+
+/// One function offered to the model: OpenAI's `tools[].function`.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct FunctionSpec {
+    pub name: String,
+    pub description: String,
+    /// A JSON Schema of the arguments object.
+    pub parameters: Value,
+}
+
+/// One message of the conversation, as sent.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Message {
+    System(String),
+    User(String),
+    /// An assistant reply echoed back, its calls under the ids the tool messages answer.
+    Assistant {
+        content: String,
+        calls: Vec<SentCall>,
+    },
+    /// The observation answering one call.
+    Tool {
+        call_id: String,
+        content: String,
+    },
+}
+
+/// A tool call as echoed back in an assistant message: its (unique) id, the function and the
+/// arguments as a JSON text.
+#[derive(Debug, Clone, PartialEq)]
+pub struct SentCall {
+    pub id: String,
+    pub name: String,
+    pub arguments: String,
+}
+
+/// One turn of a tool-calling conversation.
+#[derive(Debug, Clone, Copy)]
+pub struct ConverseRequest<'a> {
+    pub messages: &'a [Message],
+    pub functions: &'a [FunctionSpec],
+    /// The step this call belongs to (1-based), so recordings can be served per step.
+    pub step: usize,
+    pub purpose: CallPurpose,
+}
+
+/// The assistant's message, close to what the server sent: a run file records it, a replay
+/// serves it back.
+#[derive(Debug, Clone, PartialEq, Eq, Default, Serialize, Deserialize)]
+pub struct ReplyMessage {
+    /// The reply's text; `null` when the server sent none (as beside tool calls).
+    #[serde(default)]
+    pub content: Option<String>,
+    /// The tool calls, in the order sent; empty when there were none.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub tool_calls: Vec<WireCall>,
+}
+
+/// One tool call as the server sent it.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct WireCall {
+    /// `null` when the server sent none (some local servers do not).
+    #[serde(default)]
+    pub id: Option<String>,
+    pub name: String,
+    /// A JSON text (OpenAI, vLLM, llama.cpp) or an object (Ollama), as sent.
+    pub arguments: Value,
+}
+
+/// A reply and what it cost.
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
+pub struct Reply {
+    pub message: ReplyMessage,
+    pub usage: Option<TokenUsage>,
+}

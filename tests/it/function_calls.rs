@@ -1,0 +1,541 @@
+//! `--api tools`: the client against local servers answering in each server's tool-call shapes
+//! (real llama-cpp-python exchanges, the documented shapes of OpenAI, vLLM, llama.cpp, Ollama and
+//! TGI), the agent's conversation end to end through the command line, and the replay of a tools
+//! run with no model.
+
+use std::collections::HashSet;
+use std::process::Command;
+
+use react_docstore::calls::FunctionSet;
+use react_docstore::llm::{Api, CallPurpose, ConverseRequest, Llm, LlmError, Message};
+use react_docstore::tool::Toolbox;
+use react_docstore::{Action, Run};
+use serde_json::{Value, json};
+use wiremock::ResponseTemplate;
+
+use crate::fixture;
+use crate::llm::{Sequence, client, model_server};
+
+fn fixture_json(path: &str) -> Value {
+    serde_json::from_str(&std::fs::read_to_string(fixture(&format!("openai/tools/{path}"))).unwrap()).unwrap()
+}
+
+/// A real llama-cpp-python exchange: its request and its response body.
+fn llama_cpp(name: &str) -> (Value, Value) {
+    let exchange = fixture_json(&format!("llama-cpp-python/{name}.json"));
+    (exchange["request"].clone(), exchange["response"].clone())
+}
+
+/// An OpenAI-shaped reply (the documented body) with this text and these calls.
+fn reply(content: Option<&str>, calls: &[(&str, Value)]) -> Value {
+    let mut body = fixture_json("documented/openai.json");
+    let calls: Vec<Value> = calls
+        .iter()
+        .enumerate()
+        .map(|(idx, (name, arguments))| {
+            json!({"id": format!("call_{idx}_{name}"), "type": "function",
+                   "function": {"name": name, "arguments": arguments.to_string()}})
+        })
+        .collect();
+    body["choices"][0]["message"]["content"] = json!(content);
+    body["choices"][0]["message"]["tool_calls"] = json!(calls);
+    body
+}
+
+fn bodies(replies: Vec<Value>) -> Sequence {
+    Sequence::new(
+        replies
+            .into_iter()
+            .map(|body| ResponseTemplate::new(200).set_body_json(body))
+            .collect(),
+    )
+}
+
+fn functions() -> FunctionSet {
+    FunctionSet::new(std::iter::empty(), &Toolbox::default())
+}
+
+/// One turn of the client against a server answering `body`.
+async fn converse_once(body: ResponseTemplate) -> (Result<react_docstore::llm::Reply, LlmError>, Vec<Value>) {
+    let server = model_server("chat/completions", Sequence::new(vec![body])).await;
+    let llm = client(&server, Api::Tools);
+    let messages = [
+        Message::System("Solve it by calling functions.".into()),
+        Message::User(
+            "Question: Which magazine was started first Arthur's Magazine or First for Women?".into(),
+        ),
+    ];
+    let specs = functions().specs();
+    let result = llm
+        .converse(ConverseRequest {
+            messages: &messages,
+            functions: &specs,
+            step: 1,
+            purpose: CallPurpose::Step,
+        })
+        .await;
+    let requests = server
+        .received_requests()
+        .await
+        .unwrap()
+        .iter()
+        .map(|request| serde_json::from_slice(&request.body).unwrap())
+        .collect();
+    (result, requests)
+}
+
+/// A server, its reply body, the thought and the calls (actions, ids) read from it.
+type Case<'a> = (&'a str, Value, &'a str, Vec<Result<Action, String>>, Vec<&'a str>);
+
+#[tokio::test]
+async fn every_servers_reply_shape_reads_as_the_calls_it_holds() {
+    let search = |entity: &str| Ok(Action::Search(entity.to_owned()));
+    let (_, real) = llama_cpp("first-turn-auto");
+    let cases: Vec<Case> = vec![
+        // `function_call` names `lookup:`; `tool_calls` is read.
+        (
+            "llama-cpp-python",
+            real,
+            "",
+            vec![search("First for Women")],
+            vec!["call__0_search_cmpl-6455cc67-cfa4-486e-a641-df5d0bbc29ae"],
+        ),
+        (
+            "openai",
+            fixture_json("documented/openai.json"),
+            "",
+            vec![search("Arthur's Magazine"), search("First for Women")],
+            vec!["call_abc123", "call_abc456"],
+        ),
+        (
+            "vllm",
+            fixture_json("documented/vllm-hermes.json"),
+            "I need to search Arthur's Magazine and First for Women, and find which was started first.",
+            vec![search("Arthur's Magazine")],
+            vec!["chatcmpl-tool-5e2a4d6f0b8c4e1f9a3b7c2d1e0f4a5b"],
+        ),
+        (
+            "qwen in text",
+            fixture_json("documented/qwen-text-embedded.json"),
+            "I need to search Arthur's Magazine first.",
+            vec![search("Arthur's Magazine")],
+            vec!["call_1_1"],
+        ),
+        (
+            "llama.cpp --jinja",
+            fixture_json("documented/llama-cpp-jinja.json"),
+            "",
+            vec![search("Arthur's Magazine")],
+            vec!["DzOQ3jUZeWmsDYOkDQtc0fGyUBZ1VRRl"],
+        ),
+        (
+            "ollama",
+            fixture_json("documented/ollama.json"),
+            "",
+            vec![search("Arthur's Magazine")],
+            vec!["call_r1pqdl2x"],
+        ),
+        // Arguments as an object, the same id twice.
+        (
+            "tgi",
+            fixture_json("documented/tgi.json"),
+            "",
+            vec![search("Arthur's Magazine"), search("First for Women")],
+            vec!["0", "call_1_2"],
+        ),
+    ];
+    for (server, body, thought, expected, ids) in cases {
+        let (result, _) = converse_once(ResponseTemplate::new(200).set_body_json(body)).await;
+        let reply = result.unwrap_or_else(|error| panic!("{server}: {error}"));
+        let read = functions().read_reply(&reply.message, 1, &mut HashSet::new());
+        assert_eq!(read.thought, thought, "{server}");
+        let actions: Vec<Result<Action, String>> = read
+            .calls
+            .iter()
+            .map(|call| call.action.clone().map_err(|error| error.to_string()))
+            .collect();
+        assert_eq!(actions, expected, "{server}");
+        let read_ids: Vec<&str> = read.calls.iter().map(|call| call.id.as_str()).collect();
+        assert_eq!(read_ids, ids, "{server}");
+        assert!(reply.usage.is_some(), "{server}");
+    }
+}
+
+#[tokio::test]
+async fn the_request_offers_the_functions_and_no_stop() {
+    let (_, body) = llama_cpp("first-turn-auto");
+    let (_, requests) = converse_once(ResponseTemplate::new(200).set_body_json(body)).await;
+    let request = &requests[0];
+    assert_eq!(request["tool_choice"], "auto");
+    assert!(request.get("stop").is_none(), "{request}");
+    let names: Vec<&str> = request["tools"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|tool| tool["function"]["name"].as_str().unwrap())
+        .collect();
+    assert_eq!(names, ["search", "lookup", "finish"]);
+    assert_eq!(request["tools"][0]["type"], "function");
+    assert_eq!(
+        request["tools"][0]["function"]["parameters"]["required"],
+        json!(["entity"])
+    );
+    assert_eq!(request["messages"][0]["role"], "system");
+    assert_eq!(request["messages"][1]["role"], "user");
+}
+
+#[tokio::test]
+async fn a_server_that_refuses_tools_says_so_in_one_line_naming_the_api() {
+    for name in ["vllm-no-tool-parser", "llama-cpp-no-jinja", "ollama-no-tools"] {
+        let body = fixture_json(&format!("documented/{name}.json"));
+        let (result, requests) = converse_once(ResponseTemplate::new(400).set_body_json(body)).await;
+        let error = result.unwrap_err();
+        assert!(
+            matches!(error, LlmError::ToolsRejected { .. }),
+            "{name}: {error:?}"
+        );
+        assert!(error.is_permanent(), "{name}");
+        let message = error.to_string();
+        assert!(!message.contains('\n'), "{message}");
+        assert!(message.contains("`--api tools`"), "{message}");
+        assert!(message.contains("`--api chat`"), "{message}");
+        assert_eq!(requests.len(), 1, "{name}: a refusal is not retried");
+    }
+    // A 400 about something else is not blamed on tools.
+    let other = json!({"error": {"message": "maximum context length is 8192 tokens"}});
+    let (result, _) = converse_once(ResponseTemplate::new(400).set_body_json(other)).await;
+    assert!(matches!(result.unwrap_err(), LlmError::Rejected { .. }));
+}
+
+/// The binary with the model at `server` (unless empty) and the test corpus as its docstore.
+fn react(args: &[&str], server: &str) -> Command {
+    let mut command = Command::new(env!("CARGO_BIN_EXE_react-docstore"));
+    command
+        .args(args)
+        .env_remove("OPENAI_API_KEY")
+        .env_remove("OPENAI_BASE_URL")
+        .env_remove("REACT_MODEL")
+        .env_remove("REACT_PROFILE")
+        .env_remove("REACT_API")
+        .env("NO_COLOR", "1");
+    if !server.is_empty() {
+        command.args(["--base-url", &format!("{server}/v1"), "--model", "gpt-4o-mini"]);
+    }
+    command
+}
+
+const QUESTION: &str =
+    "Which building was the Grand Ole Opry's home before it moved to the Grand Ole Opry House?";
+
+/// What the model says, turn by turn: a search with its reasoning, a reply that calls nothing
+/// (answered by the reminder), two calls in one reply (the second misspelt), a lookup, the answer.
+fn scripted_replies() -> Vec<Value> {
+    vec![
+        reply(
+            Some("I need to search Grand Ole Opry and find where it was held before."),
+            &[("search", json!({"entity": "Grand Ole Opry"}))],
+        ),
+        reply(Some("It moved in 1974; I should look up its earlier home."), &[]),
+        reply(
+            None,
+            &[
+                ("lookup", json!({"keyword": "Ryman"})),
+                ("serach", json!({"entity": "Ryman Auditorium"})),
+            ],
+        ),
+        reply(
+            Some("The Opry was held at the Ryman Auditorium before 1974."),
+            &[("finish", json!({"answer": "Ryman Auditorium"}))],
+        ),
+    ]
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn ask_with_tools_runs_the_conversation_and_its_run_replays_with_no_model() {
+    let server = model_server("chat/completions", bodies(scripted_replies())).await;
+    let dir = tempfile::tempdir().unwrap();
+    let record = dir.path().join("run.json");
+    let corpus = format!("corpus:{}", fixture("index/pages.jsonl").display());
+    let record_arg = record.display().to_string();
+    let output = react(
+        &[
+            "ask",
+            QUESTION,
+            "--api",
+            "tools",
+            "--docstore",
+            &corpus,
+            "--record",
+            &record_arg,
+        ],
+        &server.uri(),
+    )
+    .output()
+    .unwrap();
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert!(output.status.success(), "{stderr}");
+    assert_eq!(String::from_utf8_lossy(&output.stdout), "Ryman Auditorium\n");
+
+    let run = Run::read(&record).unwrap();
+    assert_eq!(run.api, Some(Api::Tools));
+    let actions: Vec<&str> = run
+        .steps
+        .iter()
+        .map(|step| step.action.as_deref().unwrap())
+        .collect();
+    assert_eq!(
+        actions,
+        [
+            "Search[Grand Ole Opry]",
+            "Lookup[Ryman]",
+            "serach({\"entity\":\"Ryman Auditorium\"})",
+            "Finish[Ryman Auditorium]"
+        ]
+    );
+    // Step 1 asked twice (the reply, the reminder's answer); step 3 ran the reply's second call.
+    let replies: Vec<usize> = run.steps.iter().map(|step| step.replies.len()).collect();
+    assert_eq!(replies, [1, 2, 0, 1]);
+    assert_eq!(run.usage.llm_calls, 4);
+    assert_eq!(run.usage.fallback_calls, 1);
+    assert_eq!(run.usage.invalid_actions, 1);
+    assert_eq!(run.usage.prompt_tokens, 4 * 1062);
+    assert_eq!(
+        run.steps[0].thought.as_deref(),
+        Some("I need to search Grand Ole Opry and find where it was held before.")
+    );
+    assert_eq!(
+        run.steps[1].thought.as_deref(),
+        Some("It moved in 1974; I should look up its earlier home.")
+    );
+    assert!(
+        run.steps[0]
+            .observation
+            .as_deref()
+            .unwrap()
+            .starts_with("The Grand Ole Opry is")
+    );
+    assert!(
+        run.steps[1]
+            .observation
+            .as_deref()
+            .unwrap()
+            .starts_with("(Result 1 / "),
+        "{:?}",
+        run.steps[1]
+    );
+    assert!(
+        run.steps[2]
+            .observation
+            .as_deref()
+            .unwrap()
+            .starts_with("Invalid call: there is no function `serach`. Valid calls are search("),
+    );
+    assert!(stderr.contains("Action 1: Search[Grand Ole Opry]"), "{stderr}");
+
+    // The conversation as the server saw it.
+    let requests: Vec<Value> = server
+        .received_requests()
+        .await
+        .unwrap()
+        .iter()
+        .map(|request| serde_json::from_slice(&request.body).unwrap())
+        .collect();
+    assert_eq!(requests.len(), 4);
+    let roles = |request: &Value| -> Vec<String> {
+        request["messages"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|message| message["role"].as_str().unwrap().to_owned())
+            .collect()
+    };
+    assert_eq!(roles(&requests[1]), ["system", "user", "assistant", "tool"]);
+    assert_eq!(
+        roles(&requests[2]),
+        ["system", "user", "assistant", "tool", "assistant", "user"]
+    );
+    assert_eq!(
+        roles(&requests[3]),
+        [
+            "system",
+            "user",
+            "assistant",
+            "tool",
+            "assistant",
+            "user",
+            "assistant",
+            "tool",
+            "tool"
+        ]
+    );
+    let last = &requests[3]["messages"];
+    assert_eq!(last[1]["content"], format!("Question: {QUESTION}"));
+    assert_eq!(last[3]["tool_call_id"], "call_0_search");
+    assert!(
+        last[5]["content"]
+            .as_str()
+            .unwrap()
+            .starts_with("Call one of the functions to go on: search(")
+    );
+    // An assistant message carrying calls says `""`, never `null` (llama-cpp-python answers 500).
+    assert_eq!(last[6]["content"], "");
+    assert_eq!(
+        last[6]["tool_calls"][1]["function"]["arguments"],
+        "{\"entity\":\"Ryman Auditorium\"}"
+    );
+    assert_eq!(last[7]["tool_call_id"], "call_0_lookup");
+    assert_eq!(last[8]["tool_call_id"], "call_1_serach");
+    assert!(last[8]["content"].as_str().unwrap().starts_with("Invalid call:"));
+    let system = last[0]["content"].as_str().unwrap();
+    assert!(
+        system.contains("Call: search({\"entity\":\"Colorado orogeny\"})"),
+        "{system}"
+    );
+
+    // The replay: no model, no docstore, the same run.
+    let replayed = react(&["replay", "--json"], "").arg(&record).output().unwrap();
+    assert!(
+        replayed.status.success(),
+        "{}",
+        String::from_utf8_lossy(&replayed.stderr)
+    );
+    let mut replayed: Value = serde_json::from_slice(&replayed.stdout).unwrap();
+    replayed.as_object_mut().unwrap().remove("source");
+    let recorded: Value = serde_json::from_str(&std::fs::read_to_string(&record).unwrap()).unwrap();
+    assert_eq!(replayed, recorded);
+    if std::env::var_os("REACT_WRITE_FIXTURES").is_some() {
+        std::fs::copy(&record, fixture("runs/function-calls/grand-ole-opry.json")).unwrap();
+    }
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn recorded_tools_runs_replay_byte_for_byte() {
+    // A scripted one, and a real one from llama-cpp-python's server.
+    for name in ["grand-ole-opry", "llama-cpp-smollm2"] {
+        let path = fixture(&format!("runs/function-calls/{name}.json"));
+        let output = react(&["replay", "--json"], "").arg(&path).output().unwrap();
+        assert!(
+            output.status.success(),
+            "{}",
+            String::from_utf8_lossy(&output.stderr)
+        );
+        // The replayed run, written as `--record` writes runs, is the recorded file byte for byte.
+        let replayed: Run = serde_json::from_slice(&output.stdout).unwrap();
+        let written = format!("{}\n", serde_json::to_string_pretty(&replayed).unwrap());
+        assert_eq!(written, std::fs::read_to_string(&path).unwrap(), "{name}");
+        assert_eq!(replayed.api, Some(Api::Tools));
+        let trace = react(&["replay"], "").arg(&path).output().unwrap();
+        let mut settings = insta::Settings::clone_current();
+        settings.set_snapshot_path(concat!(env!("CARGO_MANIFEST_DIR"), "/tests/snapshots"));
+        settings.set_prepend_module_to_snapshot(true);
+        settings.bind(|| {
+            insta::assert_snapshot!(
+                format!("function_calls_replay_trace_{name}"),
+                String::from_utf8_lossy(&trace.stderr)
+            )
+        });
+    }
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_reply_that_never_calls_counts_as_an_invalid_step_and_repeats_stop_the_run() {
+    let silent = reply(Some("I think the answer is Nashville."), &[]);
+    let server = model_server("chat/completions", bodies(vec![silent])).await;
+    let corpus = format!("corpus:{}", fixture("index/pages.jsonl").display());
+    let output = react(
+        &["ask", QUESTION, "--api", "tools", "--docstore", &corpus, "--json"],
+        &server.uri(),
+    )
+    .output()
+    .unwrap();
+    assert_eq!(
+        output.status.code(),
+        Some(1),
+        "{}",
+        String::from_utf8_lossy(&output.stderr)
+    );
+    let run: Value = serde_json::from_slice(&output.stdout).unwrap();
+    assert_eq!(run["stopped"], "repeated_action");
+    let steps = run["steps"].as_array().unwrap();
+    assert_eq!(steps.len(), 4);
+    assert_eq!(steps[0]["action"], "I think the answer is Nashville.");
+    assert!(
+        steps[0]["observation"]
+            .as_str()
+            .unwrap()
+            .starts_with("Invalid call: the reply calls no function. Valid calls are search(")
+    );
+    assert_eq!(run["usage"]["llm_calls"], 8);
+    assert_eq!(run["usage"]["fallback_calls"], 4);
+    assert_eq!(run["usage"]["invalid_actions"], 4);
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn the_paper_profile_refuses_tools_before_any_call() {
+    let output = react(
+        &["ask", QUESTION, "--api", "tools", "--profile", "paper"],
+        "http://127.0.0.1:9",
+    )
+    .output()
+    .unwrap();
+    assert_eq!(output.status.code(), Some(2));
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert!(
+        stderr.contains("`--api tools` needs `--profile default`"),
+        "{stderr}"
+    );
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn eval_in_each_format_makes_results_compare_can_pair() {
+    let questions = fixture("hotpotqa/official.json");
+    let dir = tempfile::tempdir().unwrap();
+    let finish_call = reply(
+        Some("I know it."),
+        &[("finish", json!({"answer": "Bath, Maine"}))],
+    );
+    let tools = model_server("chat/completions", bodies(vec![finish_call])).await;
+    let chat = model_server(
+        "chat/completions",
+        Sequence::chat(&["Thought 1: I know it.\nAction 1: Finish[Bath, Maine]"]),
+    )
+    .await;
+    let mut outs = Vec::new();
+    for (api, server) in [("tools", &tools), ("chat", &chat)] {
+        let out = dir.path().join(format!("{api}.jsonl"));
+        let output = react(&["eval"], &server.uri())
+            .arg(&questions)
+            .args(["--docstore", "distractor", "--api", api, "--out"])
+            .arg(&out)
+            .output()
+            .unwrap();
+        assert!(
+            output.status.success(),
+            "{api}: {}",
+            String::from_utf8_lossy(&output.stderr)
+        );
+        let runs: Vec<Value> = std::fs::read_to_string(&out)
+            .unwrap()
+            .lines()
+            .map(|line| serde_json::from_str(line).unwrap())
+            .collect();
+        assert_eq!(runs.len(), 3, "{api}");
+        assert!(runs.iter().all(|run| run["api"] == api), "{api}");
+        outs.push(out);
+    }
+    let compared = Command::new(env!("CARGO_BIN_EXE_react-docstore"))
+        .arg("compare")
+        .args(&outs)
+        .arg("--json")
+        .output()
+        .unwrap();
+    assert!(
+        compared.status.success(),
+        "{}",
+        String::from_utf8_lossy(&compared.stderr)
+    );
+    let comparison: Value = serde_json::from_slice(&compared.stdout).unwrap();
+    assert_eq!(comparison["n"], 3);
+    assert_eq!(comparison["both_right"], 1);
+    assert_eq!(comparison["both_wrong"], 2);
+}
