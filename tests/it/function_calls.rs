@@ -539,3 +539,55 @@ async fn eval_in_each_format_makes_results_compare_can_pair() {
     assert_eq!(comparison["both_right"], 1);
     assert_eq!(comparison["both_wrong"], 2);
 }
+
+#[tokio::test(flavor = "multi_thread")]
+async fn chat_with_tools_rewrites_follow_ups_with_a_plain_call_and_answers_with_functions() {
+    let replies = vec![
+        reply(
+            Some("I need to search Grand Ole Opry."),
+            &[("search", json!({"entity": "Grand Ole Opry"}))],
+        ),
+        reply(None, &[("finish", json!({"answer": "George D. Hay"}))]),
+        // The follow-up's rewrite: plain text, asked without functions.
+        reply(Some("When did George D. Hay found the Grand Ole Opry?"), &[]),
+        reply(None, &[("finish", json!({"answer": "November 28, 1925"}))]),
+    ];
+    let server = model_server("chat/completions", bodies(replies)).await;
+    let corpus = format!("corpus:{}", fixture("index/pages.jsonl").display());
+    let mut child = react(&["chat", "--api", "tools", "--docstore", &corpus], &server.uri())
+        .stdin(std::process::Stdio::piped())
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    {
+        use std::io::Write;
+        let mut stdin = child.stdin.take().unwrap();
+        stdin
+            .write_all(b"Who founded the Grand Ole Opry?\nWhen did he found it?\n")
+            .unwrap();
+    }
+    let output = child.wait_with_output().unwrap();
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert!(output.status.success(), "{stderr}");
+    assert_eq!(
+        String::from_utf8_lossy(&output.stdout),
+        "George D. Hay\nNovember 28, 1925\n"
+    );
+    let requests: Vec<Value> = server
+        .received_requests()
+        .await
+        .unwrap()
+        .iter()
+        .map(|request| serde_json::from_slice(&request.body).unwrap())
+        .collect();
+    let offered: Vec<bool> = requests
+        .iter()
+        .map(|request| request.get("tools").is_some())
+        .collect();
+    assert_eq!(offered, [true, true, false, true]);
+    assert_eq!(
+        requests[3]["messages"][1]["content"],
+        "Question: When did George D. Hay found the Grand Ole Opry?"
+    );
+}
