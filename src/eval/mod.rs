@@ -324,7 +324,7 @@ pub async fn evaluate(
     for question in &questions {
         match stored_by_id.remove(&question.id) {
             Some(run) => {
-                note_other_settings(&progress, &run, config, services.llm.model());
+                note_other_settings(&progress, &run, config, services.llm.as_ref());
                 outcomes.push(Outcome::new(&run, question));
             }
             None => pending.push(question),
@@ -581,14 +581,21 @@ impl Llm for ClassifiedLlm<'_> {
 }
 
 /// Says once when the results file holds runs made with another model or profile.
-fn note_other_settings(progress: &ProgressReporter, run: &Run, config: &EvalConfig, model: &str) {
+fn note_other_settings(progress: &ProgressReporter, run: &Run, config: &EvalConfig, llm: &dyn Llm) {
+    let model = llm.model();
     let other_model = run.model.as_deref().is_some_and(|recorded| recorded != model);
-    if (other_model || run.profile != config.profile) && !progress.warned_settings.replace(true) {
+    // A run from before runs recorded their API says nothing about it.
+    let other_api = run.api.is_some() && llm.api().is_some() && run.api != llm.api();
+    let api = |api: Option<Api>| api.map_or("?", Api::as_str);
+    if (other_model || other_api || run.profile != config.profile) && !progress.warned_settings.replace(true)
+    {
         progress.note(&format!(
-            "{} holds runs of model `{}`, profile `{}`: they are kept, not re-run (this run: model `{model}`, profile `{}`)",
+            "{} holds runs of model `{}`, API `{}`, profile `{}`: they are kept, not re-run (this run: model `{model}`, API `{}`, profile `{}`)",
             config.results.display(),
             run.model.as_deref().unwrap_or("?"),
+            api(run.api),
             run.profile,
+            api(llm.api()),
             config.profile
         ));
     }

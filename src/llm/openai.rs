@@ -54,6 +54,8 @@ pub const MAX_COMPLETION_BYTES: usize = 64 * 1024;
 /// The calls one reply may make: more are dropped, with a warning (each call is a step, and the
 /// step budget is a handful).
 pub const MAX_CALLS_PER_REPLY: usize = 32;
+/// A call's function name is cut to this; a longer id is dropped (the agent gives the call one).
+pub const MAX_NAME_BYTES: usize = 256;
 /// One call's arguments, as JSON text: longer ones are cut (and then no longer parse).
 pub const MAX_ARGUMENT_BYTES: usize = 16 * 1024;
 /// How much of a server's own message an error quotes.
@@ -634,6 +636,9 @@ impl OpenAiClient {
         }
         for call in &mut message.tool_calls {
             cap_arguments(&mut call.arguments);
+            // A function name or an id is a few dozen characters: longer ones are not kept whole.
+            call.name.truncate(call.name.floor_char_boundary(MAX_NAME_BYTES));
+            call.id = call.id.take().filter(|id| id.len() <= MAX_NAME_BYTES);
         }
         Ok(Reply { message, usage })
     }

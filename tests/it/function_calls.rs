@@ -523,6 +523,18 @@ async fn eval_in_each_format_makes_results_compare_can_pair() {
         assert!(runs.iter().all(|run| run["api"] == api), "{api}");
         outs.push(out);
     }
+    // Resuming the tools file with another API says so (and runs nothing again).
+    let resumed = react(&["eval"], &chat.uri())
+        .arg(&questions)
+        .args(["--docstore", "distractor", "--api", "chat", "--out"])
+        .arg(&outs[0])
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&resumed.stderr);
+    assert!(
+        stderr.contains("holds runs of model `gpt-4o-mini`, API `tools`, profile `default`: they are kept, not re-run (this run: model `gpt-4o-mini`, API `chat`"),
+        "{stderr}"
+    );
     let compared = Command::new(env!("CARGO_BIN_EXE_react-docstore"))
         .arg("compare")
         .args(&outs)
@@ -590,4 +602,46 @@ async fn chat_with_tools_rewrites_follow_ups_with_a_plain_call_and_answers_with_
         requests[3]["messages"][1]["content"],
         "Question: When did George D. Hay found the Grand Ole Opry?"
     );
+}
+
+#[tokio::test]
+async fn a_hostile_reply_is_kept_within_bounds() {
+    use react_docstore::llm::openai::{
+        MAX_ARGUMENT_BYTES, MAX_CALLS_PER_REPLY, MAX_COMPLETION_BYTES, MAX_NAME_BYTES,
+    };
+    let mut calls: Vec<Value> = (0..40)
+        .map(|idx| {
+            json!({"id": format!("c{idx}"), "type": "function",
+                          "function": {"name": "search", "arguments": "{\"entity\": \"x\"}"}})
+        })
+        .collect();
+    calls[0]["id"] = json!("i".repeat(100_000));
+    calls[1]["function"]["name"] = json!("n".repeat(100_000));
+    calls[2]["function"]["arguments"] = json!(format!("{{\"entity\": \"{}\"}}", "a".repeat(50_000)));
+    calls[3]["function"]["arguments"] = json!({"entity": "b".repeat(50_000)});
+    let mut body = fixture_json("documented/openai.json");
+    body["choices"][0]["message"]["tool_calls"] = json!(calls);
+    body["choices"][0]["message"]["content"] = json!("t".repeat(200_000));
+    let (result, _) = converse_once(ResponseTemplate::new(200).set_body_json(body)).await;
+    let message = result.unwrap().message;
+    assert_eq!(message.tool_calls.len(), MAX_CALLS_PER_REPLY);
+    assert_eq!(message.content.unwrap().len(), MAX_COMPLETION_BYTES);
+    assert_eq!(message.tool_calls[0].id, None);
+    assert_eq!(message.tool_calls[1].name.len(), MAX_NAME_BYTES);
+    for idx in [2, 3] {
+        let arguments = message.tool_calls[idx].arguments.as_str().unwrap();
+        assert_eq!(arguments.len(), MAX_ARGUMENT_BYTES);
+    }
+    // Cut arguments no longer parse: the call is refused, not run with half an entity.
+    let read = functions().read_reply(
+        &react_docstore::llm::ReplyMessage {
+            content: None,
+            tool_calls: message.tool_calls,
+        },
+        1,
+        &mut HashSet::new(),
+    );
+    assert!(read.calls[2].action.is_err());
+    assert!(read.calls[3].action.is_err());
+    assert_eq!(read.calls[0].id, "call_1_1");
 }
