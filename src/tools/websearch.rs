@@ -143,7 +143,11 @@ impl AttemptFailure for WebSearchError {
 
     fn failure(&self) -> String {
         match self {
-            WebSearchError::Status { status, .. } => format!("HTTP {status}"),
+            // `HTTP 503 Service Unavailable`, as the model client and the page fetcher say it.
+            WebSearchError::Status { status, .. } => match reqwest::StatusCode::from_u16(*status) {
+                Ok(status) => format!("HTTP {status}"),
+                Err(_) => format!("HTTP {status}"),
+            },
             WebSearchError::Request { source, .. } => http::transport_failure(source).to_owned(),
             other => other.to_string(),
         }

@@ -348,7 +348,7 @@ async fn websearch_retries_then_caches_without_the_key() {
     assert_eq!(
         warnings,
         [2, 3].map(|attempt| format!(
-            " WARN react_docstore::http: web search {host}: HTTP 503; retrying in 0.0 s, attempt {attempt} of 4"
+            " WARN react_docstore::http: web search {host}: HTTP 503 Service Unavailable; retrying in 0.0 s, attempt {attempt} of 4"
         )),
         "{logs}"
     );
