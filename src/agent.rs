@@ -55,6 +55,13 @@ pub enum StepEvent<'a> {
     },
 }
 
+/// A step's thought, its action as written, and what was observed.
+struct Observed {
+    thought: String,
+    written: String,
+    observation: String,
+}
+
 /// One question's finished episode: the run record and the whole scratchpad.
 #[derive(Debug, Clone)]
 pub struct Episode {
@@ -179,18 +186,21 @@ impl<'a> Agent<'a> {
                         step,
                         observation: &observation,
                     });
-                    scratchpad.push_step(step, &thought, &written, &observation);
-                    let repeated = self.repeats_too_often(&run, &mut identical_steps, &written, &observation);
-                    run.steps.push(RunStep {
+                    let record = RunStep {
                         n: step,
                         completions,
                         replies: Vec::new(),
-                        thought: Some(thought),
-                        action: Some(written),
-                        observation: Some(observation),
-                    });
-                    if repeated {
-                        run.stopped = Some(Stopped::RepeatedAction);
+                        thought: None,
+                        action: None,
+                        observation: None,
+                    };
+                    let observed = Observed {
+                        thought,
+                        written,
+                        observation,
+                    };
+                    if self.record_observed(&mut run, &mut scratchpad, &mut identical_steps, record, observed)
+                    {
                         break;
                     }
                 }
@@ -226,14 +236,37 @@ impl<'a> Agent<'a> {
         }
     }
 
-    /// Whether the step just recorded ends the run as one identical step too many: `identical`
-    /// counts the identical steps in a row, this one included.
-    fn repeats_too_often(&self, run: &Run, identical: &mut usize, written: &str, observation: &str) -> bool {
+    /// Records a step that observed something, in the scratchpad and the run (`record` holds its
+    /// number and what the model sent). Says whether the step repeats the ones before it once too
+    /// often (`identical` counts the identical steps in a row): the run then stopped.
+    fn record_observed(
+        &self,
+        run: &mut Run,
+        scratchpad: &mut Scratchpad,
+        identical: &mut usize,
+        mut record: RunStep,
+        observed: Observed,
+    ) -> bool {
+        let Observed {
+            thought,
+            written,
+            observation,
+        } = observed;
+        scratchpad.push_step(record.n, &thought, &written, &observation);
         let repeats_last = run.steps.last().is_some_and(|last| {
-            last.action.as_deref() == Some(written) && last.observation.as_deref() == Some(observation)
+            last.action.as_deref() == Some(written.as_str())
+                && last.observation.as_deref() == Some(observation.as_str())
         });
         *identical = if repeats_last { *identical + 1 } else { 1 };
-        matches!(self.repeats, Repeats::StopAfter(limit) if *identical >= limit)
+        record.thought = Some(thought);
+        record.action = Some(written);
+        record.observation = Some(observation);
+        run.steps.push(record);
+        let repeated = matches!(self.repeats, Repeats::StopAfter(limit) if *identical >= limit);
+        if repeated {
+            run.stopped = Some(Stopped::RepeatedAction);
+        }
+        repeated
     }
 
     /// Asks the model for step `step` (and once more when it wrote no action): the thought, the

@@ -27,6 +27,7 @@ use serde_json::{Map, Value, json};
 
 use crate::action::Action;
 use crate::docstore::python::html_unescape;
+use crate::json::type_name;
 use crate::llm::{FunctionSpec, ReplyMessage, SentCall, WireCall};
 use crate::tool::Toolbox;
 
@@ -368,13 +369,13 @@ fn argument(function: &Function, arguments: &Value) -> Result<String, CallError>
             })?;
             parsed.as_object().ok_or_else(|| CallError::NotJson {
                 function: function.name.clone(),
-                problem: format!("found {}", kind_of(&parsed)),
+                problem: format!("found {}", type_name(&parsed)),
             })?
         }
         other => {
             return Err(CallError::NotJson {
                 function: function.name.clone(),
-                problem: format!("found {}", kind_of(other)),
+                problem: format!("found {}", type_name(other)),
             });
         }
     };
@@ -403,19 +404,8 @@ fn argument(function: &Function, arguments: &Value) -> Result<String, CallError>
         Some(other) => Err(CallError::NotAString {
             function: function.name.clone(),
             parameter: function.parameter.clone(),
-            found: kind_of(other),
+            found: type_name(other),
         }),
-    }
-}
-
-fn kind_of(value: &Value) -> &'static str {
-    match value {
-        Value::Null => "null",
-        Value::Bool(_) => "a boolean",
-        Value::Number(_) => "a number",
-        Value::String(_) => "a string",
-        Value::Array(_) => "an array",
-        Value::Object(_) => "an object",
     }
 }
 

@@ -7,6 +7,7 @@
 //! re-runs recordings, [`metrics`] scores answers and [`eval`] runs whole question files.
 
 pub mod fsutil;
+mod json;
 pub mod profile;
 pub mod secret;
 

@@ -18,7 +18,7 @@ use crate::llm::{CallPurpose, ConverseRequest, FunctionSpec, LlmError, Message, 
 use crate::run::{Run, RunStep, Stopped};
 use crate::scratchpad::Scratchpad;
 
-use super::{Agent, Episode, StepEvent, fail};
+use super::{Agent, Episode, Observed, StepEvent, fail};
 
 /// The `default` profile's prompt offers the functions; the `paper` profile has none.
 #[derive(Debug, thiserror::Error)]
@@ -107,15 +107,18 @@ impl Agent<'_> {
                             observation: &observation,
                         });
                         conversation.messages.push(Message::User(observation.clone()));
-                        scratchpad.push_step(step, &text, &written, &observation);
-                        let repeated =
-                            self.repeats_too_often(&run, &mut identical_steps, &written, &observation);
-                        record.thought = Some(text);
-                        record.action = Some(written);
-                        record.observation = Some(observation);
-                        run.steps.push(record);
-                        if repeated {
-                            run.stopped = Some(Stopped::RepeatedAction);
+                        let observed = Observed {
+                            thought: text,
+                            written,
+                            observation,
+                        };
+                        if self.record_observed(
+                            &mut run,
+                            &mut scratchpad,
+                            &mut identical_steps,
+                            record,
+                            observed,
+                        ) {
                             break;
                         }
                         continue;
@@ -173,14 +176,12 @@ impl Agent<'_> {
                 call_id: call.id.clone(),
                 content: observation.clone(),
             });
-            scratchpad.push_step(step, &step_thought, &written, &observation);
-            let repeated = self.repeats_too_often(&run, &mut identical_steps, &written, &observation);
-            record.thought = Some(step_thought);
-            record.action = Some(written);
-            record.observation = Some(observation);
-            run.steps.push(record);
-            if repeated {
-                run.stopped = Some(Stopped::RepeatedAction);
+            let observed = Observed {
+                thought: step_thought,
+                written,
+                observation,
+            };
+            if self.record_observed(&mut run, &mut scratchpad, &mut identical_steps, record, observed) {
                 break;
             }
         }

@@ -16,6 +16,7 @@ use serde::de::{self, Deserializer as _, SeqAccess, Visitor};
 use serde_json::{Map, Value};
 
 use crate::docstore::ContextParagraph;
+use crate::json::type_name;
 
 /// What a question file asks the agent to do, and how its answers are scored.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize)]
@@ -476,17 +477,6 @@ fn wrong_type(field: &str, expected: &'static str, found: &Value) -> RecordError
             expected,
             found: type_name(found),
         },
-    }
-}
-
-pub(crate) fn type_name(value: &Value) -> &'static str {
-    match value {
-        Value::Null => "null",
-        Value::Bool(_) => "a boolean",
-        Value::Number(_) => "a number",
-        Value::String(_) => "a string",
-        Value::Array(_) => "an array",
-        Value::Object(_) => "an object",
     }
 }
 

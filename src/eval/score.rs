@@ -8,9 +8,10 @@ use std::path::{Path, PathBuf};
 use serde::Serialize;
 use serde_json::Value;
 
-use super::questions::{QuestionFile, QuestionFileError, Task, type_name};
+use super::questions::{QuestionFile, QuestionFileError, Task};
 use super::results::{ResultsError, ResultsFile};
 use super::summary::Scores;
+use crate::json::type_name;
 use crate::metrics::AnswerScore;
 
 /// The answer metric over a gold file (`--json`: `{"n", "em", "f1", "prec", "recall", "missing"}`,
