@@ -58,6 +58,8 @@ pub(crate) struct FileView {
     pub by_level: BTreeMap<String, Scores>,
     /// The distinct values the runs record, `, `-joined (a file may mix them).
     pub model: String,
+    /// `chat`, `completions`, `tools`: the format the model was asked in.
+    pub api: String,
     pub profile: String,
     pub docstore: String,
 }
@@ -211,6 +213,7 @@ fn file_view(scored: ScoredFile, kinds: Option<&Kinds>) -> FileView {
     };
     FileView {
         model: distinct(&|run| run.run.model.clone()),
+        api: distinct(&|run| run.run.api.map(|api| api.as_str().to_owned())),
         profile: distinct(&|run| Some(run.run.profile.to_string())),
         docstore: distinct(&|run| run.run.docstore.as_ref().map(ToString::to_string)),
         summary,

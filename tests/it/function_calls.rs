@@ -547,6 +547,25 @@ async fn eval_in_each_format_makes_results_compare_can_pair() {
         String::from_utf8_lossy(&compared.stderr)
     );
     let comparison: Value = serde_json::from_slice(&compared.stdout).unwrap();
+    // The report says which format each file was asked in.
+    let page = dir.path().join("formats.html");
+    let reported = Command::new(env!("CARGO_BIN_EXE_react-docstore"))
+        .arg("report")
+        .args(&outs)
+        .arg("--out")
+        .arg(&page)
+        .output()
+        .unwrap();
+    assert!(
+        reported.status.success(),
+        "{}",
+        String::from_utf8_lossy(&reported.stderr)
+    );
+    let html = std::fs::read_to_string(&page).unwrap();
+    assert!(
+        html.contains("<tr><th>API</th><td>tools</td><td>chat</td></tr>"),
+        "no API row"
+    );
     assert_eq!(comparison["n"], 3);
     assert_eq!(comparison["both_right"], 1);
     assert_eq!(comparison["both_wrong"], 2);
