@@ -98,6 +98,59 @@ pub fn atomic_write(path: &Path, bytes: &[u8]) -> io::Result<()> {
     file.commit().map(drop)
 }
 
+/// Removes the temporary siblings of `target` that a process no longer running left behind (killed
+/// or crashed mid-write): `.{name}.tmp{pid}-{n}` whose `pid` is not alive. Those of live processes
+/// (another writer of the same file) stay. Returns how many were removed; a directory that cannot
+/// be read removes none. The writers of few, large files call it after their write (run files,
+/// results files, reports, the index manifest); the caches, which hold many small files, do not.
+pub fn remove_stale_temporaries(target: &Path) -> usize {
+    let Some(name) = target.file_name().map(|name| name.to_string_lossy().into_owned()) else {
+        return 0;
+    };
+    let dir = match target.parent() {
+        Some(dir) if !dir.as_os_str().is_empty() => dir,
+        _ => Path::new("."),
+    };
+    let Ok(entries) = std::fs::read_dir(dir) else {
+        return 0;
+    };
+    let prefix = format!(".{name}.tmp");
+    let mut removed = 0;
+    for entry in entries.flatten() {
+        let file_name = entry.file_name();
+        let Some(pid) = file_name
+            .to_str()
+            .and_then(|file_name| file_name.strip_prefix(&prefix))
+            .and_then(|rest| rest.split_once('-'))
+            .filter(|(_, n)| !n.is_empty() && n.bytes().all(|b| b.is_ascii_digit()))
+            .and_then(|(pid, _)| pid.parse::<u32>().ok())
+        else {
+            continue;
+        };
+        if !process_is_alive(pid) && std::fs::remove_file(entry.path()).is_ok() {
+            removed += 1;
+        }
+    }
+    removed
+}
+
+/// Whether a process with this id runs (and might still be writing its temporary file). An id we
+/// may not signal belongs to a live process.
+fn process_is_alive(pid: u32) -> bool {
+    if pid == std::process::id() {
+        return true;
+    }
+    let Ok(pid) = libc::pid_t::try_from(pid) else {
+        return false;
+    };
+    if pid <= 0 {
+        return false;
+    }
+    // SAFETY: signal 0 only checks that the process exists and may be signalled; nothing is sent.
+    let status = unsafe { libc::kill(pid, 0) };
+    status == 0 || io::Error::last_os_error().raw_os_error() == Some(libc::EPERM)
+}
+
 /// Syncs the directory holding `path`, so a rename or a removal in it survives a power cut.
 pub fn sync_parent(path: &Path) -> io::Result<()> {
     let dir = match path.parent() {
@@ -110,6 +163,37 @@ pub fn sync_parent(path: &Path) -> io::Result<()> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn temporaries_of_dead_writers_are_removed_and_live_ones_stay() {
+        let dir = tempfile::tempdir().unwrap();
+        let target = dir.path().join("results.jsonl");
+        // A process that ran and ended: its id is free.
+        let mut child = std::process::Command::new("true").spawn().unwrap();
+        let dead = child.id();
+        child.wait().unwrap();
+        let mine = std::process::id();
+        for name in [
+            format!(".results.jsonl.tmp{dead}-0"),
+            format!(".results.jsonl.tmp{dead}-17"),
+            format!(".results.jsonl.tmp{mine}-3"),
+            format!(".other.jsonl.tmp{dead}-0"),
+            format!(".results.jsonl.tmp{dead}-x"),
+            "results.jsonl".to_owned(),
+        ] {
+            std::fs::write(dir.path().join(name), b"x").unwrap();
+        }
+        assert_eq!(remove_stale_temporaries(&target), 2);
+        let mut kept = vec![
+            format!(".other.jsonl.tmp{dead}-0"),
+            format!(".results.jsonl.tmp{dead}-x"),
+            format!(".results.jsonl.tmp{mine}-3"),
+            "results.jsonl".to_owned(),
+        ];
+        kept.sort();
+        assert_eq!(entries(dir.path()), kept);
+        assert_eq!(remove_stale_temporaries(&dir.path().join("missing/file")), 0);
+    }
 
     fn entries(dir: &Path) -> Vec<String> {
         let mut names: Vec<String> = std::fs::read_dir(dir)

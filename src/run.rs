@@ -5,7 +5,7 @@ use std::path::{Path, PathBuf};
 use serde::{Deserialize, Serialize};
 
 use crate::docstore::DocstoreInfo;
-use crate::fsutil::atomic_write;
+use crate::fsutil::{atomic_write, remove_stale_temporaries};
 use crate::llm::{Api, ReplyMessage, TokenUsage};
 use crate::metrics::AnswerScore;
 use crate::profile::Profile;
@@ -280,6 +280,9 @@ impl Run {
         atomic_write(path, text.as_bytes()).map_err(|source| RunFileError::Write {
             path: path.to_owned(),
             source,
-        })
+        })?;
+        // What an earlier write killed mid-way left beside the file.
+        remove_stale_temporaries(path);
+        Ok(())
     }
 }

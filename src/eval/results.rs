@@ -159,6 +159,8 @@ impl ResultsFile {
         let file = rewrite.commit().map_err(write_error)?;
         // The old file's lock goes with its handle, after the new file is locked in its place.
         self.file = file;
+        // What an earlier rewrite killed mid-write left beside the file.
+        crate::fsutil::remove_stale_temporaries(&self.path);
         Ok(n_dropped)
     }
 

@@ -81,6 +81,7 @@ pub fn write_report(config: &ReportConfig) -> Result<Written, ReportError> {
         path: config.out.clone(),
         source,
     })?;
+    crate::fsutil::remove_stale_temporaries(&config.out);
     Ok(Written {
         path: config.out.clone(),
         bytes: html.len(),

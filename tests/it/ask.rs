@@ -657,3 +657,24 @@ mod cli {
         });
     }
 }
+
+/// A write killed mid-way (a crash, `kill -9`) leaves its temporary file; the next write of the
+/// same run file removes it, and leaves a live writer's alone.
+#[test]
+fn a_run_file_write_removes_what_a_killed_write_left() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("run.json");
+    let mut child = std::process::Command::new("true").spawn().unwrap();
+    let dead = child.id();
+    child.wait().unwrap();
+    let stale = dir.path().join(format!(".run.json.tmp{dead}-0"));
+    let live = dir
+        .path()
+        .join(format!(".run.json.tmp{}-999", std::process::id()));
+    std::fs::write(&stale, b"{\"half\": ").unwrap();
+    std::fs::write(&live, b"{").unwrap();
+    Run::new("q", Profile::Default).write(&path).unwrap();
+    assert!(!stale.exists());
+    assert!(live.exists());
+    assert!(Run::read(&path).is_ok());
+}

@@ -86,7 +86,9 @@ impl Manifest {
         };
         let json =
             serde_json::to_string_pretty(self).map_err(|error| write_error(std::io::Error::other(error)))?;
-        atomic_write(&path, (json + "\n").as_bytes()).map_err(write_error)
+        atomic_write(&path, (json + "\n").as_bytes()).map_err(write_error)?;
+        crate::fsutil::remove_stale_temporaries(&path);
+        Ok(())
     }
 }
 
