@@ -664,3 +664,78 @@ async fn a_hostile_reply_is_kept_within_bounds() {
     assert!(read.calls[3].action.is_err());
     assert_eq!(read.calls[0].id, "call_1_1");
 }
+
+#[tokio::test(flavor = "multi_thread")]
+async fn tools_that_are_on_are_functions_too() {
+    let replies = vec![
+        reply(
+            Some("I need 1889 / 5 rounded down."),
+            &[("calculate", json!({"expression": "floor(1889 / 5)"}))],
+        ),
+        reply(None, &[("shout", json!({"input": "done"}))]),
+        reply(None, &[("finish", json!({"answer": "377"}))]),
+    ];
+    let server = model_server("chat/completions", bodies(replies)).await;
+    let corpus = format!("corpus:{}", fixture("index/pages.jsonl").display());
+    let shout = format!("Shout=sh {}", fixture("tools/shout.sh").display());
+    let output = react(
+        &[
+            "ask",
+            "How many five-year periods are there in 1889?",
+            "--api",
+            "tools",
+            "--docstore",
+            &corpus,
+            "--tools",
+            "calculate",
+            "--tool",
+            &shout,
+            "--json",
+        ],
+        &server.uri(),
+    )
+    .output()
+    .unwrap();
+    assert!(
+        output.status.success(),
+        "{}",
+        String::from_utf8_lossy(&output.stderr)
+    );
+    let run: Value = serde_json::from_slice(&output.stdout).unwrap();
+    assert_eq!(run["answer"], "377");
+    assert_eq!(run["tools"], json!(["Calculate", "Shout"]));
+    assert_eq!(run["steps"][0]["action"], "Calculate[floor(1889 / 5)]");
+    assert_eq!(run["steps"][0]["observation"], "377");
+    assert_eq!(run["steps"][1]["action"], "Shout[done]");
+    let requests = server.received_requests().await.unwrap();
+    let first: Value = serde_json::from_slice(&requests[0].body).unwrap();
+    let offered: Vec<(&str, &str)> = first["tools"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|tool| {
+            let function = &tool["function"];
+            let parameters = function["parameters"]["required"][0].as_str().unwrap();
+            (function["name"].as_str().unwrap(), parameters)
+        })
+        .collect();
+    assert_eq!(
+        offered,
+        [
+            ("search", "entity"),
+            ("lookup", "keyword"),
+            ("finish", "answer"),
+            ("calculate", "expression"),
+            ("shout", "input")
+        ]
+    );
+    let system = first["messages"][0]["content"].as_str().unwrap();
+    assert!(
+        system.contains("(4) calculate(expression): Evaluates an arithmetic expression"),
+        "{system}"
+    );
+    assert!(
+        system.contains("Call: calculate({\"expression\":\"floor(1889 / 5)\"})"),
+        "{system}"
+    );
+}
