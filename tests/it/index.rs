@@ -765,7 +765,7 @@ fn a_typo_finds_its_title_among_many_that_share_its_other_word() {
 #[test]
 fn a_title_of_frequent_words_alone_is_no_candidate_when_a_rarer_word_leads() {
     let dir = tempfile::tempdir().unwrap();
-    // `Old` is held by nearly every title (more than a thousand, and more than one in a hundred:
+    // `Old` is held by nearly every title (more than a thousand, and more than one in two hundred:
     // long postings), `Zorvik` by two; `Old Zorvk` has a typo in the rare word. Only the pages a rare clause finds are
     // candidates; `Old` adds to their score but brings no page of its own (it used to bring
     // `Old Bay` and the `Old Town` pages, whose titles share nothing else with the search).
