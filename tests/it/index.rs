@@ -763,6 +763,48 @@ fn a_typo_finds_its_title_among_many_that_share_its_other_word() {
 }
 
 #[test]
+fn a_title_of_frequent_words_alone_is_no_candidate_when_a_rarer_word_leads() {
+    let dir = tempfile::tempdir().unwrap();
+    // `Old` is held by nearly every title (more than a thousand, and more than one in two hundred:
+    // long postings), `Zorvik` by two; `Old Zorvk` has a typo in the rare word. Only the pages a rare clause finds are
+    // candidates; `Old` adds to their score but brings no page of its own (it used to bring
+    // `Old Bay` and the `Old Town` pages, whose titles share nothing else with the search).
+    let mut lines = String::new();
+    for idx in 0..1_200 {
+        lines.push_str(&format!(
+            "{{\"title\": \"Old Town {idx}\", \"text\": \"A town.\"}}\n"
+        ));
+    }
+    lines.push_str("{\"title\": \"Old Bay\", \"text\": \"A bay.\"}\n");
+    lines.push_str("{\"title\": \"Zorvik Bay\", \"text\": \"A bay.\"}\n");
+    lines.push_str("{\"title\": \"Old Zorvik\", \"text\": \"A village.\"}\n");
+    let report = build_jsonl(dir.path(), "frequent", &lines, 2);
+    let mut default = explorer(&report.dir, Profile::Default);
+    assert_eq!(
+        search(&mut default, "Old Zorvk"),
+        "Could not find Old Zorvk. Similar: ['Old Zorvik', 'Zorvik Bay']."
+    );
+    // With no word whose title clauses are all short, every page any clause finds is a
+    // candidate, as before.
+    assert!(search(&mut default, "Old Twn").starts_with("Could not find Old Twn. Similar: ['Old Town 0', "),);
+}
+
+#[test]
+fn candidates_titles_are_read_from_the_title_column() {
+    let dir = tempfile::tempdir().unwrap();
+    let report = build_jsonl(dir.path(), "column", &jsonl_pages(10), 1);
+    let index = tantivy::Index::open_in_dir(&report.dir).unwrap();
+    let searcher = index.reader().unwrap().searcher();
+    let titles = searcher.segment_reader(0).fast_fields().str("title").unwrap();
+    let titles = titles.expect("a title column");
+    let mut title = String::new();
+    titles
+        .ord_to_str(titles.ords().first(3).unwrap(), &mut title)
+        .unwrap();
+    assert_eq!(title, "Generated page 3");
+}
+
+#[test]
 fn an_index_of_an_older_format_is_refused() {
     let dir = tempfile::tempdir().unwrap();
     let report = build_jsonl(dir.path(), "old", &jsonl_pages(10), 1);

@@ -13,6 +13,7 @@ use std::sync::Mutex;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::time::{Duration, Instant, SystemTime};
 
+use tantivy::indexer::NoMergePolicy;
 use tantivy::{Index, IndexWriter, TantivyDocument};
 
 use super::IndexError;
@@ -227,6 +228,10 @@ pub fn build(config: &BuildConfig, interrupted: &AtomicBool) -> Result<BuildRepo
     let mut writer: IndexWriter<TantivyDocument> = index
         .writer_with_num_threads(threads, memory)
         .map_err(tantivy_error)?;
+    // No merges while indexing: every segment is merged once, at the end, into the one segment
+    // the search reads ([`merge_into_one_segment`]); intermediate merges rewrote each page
+    // several times more (index sorting makes each merge re-sort and recompress the documents).
+    writer.set_merge_policy(Box::new(NoMergePolicy));
 
     let shared = Shared {
         bytes_read: AtomicU64::new(0),

@@ -27,7 +27,8 @@ const LINK_SEPARATOR: char = '\u{1f}';
 /// The fields of an offline Wikipedia index.
 #[derive(Debug, Clone, Copy)]
 pub struct WikiSchema {
-    /// The title as the dump writes it: tokenized (ranked search) and stored (the Similar list).
+    /// The title as the dump writes it: tokenized (ranked search), stored, and a column (the
+    /// Similar list; indexes built before the column read the stored title).
     pub title: Field,
     /// The MediaWiki-normalised title, untokenized: Wikipedia's "Go".
     pub title_exact: Field,
@@ -53,7 +54,14 @@ impl WikiSchema {
                 .set_tokenizer(TOKENIZER)
                 .set_index_option(IndexRecordOption::WithFreqs);
             let options = TextOptions::default().set_indexing_options(indexing);
-            if stored { options.set_stored() } else { options }
+            // The title also as a column: the Similar list reads its candidates' titles there,
+            // not from the stored documents (a block of bodies decompressed and kept in memory
+            // for each).
+            if stored {
+                options.set_stored().set_fast("raw")
+            } else {
+                options
+            }
         };
         let fields = WikiSchema {
             title: builder.add_text_field("title", tokenized(true)),

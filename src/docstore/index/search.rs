@@ -14,9 +14,14 @@ use std::ops::Bound;
 use std::path::Path;
 
 use tantivy::collector::TopDocs;
-use tantivy::query::{BooleanQuery, BoostQuery, FuzzyTermQuery, Occur, Query, RangeQuery, TermQuery};
+use tantivy::columnar::{Column, StrColumn};
+use tantivy::query::{
+    BooleanQuery, BoostQuery, EnableScoring, FuzzyTermQuery, Occur, Query, RangeQuery, TermQuery,
+};
 use tantivy::schema::IndexRecordOption;
-use tantivy::{DocAddress, Index, IndexReader, Order, ReloadPolicy, Searcher, TantivyDocument, Term};
+use tantivy::{
+    DocAddress, DocSet, Index, IndexReader, Order, ReloadPolicy, Searcher, TERMINATED, TantivyDocument, Term,
+};
 
 use super::IndexError;
 use super::manifest::Manifest;
@@ -41,6 +46,12 @@ const UNKNOWN_FUZZY_MIN_CHARS: usize = 4;
 /// the longest of the index (`the`, `of`, `in`). Titles are searched for it all the same.
 const COMMON_SHARE: u64 = 10;
 const COMMON_MIN_PAGES: u64 = 10_000;
+/// A clause whose term more than one page in `LEADING_SHARE` (and more than
+/// [`LEADING_MIN_PAGES`]) holds never brings a candidate on its own in the Similar list
+/// ([`Candidates::Led`]); nor does a word of the text. 200 measured best at 5.2 M pages: 100
+/// leaves longer postings to lead, 500 more searches with no word to lead them.
+const LEADING_SHARE: u64 = 200;
+const LEADING_MIN_PAGES: u64 = 1_000;
 /// Memory of the writer that builds an in-memory index (tantivy's minimum).
 const IN_MEMORY_BUDGET: usize = super::build::MIN_MEMORY_PER_THREAD;
 
@@ -76,9 +87,22 @@ pub enum FuzzyTitles {
     UnknownWords,
 }
 
+/// Which pages the ranked search considers.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Candidates {
+    /// Every page that any clause matches (the retriever).
+    All,
+    /// The pages a clause with short postings matches, when the query has one (the Similar list).
+    Led,
+}
+
 /// An opened index: searches are synchronous and take a fraction of a millisecond.
 pub struct PageIndex {
     reader: IndexReader,
+    /// Each segment's title column (by segment ordinal), absent from indexes built without it.
+    titles: Vec<Option<StrColumn>>,
+    /// Each segment's column of dump positions (by segment ordinal).
+    ordinals: Vec<Column<u64>>,
     schema: WikiSchema,
     pages: u64,
     snapshot: String,
@@ -156,9 +180,27 @@ impl PageIndex {
             .reader_builder()
             .reload_policy(ReloadPolicy::Manual)
             .try_into()?;
-        let pages = reader.searcher().num_docs();
+        let searcher = reader.searcher();
+        let pages = searcher.num_docs();
+        // Indexes built before the title column read their titles from the stored documents.
+        let title_column = index.schema().get_field_entry(schema.title).is_fast();
+        let titles = searcher
+            .segment_readers()
+            .iter()
+            .map(|segment| match title_column {
+                true => segment.fast_fields().str("title"),
+                false => Ok(None),
+            })
+            .collect::<tantivy::Result<_>>()?;
+        let ordinals = searcher
+            .segment_readers()
+            .iter()
+            .map(|segment| segment.fast_fields().u64("ordinal"))
+            .collect::<tantivy::Result<_>>()?;
         Ok(PageIndex {
             reader,
+            titles,
+            ordinals,
             schema,
             pages,
             snapshot,
@@ -207,17 +249,35 @@ impl PageIndex {
                 continue;
             }
             let query = TermQuery::new(Term::from_field_text(field, &value), IndexRecordOption::Basic);
-            let first = searcher
-                .search(
-                    &query,
-                    &TopDocs::with_limit(1).order_by_u64_field("ordinal", Order::Asc),
-                )
-                .map_err(search_error)?;
-            if let Some((_, address)) = first.first() {
-                return Ok(Some(*address));
+            if let Some(address) = self.earliest_match(searcher, &query).map_err(search_error)? {
+                return Ok(Some(address));
             }
         }
         Ok(None)
+    }
+
+    /// The page earliest in the dump that `query` matches, its position read from the columns
+    /// opened with the index (a sorting collector would open them again for every search).
+    fn earliest_match(&self, searcher: &Searcher, query: &TermQuery) -> tantivy::Result<Option<DocAddress>> {
+        let weight = query.weight(EnableScoring::disabled_from_searcher(searcher))?;
+        let mut earliest: Option<(u64, DocAddress)> = None;
+        for (segment_ord, segment) in searcher.segment_readers().iter().enumerate() {
+            let mut scorer = weight.scorer(segment, 1.0)?;
+            let mut doc = scorer.doc();
+            while doc != TERMINATED {
+                let ordinal = self
+                    .ordinals
+                    .get(segment_ord)
+                    .and_then(|ordinals| ordinals.first(doc))
+                    .unwrap_or(u64::MAX);
+                let address = DocAddress::new(segment_ord as u32, doc);
+                if !segment.is_deleted(doc) && earliest.is_none_or(|(known, _)| ordinal < known) {
+                    earliest = Some((ordinal, address));
+                }
+                doc = scorer.advance();
+            }
+        }
+        Ok(earliest.map(|(_, address)| address))
     }
 
     /// The `limit` best titles for `entity`, without repeats.
@@ -227,7 +287,7 @@ impl PageIndex {
         entity: &str,
         limit: usize,
     ) -> Result<Vec<String>, IndexError> {
-        let Some(query) = self.ranked_query(searcher, entity)? else {
+        let Some(query) = self.ranked_query(searcher, entity, Candidates::Led)? else {
             return Ok(Vec::new());
         };
         // Ties go to the lower document id: the page earlier in the dump (one segment in dump
@@ -242,8 +302,7 @@ impl PageIndex {
         let key = title_key(entity);
         let mut ranked = Vec::with_capacity(candidates.len());
         for (score, address) in &candidates {
-            let document: TantivyDocument = searcher.doc(*address).map_err(search_error)?;
-            let title = self.schema.title_of(&document);
+            let title = self.title(searcher, *address)?;
             let rank = f64::from(score / best) + title_similarity(&key, &title_key(&title));
             ranked.push((rank, *address, title));
         }
@@ -263,7 +322,22 @@ impl PageIndex {
     /// The ranked search's query for `entity` (BM25 over titles, boosted, and text; the fuzzy
     /// title words of [`FuzzyTitles`]), or `None` when it has no word to search. The Similar list
     /// re-ranks its best candidates by title likeness; `top_pages` (a retriever) takes it as it is.
-    fn ranked_query(&self, searcher: &Searcher, entity: &str) -> Result<Option<BooleanQuery>, IndexError> {
+    ///
+    /// Under [`Candidates::Led`] (a dump's index), when some query word's title clauses — its own
+    /// and its neighbours' — all have short postings (held by at most one title in
+    /// [`LEADING_SHARE`]) and some clause has long ones (`the`, `in`, the neighbours of `ae`),
+    /// only the title clauses with short postings bring candidates: the others (and the words of
+    /// the text) only add to the score of a page those found. Each candidate keeps the score the
+    /// plain union gives it, so the best twenty of the plain union that remain candidates stay
+    /// among the best twenty; and the title a one-typo search means is always a candidate (it
+    /// holds that word, or the word it misspells among its neighbours). The long postings are
+    /// only read where the short ones lead.
+    fn ranked_query(
+        &self,
+        searcher: &Searcher,
+        entity: &str,
+        candidates: Candidates,
+    ) -> Result<Option<BooleanQuery>, IndexError> {
         let mut words: Vec<String> = Vec::new();
         let mut analyzer = analyzer();
         let mut stream = analyzer.token_stream(entity);
@@ -275,70 +349,100 @@ impl PageIndex {
         if words.is_empty() {
             return Ok(None);
         }
-        let mut clauses: Vec<(Occur, Box<dyn Query>)> = Vec::new();
-        let mut neighbours: Vec<String> = Vec::new();
+        // Each clause, and whether it may lead: a title word (of the query, or one edit away)
+        // that few titles hold.
+        let mut clauses: Vec<(Box<dyn Query>, bool)> = Vec::new();
+        let mut neighbours: Vec<(String, u64)> = Vec::new();
+        let frequent = |holding: u64| holding > LEADING_MIN_PAGES && holding * LEADING_SHARE > self.pages;
+        let mut some_clause_frequent = false;
+        // Whether some word's title clauses (its own and its neighbours') all have short postings:
+        // then every title holding that word or a neighbour is found without the long postings.
+        let mut some_word_led = false;
         for word in &words {
             let title_term = Term::from_field_text(self.schema.title, word);
             let text_term = Term::from_field_text(self.schema.text, word);
+            let titles_holding = searcher.doc_freq(&title_term).map_err(search_error)?;
             clauses.push((
-                Occur::Should,
                 Box::new(BoostQuery::new(
                     Box::new(TermQuery::new(title_term.clone(), IndexRecordOption::WithFreqs)),
                     TITLE_BOOST,
                 )),
+                !frequent(titles_holding),
             ));
             let pages_holding = searcher.doc_freq(&text_term).map_err(search_error)?;
+            some_clause_frequent |= frequent(titles_holding) || frequent(pages_holding);
             if pages_holding <= COMMON_MIN_PAGES || pages_holding * COMMON_SHARE <= self.pages {
                 clauses.push((
-                    Occur::Should,
                     Box::new(TermQuery::new(text_term, IndexRecordOption::WithFreqs)),
+                    false,
                 ));
             }
             match self.fuzzy_titles {
                 FuzzyTitles::FrequentNeighbours => {
+                    let mut led = !frequent(titles_holding);
                     if word.chars().count() >= FUZZY_MIN_CHARS {
-                        for neighbour in self.title_neighbours(searcher, &title_term)? {
-                            if !words.contains(&neighbour) && !neighbours.contains(&neighbour) {
-                                neighbours.push(neighbour);
+                        for (neighbour, holding) in self.title_neighbours(searcher, &title_term)? {
+                            led &= !frequent(holding);
+                            some_clause_frequent |= frequent(holding);
+                            if !words.contains(&neighbour)
+                                && !neighbours.iter().any(|(known, _)| *known == neighbour)
+                            {
+                                neighbours.push((neighbour, holding));
                             }
                         }
                     }
+                    some_word_led |= led;
                 }
                 FuzzyTitles::UnknownWords => {
-                    let known = searcher.doc_freq(&title_term).map_err(search_error)? > 0;
-                    if !known && word.chars().count() >= UNKNOWN_FUZZY_MIN_CHARS {
+                    if titles_holding == 0 && word.chars().count() >= UNKNOWN_FUZZY_MIN_CHARS {
                         clauses.push((
-                            Occur::Should,
                             Box::new(BoostQuery::new(
                                 Box::new(FuzzyTermQuery::new(title_term, 1, true)),
                                 FUZZY_BOOST,
                             )),
+                            false,
                         ));
                     }
                 }
             }
         }
-        for neighbour in &neighbours {
-            let term = Term::from_field_text(self.schema.title, neighbour);
+        for (neighbour, holding) in neighbours {
+            let term = Term::from_field_text(self.schema.title, &neighbour);
             clauses.push((
-                Occur::Should,
                 Box::new(BoostQuery::new(
                     Box::new(TermQuery::new(term, IndexRecordOption::WithFreqs)),
                     FUZZY_BOOST,
                 )),
+                !frequent(holding),
             ));
         }
-        Ok(Some(BooleanQuery::new(clauses)))
+        if candidates == Candidates::All || !some_word_led || !some_clause_frequent {
+            let all = clauses
+                .into_iter()
+                .map(|(query, _)| (Occur::Should, query))
+                .collect();
+            return Ok(Some(BooleanQuery::new(all)));
+        }
+        let (leading, following): (Vec<_>, Vec<_>) = clauses.into_iter().partition(|(_, leads)| *leads);
+        let leading: Vec<(Occur, Box<dyn Query>)> = leading
+            .into_iter()
+            .map(|(query, _)| (Occur::Should, query))
+            .collect();
+        let mut assembled: Vec<(Occur, Box<dyn Query>)> =
+            vec![(Occur::Must, Box::new(BooleanQuery::new(leading)))];
+        assembled.extend(following.into_iter().map(|(query, _)| (Occur::Should, query)));
+        Ok(Some(BooleanQuery::new(assembled)))
     }
 
-    /// The title words one edit away from `term`'s word (itself excepted), the
-    /// [`FUZZY_NEIGHBOURS`] held by the most titles first (ties in byte order).
-    fn title_neighbours(&self, searcher: &Searcher, term: &Term) -> Result<Vec<String>, IndexError> {
+    /// The title words one edit away from `term`'s word (itself excepted) with the number of
+    /// titles holding each, the [`FUZZY_NEIGHBOURS`] held by the most titles first (ties in
+    /// byte order).
+    fn title_neighbours(&self, searcher: &Searcher, term: &Term) -> Result<Vec<(String, u64)>, IndexError> {
         let automaton = FuzzyTermQuery::new(term.clone(), 1, true)
             .automaton()
             .map_err(search_error)?;
         let word = term.serialized_value_bytes();
-        let mut found: Vec<(u32, Vec<u8>)> = Vec::new();
+        let mut found: Vec<(u64, Vec<u8>)> = Vec::new();
         for segment in searcher.segment_readers() {
             let inverted = segment.inverted_index(self.schema.title).map_err(search_error)?;
             let mut stream = inverted
@@ -348,9 +452,10 @@ impl PageIndex {
                 .map_err(|source| search_error(source.into()))?;
             while stream.advance() {
                 if stream.key() != word {
+                    let holding = u64::from(stream.value().doc_freq);
                     match found.iter_mut().find(|(_, key)| key == stream.key()) {
-                        Some((doc_freq, _)) => *doc_freq += stream.value().doc_freq,
-                        None => found.push((stream.value().doc_freq, stream.key().to_vec())),
+                        Some((doc_freq, _)) => *doc_freq += holding,
+                        None => found.push((holding, stream.key().to_vec())),
                     }
                 }
             }
@@ -359,7 +464,7 @@ impl PageIndex {
         Ok(found
             .into_iter()
             .take(FUZZY_NEIGHBOURS)
-            .filter_map(|(_, key)| String::from_utf8(key).ok())
+            .filter_map(|(holding, key)| Some((String::from_utf8(key).ok()?, holding)))
             .collect())
     }
 
@@ -406,6 +511,21 @@ impl PageIndex {
             }
         }
         Ok(entries)
+    }
+
+    /// The title of the page at `address`: from the title column, else the stored document.
+    fn title(&self, searcher: &Searcher, address: DocAddress) -> Result<String, IndexError> {
+        if let Some(Some(titles)) = self.titles.get(address.segment_ord as usize)
+            && let Some(ord) = titles.ords().first(address.doc_id)
+        {
+            let mut title = String::new();
+            titles
+                .ord_to_str(ord, &mut title)
+                .map_err(|source| search_error(source.into()))?;
+            return Ok(title);
+        }
+        let document: TantivyDocument = searcher.doc(address).map_err(search_error)?;
+        Ok(self.schema.title_of(&document))
     }
 
     fn page(&self, searcher: &Searcher, address: DocAddress) -> Result<IndexedPage, IndexError> {

@@ -31,7 +31,7 @@ impl PageIndex {
             return Ok(Vec::new());
         }
         let searcher = self.reader.searcher();
-        let Some(query) = self.ranked_query(&searcher, query)? else {
+        let Some(query) = self.ranked_query(&searcher, query, super::Candidates::All)? else {
             return Ok(Vec::new());
         };
         // Ties go to the lower document id: the page earlier in the dump (one segment in dump
