@@ -4,6 +4,7 @@
 //!
 //! - [`state`]: the opaque, signed step state.
 //! - [`step`]: [`ServedDocstore`] and one step from a state.
+//! - [`recent`]: the pages steps opened last, so the Lookups after a Search do not search again.
 //! - [`retrieve`]: the two retrieval shapes over the index's BM25 ranking.
 //!
 //! What a hostile client can do is bounded: a body over [`ServeLimits::body_bytes`] is a 413, a
@@ -12,6 +13,7 @@
 //! [`ServeLimits::max_connections`] connections are served at once (the rest wait in the
 //! kernel's queue), and a client that goes away mid-answer only drops its own request.
 
+pub mod recent;
 pub mod retrieve;
 pub mod state;
 pub mod step;
