@@ -15,6 +15,7 @@ use crate::environment::{Environment, EnvironmentError, Workbench};
 use crate::profile::Profile;
 use crate::tool::Toolbox;
 
+use super::pool::IndexPool;
 use super::recent::RecentPages;
 use super::state::{MAX_ACTION_BYTES, StateError, StepState};
 
@@ -25,7 +26,7 @@ const RECENT_PAGES: usize = 1024;
 const RECENT_PAGES_BYTES: usize = 64 * 1024 * 1024;
 
 /// An index at most this large is searched on the async workers (a search takes microseconds);
-/// a larger one on the blocking pool, as `IndexExplorer` does.
+/// a larger one on the [`IndexPool`].
 const SMALL_INDEX_PAGES: u64 = 10_000;
 
 /// The docstore behind `serve`: an index (a dump's, or a corpus file's in memory), which also
@@ -45,6 +46,8 @@ enum Served {
     Index {
         index: Arc<PageIndex>,
         source: IndexSource,
+        /// The threads a large index is searched on.
+        pool: IndexPool,
     },
     Wikipedia(WikipediaSource),
 }
@@ -85,15 +88,18 @@ impl ServedDocstore {
     /// pages come with each question).
     pub fn open(config: &DocstoreConfig) -> Result<ServedDocstore, DocstoreError> {
         let profile = config.profile;
-        let indexed = |index: PageIndex, kind: &str| {
+        let indexed = |index: PageIndex, kind: &str| -> Result<Served, DocstoreError> {
             let index = Arc::new(index);
             let source = IndexSource::new(index.clone(), kind, profile);
-            Served::Index { index, source }
+            let pool = IndexPool::for_this_machine().map_err(|error| {
+                DocstoreError::Config(format!("cannot start the threads that search the index: {error}"))
+            })?;
+            Ok(Served::Index { index, source, pool })
         };
         let served = match &config.kind {
-            DocstoreKind::Index(dir) => indexed(PageIndex::open(dir)?.0, "index"),
+            DocstoreKind::Index(dir) => indexed(PageIndex::open(dir)?.0, "index")?,
             DocstoreKind::Corpus(path) => {
-                indexed(PageIndex::in_memory(load_pages(path)?, "corpus")?, "corpus")
+                indexed(PageIndex::in_memory(load_pages(path)?, "corpus")?, "corpus")?
             }
             DocstoreKind::Wikipedia => {
                 // Checks the URL as every command does (no request is made).
@@ -108,7 +114,7 @@ impl ServedDocstore {
             }
         };
         let (info, id) = match &served {
-            Served::Index { source, index } => (source.info(), index.snapshot().to_owned()),
+            Served::Index { source, index, .. } => (source.info(), index.snapshot().to_owned()),
             Served::Wikipedia(source) => (
                 source.info(),
                 format!("wikipedia {}", config.wiki_url.trim_end_matches('/')),
@@ -138,10 +144,17 @@ impl ServedDocstore {
         self.profile
     }
 
-    /// The index, when the docstore is one (the ranked retrievals need it).
-    pub fn index(&self) -> Option<&Arc<PageIndex>> {
+    /// Runs `work` over the index on the threads that search it: `None` when the docstore is no
+    /// index, `Some(None)` when `work` panicked.
+    pub async fn on_index<T: Send + 'static>(
+        &self,
+        work: impl FnOnce(&PageIndex) -> T + Send + 'static,
+    ) -> Option<Option<T>> {
         match &self.served {
-            Served::Index { index, .. } => Some(index),
+            Served::Index { index, pool, .. } => {
+                let index = index.clone();
+                Some(pool.run(move || work(&index)).await)
+            }
             Served::Wikipedia(_) => None,
         }
     }
@@ -157,7 +170,7 @@ impl ServedDocstore {
     }
 
     /// Runs `written` from `state`: the observation `explore` would print after the same actions,
-    /// and the state after it. A step that searches a large index runs on the blocking pool; a
+    /// and the state after it. A step that searches a large index runs on the [`IndexPool`]; a
     /// Lookup on a page opened lately reads no index and runs where it is.
     pub async fn step(self: &Arc<Self>, state: StepState, written: String) -> Result<Stepped, StepError> {
         if written.len() > MAX_ACTION_BYTES {
@@ -168,17 +181,15 @@ impl ServedDocstore {
             source,
         })?;
         match &self.served {
-            Served::Index { index, .. }
+            Served::Index { index, pool, .. }
                 if index.pages() > SMALL_INDEX_PAGES && self.searches_for(&action, &state) =>
             {
                 let served = self.clone();
                 // The index explorer never waits on anything but the disk: its step runs to the
-                // end on this blocking thread.
-                tokio::task::spawn_blocking(move || {
-                    futures::executor::block_on(served.run(state, &written, action))
-                })
-                .await
-                .map_err(|_| StepError::Worker)?
+                // end on the pool's thread.
+                pool.run(move || futures::executor::block_on(served.run(state, &written, action)))
+                    .await
+                    .ok_or(StepError::Worker)?
             }
             _ => self.run(state, &written, action).await,
         }
