@@ -119,6 +119,9 @@ struct Resident {
     total: f64,
     anon: f64,
     file: f64,
+    /// Not memory, but what its anonymous part follows (each thread has a stack and may have a
+    /// malloc arena).
+    threads: f64,
 }
 
 fn resident(pid: u32) -> Resident {
@@ -134,6 +137,11 @@ fn resident(pid: u32) -> Resident {
         total: field("VmRSS:"),
         anon: field("RssAnon:"),
         file: field("RssFile:"),
+        threads: status
+            .lines()
+            .find_map(|line| line.strip_prefix("Threads:"))
+            .and_then(|rest| rest.trim().parse().ok())
+            .unwrap_or(f64::NAN),
     }
 }
 
@@ -348,8 +356,8 @@ fn sample_memory(
             let memory = resident(pid);
             let seconds = started.elapsed().as_secs();
             println!(
-                "  t={seconds:>4} s  server VmRSS {:>6.1} MiB  RssAnon {:>6.1} MiB  RssFile {:>6.1} MiB",
-                memory.total, memory.anon, memory.file
+                "  t={seconds:>4} s  server VmRSS {:>6.1} MiB  RssAnon {:>6.1} MiB  RssFile {:>6.1} MiB  threads {}",
+                memory.total, memory.anon, memory.file, memory.threads
             );
             samples.push((seconds, memory));
             next += every;
