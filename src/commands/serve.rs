@@ -13,7 +13,11 @@ use react_docstore::serve::{self, ServeLimits, Served, ServedDocstore, StateKey}
 use super::options::{DocstoreArgs, ProfileArg};
 use super::signals::stop_signals;
 
+/// What `--docstore` names for a server: a server has no question's paragraphs (`distractor`).
+const SERVED_DOCSTORES: &str = "`wikipedia`, `corpus:FILE` or `index:DIR` (built by `index build`)";
+
 #[derive(clap::Args)]
+#[command(mut_arg("docstore", |arg| arg.help(SERVED_DOCSTORES)))]
 pub struct ServeArgs {
     #[command(flatten)]
     profile: ProfileArg,

@@ -4,6 +4,8 @@
 //!
 //! - [`state`]: the opaque, signed step state.
 //! - [`step`]: [`ServedDocstore`] and one step from a state.
+//! - [`pool`]: the few threads a large index is searched on.
+//! - [`recent`]: the pages steps opened last, so the Lookups after a Search do not search again.
 //! - [`retrieve`]: the two retrieval shapes over the index's BM25 ranking.
 //!
 //! What a hostile client can do is bounded: a body over [`ServeLimits::body_bytes`] is a 413, a
@@ -12,6 +14,8 @@
 //! [`ServeLimits::max_connections`] connections are served at once (the rest wait in the
 //! kernel's queue), and a client that goes away mid-answer only drops its own request.
 
+pub mod pool;
+pub mod recent;
 pub mod retrieve;
 pub mod state;
 pub mod step;
@@ -217,26 +221,24 @@ async fn post_step(State(served): State<Arc<Served>>, body: Bytes) -> Result<Res
     .into_response())
 }
 
-/// The index, or a 404 saying that only an index ranks.
-fn index_of(served: &Served) -> Result<Arc<crate::docstore::PageIndex>, ApiError> {
-    served.docstore.index().cloned().ok_or_else(|| ApiError {
-        status: StatusCode::NOT_FOUND,
-        message: format!(
-            "ranked retrieval needs an index: this server serves `{}`; serve `--docstore index:DIR` or `corpus:FILE`",
-            served.docstore.info().kind
-        ),
-    })
-}
-
-/// Runs a retrieval on the blocking pool (the index is read from disk).
+/// Runs a retrieval on the threads that search the index (it is read from disk), or a 404 saying
+/// that only an index ranks.
 async fn on_index<T: Send + 'static>(
     served: &Served,
     retrieval: impl FnOnce(&crate::docstore::PageIndex) -> Result<T, crate::docstore::IndexError> + Send + 'static,
 ) -> Result<T, ApiError> {
-    let index = index_of(served)?;
-    tokio::task::spawn_blocking(move || retrieval(&index))
+    served
+        .docstore
+        .on_index(retrieval)
         .await
-        .map_err(|_| ApiError {
+        .ok_or_else(|| ApiError {
+            status: StatusCode::NOT_FOUND,
+            message: format!(
+                "ranked retrieval needs an index: this server serves `{}`; serve `--docstore index:DIR` or `corpus:FILE`",
+                served.docstore.info().kind
+            ),
+        })?
+        .ok_or_else(|| ApiError {
             status: StatusCode::INTERNAL_SERVER_ERROR,
             message: "the retrieval's worker failed".to_owned(),
         })?

@@ -1,7 +1,7 @@
-//! `ServedDocstore` and `ServedDocstore::step`: one ReAct step with no session — the explorer is
-//! rebuilt from the client's [`StepState`] (the search that opened the page is made again, the
-//! cursor walked forward again), the action runs through the same explorer `explore` uses, and the
-//! new state goes back with the observation.
+//! `ServedDocstore` and `ServedDocstore::step`: one ReAct step with no session — the reading
+//! state is rebuilt from the client's [`StepState`] (the page the state names opened again, from
+//! the [`RecentPages`] or by its search made again, the cursor walked forward again), the action
+//! runs as the explorer `explore` uses runs it, and the new state goes back with the observation.
 
 use std::sync::Arc;
 
@@ -15,10 +15,18 @@ use crate::environment::{Environment, EnvironmentError, Workbench};
 use crate::profile::Profile;
 use crate::tool::Toolbox;
 
+use super::pool::IndexPool;
+use super::recent::RecentPages;
 use super::state::{MAX_ACTION_BYTES, StateError, StepState};
 
+/// How many opened pages a server remembers for the Lookups that follow: many more than the
+/// episodes in flight at once.
+const RECENT_PAGES: usize = 1024;
+/// The text they may hold at most (a page of Wikipedia is a few KiB, a long one a few hundred).
+const RECENT_PAGES_BYTES: usize = 64 * 1024 * 1024;
+
 /// An index at most this large is searched on the async workers (a search takes microseconds);
-/// a larger one on the blocking pool, as `IndexExplorer` does.
+/// a larger one on the [`IndexPool`].
 const SMALL_INDEX_PAGES: u64 = 10_000;
 
 /// The docstore behind `serve`: an index (a dump's, or a corpus file's in memory), which also
@@ -30,12 +38,16 @@ pub struct ServedDocstore {
     id: String,
     profile: Profile,
     grammar: ActionGrammar,
+    /// The pages steps opened last (an index's only).
+    recent: RecentPages,
 }
 
 enum Served {
     Index {
         index: Arc<PageIndex>,
         source: IndexSource,
+        /// The threads a large index is searched on.
+        pool: IndexPool,
     },
     Wikipedia(WikipediaSource),
 }
@@ -76,15 +88,18 @@ impl ServedDocstore {
     /// pages come with each question).
     pub fn open(config: &DocstoreConfig) -> Result<ServedDocstore, DocstoreError> {
         let profile = config.profile;
-        let indexed = |index: PageIndex, kind: &str| {
+        let indexed = |index: PageIndex, kind: &str| -> Result<Served, DocstoreError> {
             let index = Arc::new(index);
             let source = IndexSource::new(index.clone(), kind, profile);
-            Served::Index { index, source }
+            let pool = IndexPool::for_this_machine().map_err(|error| {
+                DocstoreError::Config(format!("cannot start the threads that search the index: {error}"))
+            })?;
+            Ok(Served::Index { index, source, pool })
         };
         let served = match &config.kind {
-            DocstoreKind::Index(dir) => indexed(PageIndex::open(dir)?.0, "index"),
+            DocstoreKind::Index(dir) => indexed(PageIndex::open(dir)?.0, "index")?,
             DocstoreKind::Corpus(path) => {
-                indexed(PageIndex::in_memory(load_pages(path)?, "corpus")?, "corpus")
+                indexed(PageIndex::in_memory(load_pages(path)?, "corpus")?, "corpus")?
             }
             DocstoreKind::Wikipedia => {
                 // Checks the URL as every command does (no request is made).
@@ -99,7 +114,7 @@ impl ServedDocstore {
             }
         };
         let (info, id) = match &served {
-            Served::Index { source, index } => (source.info(), index.snapshot().to_owned()),
+            Served::Index { source, index, .. } => (source.info(), index.snapshot().to_owned()),
             Served::Wikipedia(source) => (
                 source.info(),
                 format!("wikipedia {}", config.wiki_url.trim_end_matches('/')),
@@ -111,6 +126,7 @@ impl ServedDocstore {
             id,
             profile,
             grammar: ActionGrammar::new(profile, Vec::new()),
+            recent: RecentPages::new(RECENT_PAGES, RECENT_PAGES_BYTES),
         })
     }
 
@@ -128,10 +144,17 @@ impl ServedDocstore {
         self.profile
     }
 
-    /// The index, when the docstore is one (the ranked retrievals need it).
-    pub fn index(&self) -> Option<&Arc<PageIndex>> {
+    /// Runs `work` over the index on the threads that search it: `None` when the docstore is no
+    /// index, `Some(None)` when `work` panicked.
+    pub async fn on_index<T: Send + 'static>(
+        &self,
+        work: impl FnOnce(&PageIndex) -> T + Send + 'static,
+    ) -> Option<Option<T>> {
         match &self.served {
-            Served::Index { index, .. } => Some(index),
+            Served::Index { index, pool, .. } => {
+                let index = index.clone();
+                Some(pool.run(move || work(&index)).await)
+            }
             Served::Wikipedia(_) => None,
         }
     }
@@ -147,7 +170,8 @@ impl ServedDocstore {
     }
 
     /// Runs `written` from `state`: the observation `explore` would print after the same actions,
-    /// and the state after it. An index's step runs on the blocking pool when the index is large.
+    /// and the state after it. A step that searches a large index runs on the [`IndexPool`]; a
+    /// Lookup on a page opened lately reads no index and runs where it is.
     pub async fn step(self: &Arc<Self>, state: StepState, written: String) -> Result<Stepped, StepError> {
         if written.len() > MAX_ACTION_BYTES {
             return Err(StepError::TooLong { len: written.len() });
@@ -157,35 +181,58 @@ impl ServedDocstore {
             source,
         })?;
         match &self.served {
-            Served::Index { index, .. } if index.pages() > SMALL_INDEX_PAGES => {
+            Served::Index { index, pool, .. }
+                if index.pages() > SMALL_INDEX_PAGES && self.searches_for(&action, &state) =>
+            {
                 let served = self.clone();
                 // The index explorer never waits on anything but the disk: its step runs to the
-                // end on this blocking thread.
-                tokio::task::spawn_blocking(move || {
-                    futures::executor::block_on(served.run(state, &written, action))
-                })
-                .await
-                .map_err(|_| StepError::Worker)?
+                // end on the pool's thread.
+                pool.run(move || futures::executor::block_on(served.run(state, &written, action)))
+                    .await
+                    .ok_or(StepError::Worker)?
             }
             _ => self.run(state, &written, action).await,
         }
     }
 
+    /// Whether `action` from `state` searches the docstore: a Search does, a Lookup only when its
+    /// page is no longer remembered.
+    fn searches_for(&self, action: &Action, state: &StepState) -> bool {
+        match action {
+            Action::Search(_) => true,
+            Action::Lookup(_) => state
+                .page_search
+                .as_ref()
+                .is_some_and(|search| self.recent.get(search).is_none()),
+            Action::Think(_) | Action::Finish(_) | Action::Tool { .. } => false,
+        }
+    }
+
     async fn run(&self, mut state: StepState, written: &str, action: Action) -> Result<Stepped, StepError> {
-        let mut explorer = self.explorer();
         let observation = match action {
             Action::Search(entity) => {
-                self.restore(&mut explorer, &state).await?;
-                let before = explorer.reader().page().cloned();
+                // What a Search shows does not depend on what was open before it: it runs on a
+                // fresh explorer, and the page of the state is only read back if it stays open.
+                let mut explorer = self.explorer();
                 let observation = explorer.search(&entity).await?;
-                if explorer.reader().page() != before.as_ref() {
+                let reader = if explorer.reader().page().is_some() {
+                    self.remember(&entity, explorer.reader());
                     state.page_search = Some(entity);
-                }
+                    explorer.reader().clone()
+                } else {
+                    // A miss keeps the page open; the cursor goes as the profile says.
+                    let mut reader = self.restore(&state).await?;
+                    reader.missed();
+                    reader
+                };
+                state.cursor = cursor_of(&reader);
                 observation
             }
             Action::Lookup(keyword) => {
-                self.restore(&mut explorer, &state).await?;
-                explorer.lookup(&keyword)
+                let mut reader = self.restore(&state).await?;
+                let observation = reader.lookup(&keyword);
+                state.cursor = cursor_of(&reader);
+                observation
             }
             other @ (Action::Think(_) | Action::Finish(_) | Action::Tool { .. }) => {
                 // What `explore` answers to an action that reads no page; the state stays as it was.
@@ -205,10 +252,6 @@ impl ServedDocstore {
                 return Ok(Stepped { observation, state });
             }
         };
-        state.cursor = explorer
-            .reader()
-            .cursor()
-            .map(|cursor| (cursor.keyword.clone(), cursor.position));
         Ok(Stepped { observation, state })
     }
 
@@ -219,19 +262,39 @@ impl ServedDocstore {
         }
     }
 
-    /// Puts `explorer` where `state` says: the page open again, the cursor where it was.
-    async fn restore(&self, explorer: &mut Explorer, state: &StepState) -> Result<(), StepError> {
-        if let Some(search) = &state.page_search {
-            explorer.search(search).await?;
-            if explorer.reader().page().is_none() {
-                return Err(StateError::Stale(format!("`Search[{}]` opens no page", cut(search))).into());
-            }
+    /// Keeps the reader `search` just opened, when the docstore is a frozen index (live pages may
+    /// change between two steps: they are read again, from the page cache).
+    fn remember(&self, search: &str, reader: &Reader) {
+        if let Served::Index { .. } = self.served {
+            self.recent.insert(search, reader.clone());
         }
+    }
+
+    /// The reader where `state` left it: the page open again (remembered, or searched again),
+    /// the cursor where it was.
+    async fn restore(&self, state: &StepState) -> Result<Reader, StepError> {
+        let mut reader = match &state.page_search {
+            None => Reader::new(self.profile),
+            Some(search) => match self.recent.get(search) {
+                Some(reader) => Reader::clone(&reader),
+                None => {
+                    let mut explorer = self.explorer();
+                    explorer.search(search).await?;
+                    if explorer.reader().page().is_none() {
+                        return Err(
+                            StateError::Stale(format!("`Search[{}]` opens no page", cut(search))).into(),
+                        );
+                    }
+                    self.remember(search, explorer.reader());
+                    explorer.reader().clone()
+                }
+            },
+        };
         if let Some((keyword, position)) = &state.cursor {
             for _ in 0..*position {
-                explorer.lookup(keyword);
+                reader.lookup(keyword);
             }
-            let now = explorer.reader().cursor().map_or(0, |cursor| cursor.position);
+            let now = reader.cursor().map_or(0, |cursor| cursor.position);
             if now != *position {
                 return Err(StateError::Stale(format!(
                     "the page has {now} matches of `{}`, the state has shown {position}",
@@ -240,8 +303,15 @@ impl ServedDocstore {
                 .into());
             }
         }
-        Ok(())
+        Ok(reader)
     }
+}
+
+/// The Lookup cursor as a state carries it.
+fn cursor_of(reader: &Reader) -> Option<(String, usize)> {
+    reader
+        .cursor()
+        .map(|cursor| (cursor.keyword.clone(), cursor.position))
 }
 
 /// The two explorers a server runs, with their reading state in view.
@@ -258,17 +328,69 @@ impl Explorer {
         }
     }
 
-    fn lookup(&mut self, keyword: &str) -> String {
-        match self {
-            Explorer::Index(explorer) => explorer.lookup(keyword),
-            Explorer::Wikipedia(explorer) => explorer.lookup(keyword),
-        }
-    }
-
     fn reader(&self) -> &Reader {
         match self {
             Explorer::Index(explorer) => explorer.reader(),
             Explorer::Wikipedia(explorer) => explorer.reader(),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn served(profile: Profile) -> Arc<ServedDocstore> {
+        let pages = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("fixtures/index/pages.jsonl");
+        let config = DocstoreConfig {
+            kind: DocstoreKind::Corpus(pages),
+            ..DocstoreConfig::new(profile)
+        };
+        Arc::new(ServedDocstore::open(&config).unwrap())
+    }
+
+    async fn step(docstore: &Arc<ServedDocstore>, state: &StepState, action: &str) -> Stepped {
+        docstore.step(state.clone(), action.to_owned()).await.unwrap()
+    }
+
+    #[tokio::test]
+    async fn a_lookup_reads_its_page_from_memory_or_searches_again_with_the_same_answer() {
+        let docstore = served(Profile::Default);
+        let opened = step(&docstore, &docstore.first_state(), "Search[Special Air Service]").await;
+        assert_eq!(docstore.recent.size().0, 1);
+        assert!(docstore.recent.get("Special Air Service").is_some());
+        let remembered = step(&docstore, &opened.state, "Lookup[regiment]").await;
+        // A server that never opened the page (another replica) searches again, then remembers.
+        let replica = served(Profile::Default);
+        assert_eq!(replica.recent.size().0, 0);
+        let searched = step(&replica, &opened.state, "Lookup[regiment]").await;
+        assert_eq!(searched, remembered);
+        assert!(replica.recent.get("Special Air Service").is_some());
+    }
+
+    #[tokio::test]
+    async fn a_search_that_opens_no_page_leaves_the_page_open_and_the_cursor_as_the_profile_says() {
+        for profile in [Profile::Default, Profile::Paper] {
+            let docstore = served(profile);
+            let opened = step(&docstore, &docstore.first_state(), "Search[Special Air Service]").await;
+            let looked = step(&docstore, &opened.state, "Lookup[regiment]").await;
+            let missed = step(&docstore, &looked.state, "Search[Xyzzyq Plughq]").await;
+            assert!(
+                missed.observation.starts_with("Could not find"),
+                "{}",
+                missed.observation
+            );
+            assert_eq!(docstore.recent.size().0, 1, "{profile}");
+            assert_eq!(
+                missed.state.page_search.as_deref(),
+                Some("Special Air Service"),
+                "{profile}"
+            );
+            let cursor = match profile {
+                Profile::Paper => looked.state.cursor.clone(),
+                Profile::Default => None,
+            };
+            assert_eq!(missed.state.cursor, cursor, "{profile}");
         }
     }
 }
