@@ -4,9 +4,13 @@ use std::process::ExitCode;
 
 use react_docstore::mcp;
 
-use super::options::{DocstoreArgs, ProfileArg};
+use super::options::{DocstoreArgs, ProfileArg, SERVED_DOCSTORES, SERVED_OFFLINE};
 
 #[derive(clap::Args)]
+#[command(
+    mut_arg("docstore", |arg| arg.help(SERVED_DOCSTORES)),
+    mut_arg("offline", |arg| arg.help(SERVED_OFFLINE))
+)]
 pub struct McpArgs {
     #[command(flatten)]
     profile: ProfileArg,

@@ -67,6 +67,11 @@ impl AgentArgs {
     }
 }
 
+/// `--docstore`'s help for the servers (`serve`, `mcp`), which refuse `distractor`.
+pub const SERVED_DOCSTORES: &str = "`wikipedia`, `corpus:FILE` or `index:DIR` (built by `index build`)";
+/// `--offline`'s help for the servers, which call no model.
+pub const SERVED_OFFLINE: &str = "Serve Wikipedia pages from the cache only; a miss is an error";
+
 /// Which model answers, and how to reach it.
 #[derive(Args, Clone)]
 pub struct ModelArgs {

@@ -10,14 +10,16 @@ use anyhow::Context as _;
 use react_docstore::output;
 use react_docstore::serve::{self, ServeLimits, Served, ServedDocstore, StateKey};
 
-use super::options::{DocstoreArgs, ProfileArg};
+use super::options::{DocstoreArgs, ProfileArg, SERVED_DOCSTORES, SERVED_OFFLINE};
 use super::signals::stop_signals;
 
 /// What `--docstore` names for a server: a server has no question's paragraphs (`distractor`).
-const SERVED_DOCSTORES: &str = "`wikipedia`, `corpus:FILE` or `index:DIR` (built by `index build`)";
 
 #[derive(clap::Args)]
-#[command(mut_arg("docstore", |arg| arg.help(SERVED_DOCSTORES)))]
+#[command(
+    mut_arg("docstore", |arg| arg.help(SERVED_DOCSTORES)),
+    mut_arg("offline", |arg| arg.help(SERVED_OFFLINE))
+)]
 pub struct ServeArgs {
     #[command(flatten)]
     profile: ProfileArg,
