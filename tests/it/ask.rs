@@ -466,7 +466,7 @@ async fn ask_prints_the_answer_before_a_record_that_fails_at_the_end() {
 mod cli {
     //! The binary: stdout, `--json`, exit codes and the message without a model.
 
-    use insta_cmd::{assert_cmd_snapshot, get_cargo_bin};
+    use insta_cmd::assert_cmd_snapshot;
     use std::process::Command;
 
     use crate::llm::{Sequence, model_server};
@@ -477,16 +477,8 @@ mod cli {
     }
 
     fn subcommand(name: &str, server_uri: &str, args: &[&str]) -> Command {
-        let mut command = Command::new(get_cargo_bin("react-docstore"));
-        command
-            .arg(name)
-            .args(args)
-            .env_remove("OPENAI_API_KEY")
-            .env_remove("OPENAI_BASE_URL")
-            .env_remove("REACT_MODEL")
-            .env_remove("REACT_PROFILE")
-            .env_remove("REACT_API")
-            .env("NO_COLOR", "1");
+        let mut command = crate::binary();
+        command.arg(name).args(args);
         if !server_uri.is_empty() {
             command.args(["--base-url", &format!("{server_uri}/v1"), "--model", "gpt-4"]);
         }

@@ -18,15 +18,8 @@ fn replay_many() -> Command {
 }
 
 fn binary() -> Command {
-    let mut command = Command::new(env!("CARGO_BIN_EXE_react-docstore"));
-    command
-        .env("NO_COLOR", "1")
-        .env_remove("OPENAI_API_KEY")
-        .env_remove("OPENAI_BASE_URL")
-        .env_remove("REACT_MODEL")
-        .env_remove("REACT_PROFILE")
-        .env_remove("REACT_API")
-        .stdin(Stdio::null());
+    let mut command = crate::binary();
+    command.stdin(Stdio::null());
     command
 }
 

@@ -209,15 +209,8 @@ async fn a_server_that_refuses_tools_says_so_in_one_line_naming_the_api() {
 
 /// The binary with the model at `server` (unless empty) and the test corpus as its docstore.
 fn react(args: &[&str], server: &str) -> Command {
-    let mut command = Command::new(env!("CARGO_BIN_EXE_react-docstore"));
-    command
-        .args(args)
-        .env_remove("OPENAI_API_KEY")
-        .env_remove("OPENAI_BASE_URL")
-        .env_remove("REACT_MODEL")
-        .env_remove("REACT_PROFILE")
-        .env_remove("REACT_API")
-        .env("NO_COLOR", "1");
+    let mut command = crate::binary();
+    command.args(args);
     if !server.is_empty() {
         command.args(["--base-url", &format!("{server}/v1"), "--model", "gpt-4o-mini"]);
     }

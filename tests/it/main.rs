@@ -43,6 +43,20 @@ impl Captured {
     }
 }
 
+/// The binary, untouched by the environment it runs in: none of the user's model settings
+/// (`OPENAI_*`, `REACT_MODEL`, `REACT_PROFILE`, `REACT_API`) and no colour.
+pub fn binary() -> std::process::Command {
+    let mut command = std::process::Command::new(env!("CARGO_BIN_EXE_react-docstore"));
+    command
+        .env("NO_COLOR", "1")
+        .env_remove("OPENAI_API_KEY")
+        .env_remove("OPENAI_BASE_URL")
+        .env_remove("REACT_MODEL")
+        .env_remove("REACT_PROFILE")
+        .env_remove("REACT_API");
+    command
+}
+
 /// A path inside the repository's `fixtures/`.
 pub fn fixture(path: &str) -> std::path::PathBuf {
     std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
