@@ -246,11 +246,8 @@ async fn connection(url: String, queries: Arc<Vec<String>>, offset: usize, kind:
                 ];
                 for (action_idx, action) in actions.into_iter().enumerate() {
                     let due = next_due();
-                    if due >= pace.deadline {
+                    if !pace.wait_for(due, &mut tally).await {
                         break 'run;
-                    }
-                    if pace.schedule.is_some() {
-                        wait_until(due, &mut tally).await;
                     }
                     let answer = client
                         .post(&step_url)
@@ -269,23 +266,13 @@ async fn connection(url: String, queries: Arc<Vec<String>>, offset: usize, kind:
                         }
                         _ => false,
                     };
-                    if due < pace.counted_from {
-                        continue;
-                    }
-                    if ok {
-                        tally.latencies[action_idx].push(due.elapsed());
-                    } else {
-                        tally.errors += 1;
-                    }
+                    tally.record(&pace, due, ok, action_idx);
                 }
             }
             Kind::Retrieve => {
                 let due = next_due();
-                if due >= pace.deadline {
+                if !pace.wait_for(due, &mut tally).await {
                     break 'run;
-                }
-                if pace.schedule.is_some() {
-                    wait_until(due, &mut tally).await;
                 }
                 let answer = client
                     .post(&retrieve_url)
@@ -296,27 +283,44 @@ async fn connection(url: String, queries: Arc<Vec<String>>, offset: usize, kind:
                     Ok(response) if response.status().is_success() => response.bytes().await.is_ok(),
                     _ => false,
                 };
-                if due < pace.counted_from {
-                    continue;
-                }
-                if ok {
-                    tally.latencies[0].push(due.elapsed());
-                } else {
-                    tally.errors += 1;
-                }
+                tally.record(&pace, due, ok, 0);
             }
         }
     }
     tally
 }
 
-/// Sleeps until `due`; a request already overdue is sent at once and counted as late.
-async fn wait_until(due: Instant, tally: &mut Tally) {
-    let now = Instant::now();
-    if due > now {
-        tokio::time::sleep_until(due.into()).await;
-    } else if now - due > Duration::from_millis(1) {
-        tally.late += 1;
+impl Pace {
+    /// Waits until a request due at `due` may go (open loop: until `due`; a request already
+    /// overdue goes at once and is counted late). False when it falls after the run's end.
+    async fn wait_for(&self, due: Instant, tally: &mut Tally) -> bool {
+        if due >= self.deadline {
+            return false;
+        }
+        if self.schedule.is_some() {
+            let now = Instant::now();
+            if due > now {
+                tokio::time::sleep_until(due.into()).await;
+            } else if now - due > Duration::from_millis(1) {
+                tally.late += 1;
+            }
+        }
+        true
+    }
+}
+
+impl Tally {
+    /// One answered request due at `due`, in latency slot `slot`: its latency from the time it was
+    /// due, or an error; those due during the warm-up are not counted.
+    fn record(&mut self, pace: &Pace, due: Instant, ok: bool, slot: usize) {
+        if due < pace.counted_from {
+            return;
+        }
+        if ok {
+            self.latencies[slot].push(due.elapsed());
+        } else {
+            self.errors += 1;
+        }
     }
 }
 

@@ -1,5 +1,7 @@
 //! `Prompt`: the fixed part of every request — instruction header, registered tools, few-shot examples.
 
+use std::sync::OnceLock;
+
 use crate::calls::{FunctionSet, Transcript, system_message};
 use crate::fewshot::{Fewshot, Header};
 use crate::profile::Profile;
@@ -17,14 +19,24 @@ const BUILTIN_ACTIONS: [&str; 3] = [
 ];
 
 /// The text every step of every question starts with. Built once, shared by all questions.
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone)]
 pub struct Prompt {
     text: String,
     input_label: String,
     fewshot: String,
-    /// What `--api tools` sends instead (`default` profile): the functions, and the system message
-    /// with the same examples as tool-call transcripts.
-    tools: Option<ToolsPrompt>,
+    /// What `--api tools` is built from (`default` profile only): the examples, the tools, the date.
+    tools_source: Option<ToolsSource>,
+    /// What `--api tools` sends instead: the functions, and the system message with the same
+    /// examples as tool-call transcripts. Built by the first [`Prompt::tools`]: a text run (and
+    /// each of a replay's hundreds of text runs) never pays for it.
+    tools: OnceLock<Option<ToolsPrompt>>,
+}
+
+#[derive(Debug, Clone)]
+struct ToolsSource {
+    examples: String,
+    toolbox: Toolbox,
+    today: Option<String>,
 }
 
 /// The fixed part of a tools conversation.
@@ -78,26 +90,35 @@ impl Prompt {
                 }
             }
         }
-        let tools = (profile == Profile::Default).then(|| {
-            let functions = FunctionSet::new(toolbox.tools().map(|tool| tool.name()), toolbox);
-            let transcripts: Vec<Transcript> = std::iter::once(fewshot.examples.as_str())
-                .chain(toolbox.tools().filter_map(|tool| tool.examples()))
-                .map(|examples| Transcript::of(examples, &functions))
-                .collect();
-            let system = system_message(&transcripts, &functions, options.today.as_deref());
-            ToolsPrompt { functions, system }
+        let tools_source = (profile == Profile::Default).then(|| ToolsSource {
+            examples: fewshot.examples.clone(),
+            toolbox: toolbox.clone(),
+            today: options.today.clone(),
         });
         Prompt {
             text,
             input_label: fewshot.input_label.clone(),
             fewshot: fewshot.name.clone(),
-            tools,
+            tools_source,
+            tools: OnceLock::new(),
         }
     }
 
     /// The tools conversation's fixed part; `None` in the `paper` profile, which knows no tools.
     pub fn tools(&self) -> Option<&ToolsPrompt> {
-        self.tools.as_ref()
+        self.tools
+            .get_or_init(|| {
+                let source = self.tools_source.as_ref()?;
+                let toolbox = &source.toolbox;
+                let functions = FunctionSet::new(toolbox.tools().map(|tool| tool.name()), toolbox);
+                let transcripts: Vec<Transcript> = std::iter::once(source.examples.as_str())
+                    .chain(toolbox.tools().filter_map(|tool| tool.examples()))
+                    .map(|examples| Transcript::of(examples, &functions))
+                    .collect();
+                let system = system_message(&transcripts, &functions, source.today.as_deref());
+                Some(ToolsPrompt { functions, system })
+            })
+            .as_ref()
     }
 
     /// The label of the task's input: `Question` or `Claim`.
