@@ -8,7 +8,7 @@ use std::sync::Arc;
 use futures::future::BoxFuture;
 use react_docstore::docstore::{Docstore, DocstoreError};
 use react_docstore::environment::Workbench;
-use react_docstore::fewshot::{Fewshot, Header};
+use react_docstore::fewshot::{Fewshot, Format, Header};
 use react_docstore::llm::ReplayLlm;
 use react_docstore::prompt::{Prompt, PromptOptions};
 use react_docstore::tool::{Tool, ToolError, Toolbox};
@@ -157,6 +157,7 @@ pub async fn run_invoice_agent() -> Episode {
         examples: FEWSHOT.to_owned(),
         input_label: "Question".to_owned(),
         header: Header::InExamples,
+        format: Format::React,
     };
     let profile = Profile::Default;
     let prompt = Prompt::new(profile, &fewshot, &toolbox, &PromptOptions::default());

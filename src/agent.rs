@@ -7,6 +7,7 @@ mod tool_calls;
 
 use crate::action::{Action, ActionGrammar};
 use crate::environment::Environment;
+use crate::fewshot::Format;
 use crate::llm::{Api, CallPurpose, Llm, LlmRequest};
 use crate::profile::Profile;
 use crate::prompt::Prompt;
@@ -53,6 +54,31 @@ pub enum StepEvent<'a> {
         step: usize,
         observation: &'a str,
     },
+    /// An Act step's action (Act steps have no thought).
+    Acted {
+        step: usize,
+        action: &'a str,
+    },
+    /// A sampled completion of a CoT, Standard or CoT-SC phase: its reasoning (CoT) and the
+    /// answer read from it. `index` is 1-based among a CoT-SC phase's samples, `None` for a
+    /// method's single completion.
+    Sampled {
+        index: Option<usize>,
+        thought: Option<&'a str>,
+        answer: Option<&'a str>,
+    },
+    /// CoT-SC's majority: the answer (none when no sample answered), its votes, the samples.
+    Voted {
+        answer: Option<&'a str>,
+        votes: usize,
+        samples: usize,
+    },
+    /// A backoff method gave up on its first phase and asks the second.
+    BackedOff {
+        from: &'a str,
+        to: &'a str,
+        reason: &'a str,
+    },
 }
 
 /// A step's thought, its action as written, and what was observed.
@@ -71,6 +97,20 @@ pub struct Episode {
 }
 
 impl Episode {
+    /// An episode of a run whose scratchpad starts with a few-shot prompt `prompt_len` bytes long.
+    pub(crate) fn new(run: Run, scratchpad: Scratchpad, prompt_len: usize) -> Episode {
+        Episode {
+            run,
+            scratchpad,
+            prompt_len,
+        }
+    }
+
+    /// This episode's scratchpad with another run record (a backoff's merged record).
+    pub(crate) fn with_run(self, run: Run) -> Episode {
+        Episode { run, ..self }
+    }
+
     /// The scratchpad without the few-shot prompt: `Question: ...` and the numbered steps.
     pub fn trajectory(&self) -> &str {
         &self.scratchpad.text()[self.prompt_len..]
@@ -140,10 +180,16 @@ impl<'a> Agent<'a> {
                     break;
                 }
                 Ok((thought, written, parsed)) => {
-                    on_event(StepEvent::Decided {
-                        step,
-                        thought: &thought,
-                        action: &written,
+                    on_event(match self.prompt.format() {
+                        Format::Act => StepEvent::Acted {
+                            step,
+                            action: &written,
+                        },
+                        _ => StepEvent::Decided {
+                            step,
+                            thought: &thought,
+                            action: &written,
+                        },
                     });
                     if parsed.is_err() {
                         run.usage.invalid_actions += 1;
@@ -151,12 +197,21 @@ impl<'a> Agent<'a> {
                     if let Ok(Action::Finish(answer)) = &parsed {
                         run.answer = Some(answer.clone());
                         run.stopped = Some(Stopped::Finish);
-                        scratchpad.push_last_step(step, &thought, &written);
+                        let thought = match self.prompt.format() {
+                            Format::Act => {
+                                scratchpad.push_act_step(step, &written, None);
+                                None
+                            }
+                            _ => {
+                                scratchpad.push_last_step(step, &thought, &written);
+                                Some(thought)
+                            }
+                        };
                         run.steps.push(RunStep {
                             n: step,
                             completions,
                             replies: Vec::new(),
-                            thought: Some(thought),
+                            thought,
                             action: Some(written),
                             observation: None,
                         });
@@ -169,7 +224,7 @@ impl<'a> Agent<'a> {
                                 n: step,
                                 completions,
                                 replies: Vec::new(),
-                                thought: Some(thought),
+                                thought: (self.prompt.format() != Format::Act).then_some(thought),
                                 action: Some(written),
                                 observation: None,
                             });
@@ -252,13 +307,16 @@ impl<'a> Agent<'a> {
             written,
             observation,
         } = observed;
-        scratchpad.push_step(record.n, &thought, &written, &observation);
+        match self.prompt.format() {
+            Format::Act => scratchpad.push_act_step(record.n, &written, Some(&observation)),
+            _ => scratchpad.push_step(record.n, &thought, &written, &observation),
+        }
         let repeats_last = run.steps.last().is_some_and(|last| {
             last.action.as_deref() == Some(written.as_str())
                 && last.observation.as_deref() == Some(observation.as_str())
         });
         *identical = if repeats_last { *identical + 1 } else { 1 };
-        record.thought = Some(thought);
+        record.thought = (self.prompt.format() != Format::Act).then_some(thought);
         record.action = Some(written);
         record.observation = Some(observation);
         run.steps.push(record);
@@ -278,6 +336,9 @@ impl<'a> Agent<'a> {
         run: &mut Run,
         completions: &mut Vec<String>,
     ) -> Result<(String, String, Result<Action, crate::action::ActionError>), crate::llm::LlmError> {
+        if self.prompt.format() == Format::Act {
+            return self.decide_action(step, scratchpad, run, completions).await;
+        }
         let stop = [format!("\nObservation {step}:")];
         let request = LlmRequest {
             prompt: scratchpad.thought_prompt(step),
@@ -313,6 +374,36 @@ impl<'a> Agent<'a> {
         let parsed = self.grammar.parse(&action_text);
         let written = self.grammar.display(&action_text, &parsed);
         Ok((thought, written, parsed))
+    }
+}
+
+impl Agent<'_> {
+    /// An Act step: the model continues after `Action {step}:`; its first line is the action.
+    /// There is no thought, so no fallback call either: a line that is no action is an invalid
+    /// action the model reads about.
+    async fn decide_action(
+        &self,
+        step: usize,
+        scratchpad: &mut Scratchpad,
+        run: &mut Run,
+        completions: &mut Vec<String>,
+    ) -> Result<(String, String, Result<Action, crate::action::ActionError>), crate::llm::LlmError> {
+        let stop = [format!("\nObservation {step}:")];
+        let request = LlmRequest {
+            prompt: scratchpad.act_prompt(step),
+            stop: &stop,
+            step,
+            purpose: CallPurpose::Step,
+        };
+        let completion = self.llm.complete(request).await?;
+        run.usage.count(&completion);
+        completions.push(completion.text);
+        let cut = self.grammar.cut_completion(&completions[0], step);
+        let line = cut.trim_start().split('\n').next().unwrap_or("");
+        let action_text = self.grammar.fallback_action(line);
+        let parsed = self.grammar.parse(&action_text);
+        let written = self.grammar.display(&action_text, &parsed);
+        Ok((String::new(), written, parsed))
     }
 }
 

@@ -4,16 +4,15 @@
 use std::io::Write;
 use std::path::{Path, PathBuf};
 
-use crate::action::ActionGrammar;
-use crate::agent::Agent;
 use crate::docstore::DocstoreSource;
 use crate::environment::Workbench;
-use crate::fewshot::Fewshot;
+use crate::fewshot::Bundled;
 use crate::fsutil::AtomicFile;
 use crate::llm::Llm;
 use crate::profile::Profile;
-use crate::prompt::{Prompt, PromptOptions};
+use crate::prompt::PromptOptions;
 use crate::run::{Run, RunFileError, Stopped};
+use crate::solver::{Examples, MethodConfig, Solver, SolverError};
 use crate::tool::Toolbox;
 use crate::trace::TracePrinter;
 
@@ -30,9 +29,31 @@ pub enum AskOutput {
 #[derive(Debug, Clone)]
 pub struct AgentConfig {
     pub profile: Profile,
-    pub max_steps: usize,
-    pub fewshot: Fewshot,
+    pub method: MethodConfig,
+    /// The step budget; `None`: the method's own ([`MethodConfig::max_steps`]).
+    pub max_steps: Option<usize>,
+    pub examples: Examples,
     pub prompt_options: PromptOptions,
+}
+
+impl AgentConfig {
+    /// The method set up with these examples and tools: built once, before any model call.
+    pub fn solver(&self, toolbox: &Toolbox) -> Result<Solver, SolverError> {
+        let task = match &self.examples {
+            Examples::Bundled(task) => *task,
+            Examples::Files(files) if files.iter().any(|file| file.input_label == "Claim") => Bundled::Fever,
+            Examples::Files(_) => Bundled::HotpotQa,
+        };
+        let max_steps = self.method.max_steps(self.max_steps, task);
+        Solver::new(
+            &self.method,
+            self.profile,
+            &self.examples,
+            toolbox,
+            &self.prompt_options,
+            max_steps,
+        )
+    }
 }
 
 /// One `ask`.
@@ -75,6 +96,8 @@ impl Outcome {
 pub enum AskError {
     #[error(transparent)]
     Question(#[from] QuestionError),
+    #[error(transparent)]
+    Method(#[from] SolverError),
     /// `--record`'s path cannot be written: found before the model is called, or, when the
     /// directory changed during the run, after the answer was printed.
     #[error(transparent)]
@@ -115,22 +138,20 @@ pub fn check_record_path(path: &Path) -> Result<(), RunFileError> {
     AtomicFile::create(path).map(drop).map_err(write_error)
 }
 
-/// Runs one question with `llm`, a fresh explorer of `docstore` and `toolbox`, tracing as it goes.
-/// The run is returned whatever happened; an infrastructure failure is in `run.error`.
+/// Runs one question with `solver`'s method, `llm`, a fresh explorer of `docstore` and `toolbox`,
+/// tracing as it goes. The run is returned whatever happened; an infrastructure failure is in
+/// `run.error`.
 pub async fn run_question(
     question: &str,
-    config: &AgentConfig,
+    solver: &Solver,
     llm: &dyn Llm,
     docstore: &dyn DocstoreSource,
     toolbox: &Toolbox,
     trace: &mut TracePrinter,
 ) -> Run {
-    let grammar = ActionGrammar::new(config.profile, toolbox.names());
-    let prompt = Prompt::new(config.profile, &config.fewshot, toolbox, &config.prompt_options);
-    let mut workbench = Workbench::new(docstore.open(&[]), toolbox.clone(), grammar.clone());
-    let agent = Agent::new(llm, &prompt, &grammar, config.max_steps);
-    let episode = agent
-        .run(question, &mut workbench, &mut |event| trace.event(event))
+    let mut workbench = Workbench::new(docstore.open(&[]), toolbox.clone(), solver.grammar().clone());
+    let episode = solver
+        .solve(llm, question, &mut workbench, &mut |event| trace.event(event))
         .await;
     let mut run = episode.run;
     run.docstore = Some(docstore.info());
@@ -150,11 +171,12 @@ pub async fn ask(
     trace: &mut TracePrinter,
 ) -> Result<Run, AskError> {
     check_question(&config.question)?;
+    let solver = config.agent.solver(toolbox)?;
     if let Some(path) = &config.record {
         check_record_path(path)?;
     }
     trace.header("Question:", &config.question);
-    let run = run_question(&config.question, &config.agent, llm, docstore, toolbox, trace).await;
+    let run = run_question(&config.question, &solver, llm, docstore, toolbox, trace).await;
     let answer = run.answer.as_deref().unwrap_or("");
     match Outcome::of(&run) {
         Outcome::Answered => trace.header("Answer:", answer),

@@ -99,6 +99,8 @@ pub struct ChatConfig {
 
 #[derive(Debug, thiserror::Error)]
 pub enum ChatError {
+    #[error(transparent)]
+    Method(crate::solver::SolverError),
     #[error("cannot read the next question from stdin")]
     Stdin(#[source] std::io::Error),
     #[error("cannot write the answer to stdout")]
@@ -173,6 +175,7 @@ pub async fn chat(
     trace: &mut TracePrinter,
 ) -> Result<ChatSummary, ChatError> {
     let today = config.agent.prompt_options.today.as_deref();
+    let solver = config.agent.solver(toolbox).map_err(ChatError::Method)?;
     let mut summary = ChatSummary::default();
     if config.interaction == Interaction::Terminal {
         trace.note(LEAVE_HINT);
@@ -219,7 +222,7 @@ pub async fn chat(
                 }
             }
         };
-        let mut run = run_question(&question, &config.agent, llm, docstore, toolbox, trace).await;
+        let mut run = run_question(&question, &solver, llm, docstore, toolbox, trace).await;
         run.usage.add(&rewrite_usage);
         match Outcome::of(&run) {
             Outcome::Answered => {

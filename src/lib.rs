@@ -8,6 +8,7 @@
 
 pub mod fsutil;
 mod json;
+pub mod method;
 pub mod profile;
 pub mod secret;
 
@@ -30,6 +31,8 @@ pub mod tools;
 pub mod input;
 
 pub mod agent;
+pub mod solver;
+
 pub mod ask;
 pub mod chat;
 pub mod output;
@@ -52,5 +55,6 @@ pub mod report;
 
 pub use action::{Action, ActionError, ActionGrammar};
 pub use agent::{Agent, Episode, StepEvent};
+pub use method::Method;
 pub use profile::Profile;
 pub use run::{Run, RunStep, Stopped, Usage};

@@ -3,7 +3,7 @@
 use std::sync::OnceLock;
 
 use crate::calls::{FunctionSet, Transcript, system_message};
-use crate::fewshot::{Fewshot, Header};
+use crate::fewshot::{Fewshot, Format, Header, without_thoughts};
 use crate::profile::Profile;
 use crate::scratchpad::Scratchpad;
 use crate::tool::Toolbox;
@@ -12,6 +12,14 @@ use crate::tool::Toolbox;
 pub const PAPER_INSTRUCTION: &str = "Solve a question answering task with interleaving Thought, Action, Observation steps. Thought can reason about the current situation, and Action can be three types: \n(1) Search[entity], which searches the exact entity on Wikipedia and returns the first paragraph if it exists. If not, it will return some similar entities to search.\n(2) Lookup[keyword], which returns the next sentence containing keyword in the current passage.\n(3) Finish[answer], which returns the answer and finishes the task.\nHere are some examples.\n";
 
 const INTRO: &str = "Solve a question answering task with interleaving Thought, Action, Observation steps. Thought can reason about the current situation, and Action can be";
+/// The `default` profile's Act instruction: ReAct's without thoughts.
+const ACT_INTRO: &str =
+    "Solve a question answering task with interleaving Action, Observation steps. Action can be";
+/// The `default` profile's CoT instruction (the repository published none: the `paper` profile
+/// sends the examples alone).
+pub const COT_INSTRUCTION: &str = "Answer the question. Think step by step on a line starting with `Thought:`, then give the short answer alone on a line starting with `Answer:`.\nHere are some examples.\n";
+/// The `default` profile's Standard instruction (the repository published none).
+pub const STANDARD_INSTRUCTION: &str = "Answer the question with a short answer alone on a line starting with `Answer:`.\nHere are some examples.\n";
 const BUILTIN_ACTIONS: [&str; 3] = [
     "Search[entity], which searches the exact entity on Wikipedia and returns the first paragraph if it exists. If not, it will return some similar entities to search.",
     "Lookup[keyword], which returns the next sentence containing keyword in the current passage.",
@@ -24,6 +32,7 @@ pub struct Prompt {
     text: String,
     input_label: String,
     fewshot: String,
+    format: Format,
     /// What `--api tools` is built from (`default` profile only): the examples, the tools, the date.
     tools_source: Option<ToolsSource>,
     /// What `--api tools` sends instead: the functions, and the system message with the same
@@ -57,15 +66,31 @@ impl Prompt {
     /// Renders the prompt. The `paper` profile ignores tools and options: its header is the notebook's.
     pub fn new(profile: Profile, fewshot: &Fewshot, toolbox: &Toolbox, options: &PromptOptions) -> Prompt {
         let mut text = String::new();
-        match (fewshot.header, profile) {
-            (Header::InExamples, _) => {}
-            (Header::QuestionAnswering, Profile::Paper) => text.push_str(PAPER_INSTRUCTION),
-            (Header::QuestionAnswering, Profile::Default) => {
+        let format = fewshot.format;
+        match (fewshot.header, profile, format) {
+            (Header::InExamples, _, _) => {}
+            (Header::QuestionAnswering, Profile::Paper, Format::React) => text.push_str(PAPER_INSTRUCTION),
+            // The repository published no instruction for the other methods: their examples alone.
+            (Header::QuestionAnswering, Profile::Paper, _) => {}
+            (Header::QuestionAnswering, Profile::Default, Format::Cot | Format::Standard) => {
+                let instruction = match format {
+                    Format::Cot => COT_INSTRUCTION,
+                    _ => STANDARD_INSTRUCTION,
+                };
+                let (first, rest) = instruction.split_once('\n').unwrap_or((instruction, ""));
+                text.push_str(first);
+                text.push('\n');
+                if let Some(today) = &options.today {
+                    text.push_str(&format!("Today is {today}.\n"));
+                }
+                text.push_str(rest);
+            }
+            (Header::QuestionAnswering, Profile::Default, Format::React | Format::Act) => {
                 let descriptions: Vec<&str> = BUILTIN_ACTIONS
                     .into_iter()
                     .chain(toolbox.tools().map(|tool| tool.description()))
                     .collect();
-                text.push_str(INTRO);
+                text.push_str(if format == Format::Act { ACT_INTRO } else { INTRO });
                 text.push(' ');
                 text.push_str(&count_word(descriptions.len()));
                 text.push_str(" types: \n");
@@ -79,18 +104,22 @@ impl Prompt {
             }
         }
         text.push_str(&fewshot.examples);
-        if profile == Profile::Default {
+        if profile == Profile::Default && matches!(format, Format::React | Format::Act) {
             for examples in toolbox.tools().filter_map(|tool| tool.examples()) {
+                let examples = match format {
+                    Format::Act => std::borrow::Cow::Owned(without_thoughts(examples)),
+                    _ => std::borrow::Cow::Borrowed(examples),
+                };
                 if !text.ends_with("\n\n") && !examples.starts_with('\n') {
                     text.push('\n');
                 }
-                text.push_str(examples);
+                text.push_str(&examples);
                 if !text.ends_with('\n') {
                     text.push('\n');
                 }
             }
         }
-        let tools_source = (profile == Profile::Default).then(|| ToolsSource {
+        let tools_source = (profile == Profile::Default && format == Format::React).then(|| ToolsSource {
             examples: fewshot.examples.clone(),
             toolbox: toolbox.clone(),
             today: options.today.clone(),
@@ -99,6 +128,7 @@ impl Prompt {
             text,
             input_label: fewshot.input_label.clone(),
             fewshot: fewshot.name.clone(),
+            format,
             tools_source,
             tools: OnceLock::new(),
         }
@@ -133,6 +163,22 @@ impl Prompt {
     /// Where the examples came from: `hotpotqa`, `fever` or a file path.
     pub fn fewshot(&self) -> &str {
         &self.fewshot
+    }
+
+    /// How the examples lay out a solution, and so what each call asks the model for.
+    pub fn format(&self) -> Format {
+        self.format
+    }
+
+    /// The whole request of a one-completion method (CoT, Standard): the scratchpad of the
+    /// question, then the label the model continues after (`Thought:` or `Answer:`).
+    pub fn answer_request(&self, question: &str) -> String {
+        let mut text = self.scratchpad(question).text().to_owned();
+        text.push_str(match self.format {
+            Format::Cot => "Thought:",
+            _ => "Answer:",
+        });
+        text
     }
 
     /// Starts the scratchpad of one question: the prompt, then `Question: {question}` on its own line.

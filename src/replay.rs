@@ -18,11 +18,13 @@ use crate::agent::{Agent, DEFAULT_MAX_STEPS, Episode, Repeats};
 use crate::docstore::DocstoreInfo;
 use crate::environment::{Environment, EnvironmentError, Inspected, Recording};
 use crate::eval::results::{ResultsError, RunLine, parse_run_lines};
-use crate::fewshot::Fewshot;
+use crate::fewshot::{Bundled, Fewshot};
 use crate::llm::{Api, ReplayLlm};
+use crate::method::Method;
 use crate::profile::Profile;
 use crate::prompt::{Prompt, PromptOptions};
 use crate::run::{Run, RunFileError, Stopped, Usage};
+use crate::solver::{DEFAULT_SAMPLE_TEMPERATURE, Examples, MethodConfig, Solver};
 use crate::tool::Toolbox;
 use crate::trace::TracePrinter;
 
@@ -102,6 +104,9 @@ async fn replay_recorded(
     live: &LiveEnvironment<'_>,
     trace: &mut TracePrinter,
 ) -> (Episode, Option<usize>) {
+    if recorded.method() != Method::React {
+        return replay_method(recorded, profile, max_steps, live, trace).await;
+    }
     let profile = profile.unwrap_or(recorded.profile);
     let grammar = ActionGrammar::new(profile, recorded.tools.iter().cloned());
     // Replayed completions ignore the prompt, but the trajectory shows the input's label.
@@ -142,18 +147,117 @@ async fn replay_recorded(
             trace.event(event)
         })
         .await;
-    episode.run.id = recorded.id.clone();
-    episode.run.gold = recorded.gold.clone();
-    episode.run.docstore = recorded.docstore.clone();
-    // Recorded completions carry no token counts of their own: a replay that made the same calls
-    // cost what the recording says.
-    let usage = &mut episode.run.usage;
+    carry_over(&mut episode.run, recorded);
+    (episode, unrecorded)
+}
+
+/// What a replayed run keeps of its recording: its identity (id, gold, docstore) and, when the
+/// replay made the same calls, the tokens they cost (recorded completions carry no counts of
+/// their own); then it is scored.
+fn carry_over(run: &mut Run, recorded: &Run) {
+    run.id = recorded.id.clone();
+    run.gold = recorded.gold.clone();
+    run.docstore = recorded.docstore.clone();
+    let usage = &mut run.usage;
     if usage.prompt_tokens == 0 && usage.completion_tokens == 0 && usage.llm_calls == recorded.usage.llm_calls
     {
         usage.prompt_tokens = recorded.usage.prompt_tokens;
         usage.completion_tokens = recorded.usage.completion_tokens;
     }
-    episode.run.score();
+    run.score();
+}
+
+/// Replays a run of a method other than ReAct: the same method set up from what the run
+/// recorded (its examples, step budget, tools, N and temperature), its recorded completions and
+/// samples as the model.
+async fn replay_method(
+    recorded: &Run,
+    profile: Option<Profile>,
+    max_steps: Option<usize>,
+    live: &LiveEnvironment<'_>,
+    trace: &mut TracePrinter,
+) -> (Episode, Option<usize>) {
+    let profile = profile.unwrap_or(recorded.profile);
+    let method = recorded.method();
+    let grammar = ActionGrammar::new(profile, recorded.tools.iter().cloned());
+    let names: Vec<&str> = [recorded.fewshot.as_deref(), recorded.cot_fewshot.as_deref()]
+        .into_iter()
+        .flatten()
+        .collect();
+    let task = if names.contains(&"fever") {
+        Bundled::Fever
+    } else {
+        Bundled::HotpotQa
+    };
+    // A user's files, when they are all still there; else the bundled examples (the prompt
+    // matters to a replay only for the input's label).
+    let files: Option<Vec<Fewshot>> = names
+        .iter()
+        .filter(|name| Bundled::named(name).is_none())
+        .map(|path| Fewshot::from_file(Path::new(path)).ok())
+        .collect();
+    let examples = match files {
+        Some(files) if !files.is_empty() => Examples::Files(files),
+        _ => Examples::Bundled(task),
+    };
+    let config = MethodConfig {
+        method,
+        samples: recorded
+            .vote
+            .as_ref()
+            .map_or(recorded.samples.len().max(1), |vote| vote.samples.max(1)),
+        sample_temperature: recorded
+            .vote
+            .as_ref()
+            .map_or(DEFAULT_SAMPLE_TEMPERATURE, |vote| vote.temperature),
+    };
+    let max_steps = max_steps.or(recorded.max_steps).unwrap_or(DEFAULT_MAX_STEPS);
+    let options = PromptOptions::default();
+    let solver = Solver::new(
+        &config,
+        profile,
+        &examples,
+        &Toolbox::default(),
+        &options,
+        max_steps,
+    )
+    .or_else(|_| {
+        Solver::new(
+            &config,
+            profile,
+            &Examples::Bundled(task),
+            &Toolbox::default(),
+            &options,
+            max_steps,
+        )
+    });
+    let model = recorded.model.clone().unwrap_or_else(|| "replay".to_owned());
+    let llm = ReplayLlm::new(model, recorded.completions())
+        .recorded_api(recorded.api)
+        .with_samples(recorded.sample_requests());
+    let mut unrecorded = None;
+    let recording = Recording::new(recorded.observations(), grammar.clone(), live(recorded, &grammar));
+    let mut environment = Inspected::new(recording, |error: &EnvironmentError| {
+        if let EnvironmentError::NotRecorded { step } = error {
+            unrecorded = Some(*step);
+        }
+    });
+    if !trace.is_silent() {
+        trace.header("Question:", &recorded.question);
+    }
+    let mut episode = match solver {
+        Ok(solver) => {
+            solver
+                .with_grammar(grammar)
+                .solve(&llm, &recorded.question, &mut environment, &mut |event| {
+                    trace.event(event)
+                })
+                .await
+        }
+        // invariant: the bundled examples fit every method and N is at least 1 (`max(1)`)
+        Err(error) => unreachable!("a method over bundled examples always sets up: {error}"),
+    };
+    carry_over(&mut episode.run, recorded);
     (episode, unrecorded)
 }
 

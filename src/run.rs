@@ -7,10 +7,15 @@ use serde::{Deserialize, Serialize};
 use crate::docstore::DocstoreInfo;
 use crate::fsutil::{atomic_write, remove_stale_temporaries};
 use crate::llm::{Api, ReplyMessage, TokenUsage};
+use crate::method::Method;
 use crate::metrics::AnswerScore;
 use crate::profile::Profile;
 
+/// The format of a ReAct run (every run before the other methods, and every `react` run since).
 pub const RUN_FORMAT: &str = "react-docstore.run.v1";
+/// The format of a run of another method: it may hold samples, a vote and a backoff, which a
+/// build that reads only v1 would silently drop.
+pub const RUN_FORMAT_V2: &str = "react-docstore.run.v2";
 
 /// One question, as asked, answered and scored.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -23,6 +28,10 @@ pub struct Run {
     pub question: String,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub gold: Option<String>,
+    /// The method that answered (`--method`). Absent means `react`: runs from before methods
+    /// existed, and `ask`'s ReAct runs, whose file is unchanged; `eval` always names it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub method: Option<Method>,
     #[serde(default)]
     pub profile: Profile,
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -35,6 +44,9 @@ pub struct Run {
     /// The few-shot examples the prompt used: `hotpotqa`, `fever` or a file path.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub fewshot: Option<String>,
+    /// A backoff method's CoT-SC examples (`fewshot` names its ReAct examples).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cot_fewshot: Option<String>,
     /// The step budget the run had; replay honours it.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub max_steps: Option<usize>,
@@ -44,7 +56,21 @@ pub struct Run {
     /// The docstore that answered the searches: its kind and, for a frozen one, its snapshot.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub docstore: Option<DocstoreInfo>,
+    /// The ReAct or Act steps (empty for CoT, Standard and CoT-SC).
+    #[serde(default)]
     pub steps: Vec<RunStep>,
+    /// The sampled completions of a CoT, Standard or CoT-SC phase, in the order sampled.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub samples: Vec<Sample>,
+    /// CoT-SC's majority vote over `samples`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub vote: Option<Vote>,
+    /// Why a backoff method left its first phase for its second.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub backoff: Option<Backoff>,
+    /// Which phase of a backoff method gave the answer: `react` or `cot-sc`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub answered_by: Option<Method>,
     #[serde(default)]
     pub answer: Option<String>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -88,12 +114,90 @@ pub struct RunStep {
     pub observation: Option<String>,
 }
 
+/// One sampled completion and the answer read from it.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Sample {
+    /// The model's text as it came (after `Thought:` or `Answer:`), cut at the stop sequences.
+    pub completion: String,
+    /// The answer read from it (FEVER: the label); absent when it holds none.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub answer: Option<String>,
+    /// The sampling request it came from, 1-based: the 21 samples of one `n: 21` request share
+    /// request 1; a server that ignores `n` gives each its own.
+    #[serde(default = "first_request")]
+    pub request: usize,
+}
+
+fn first_request() -> usize {
+    1
+}
+
+/// CoT-SC's majority over the normalised answers of its samples.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Vote {
+    /// The winning answer as first sampled; absent when no sample held an answer.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub answer: Option<String>,
+    /// Samples whose normalised answer is the winner's.
+    pub votes: usize,
+    /// Samples asked for (N); samples without an answer count here but do not vote.
+    pub samples: usize,
+    /// Samples that held an answer.
+    pub answered: usize,
+    /// The sampling temperature.
+    pub temperature: f64,
+}
+
+impl Vote {
+    /// The winner's share of the N samples.
+    pub fn share(&self) -> f64 {
+        if self.samples == 0 {
+            0.0
+        } else {
+            self.votes as f64 / self.samples as f64
+        }
+    }
+}
+
+/// A backoff: which phase gave up, why, and which answered instead.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Backoff {
+    pub from: Method,
+    pub to: Method,
+    pub reason: BackoffReason,
+}
+
+/// Why a backoff method left its first phase.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum BackoffReason {
+    /// ReAct used its whole step budget without `Finish`.
+    MaxSteps,
+    /// ReAct repeated itself until stopped.
+    RepeatedAction,
+    /// CoT-SC's majority held fewer than half of the samples (no answer at all included).
+    WeakMajority,
+}
+
+impl BackoffReason {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            BackoffReason::MaxSteps => "max_steps",
+            BackoffReason::RepeatedAction => "repeated_action",
+            BackoffReason::WeakMajority => "weak_majority",
+        }
+    }
+}
+
 /// How a run ended.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
 pub enum Stopped {
-    /// The model wrote `Finish[...]`.
+    /// The model wrote `Finish[...]` (ReAct, Act), an answer line (CoT, Standard), or the
+    /// samples had a majority (CoT-SC).
     Finish,
+    /// The completion (or every sample) of CoT, Standard or CoT-SC held no answer.
+    NoAnswer,
     /// The step budget ran out.
     MaxSteps,
     /// The model kept repeating the identical action with the identical observation.
@@ -106,6 +210,7 @@ impl Stopped {
     pub fn as_str(self) -> &'static str {
         match self {
             Stopped::Finish => "finish",
+            Stopped::NoAnswer => "no_answer",
             Stopped::MaxSteps => "max_steps",
             Stopped::RepeatedAction => "repeated_action",
             Stopped::Error => "error",
@@ -168,7 +273,7 @@ pub enum RunFileError {
         #[source]
         source: serde_json::Error,
     },
-    #[error("run file `{}`: field `format` is `{found}`, expected `{RUN_FORMAT}`", path.display())]
+    #[error("run file `{}`: field `format` is `{found}`, expected `{RUN_FORMAT}` or `{RUN_FORMAT_V2}`", path.display())]
     Format { path: PathBuf, found: String },
     #[error("run file `{}`: step {position} has `n` = {found}, expected {position}", path.display())]
     StepNumber {
@@ -192,14 +297,20 @@ impl Run {
             id: None,
             question: question.to_owned(),
             gold: None,
+            method: None,
             profile,
             model: None,
             api: None,
             fewshot: None,
+            cot_fewshot: None,
             max_steps: None,
             tools: Vec::new(),
             docstore: None,
             steps: Vec::new(),
+            samples: Vec::new(),
+            vote: None,
+            backoff: None,
+            answered_by: None,
             answer: None,
             stopped: None,
             error: None,
@@ -229,6 +340,28 @@ impl Run {
         self.steps.iter().map(|step| step.replies.clone()).collect()
     }
 
+    /// The recorded completions of each sampling request, in order, for a
+    /// [`crate::llm::ReplayLlm::with_samples`].
+    pub fn sample_requests(&self) -> Vec<Vec<String>> {
+        let mut requests: Vec<Vec<String>> = Vec::new();
+        let mut last = None;
+        for sample in &self.samples {
+            if last != Some(sample.request) || requests.is_empty() {
+                requests.push(Vec::new());
+                last = Some(sample.request);
+            }
+            if let Some(request) = requests.last_mut() {
+                request.push(sample.completion.clone());
+            }
+        }
+        requests
+    }
+
+    /// The method that answered: `react` when the run does not say.
+    pub fn method(&self) -> Method {
+        self.method.unwrap_or_default()
+    }
+
     /// The recorded observations, step by step.
     pub fn observations(&self) -> Vec<Option<String>> {
         self.steps.iter().map(|step| step.observation.clone()).collect()
@@ -250,7 +383,7 @@ impl Run {
             column: source.column(),
             source,
         })?;
-        if run.format != RUN_FORMAT {
+        if run.format != RUN_FORMAT && run.format != RUN_FORMAT_V2 {
             return Err(RunFileError::Format {
                 path: path.to_owned(),
                 found: run.format,

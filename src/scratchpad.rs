@@ -36,6 +36,32 @@ impl Scratchpad {
         &self.text
     }
 
+    /// The prompt for an Act step, which has no thought: the scratchpad followed by `Action {step}:`.
+    pub fn act_prompt(&mut self, step: usize) -> &str {
+        self.text.truncate(self.committed);
+        self.text.push_str(&format!("Action {step}:"));
+        &self.text
+    }
+
+    /// Appends a finished Act step: `Action n: …\nObservation n: …\n`, or `Action n: …\n` for
+    /// the last one.
+    pub fn push_act_step(&mut self, step: usize, action: &str, observation: Option<&str>) {
+        self.text.truncate(self.committed);
+        self.text.push_str(&format!("Action {step}: {action}\n"));
+        if let Some(observation) = observation {
+            self.text
+                .push_str(&format!("Observation {step}: {observation}\n"));
+        }
+        self.committed = self.text.len();
+    }
+
+    /// Appends what the model wrote after the last label (a CoT or Standard completion).
+    pub fn push_text(&mut self, text: &str) {
+        self.text.truncate(self.committed);
+        self.text.push_str(text);
+        self.committed = self.text.len();
+    }
+
     /// Appends a finished step: `Thought n: …\nAction n: …\nObservation n: …\n`.
     pub fn push_step(&mut self, step: usize, thought: &str, action: &str, observation: &str) {
         self.text.truncate(self.committed);

@@ -85,6 +85,45 @@ impl TracePrinter {
             StepEvent::Observed { step, observation } => {
                 self.line("1;32", &format!("Observation {step}:"), observation.trim_end());
             }
+            StepEvent::Acted { step, action } => {
+                self.line("1;36", &format!("Action {step}:"), action);
+            }
+            StepEvent::Sampled {
+                index,
+                thought,
+                answer,
+            } => {
+                let number = index.map(|index| format!(" {index}")).unwrap_or_default();
+                if let Some(thought) = thought {
+                    let label = match index {
+                        Some(index) => format!("Sample {index}:"),
+                        None => "Thought:".to_owned(),
+                    };
+                    self.line("1;33", &label, thought);
+                }
+                // A single completion's answer is the run's: `ask` prints it as `Answer:`.
+                if index.is_some() {
+                    self.line("1;36", &format!("Answer{number}:"), answer.unwrap_or("(none)"));
+                } else if answer.is_none() {
+                    self.note("the completion holds no answer");
+                }
+            }
+            StepEvent::Voted {
+                answer,
+                votes,
+                samples,
+            } => {
+                let text = match answer {
+                    Some(answer) => format!("{answer} ({votes} of {samples} samples)"),
+                    None => format!("no sample of {samples} holds an answer"),
+                };
+                self.line("1;35", "Majority:", &text);
+            }
+            StepEvent::BackedOff { from, to, reason } => {
+                self.note(&format!(
+                    "{from} gave no answer it keeps ({reason}): backing off to {to}"
+                ));
+            }
         }
     }
 

@@ -71,6 +71,7 @@ pub async fn run(args: EvalArgs, log: LogOutput) -> anyhow::Result<ExitCode> {
             Contexts::Unused
         },
         profile: args.run.agent.profile,
+        method: args.run.agent.method_config(),
         max_steps: args.run.agent.max_steps,
         fewshot: args.run.agent.fewshot,
         concurrency: usize::from(args.concurrency),

@@ -7,17 +7,19 @@ use std::time::Duration;
 
 use clap::Args;
 
-use react_docstore::Profile;
 use react_docstore::ask::AgentConfig;
 use react_docstore::docstore::{
     DEFAULT_USER_AGENT, DocstoreConfig, DocstoreKind, DocstoreSource, default_cache_dir,
 };
+use react_docstore::fewshot::Bundled;
 use react_docstore::fewshot::Fewshot;
 use react_docstore::input::Interaction;
 use react_docstore::llm::{Api, ApiKey, Llm, ModelSettings, OpenAiClient};
 use react_docstore::prompt::PromptOptions;
+use react_docstore::solver::{DEFAULT_SAMPLE_TEMPERATURE, DEFAULT_SAMPLES, Examples, MethodConfig};
 use react_docstore::tool::Toolbox;
 use react_docstore::tools::{self, BuiltinTool, CommandToolConfig, Network, ToolsConfig, WebSearchConfig};
+use react_docstore::{Method, Profile};
 
 /// The profile alone, for the commands that run no agent (`explore`, `serve`, `mcp`).
 #[derive(Args, Clone, Copy)]
@@ -43,27 +45,79 @@ pub struct AgentArgs {
         value_name = "PROFILE"
     )]
     pub profile: Profile,
-    /// The step budget of a question (at least 1).
-    #[arg(long, default_value_t = react_docstore::agent::DEFAULT_MAX_STEPS, value_name = "N", value_parser = parse_step_budget)]
-    pub max_steps: usize,
-    /// Few-shot examples in the numbered format, instead of the bundled HotpotQA ones.
+    /// How to answer: `react`, `act`, `cot`, `standard`, `cot-sc`, `react-then-cot-sc` or
+    /// `cot-sc-then-react` (the rows of the ReAct paper's Table 1).
+    #[arg(long, env = "REACT_METHOD", default_value = "react", value_name = "METHOD")]
+    pub method: Method,
+    /// The step budget of a question (at least 1) [default: 7; 5 for FEVER with a backoff method].
+    #[arg(long, value_name = "N", value_parser = parse_step_budget)]
+    pub max_steps: Option<usize>,
+    /// Few-shot examples in the method's format, instead of the bundled ones; a backoff method
+    /// takes two files (ReAct and CoT).
     #[arg(long, value_name = "FILE")]
-    pub fewshot: Option<PathBuf>,
+    pub fewshot: Vec<PathBuf>,
+    /// CoT-SC's samples per question (at least 1) [default: 21].
+    #[arg(long, value_name = "N")]
+    pub samples: Option<usize>,
+    /// CoT-SC's sampling temperature [default: 0.7].
+    #[arg(long, value_name = "T")]
+    pub sample_temperature: Option<f64>,
 }
 
 impl AgentArgs {
     /// The library's agent configuration, with these prompt options.
     pub fn config(&self, prompt_options: PromptOptions) -> anyhow::Result<AgentConfig> {
-        let fewshot = match &self.fewshot {
-            Some(path) => Fewshot::from_file(path)?,
-            None => Fewshot::hotpotqa(),
+        self.check_method()?;
+        let examples = if self.fewshot.is_empty() {
+            Examples::Bundled(Bundled::HotpotQa)
+        } else {
+            let files = self
+                .fewshot
+                .iter()
+                .map(|path| Fewshot::from_file(path))
+                .collect::<Result<Vec<_>, _>>()?;
+            Examples::Files(files)
         };
         Ok(AgentConfig {
             profile: self.profile,
+            method: self.method_config(),
             max_steps: self.max_steps,
-            fewshot,
+            examples,
             prompt_options,
         })
+    }
+
+    /// The method and its sampling.
+    pub fn method_config(&self) -> MethodConfig {
+        MethodConfig {
+            method: self.method,
+            samples: self.samples.unwrap_or(DEFAULT_SAMPLES),
+            sample_temperature: self.sample_temperature.unwrap_or(DEFAULT_SAMPLE_TEMPERATURE),
+        }
+    }
+
+    /// Options that mean nothing for the method are refused rather than ignored.
+    pub fn check_method(&self) -> anyhow::Result<()> {
+        let method = self.method;
+        if !method.samples() && (self.samples.is_some() || self.sample_temperature.is_some()) {
+            anyhow::bail!(
+                "`--samples` and `--sample-temperature` set CoT-SC's sampling: `--method {method}` samples nothing (use `cot-sc`, `react-then-cot-sc` or `cot-sc-then-react`)"
+            );
+        }
+        if self.samples == Some(0) {
+            anyhow::bail!("`--samples` must be at least 1");
+        }
+        if let Some(temperature) = self.sample_temperature
+            && !(temperature.is_finite() && temperature >= 0.0)
+        {
+            anyhow::bail!("`--sample-temperature` must be a number of at least 0, not `{temperature}`");
+        }
+        if !method.acts() && self.max_steps.is_some() {
+            anyhow::bail!(
+                "`--max-steps` is the step budget of ReAct and Act: `--method {method}` takes no steps"
+            );
+        }
+        Ok(())
     }
 }
 
@@ -258,7 +312,19 @@ impl AgentRunArgs {
                 "the `paper` profile reproduces the ReAct repository's text format: `--api tools` needs `--profile default`"
             );
         }
-        Ok(())
+        let method = self.agent.method;
+        if method != Method::React && self.model.api == Api::Tools {
+            anyhow::bail!(
+                "`--api tools` calls the ReAct actions as functions: `--method {method}` needs `--api chat` or `--api completions`"
+            );
+        }
+        let has_tools = !self.tools.tools.is_empty() || !self.tools.commands.is_empty();
+        if has_tools && !method.acts() {
+            anyhow::bail!(
+                "`--method {method}` takes no actions, so no tools: drop `--tools`/`--tool`, or use a method that acts (`react`, `act`, a backoff)"
+            );
+        }
+        self.agent.check_method()
     }
 
     /// Options that cannot work together for a one-question command, refused before anything runs.

@@ -68,7 +68,9 @@ impl FailureClass {
             server: crate::http::server_name(url),
         };
         let (origin, kind) = match error {
-            LlmError::ReplayExhausted { .. } => (FailureOrigin::Recording, FailureKind::NoCompletion),
+            LlmError::ReplayExhausted { .. } | LlmError::ReplaySamplesExhausted { .. } => {
+                (FailureOrigin::Recording, FailureKind::NoCompletion)
+            }
             LlmError::Rejected { url, status, .. } => (model(url), FailureKind::Status(status.as_u16())),
             LlmError::NotFoundWithoutV1 { url, .. } => (model(url), FailureKind::Status(404)),
             LlmError::GaveUp { url, status, .. } => (model(url), FailureKind::Status(status_code(status))),

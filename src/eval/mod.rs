@@ -30,16 +30,18 @@ pub use results::{ResultsError, ResultsFile};
 pub use selection::{Selection, SelectionError, Subset};
 pub use summary::{Outcome, Summary, SummaryContext};
 
-use crate::action::ActionGrammar;
-use crate::agent::Agent;
 use crate::docstore::{DocstoreInfo, DocstoreSource};
 use crate::environment::{EnvironmentError, Inspected, Workbench};
-use crate::fewshot::{Fewshot, FewshotError};
-use crate::llm::{Api, Completion, ConverseRequest, Llm, LlmError, LlmRequest, Reply};
+use crate::fewshot::{Bundled, Fewshot, FewshotError};
+use crate::llm::{
+    Api, Completion, ConverseRequest, Llm, LlmError, LlmRequest, Reply, SampleRequest, Samples,
+};
+use crate::method::Method;
 use crate::metrics::AnswerScore;
 use crate::profile::Profile;
-use crate::prompt::{Prompt, PromptOptions};
+use crate::prompt::PromptOptions;
 use crate::run::Run;
+use crate::solver::{Examples, MethodConfig, Solver, SolverError};
 use crate::tool::Toolbox;
 use crate::trace::LogOutput;
 
@@ -52,9 +54,13 @@ pub struct EvalConfig {
     /// when not, they are dropped while the file is read.
     pub contexts: Contexts,
     pub profile: Profile,
-    pub max_steps: usize,
-    /// Few-shot examples instead of the task's bundled ones (HotpotQA or FEVER).
-    pub fewshot: Option<PathBuf>,
+    /// The method (`--method`) and CoT-SC's sampling.
+    pub method: MethodConfig,
+    /// The step budget; `None`: the method's own for the task ([`MethodConfig::max_steps`]).
+    pub max_steps: Option<usize>,
+    /// Few-shot examples instead of the task's bundled ones (HotpotQA or FEVER): one file, or
+    /// one per phase of a backoff method.
+    pub fewshot: Vec<PathBuf>,
     /// Questions in flight at once.
     pub concurrency: usize,
     /// The JSON Lines file every finished run is appended to, and resumed from.
@@ -121,6 +127,17 @@ pub enum EvalError {
     Results(#[from] ResultsError),
     #[error(transparent)]
     Fewshot(#[from] FewshotError),
+    #[error(transparent)]
+    Method(#[from] SolverError),
+    #[error(
+        "results file `{}` holds runs of `--method {recorded}`, this evaluation is `--method {current}`: an evaluation never mixes methods — pass another --out",
+        results.display()
+    )]
+    OtherMethod {
+        results: PathBuf,
+        recorded: Method,
+        current: Method,
+    },
     #[error("the selection holds no question")]
     NothingSelected,
     #[error(
@@ -218,15 +235,27 @@ struct WatchedLlm<'a> {
     /// The first stopping error, as the run records it.
     refusal: Mutex<Option<String>>,
     refused: tokio::sync::Notify,
+    /// The evaluation's concurrency budget, one permit a request in flight: CoT-SC's samples,
+    /// asked one by one of a server that ignores `n`, share it with every other question.
+    permits: tokio::sync::Semaphore,
 }
 
 impl<'a> WatchedLlm<'a> {
-    fn new(llm: &'a dyn Llm) -> WatchedLlm<'a> {
+    fn new(llm: &'a dyn Llm, concurrency: usize) -> WatchedLlm<'a> {
         WatchedLlm {
             llm,
             refusal: Mutex::new(None),
             refused: tokio::sync::Notify::new(),
+            permits: tokio::sync::Semaphore::new(concurrency.max(1)),
         }
+    }
+
+    /// Runs `call` with one permit of the concurrency budget.
+    async fn throttled<T>(&self, call: impl Future<Output = T>) -> T {
+        let permit = self.permits.acquire().await;
+        // invariant: the semaphore is never closed
+        let _permit = permit.expect("the permits are never closed");
+        call.await
     }
 
     fn refusal(&self) -> Option<String> {
@@ -255,11 +284,15 @@ impl WatchedLlm<'_> {
 
 impl Llm for WatchedLlm<'_> {
     fn complete<'a>(&'a self, request: LlmRequest<'a>) -> BoxFuture<'a, Result<Completion, LlmError>> {
-        Box::pin(async move { self.watch(self.llm.complete(request).await) })
+        Box::pin(async move { self.watch(self.throttled(self.llm.complete(request)).await) })
     }
 
     fn converse<'a>(&'a self, request: ConverseRequest<'a>) -> BoxFuture<'a, Result<Reply, LlmError>> {
-        Box::pin(async move { self.watch(self.llm.converse(request).await) })
+        Box::pin(async move { self.watch(self.throttled(self.llm.converse(request)).await) })
+    }
+
+    fn sample<'a>(&'a self, request: SampleRequest<'a>) -> BoxFuture<'a, Result<Samples, LlmError>> {
+        Box::pin(async move { self.watch(self.throttled(self.llm.sample(request)).await) })
     }
 
     fn model(&self) -> &str {
@@ -293,8 +326,42 @@ pub async fn evaluate(
             path: config.questions.clone(),
         });
     }
+    let bundled = match task {
+        Task::HotpotQa => Bundled::HotpotQa,
+        Task::Fever => Bundled::Fever,
+    };
+    let examples = if config.fewshot.is_empty() {
+        Examples::Bundled(bundled)
+    } else {
+        Examples::Files(
+            config
+                .fewshot
+                .iter()
+                .map(|path| Fewshot::from_file(path))
+                .collect::<Result<_, _>>()?,
+        )
+    };
+    let solver = Solver::new(
+        &config.method,
+        config.profile,
+        &examples,
+        &services.toolbox,
+        &PromptOptions::default(),
+        config.method.max_steps(config.max_steps, bundled),
+    )?;
     let (mut results, mut stored) = ResultsFile::open(&config.results)?;
     check_same_docstore(&stored.runs, &services.docstore.info(), &config.results)?;
+    if let Some(run) = stored
+        .runs
+        .iter()
+        .find(|run| run.method() != config.method.method)
+    {
+        return Err(EvalError::OtherMethod {
+            results: config.results.clone(),
+            recorded: run.method(),
+            current: config.method.method,
+        });
+    }
     check_same_questions(&stored.runs, &questions, config)?;
     let progress = ProgressReporter::new(config, questions.len());
     if stored.torn_bytes > 0 {
@@ -345,23 +412,10 @@ pub async fn evaluate(
     progress.advance(&outcomes);
     progress.restart_eta();
 
-    let fewshot = match (&config.fewshot, task) {
-        (Some(path), _) => Fewshot::from_file(path)?,
-        (None, Task::HotpotQa) => Fewshot::hotpotqa(),
-        (None, Task::Fever) => Fewshot::fever(),
-    };
-    let prompt = Prompt::new(
-        config.profile,
-        &fewshot,
-        &services.toolbox,
-        &PromptOptions::default(),
-    );
-    let grammar = ActionGrammar::new(config.profile, services.toolbox.names());
-    let llm = WatchedLlm::new(services.llm.as_ref());
-    let agent = Agent::new(&llm, &prompt, &grammar, config.max_steps);
+    let llm = WatchedLlm::new(services.llm.as_ref(), config.concurrency);
 
     let mut runs = futures::stream::iter(pending)
-        .map(|question| run_question(&agent, question, services, &grammar))
+        .map(|question| run_question(&solver, &llm, question, services))
         .buffer_unordered(config.concurrency.max(1));
     let mut interrupt = std::pin::pin!(interrupt.fuse());
     let mut ticks = progress.ticks();
@@ -512,32 +566,29 @@ fn abbreviated(text: &str) -> String {
 /// One question with its own docstore explorer and scratchpad; when it ends in an error, the
 /// class of that error, as the question's model and environment saw it typed.
 async fn run_question<'q>(
-    agent: &Agent<'_>,
+    solver: &Solver,
+    llm: &dyn Llm,
     question: &'q Question,
     services: &EvalServices,
-    grammar: &ActionGrammar,
 ) -> (&'q Question, Run, Option<FailureClass>) {
-    // The agent ends a run at its first error, from the model or the environment: both are
+    // The solver ends a run at its first error, from the model or the environment: both are
     // watched, so the class seen is that of the error the run records.
     let failure = OnceLock::new();
     let llm = ClassifiedLlm {
-        llm: agent.llm,
+        llm,
         failure: &failure,
     };
-    let agent = Agent {
-        llm: &llm,
-        prompt: agent.prompt,
-        grammar: agent.grammar,
-        max_steps: agent.max_steps,
-        repeats: agent.repeats,
-    };
     let docstore = services.docstore.open(&question.context);
-    let workbench = Workbench::new(docstore, services.toolbox.clone(), grammar.clone());
+    let workbench = Workbench::new(docstore, services.toolbox.clone(), solver.grammar().clone());
     let mut environment = Inspected::new(workbench, |error: &EnvironmentError| {
         let _ = failure.set(FailureClass::of_environment(error));
     });
-    let episode = agent.run(&question.question, &mut environment, &mut |_| {}).await;
+    let episode = solver
+        .solve(&llm, &question.question, &mut environment, &mut |_| {})
+        .await;
     let mut run = episode.run;
+    // Every results line names its method, `react` included.
+    run.method = Some(solver.method());
     run.id = Some(question.id.clone());
     run.docstore = Some(services.docstore.info());
     run.gold = question.gold().map(str::to_owned);
@@ -569,6 +620,10 @@ impl Llm for ClassifiedLlm<'_> {
 
     fn converse<'a>(&'a self, request: ConverseRequest<'a>) -> BoxFuture<'a, Result<Reply, LlmError>> {
         Box::pin(async move { self.classify(self.llm.converse(request).await) })
+    }
+
+    fn sample<'a>(&'a self, request: SampleRequest<'a>) -> BoxFuture<'a, Result<Samples, LlmError>> {
+        Box::pin(async move { self.classify(self.llm.sample(request).await) })
     }
 
     fn model(&self) -> &str {

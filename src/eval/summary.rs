@@ -9,8 +9,9 @@ use std::time::Duration;
 use serde::Serialize;
 
 use super::questions::{Question, Task};
+use crate::method::Method;
 use crate::metrics::AnswerScore;
-use crate::run::{Run, Stopped, Usage};
+use crate::run::{BackoffReason, Run, Stopped, Usage};
 
 /// What the summary keeps of one finished run: enough to score it, not its trajectory.
 #[derive(Debug, Clone, PartialEq)]
@@ -21,19 +22,64 @@ pub struct Outcome {
     pub score: Option<AnswerScore>,
     pub n_steps: usize,
     pub usage: Usage,
+    pub method: Method,
+    /// CoT-SC's winning answer's share of the samples, when the run voted.
+    pub vote_share: Option<f64>,
+    /// Why a backoff method's run left its first phase, when it did.
+    pub backoff: Option<BackoffReason>,
 }
 
 impl Outcome {
     /// Scores `run` against `question`'s gold answer; a run without an answer scores zero.
     pub fn new(run: &Run, question: &Question) -> Outcome {
+        let score = question
+            .gold()
+            .map(|gold| AnswerScore::new(run.answer.as_deref().unwrap_or(""), gold));
+        Outcome::scored(run, question.kind.clone(), score)
+    }
+
+    /// What the summary keeps of `run`, of question type `kind`, scored `score`.
+    pub fn scored(run: &Run, kind: Option<String>, score: Option<AnswerScore>) -> Outcome {
         Outcome {
-            kind: question.kind.clone(),
+            kind,
             stopped: run.stopped.unwrap_or(Stopped::Error),
-            score: question
-                .gold()
-                .map(|gold| AnswerScore::new(run.answer.as_deref().unwrap_or(""), gold)),
+            score,
             n_steps: run.steps.len(),
             usage: run.usage,
+            method: run.method(),
+            vote_share: run.vote.as_ref().map(crate::run::Vote::share),
+            backoff: run.backoff.map(|backoff| backoff.reason),
+        }
+    }
+}
+
+/// What the runs of a method that votes or backs off add up to.
+#[derive(Debug, Clone, PartialEq, Default, Serialize)]
+pub struct MethodSummary {
+    /// CoT-SC: the mean share of the samples the winning answer held, over the runs that voted.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub vote_share: Option<f64>,
+    /// A backoff method: the share of the finished questions that backed off.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub backoff_rate: Option<f64>,
+    /// A backoff method: the questions that backed off, by reason.
+    #[serde(skip_serializing_if = "BTreeMap::is_empty")]
+    pub backoffs: BTreeMap<String, usize>,
+}
+
+impl MethodSummary {
+    fn of(outcomes: &[Outcome], method: Option<Method>) -> MethodSummary {
+        let shares: Vec<f64> = outcomes.iter().filter_map(|outcome| outcome.vote_share).collect();
+        let mut backoffs = BTreeMap::new();
+        for reason in outcomes.iter().filter_map(|outcome| outcome.backoff) {
+            *backoffs.entry(reason.as_str().to_owned()).or_insert(0) += 1;
+        }
+        let backs_off = method.is_some_and(Method::backs_off);
+        MethodSummary {
+            vote_share: (!shares.is_empty()).then(|| shares.iter().sum::<f64>() / shares.len() as f64),
+            backoff_rate: (backs_off && !outcomes.is_empty())
+                .then(|| backoffs.values().sum::<usize>() as f64 / outcomes.len() as f64),
+            backoffs,
         }
     }
 }
@@ -96,6 +142,13 @@ pub struct PerQuestion {
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct Summary {
     pub task: Task,
+    /// The method every run used (`None` when the runs mix methods). Left out for `react`, as
+    /// its summaries always were.
+    #[serde(skip_serializing_if = "is_react_or_mixed")]
+    pub method: Option<Method>,
+    /// CoT-SC's vote share and the backoff rate, where the method has them.
+    #[serde(flatten)]
+    pub method_summary: MethodSummary,
     /// Means over the finished questions with a gold answer (`n` of them). Errors score zero.
     #[serde(flatten)]
     pub scores: Scores,
@@ -120,6 +173,10 @@ pub struct Summary {
     /// Questions run by this invocation per minute of wall time.
     pub questions_per_minute: f64,
     pub results: PathBuf,
+}
+
+fn is_react_or_mixed(method: &Option<Method>) -> bool {
+    method.is_none_or(|method| method == Method::React)
 }
 
 /// What the summary needs besides the outcomes.
@@ -188,8 +245,17 @@ impl Summary {
         };
         let wall_seconds = context.wall_time.as_secs_f64();
         let n_run_now = outcomes.len() - context.resumed;
+        let method = match outcomes.first() {
+            Some(first) if outcomes.iter().all(|outcome| outcome.method == first.method) => {
+                Some(first.method)
+            }
+            Some(_) => None,
+            None => Some(Method::React),
+        };
         Summary {
             task: context.task,
+            method,
+            method_summary: MethodSummary::of(outcomes, method),
             scores: overall,
             accuracy: (context.task == Task::Fever).then_some(overall.em),
             by_type: group(by_type),
@@ -232,7 +298,30 @@ impl Summary {
             "questions      {} selected, {} done ({} resumed, {errors}){status}",
             self.selected, self.done, self.resumed
         )?;
+        if let Some(method) = self.method.filter(|method| *method != Method::React) {
+            writeln!(out, "method         {method}")?;
+        }
         self.scores.write_headline(self.task, out)?;
+        if let Some(share) = self.method_summary.vote_share {
+            writeln!(
+                out,
+                "vote share     {share:.4} (mean share of the samples the winning answer held)"
+            )?;
+        }
+        if let Some(rate) = self.method_summary.backoff_rate {
+            let reasons: Vec<String> = self
+                .method_summary
+                .backoffs
+                .iter()
+                .map(|(reason, n)| format!("{reason} {n}"))
+                .collect();
+            let reasons = if reasons.is_empty() {
+                String::new()
+            } else {
+                format!(": {}", reasons.join(", "))
+            };
+            writeln!(out, "backoff rate   {rate:.4} of the questions{reasons}")?;
+        }
         for (title, groups) in [("by type", &self.by_type), ("by stop", &self.by_stopped)] {
             if groups.is_empty() {
                 continue;

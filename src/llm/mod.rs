@@ -39,6 +39,27 @@ pub enum CallPurpose {
     RewriteQuestion,
     /// `--api tools`: the second call when a reply held no function call, after a reminder.
     Reminder,
+    /// A CoT or Standard completion, one or several ([`Llm::sample`]).
+    Sample,
+}
+
+/// A request for `n` completions of one prompt (CoT-SC's samples; `n` = 1 for CoT and Standard).
+#[derive(Debug, Clone, Copy)]
+pub struct SampleRequest<'a> {
+    pub prompt: &'a str,
+    pub stop: &'a [String],
+    /// How many completions to ask for in this request.
+    pub n: usize,
+    /// The sampling temperature, instead of the model's own setting; `None` keeps it.
+    pub temperature: Option<f64>,
+}
+
+/// The completions one sampling request brought back (at most the `n` asked; a server may send
+/// fewer), and what the request cost when the server says.
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
+pub struct Samples {
+    pub texts: Vec<String>,
+    pub usage: Option<TokenUsage>,
 }
 
 /// What the model wrote, and what it cost when the server says.
@@ -66,6 +87,25 @@ pub trait Llm: Send + Sync {
         Box::pin(async move { Err(LlmError::NoToolCalling { model }) })
     }
 
+    /// Up to `n` completions of one prompt in one request. A model with no way to ask for several
+    /// answers with one completion (the caller asks again for the rest).
+    fn sample<'a>(&'a self, request: SampleRequest<'a>) -> BoxFuture<'a, Result<Samples, LlmError>> {
+        Box::pin(async move {
+            let completion = self
+                .complete(LlmRequest {
+                    prompt: request.prompt,
+                    stop: request.stop,
+                    step: 0,
+                    purpose: CallPurpose::Sample,
+                })
+                .await?;
+            Ok(Samples {
+                texts: vec![completion.text],
+                usage: completion.usage,
+            })
+        })
+    }
+
     /// The model's name, as recorded in run files.
     fn model(&self) -> &str;
 
@@ -82,6 +122,8 @@ pub trait Llm: Send + Sync {
 pub enum LlmError {
     #[error("the recording has no completion for step {step} (call {call} of that step)")]
     ReplayExhausted { step: usize, call: usize },
+    #[error("the recording has no samples for sampling request {request}")]
+    ReplaySamplesExhausted { request: usize },
     /// A status the server will answer again the same way (bad key, unknown model, bad parameter,
     /// an endpoint it does not implement): not retried.
     #[error("the model server at `{url}` rejected the request ({status}): {message}")]

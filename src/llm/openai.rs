@@ -34,7 +34,10 @@ use futures::future::BoxFuture;
 use reqwest::StatusCode;
 use serde_json::{Map, Value, json};
 
-use super::{Completion, ConverseRequest, Llm, LlmError, LlmRequest, Reply, TokenUsage};
+use super::{
+    CallPurpose, Completion, ConverseRequest, Llm, LlmError, LlmRequest, Reply, SampleRequest, Samples,
+    TokenUsage,
+};
 
 pub use wire::CONTINUE_INSTRUCTION;
 
@@ -256,6 +259,8 @@ struct Refused {
     temperature: AtomicBool,
     /// The server wants `max_completion_tokens` instead of `max_tokens`.
     max_tokens: AtomicBool,
+    /// The server refuses `n` (several completions a request): samples are asked one by one.
+    n: AtomicBool,
 }
 
 /// How many refused parameters one call adapts to before giving up.
@@ -489,6 +494,9 @@ impl OpenAiClient {
         if names("temperature") {
             return refuse(&self.refused.temperature, "temperature");
         }
+        if names("n") {
+            return refuse(&self.refused.n, "n");
+        }
         if self.config.max_tokens.is_some()
             && (names("max_tokens") || message.contains("max_completion_tokens"))
         {
@@ -587,23 +595,70 @@ impl OpenAiClient {
 
     /// A response body read as a completion: its first choice and the tokens it cost.
     fn first_choice(&self, bytes: &[u8]) -> Result<(wire::Choice, Option<TokenUsage>), LlmError> {
+        let (choices, usage) = self.choices(bytes)?;
         let url = display_url(&self.url);
+        let choice = choices.into_iter().next().ok_or(LlmError::NoChoices { url })?;
+        Ok((choice, usage))
+    }
+
+    /// A response body read as completions: its choices in the order sent, and the tokens the
+    /// request cost.
+    fn choices(&self, bytes: &[u8]) -> Result<(Vec<wire::Choice>, Option<TokenUsage>), LlmError> {
         // serde quotes what it could not read, and a hostile server may echo the key there.
         let response: wire::CompletionResponse =
             serde_json::from_slice(bytes).map_err(|error| LlmError::InvalidResponse {
-                url: url.clone(),
+                url: display_url(&self.url),
                 source: self.server_words(&error.to_string()),
             })?;
         let usage = response.usage.map(|usage| TokenUsage {
             prompt_tokens: usage.prompt_tokens.unwrap_or(0),
             completion_tokens: usage.completion_tokens.unwrap_or(0),
         });
-        let choice = response
-            .choices
+        Ok((response.choices, usage))
+    }
+
+    /// Several completions of one prompt: `n` (left out for one, or once the server refused it)
+    /// and the sampling temperature over the model's; the choices cut at the stop sequences and
+    /// capped like any completion, never more than `n` of them.
+    async fn sample_request(&self, request: SampleRequest<'_>) -> Result<Samples, LlmError> {
+        let text_request = LlmRequest {
+            prompt: request.prompt,
+            stop: request.stop,
+            step: 0,
+            purpose: CallPurpose::Sample,
+        };
+        let build = || {
+            let mut body = self.body(&text_request);
+            if let Value::Object(fields) = &mut body {
+                if request.n > 1 && !self.refused.n.load(Ordering::Relaxed) {
+                    fields.insert("n".to_owned(), json!(request.n));
+                }
+                if let Some(temperature) = request.temperature
+                    && !self.refused.temperature.load(Ordering::Relaxed)
+                {
+                    fields.insert("temperature".to_owned(), json!(temperature));
+                }
+            }
+            body
+        };
+        let bytes = self.exchange(build, request.stop, false).await?;
+        let (choices, usage) = self.choices(&bytes)?;
+        if choices.is_empty() {
+            return Err(LlmError::NoChoices {
+                url: display_url(&self.url),
+            });
+        }
+        let texts = choices
             .into_iter()
-            .next()
-            .ok_or(LlmError::NoChoices { url })?;
-        Ok((choice, usage))
+            .take(request.n.max(1))
+            .map(|choice| {
+                let mut text = choice.into_text();
+                text.truncate(stop_index(&text, request.stop));
+                cap_completion(&mut text);
+                text
+            })
+            .collect();
+        Ok(Samples { texts, usage })
     }
 
     async fn complete_request(&self, request: LlmRequest<'_>) -> Result<Completion, LlmError> {
@@ -673,6 +728,10 @@ impl Llm for OpenAiClient {
 
     fn converse<'a>(&'a self, request: ConverseRequest<'a>) -> BoxFuture<'a, Result<Reply, LlmError>> {
         Box::pin(self.converse_request(request))
+    }
+
+    fn sample<'a>(&'a self, request: SampleRequest<'a>) -> BoxFuture<'a, Result<Samples, LlmError>> {
+        Box::pin(self.sample_request(request))
     }
 
     fn model(&self) -> &str {

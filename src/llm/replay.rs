@@ -5,7 +5,9 @@ use std::sync::Mutex;
 
 use futures::future::BoxFuture;
 
-use super::{Api, Completion, ConverseRequest, Llm, LlmError, LlmRequest, Reply, ReplyMessage};
+use super::{
+    Api, Completion, ConverseRequest, Llm, LlmError, LlmRequest, Reply, ReplyMessage, SampleRequest, Samples,
+};
 
 /// Serves `completions[step - 1][k]` (or `replies[step - 1][k]`) for the `k`-th call of a step,
 /// whatever the prompt says.
@@ -17,6 +19,10 @@ pub struct ReplayLlm {
     api: Option<Api>,
     /// How many calls each step has had so far.
     calls: Mutex<Vec<usize>>,
+    /// The completions of each sampling request, in the order the requests were made.
+    samples: Vec<Vec<String>>,
+    /// How many sampling requests have been served.
+    sample_requests: Mutex<usize>,
 }
 
 impl ReplayLlm {
@@ -29,6 +35,8 @@ impl ReplayLlm {
             replies: Vec::new(),
             api: None,
             calls,
+            samples: Vec::new(),
+            sample_requests: Mutex::new(0),
         }
     }
 
@@ -42,7 +50,16 @@ impl ReplayLlm {
             replies,
             api: Some(Api::Tools),
             calls,
+            samples: Vec::new(),
+            sample_requests: Mutex::new(0),
         }
+    }
+
+    /// Adds the completions of a run's sampling requests (CoT, Standard, CoT-SC), served one
+    /// request's worth per [`Llm::sample`] call, in order, whatever the prompt and `n` say.
+    pub fn with_samples(mut self, samples: Vec<Vec<String>>) -> ReplayLlm {
+        self.samples = samples;
+        self
     }
 
     /// Says which API made the recording (a text run's `chat` or `completions`).
@@ -76,6 +93,22 @@ impl Llm for ReplayLlm {
             text: text.clone(),
             usage: None,
         });
+        Box::pin(async move { result })
+    }
+
+    fn sample<'a>(&'a self, request: SampleRequest<'a>) -> BoxFuture<'a, Result<Samples, LlmError>> {
+        let mut served = self
+            .sample_requests
+            .lock()
+            .unwrap_or_else(|poisoned| poisoned.into_inner());
+        *served += 1;
+        let result = match self.samples.get(*served - 1) {
+            Some(texts) => Ok(Samples {
+                texts: texts.iter().take(request.n).cloned().collect(),
+                usage: None,
+            }),
+            None => Err(LlmError::ReplaySamplesExhausted { request: *served }),
+        };
         Box::pin(async move { result })
     }
 

@@ -167,12 +167,14 @@ fn file_view(scored: ScoredFile, kinds: Option<&Kinds>) -> FileView {
     let outcomes: Vec<Outcome> = scored
         .runs
         .iter()
-        .map(|run| Outcome {
-            kind: kind_of(run).and_then(|(kind, _)| kind.clone()),
-            stopped: run.stopped(),
-            score: Some(run.score),
-            n_steps: run.run.steps.len(),
-            usage: run.run.usage,
+        .map(|run| {
+            let mut outcome = Outcome::scored(
+                &run.run,
+                kind_of(run).and_then(|(kind, _)| kind.clone()),
+                Some(run.score),
+            );
+            outcome.stopped = run.stopped();
+            outcome
         })
         .collect();
     let summary = Summary::new(

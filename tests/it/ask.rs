@@ -5,7 +5,6 @@ use futures::future::BoxFuture;
 use react_docstore::ask::{self, AgentConfig, AskConfig, AskOutput, Outcome};
 use react_docstore::chat::{self, ChatConfig, ChatOutput};
 use react_docstore::docstore::{ContextParagraph, Docstore, DocstoreError, DocstoreSource};
-use react_docstore::fewshot::Fewshot;
 use react_docstore::input::Interaction;
 use react_docstore::llm::Api;
 use react_docstore::prompt::PromptOptions;
@@ -54,8 +53,9 @@ impl Docstore for FixedExplorer {
 fn agent_config(today: Option<&str>) -> AgentConfig {
     AgentConfig {
         profile: Profile::Default,
-        max_steps: 7,
-        fewshot: Fewshot::hotpotqa(),
+        method: react_docstore::solver::MethodConfig::default(),
+        max_steps: None,
+        examples: react_docstore::solver::Examples::Bundled(react_docstore::fewshot::Bundled::HotpotQa),
         prompt_options: PromptOptions {
             today: today.map(str::to_owned),
         },

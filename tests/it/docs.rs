@@ -684,7 +684,6 @@ fn run_example(command: &str, dir: &Path, env: &[(String, String)]) -> Vec<Strin
 #[tokio::test(flavor = "multi_thread")]
 async fn every_console_example_prints_what_the_docs_show() {
     let wiki = crate::mock_wikipedia().await;
-    let schema = run_schema();
     let mut failures = Vec::new();
     let mut n_examples = 0;
     for doc in documents() {
@@ -741,7 +740,7 @@ async fn every_console_example_prints_what_the_docs_show() {
             if path.to_string_lossy().ends_with(".results.jsonl") {
                 for line in std::fs::read_to_string(&path).unwrap().lines() {
                     let run: Value = serde_json::from_str(line).unwrap();
-                    let errors = validate(&schema, &run);
+                    let errors = validate_run(&run);
                     assert!(errors.is_empty(), "{}: {errors:?}", path.display());
                 }
             }
@@ -760,8 +759,20 @@ async fn every_console_example_prints_what_the_docs_show() {
 
 /// `docs/run.v1.schema.json`.
 fn run_schema() -> Value {
-    let path = Path::new(env!("CARGO_MANIFEST_DIR")).join("docs/run.v1.schema.json");
+    schema_file("docs/run.v1.schema.json")
+}
+
+fn schema_file(path: &str) -> Value {
+    let path = Path::new(env!("CARGO_MANIFEST_DIR")).join(path);
     serde_json::from_str(&std::fs::read_to_string(path).unwrap()).unwrap()
+}
+
+/// What `run` breaks of the schema of its format (`run.v1` or `run.v2`).
+fn validate_run(run: &Value) -> Vec<String> {
+    match run["format"].as_str() {
+        Some("react-docstore.run.v2") => validate(&schema_file("docs/run.v2.schema.json"), run),
+        _ => validate(&run_schema(), run),
+    }
 }
 
 /// The JSON Schema keywords `validate` knows; any other in the schema is an error, so the schema
@@ -927,6 +938,20 @@ fn every_recorded_run_validates_against_the_run_schema() {
     }
     assert_eq!(n_runs, files.len());
     assert!(files.len() > 500, "the 512 Reflexion runs alone: {}", files.len());
+    // The methods' recorded evaluations: a results line per run, of every method and format.
+    let mut methods = BTreeSet::new();
+    for entry in std::fs::read_dir(crate::fixture("runs/methods")).unwrap() {
+        let path = entry.unwrap().path();
+        if path.extension().is_some_and(|ext| ext == "jsonl") {
+            for line in std::fs::read_to_string(&path).unwrap().lines() {
+                let run: Value = serde_json::from_str(line).unwrap();
+                let errors = validate_run(&run);
+                assert!(errors.is_empty(), "{}: {errors:?}", path.display());
+                methods.insert(run["method"].as_str().unwrap().to_owned());
+            }
+        }
+    }
+    assert_eq!(methods.len(), 7, "{methods:?}");
 }
 
 // ---------------------------------------------------------------------------------------------

@@ -476,8 +476,9 @@ fn config(questions: PathBuf, results: PathBuf, concurrency: usize) -> EvalConfi
         selection: Selection::default(),
         contexts: Contexts::Unused,
         profile: Profile::Default,
-        max_steps: 4,
-        fewshot: None,
+        method: react_docstore::solver::MethodConfig::default(),
+        max_steps: Some(4),
+        fewshot: Vec::new(),
         concurrency,
         results,
         resume: Resume::SkipDone,
@@ -591,7 +592,7 @@ async fn eval_scores_every_way_a_run_ends_and_resumes_without_calls() {
 
     // A budget of one step finishes no question: exit code 1, "ran but nothing answered".
     let one_step = EvalConfig {
-        max_steps: 1,
+        max_steps: Some(1),
         results: dir.path().join("one-step.jsonl"),
         ..config.clone()
     };

@@ -53,7 +53,8 @@ pub fn binary() -> std::process::Command {
         .env_remove("OPENAI_BASE_URL")
         .env_remove("REACT_MODEL")
         .env_remove("REACT_PROFILE")
-        .env_remove("REACT_API");
+        .env_remove("REACT_API")
+        .env_remove("REACT_METHOD");
     command
 }
 
@@ -78,6 +79,7 @@ mod index;
 mod layers;
 mod llm;
 mod mcp;
+mod methods;
 mod replay;
 mod replay_live;
 mod report;

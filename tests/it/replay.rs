@@ -273,7 +273,7 @@ fn a_run_file_round_trips_and_bad_files_name_the_problem() {
     check(
         "format.json",
         "{\"format\": \"react-docstore.run.v0\", \"question\": \"q\", \"steps\": []}",
-        "run file `DIR/format.json`: field `format` is `react-docstore.run.v0`, expected `react-docstore.run.v1`",
+        "run file `DIR/format.json`: field `format` is `react-docstore.run.v0`, expected `react-docstore.run.v1` or `react-docstore.run.v2`",
     );
     let unnumbered = dir.path().join("unnumbered.json");
     std::fs::write(

@@ -1,0 +1,129 @@
+//! `Method`: which row of the ReAct paper's Table 1 answers a question — ReAct, Act, CoT,
+//! Standard, CoT-SC, or one of the two backoffs between ReAct and CoT-SC.
+//!
+//! Only the names live here, beside the profile, so that run files can record them; the solvers
+//! that carry them out live in the `solver` module, above the agent.
+
+use std::fmt;
+use std::str::FromStr;
+
+/// A way of answering a question, as the ReAct paper compares them.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default)]
+pub enum Method {
+    /// Thought / Action / Observation steps (`webthink_simple6`).
+    #[default]
+    React,
+    /// Action / Observation steps, no thoughts (`webact_simple6`).
+    Act,
+    /// One reasoning completion ending in `Answer:` (`cotqa_simple6`).
+    Cot,
+    /// One answer, no reasoning (`webqa_simple6`).
+    Standard,
+    /// Self-consistency: N CoT samples, the majority answer.
+    CotSc,
+    /// ReAct; CoT-SC answers when ReAct ends without an answer (budget or repeated action).
+    ReactThenCotSc,
+    /// CoT-SC; ReAct answers when the majority holds fewer than half the samples.
+    CotScThenReact,
+}
+
+/// Every method, in the order the paper's Table 1 lists them.
+pub const METHODS: [Method; 7] = [
+    Method::Standard,
+    Method::Cot,
+    Method::CotSc,
+    Method::Act,
+    Method::React,
+    Method::CotScThenReact,
+    Method::ReactThenCotSc,
+];
+
+impl Method {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Method::React => "react",
+            Method::Act => "act",
+            Method::Cot => "cot",
+            Method::Standard => "standard",
+            Method::CotSc => "cot-sc",
+            Method::ReactThenCotSc => "react-then-cot-sc",
+            Method::CotScThenReact => "cot-sc-then-react",
+        }
+    }
+
+    /// Whether the method runs the Search / Lookup loop (ReAct or Act, alone or in a backoff).
+    pub fn acts(self) -> bool {
+        !matches!(self, Method::Cot | Method::Standard | Method::CotSc)
+    }
+
+    /// Whether the method samples CoT answers and votes on them.
+    pub fn samples(self) -> bool {
+        matches!(
+            self,
+            Method::CotSc | Method::ReactThenCotSc | Method::CotScThenReact
+        )
+    }
+
+    /// Whether the method backs off from one phase to another.
+    pub fn backs_off(self) -> bool {
+        matches!(self, Method::ReactThenCotSc | Method::CotScThenReact)
+    }
+
+    /// The names this build knows, for messages.
+    pub fn known() -> String {
+        let names: Vec<String> = METHODS.iter().map(|method| format!("`{method}`")).collect();
+        names.join(", ")
+    }
+}
+
+impl fmt::Display for Method {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+impl FromStr for Method {
+    type Err = String;
+
+    fn from_str(s: &str) -> Result<Self, Self::Err> {
+        METHODS
+            .into_iter()
+            .find(|method| method.as_str() == s)
+            .ok_or_else(|| format!("unknown method `{s}`: this build knows {}", Method::known()))
+    }
+}
+
+impl serde::Serialize for Method {
+    fn serialize<S: serde::Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        serializer.serialize_str(self.as_str())
+    }
+}
+
+/// A run file naming a method this build does not know is refused with the method's name.
+impl<'de> serde::Deserialize<'de> for Method {
+    fn deserialize<D: serde::Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        let name = String::deserialize(deserializer)?;
+        name.parse().map_err(serde::de::Error::custom)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn names_round_trip_and_unknown_names_are_refused() {
+        for method in METHODS {
+            assert_eq!(method.as_str().parse::<Method>(), Ok(method));
+            let json = serde_json::to_string(&method).unwrap();
+            assert_eq!(serde_json::from_str::<Method>(&json).unwrap(), method);
+        }
+        let error = serde_json::from_str::<Method>("\"tree-of-thoughts\"").unwrap_err();
+        assert!(
+            error.to_string().contains("unknown method `tree-of-thoughts`"),
+            "{error}"
+        );
+        assert!(!Method::Cot.acts() && Method::CotScThenReact.acts() && Method::Act.acts());
+        assert!(Method::ReactThenCotSc.samples() && !Method::Cot.samples());
+    }
+}

@@ -1,0 +1,533 @@
+//! `Solver`: a question answered by one method of the ReAct paper's Table 1 — a solver per kind
+//! (the ReAct or Act loop of [`Agent`], one CoT or Standard completion, CoT-SC's samples and
+//! vote), and the two backoffs composed from them.
+//!
+//! The prompts of a method's phases are built once per evaluation, so their prefix (instruction
+//! and examples) is byte-identical across questions and a server's prefix cache reuses it.
+
+pub mod answer;
+pub mod vote;
+
+use futures::future::join_all;
+
+use crate::action::ActionGrammar;
+use crate::agent::{Agent, Episode, StepEvent};
+use crate::environment::Environment;
+use crate::fewshot::{Bundled, Fewshot, FewshotError, Format};
+use crate::llm::{Llm, LlmError, SampleRequest, Samples};
+use crate::method::Method;
+use crate::profile::Profile;
+use crate::prompt::{Prompt, PromptOptions};
+use crate::run::{Backoff, BackoffReason, RUN_FORMAT_V2, Run, Sample, Stopped};
+use crate::scratchpad::Scratchpad;
+use crate::tool::Toolbox;
+
+pub use answer::{AnswerKind, ReadCompletion, fever_label, read_completion};
+pub use vote::{is_weak, majority};
+
+/// CoT-SC's samples per question, as in the paper.
+pub const DEFAULT_SAMPLES: usize = 21;
+/// CoT-SC's sampling temperature, as in the paper.
+pub const DEFAULT_SAMPLE_TEMPERATURE: f64 = 0.7;
+/// The ReAct paper's step budget for FEVER when backing off ("7 and 5 steps for HotpotQA and
+/// FEVER respectively").
+pub const FEVER_BACKOFF_MAX_STEPS: usize = 5;
+
+/// Which method, and how CoT-SC samples.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct MethodConfig {
+    pub method: Method,
+    /// CoT-SC's N: samples asked per question.
+    pub samples: usize,
+    /// CoT-SC's sampling temperature.
+    pub sample_temperature: f64,
+}
+
+impl Default for MethodConfig {
+    fn default() -> MethodConfig {
+        MethodConfig {
+            method: Method::React,
+            samples: DEFAULT_SAMPLES,
+            sample_temperature: DEFAULT_SAMPLE_TEMPERATURE,
+        }
+    }
+}
+
+impl MethodConfig {
+    /// The step budget: the one given, else the notebook's 7 — and for FEVER with a backoff
+    /// method, the paper's 5.
+    pub fn max_steps(&self, given: Option<usize>, task: Bundled) -> usize {
+        given.unwrap_or(match (self.method.backs_off(), task) {
+            (true, Bundled::Fever) => FEVER_BACKOFF_MAX_STEPS,
+            _ => crate::agent::DEFAULT_MAX_STEPS,
+        })
+    }
+}
+
+/// The few-shot examples of a method's phases: the bundled ones of a task, or the user's files
+/// (one per phase, each in its phase's format; ReAct examples serve Act without their thoughts).
+#[derive(Debug, Clone)]
+pub enum Examples {
+    Bundled(Bundled),
+    Files(Vec<Fewshot>),
+}
+
+/// Why a method cannot be set up.
+#[derive(Debug, thiserror::Error)]
+pub enum SolverError {
+    #[error(transparent)]
+    Fewshot(#[from] FewshotError),
+    #[error(
+        "`--method {method}` runs {phases}: give one `--fewshot` file for each ({formats}), or none for the bundled examples"
+    )]
+    FewshotPerPhase {
+        method: Method,
+        phases: String,
+        formats: String,
+    },
+    #[error("`--samples` must be at least 1")]
+    NoSamples,
+}
+
+/// One method, set up for every question of a run or an evaluation: its phases' prompts, the
+/// action grammar, the step budget and the sampling. Cheap to share; the model is passed to
+/// each [`Solver::solve`], so an evaluation can watch it per question.
+#[derive(Debug, Clone)]
+pub struct Solver {
+    method: Method,
+    profile: Profile,
+    /// The ReAct or Act prompt (methods that act).
+    loop_prompt: Option<Prompt>,
+    /// The CoT or Standard prompt (methods that sample).
+    answer_prompt: Option<Prompt>,
+    grammar: ActionGrammar,
+    max_steps: usize,
+    samples: usize,
+    sample_temperature: f64,
+}
+
+impl Solver {
+    pub fn new(
+        config: &MethodConfig,
+        profile: Profile,
+        examples: &Examples,
+        toolbox: &Toolbox,
+        options: &PromptOptions,
+        max_steps: usize,
+    ) -> Result<Solver, SolverError> {
+        if config.samples == 0 {
+            return Err(SolverError::NoSamples);
+        }
+        let method = config.method;
+        let (loop_format, answer_format) = phase_formats(method);
+        let mut fewshots = pick_examples(method, examples, profile, [loop_format, answer_format])?;
+        let answer_fewshot = fewshots.pop().flatten();
+        let loop_fewshot = fewshots.pop().flatten();
+        let prompt = |fewshot: Fewshot| Prompt::new(profile, &fewshot, toolbox, options);
+        Ok(Solver {
+            method,
+            profile,
+            loop_prompt: loop_fewshot.map(prompt),
+            answer_prompt: answer_fewshot.map(prompt),
+            grammar: ActionGrammar::new(profile, toolbox.names()),
+            max_steps,
+            samples: config.samples,
+            sample_temperature: config.sample_temperature,
+        })
+    }
+
+    pub fn method(&self) -> Method {
+        self.method
+    }
+
+    /// The same method reading actions with `grammar` (a replay's: the tools a run recorded,
+    /// which the replay does not run).
+    pub fn with_grammar(self, grammar: ActionGrammar) -> Solver {
+        Solver { grammar, ..self }
+    }
+
+    pub fn grammar(&self) -> &ActionGrammar {
+        &self.grammar
+    }
+
+    /// The ReAct or Act prompt, for the methods that act.
+    pub fn loop_prompt(&self) -> Option<&Prompt> {
+        self.loop_prompt.as_ref()
+    }
+
+    /// The CoT or Standard prompt, for the methods that sample.
+    pub fn answer_prompt(&self) -> Option<&Prompt> {
+        self.answer_prompt.as_ref()
+    }
+
+    /// Answers one question. The run names its method, except a `react` run, whose file stays
+    /// what it always was (v1, no `method`); the other methods' runs are `run.v2`. Failures end
+    /// the run with `stopped: error`, keeping what was done.
+    pub async fn solve(
+        &self,
+        llm: &dyn Llm,
+        question: &str,
+        environment: &mut dyn Environment,
+        on_event: &mut (dyn FnMut(StepEvent<'_>) + Send),
+    ) -> Episode {
+        let mut episode = match self.method {
+            Method::React | Method::Act => self.act(llm, question, environment, on_event).await,
+            Method::Cot | Method::Standard => self.answer_once(llm, question, on_event).await,
+            Method::CotSc => self.self_consistency(llm, question, on_event).await,
+            Method::ReactThenCotSc => {
+                let first = self.act(llm, question, environment, on_event).await;
+                let reason = match first.run.stopped {
+                    Some(Stopped::MaxSteps) => Some(BackoffReason::MaxSteps),
+                    Some(Stopped::RepeatedAction) => Some(BackoffReason::RepeatedAction),
+                    _ => None,
+                };
+                self.back_off(
+                    first,
+                    reason,
+                    Method::React,
+                    Method::CotSc,
+                    llm,
+                    question,
+                    environment,
+                    on_event,
+                )
+                .await
+            }
+            Method::CotScThenReact => {
+                let first = self.self_consistency(llm, question, on_event).await;
+                let reason = match (&first.run.vote, first.run.stopped) {
+                    (_, Some(Stopped::Error)) => None,
+                    (Some(vote), _) if is_weak(vote) => Some(BackoffReason::WeakMajority),
+                    _ => None,
+                };
+                self.back_off(
+                    first,
+                    reason,
+                    Method::CotSc,
+                    Method::React,
+                    llm,
+                    question,
+                    environment,
+                    on_event,
+                )
+                .await
+            }
+        };
+        let run = &mut episode.run;
+        if self.method != Method::React {
+            run.format = RUN_FORMAT_V2.to_owned();
+            run.method = Some(self.method);
+        }
+        if self.method.backs_off() {
+            run.fewshot = self
+                .loop_prompt
+                .as_ref()
+                .map(|prompt| prompt.fewshot().to_owned());
+            run.cot_fewshot = self
+                .answer_prompt
+                .as_ref()
+                .map(|prompt| prompt.fewshot().to_owned());
+            run.max_steps = Some(self.max_steps);
+            run.tools = self.grammar.tool_names().to_vec();
+        }
+        episode
+    }
+
+    /// The ReAct or Act loop.
+    async fn act(
+        &self,
+        llm: &dyn Llm,
+        question: &str,
+        environment: &mut dyn Environment,
+        on_event: &mut (dyn FnMut(StepEvent<'_>) + Send),
+    ) -> Episode {
+        let prompt = self.loop_prompt.as_ref();
+        // invariant: every method that acts has a loop prompt (`phase_formats`)
+        let prompt = prompt.expect("a method that acts has a loop prompt");
+        Agent::new(llm, prompt, &self.grammar, self.max_steps)
+            .run(question, environment, on_event)
+            .await
+    }
+
+    /// CoT or Standard: one completion at the model's temperature.
+    async fn answer_once(
+        &self,
+        llm: &dyn Llm,
+        question: &str,
+        on_event: &mut (dyn FnMut(StepEvent<'_>) + Send),
+    ) -> Episode {
+        let (mut episode, prompt) = self.start_sampling(llm, question);
+        let stop = [format!("\n{}:", prompt.input_label())];
+        let request = SampleRequest {
+            prompt: episode.scratchpad.text(),
+            stop: &stop,
+            n: 1,
+            temperature: None,
+        };
+        match llm.sample(request).await {
+            Err(error) => fail(&mut episode.run, &error),
+            Ok(samples) => {
+                episode.run.usage.count_call(samples.usage);
+                let completion = samples.texts.into_iter().next().unwrap_or_default();
+                let read = read_completion(
+                    &completion,
+                    prompt.format(),
+                    AnswerKind::of_input(prompt.input_label()),
+                );
+                on_event(StepEvent::Sampled {
+                    index: None,
+                    thought: read.thought.as_deref(),
+                    answer: read.answer.as_deref(),
+                });
+                episode.scratchpad.push_text(&completion);
+                let run = &mut episode.run;
+                run.samples.push(Sample {
+                    completion,
+                    answer: read.answer.clone(),
+                    request: 1,
+                });
+                run.stopped = Some(if read.answer.is_some() {
+                    Stopped::Finish
+                } else {
+                    Stopped::NoAnswer
+                });
+                run.answer = read.answer;
+            }
+        }
+        episode
+    }
+
+    /// CoT-SC: N CoT samples at the sampling temperature, asked in one request (`n`); where the
+    /// server sends fewer choices than asked, the rest are asked again concurrently, in requests
+    /// of the size it did send, never more than N samples in all. The answer is the majority.
+    async fn self_consistency(
+        &self,
+        llm: &dyn Llm,
+        question: &str,
+        on_event: &mut (dyn FnMut(StepEvent<'_>) + Send),
+    ) -> Episode {
+        let (mut episode, prompt) = self.start_sampling(llm, question);
+        let stop = [format!("\n{}:", prompt.input_label())];
+        let kind = AnswerKind::of_input(prompt.input_label());
+        let request = |n| SampleRequest {
+            prompt: episode.scratchpad.text(),
+            stop: &stop,
+            n,
+            temperature: Some(self.sample_temperature),
+        };
+        let mut completions: Vec<(String, usize)> = Vec::new();
+        let mut failure: Option<LlmError> = None;
+        let mut n_requests = 0;
+        let mut usage = crate::run::Usage::default();
+        let mut take = |reply: Result<Samples, LlmError>,
+                        n_requests: &mut usize,
+                        completions: &mut Vec<(String, usize)>| {
+            *n_requests += 1;
+            match reply {
+                Ok(samples) => {
+                    usage.count_call(samples.usage);
+                    let room = self.samples.saturating_sub(completions.len());
+                    completions.extend(
+                        samples
+                            .texts
+                            .into_iter()
+                            .take(room)
+                            .map(|text| (text, *n_requests)),
+                    );
+                    None
+                }
+                Err(error) => Some(error),
+            }
+        };
+        failure = failure.or(take(
+            llm.sample(request(self.samples)).await,
+            &mut n_requests,
+            &mut completions,
+        ));
+        // The size of request the server honours: what it sent for N.
+        let per_request = completions.len().max(1);
+        while failure.is_none() && completions.len() < self.samples {
+            let missing = self.samples - completions.len();
+            let sizes: Vec<usize> = (0..missing.div_ceil(per_request))
+                .map(|idx| per_request.min(missing - idx * per_request))
+                .collect();
+            let before = completions.len();
+            let replies = join_all(sizes.into_iter().map(|n| llm.sample(request(n)))).await;
+            for reply in replies {
+                if let Some(error) = take(reply, &mut n_requests, &mut completions) {
+                    failure.get_or_insert(error);
+                }
+            }
+            if completions.len() == before {
+                break;
+            }
+        }
+        let run = &mut episode.run;
+        run.usage.add(&usage);
+        for (idx, (completion, request)) in completions.into_iter().enumerate() {
+            let read = read_completion(&completion, Format::Cot, kind);
+            on_event(StepEvent::Sampled {
+                index: Some(idx + 1),
+                thought: read.thought.as_deref(),
+                answer: read.answer.as_deref(),
+            });
+            run.samples.push(Sample {
+                completion,
+                answer: read.answer,
+                request,
+            });
+        }
+        if let Some(error) = failure {
+            fail(run, &error);
+            return episode;
+        }
+        let vote = majority(&run.samples, self.samples, self.sample_temperature);
+        on_event(StepEvent::Voted {
+            answer: vote.answer.as_deref(),
+            votes: vote.votes,
+            samples: vote.samples,
+        });
+        run.stopped = Some(if vote.answer.is_some() {
+            Stopped::Finish
+        } else {
+            Stopped::NoAnswer
+        });
+        run.answer = vote.answer.clone();
+        run.vote = Some(vote);
+        if let Some(first) = run.samples.first() {
+            let first = first.completion.clone();
+            episode.scratchpad.push_text(&first);
+        }
+        episode
+    }
+
+    /// The run record and scratchpad of a sampling phase, and its prompt.
+    fn start_sampling(&self, llm: &dyn Llm, question: &str) -> (Episode, &Prompt) {
+        let prompt = self.answer_prompt.as_ref();
+        // invariant: every method that samples has an answer prompt (`phase_formats`)
+        let prompt = prompt.expect("a method that samples has an answer prompt");
+        let mut run = Run::new(question, self.profile);
+        run.model = Some(llm.model().to_owned());
+        run.api = llm.api();
+        run.fewshot = Some(prompt.fewshot().to_owned());
+        let scratchpad = Scratchpad::new(prompt.answer_request(question));
+        (Episode::new(run, scratchpad, prompt.text().len()), prompt)
+    }
+
+    /// A backoff: the first phase's episode kept when `reason` is `None`, else the second phase
+    /// run and both recorded in one run (the steps of one, the samples and vote of the other;
+    /// usage summed; the answer and stop the second's).
+    #[allow(clippy::too_many_arguments)]
+    async fn back_off(
+        &self,
+        first: Episode,
+        reason: Option<BackoffReason>,
+        from: Method,
+        to: Method,
+        llm: &dyn Llm,
+        question: &str,
+        environment: &mut dyn Environment,
+        on_event: &mut (dyn FnMut(StepEvent<'_>) + Send),
+    ) -> Episode {
+        let Some(reason) = reason else {
+            let mut first = first;
+            if first.run.stopped != Some(Stopped::Error) {
+                first.run.answered_by = Some(from);
+            }
+            return first;
+        };
+        on_event(StepEvent::BackedOff {
+            from: from.as_str(),
+            to: to.as_str(),
+            reason: reason.as_str(),
+        });
+        let second = match to {
+            Method::CotSc => self.self_consistency(llm, question, on_event).await,
+            _ => self.act(llm, question, environment, on_event).await,
+        };
+        let mut run = first.run;
+        let then = second.run.clone();
+        run.steps.extend(then.steps);
+        run.samples.extend(then.samples);
+        run.vote = run.vote.or(then.vote);
+        run.usage.add(&then.usage);
+        run.answer = then.answer;
+        run.stopped = then.stopped;
+        run.error = then.error;
+        run.backoff = Some(Backoff { from, to, reason });
+        if run.stopped != Some(Stopped::Error) {
+            run.answered_by = Some(to);
+        }
+        second.with_run(run)
+    }
+}
+
+/// The formats of a method's loop phase and answer phase, when it has them.
+fn phase_formats(method: Method) -> (Option<Format>, Option<Format>) {
+    match method {
+        Method::React => (Some(Format::React), None),
+        Method::Act => (Some(Format::Act), None),
+        Method::Cot | Method::CotSc => (None, Some(Format::Cot)),
+        Method::Standard => (None, Some(Format::Standard)),
+        Method::ReactThenCotSc | Method::CotScThenReact => (Some(Format::React), Some(Format::Cot)),
+    }
+}
+
+/// The examples of each phase whose format is given: bundled, or the user's file in that format.
+fn pick_examples(
+    method: Method,
+    examples: &Examples,
+    profile: Profile,
+    formats: [Option<Format>; 2],
+) -> Result<Vec<Option<Fewshot>>, SolverError> {
+    let needed_by = format!("`--method {method}`");
+    match examples {
+        Examples::Bundled(task) => Ok(formats
+            .iter()
+            .map(|format| format.map(|format| Fewshot::bundled(*task, format, profile)))
+            .collect()),
+        Examples::Files(files) if files.len() == 1 && formats.iter().flatten().count() == 1 => {
+            let format = formats.iter().flatten().next().copied();
+            let fewshot = files[0].clone();
+            formats
+                .iter()
+                .map(|phase| match (phase, format) {
+                    (Some(_), Some(format)) => Ok(Some(fewshot.clone().in_format(format, &needed_by)?)),
+                    _ => Ok(None),
+                })
+                .collect()
+        }
+        Examples::Files(files) => {
+            let wanted: Vec<Format> = formats.iter().flatten().copied().collect();
+            let per_phase = || SolverError::FewshotPerPhase {
+                method,
+                phases: format!("{} phases", wanted.len()),
+                formats: wanted
+                    .iter()
+                    .map(|format| format.as_str())
+                    .collect::<Vec<_>>()
+                    .join("; "),
+            };
+            if files.len() != wanted.len() {
+                return Err(per_phase());
+            }
+            formats
+                .iter()
+                .map(|phase| {
+                    let Some(format) = phase else { return Ok(None) };
+                    files
+                        .iter()
+                        .find(|file| file.format == *format)
+                        .cloned()
+                        .map(Some)
+                        .ok_or_else(per_phase)
+                })
+                .collect()
+        }
+    }
+}
+
+fn fail(run: &mut Run, error: &(dyn std::error::Error + 'static)) {
+    run.stopped = Some(Stopped::Error);
+    run.error = Some(crate::agent::error_chain(error));
+}

@@ -1,0 +1,105 @@
+//! CoT-SC's vote: the majority of the samples' normalised answers.
+
+use std::collections::HashMap;
+
+use crate::metrics::normalize_answer;
+use crate::run::{Sample, Vote};
+
+/// The majority over `samples` of `n_samples` asked at `temperature`. Answers are compared after
+/// the official metric's normalisation (`The Beatles.` = `beatles`); the winner is written as
+/// first sampled. A tie goes to the answer sampled first. Samples without an answer do not
+/// vote, but count in the N the share is taken of.
+pub fn majority(samples: &[Sample], n_samples: usize, temperature: f64) -> Vote {
+    // normalised answer → (votes, index of its first sample)
+    let mut tally: HashMap<String, (usize, usize)> = HashMap::new();
+    let mut answered = 0;
+    for (idx, sample) in samples.iter().enumerate() {
+        let Some(answer) = &sample.answer else { continue };
+        answered += 1;
+        tally
+            .entry(normalize_answer(answer))
+            .and_modify(|(votes, _)| *votes += 1)
+            .or_insert((1, idx));
+    }
+    let winner = tally
+        .values()
+        .max_by(|(votes_a, first_a), (votes_b, first_b)| votes_a.cmp(votes_b).then(first_b.cmp(first_a)));
+    Vote {
+        answer: winner.and_then(|&(_, first)| samples[first].answer.clone()),
+        votes: winner.map_or(0, |&(votes, _)| votes),
+        samples: n_samples,
+        answered,
+        temperature,
+    }
+}
+
+/// Whether CoT-SC's majority is too weak to keep (`cot-sc-then-react` backs off to ReAct): it
+/// holds fewer than half of the N samples — 10 of 21 backs off, 11 keeps; no answer at all
+/// backs off.
+pub fn is_weak(vote: &Vote) -> bool {
+    vote.answer.is_none() || 2 * vote.votes < vote.samples
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn samples(answers: &[Option<&str>]) -> Vec<Sample> {
+        answers
+            .iter()
+            .map(|answer| Sample {
+                completion: String::new(),
+                answer: answer.map(str::to_owned),
+                request: 1,
+            })
+            .collect()
+    }
+
+    #[test]
+    fn the_majority_of_normalised_answers_wins_ties_go_to_the_first_sampled() {
+        let vote = majority(
+            &samples(&[Some("Paris"), Some("the Beatles."), Some("Beatles"), None]),
+            4,
+            0.7,
+        );
+        assert_eq!(
+            (vote.answer.as_deref(), vote.votes, vote.samples, vote.answered),
+            (Some("the Beatles."), 2, 4, 3)
+        );
+        // A three-way tie: the answer sampled first, whatever order the others come in.
+        let vote = majority(
+            &samples(&[
+                None,
+                Some("b"),
+                Some("a"),
+                Some("c"),
+                Some("a"),
+                Some("c"),
+                Some("b"),
+            ]),
+            7,
+            0.7,
+        );
+        assert_eq!((vote.answer.as_deref(), vote.votes), (Some("b"), 2));
+        let vote = majority(&samples(&[None, None]), 21, 0.7);
+        assert_eq!((vote.answer.clone(), vote.votes, vote.answered), (None, 0, 0));
+        assert!(is_weak(&vote));
+    }
+
+    #[test]
+    fn fewer_than_half_of_the_samples_is_weak() {
+        // 21 samples: 10 votes backs off, 11 keeps, whatever the others answered or not.
+        let mut answers = vec![Some("x"); 10];
+        answers.extend(vec![None; 11]);
+        let ten = majority(&samples(&answers), 21, 0.7);
+        assert_eq!(ten.votes, 10);
+        assert!(is_weak(&ten));
+        answers[10] = Some("X.");
+        let eleven = majority(&samples(&answers), 21, 0.7);
+        assert_eq!((eleven.votes, eleven.answer.as_deref()), (11, Some("x")));
+        assert!(!is_weak(&eleven));
+        // An even N: exactly half keeps.
+        let half = majority(&samples(&[Some("a"), Some("a"), Some("b"), None]), 4, 0.7);
+        assert!(!is_weak(&half));
+    }
+}
