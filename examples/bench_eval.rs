@@ -8,7 +8,10 @@
 //! HotpotQA questions of `fixtures/docstore/hotpotqa-distractor-100.json` are evaluated over
 //! `--docstore distractor` (each question searching its own ten paragraphs: an exact title, a
 //! title with a letter dropped, a Lookup), after timing how long a question's paragraphs take to
-//! open. Every run prints the load average beside its figures.
+//! open; with `-- --cot-sc`, `--method cot-sc` (21 samples a question) is timed against a server
+//! answering in 500 ms that honours `n` (one request a question), then one that ignores it (21
+//! requests a question, never more in flight than `--concurrency`). Every run prints the load
+//! average beside its figures.
 
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
@@ -255,9 +258,104 @@ fn time_opens(contexts: &[Vec<ContextParagraph>], rounds: usize) {
     );
 }
 
+/// A local OpenAI-compatible server for CoT-SC: every request answered after `SAMPLE_LATENCY`
+/// with `n` CoT completions (or one, as llama-cpp-python does), each arrival's time kept.
+struct SamplingModel {
+    honours_n: bool,
+    arrivals: Arc<std::sync::Mutex<Vec<Instant>>>,
+}
+
+const SAMPLE_LATENCY: Duration = Duration::from_millis(500);
+
+impl Respond for SamplingModel {
+    fn respond(&self, request: &Request) -> ResponseTemplate {
+        self.arrivals.lock().unwrap().push(Instant::now());
+        let body: serde_json::Value = serde_json::from_slice(&request.body).unwrap_or_default();
+        let n = if self.honours_n { body["n"].as_u64().unwrap_or(1) } else { 1 };
+        let choices: Vec<serde_json::Value> = (0..n)
+            .map(|idx| serde_json::json!({"index": idx, "text": " Let's think step by step. It is the answer.\nAnswer: answer", "finish_reason": "stop"}))
+            .collect();
+        ResponseTemplate::new(200)
+            .set_body_json(serde_json::json!({"choices": choices, "usage": {"prompt_tokens": 550, "completion_tokens": 16 * n}}))
+            .set_delay(SAMPLE_LATENCY)
+    }
+}
+
+/// The most requests in flight at once, from their arrival times (each takes `SAMPLE_LATENCY`).
+fn max_in_flight(arrivals: &[Instant]) -> usize {
+    let mut arrivals = arrivals.to_vec();
+    arrivals.sort();
+    (0..arrivals.len())
+        .map(|idx| {
+            arrivals[..=idx]
+                .iter()
+                .filter(|&&arrival| arrivals[idx].duration_since(arrival) < SAMPLE_LATENCY)
+                .count()
+        })
+        .max()
+        .unwrap_or(0)
+}
+
+/// `eval --method cot-sc` of `n_questions` at `concurrency` against a sampling server.
+async fn time_cot_sc(dir: &Path, honours_n: bool, n_questions: usize, concurrency: usize) {
+    let arrivals = Arc::new(std::sync::Mutex::new(Vec::new()));
+    let server = MockServer::builder().disable_request_recording().start().await;
+    Mock::given(method("POST"))
+        .and(path("/v1/completions"))
+        .respond_with(SamplingModel {
+            honours_n,
+            arrivals: Arc::clone(&arrivals),
+        })
+        .mount(&server)
+        .await;
+    let questions = write_questions(dir, n_questions);
+    let config = EvalConfig {
+        questions: questions.clone(),
+        selection: Selection::default(),
+        contexts: Contexts::Unused,
+        profile: Profile::Default,
+        method: react_docstore::solver::MethodConfig {
+            method: react_docstore::Method::CotSc,
+            ..react_docstore::solver::MethodConfig::default()
+        },
+        max_steps: None,
+        fewshot: Vec::new(),
+        concurrency,
+        results: dir.join(format!("cot-sc-{honours_n}-{n_questions}.results.jsonl")),
+        resume: Resume::SkipDone,
+        progress: Progress::Hidden,
+        log: LogOutput::stderr(),
+    };
+    let services = EvalServices {
+        llm: Arc::new(client(&server)),
+        docstore: Arc::new(InstantDocstore),
+        toolbox: Toolbox::default(),
+    };
+    let started = Instant::now();
+    let summary = eval::evaluate(&config, &services, std::future::pending())
+        .await
+        .expect("the benchmark evaluation runs");
+    let elapsed = started.elapsed();
+    assert_eq!((summary.done, summary.scores.em), (n_questions, 1.0));
+    let arrivals = arrivals.lock().unwrap();
+    let requests_per_question = arrivals.len() as f64 / n_questions as f64;
+    let ideal = SAMPLE_LATENCY.as_secs_f64() * (arrivals.len() as f64 / concurrency as f64).ceil();
+    println!(
+        "--method cot-sc, {n_questions} questions x 21 samples, server {} n, {}ms a request, --concurrency {concurrency}: {:.3} s (ideal {ideal:.1} s, {:.3}x); {requests_per_question:.0} requests a question, at most {} in flight; {}",
+        if honours_n { "honouring" } else { "ignoring" },
+        SAMPLE_LATENCY.as_millis(),
+        elapsed.as_secs_f64(),
+        elapsed.as_secs_f64() / ideal,
+        max_in_flight(&arrivals),
+        load_average()
+    );
+}
+
 enum Mode {
     /// An instant docstore: the agent's own overhead.
     Instant,
+    /// `--method cot-sc` against a server that honours `n`, then one that ignores it.
+    CotSc,
     /// Every search to the offline index at this directory.
     Index(PathBuf),
     /// Each question over its own context paragraphs.
@@ -269,8 +367,9 @@ fn main() {
         [] => Mode::Instant,
         [flag, dir] if flag == "--index" => Mode::Index(PathBuf::from(dir)),
         [flag] if flag == "--distractor" => Mode::Distractor,
+        [flag] if flag == "--cot-sc" => Mode::CotSc,
         _ => {
-            eprintln!("usage: bench_eval [--index DIR | --distractor]");
+            eprintln!("usage: bench_eval [--index DIR | --distractor | --cot-sc]");
             std::process::exit(2);
         }
     };
@@ -290,6 +389,10 @@ fn main() {
         );
     };
     match mode {
+        Mode::CotSc => runtime.block_on(async {
+            time_cot_sc(dir.path(), true, n, concurrency).await;
+            time_cot_sc(dir.path(), false, concurrency, concurrency).await;
+        }),
         Mode::Index(index) => runtime.block_on(async {
             let model = slow_model_server(HashMap::new()).await;
             let source = IndexSource::open(&index, Profile::Default).expect("the index opens");

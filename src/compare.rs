@@ -177,6 +177,8 @@ pub struct Side {
     pub mean_steps: f64,
     pub mean_tokens: f64,
     pub errors: usize,
+    /// The method of the side's runs (`--method`), `, `-joined when they mix.
+    pub method: String,
 }
 
 /// A difference B − A with its paired bootstrap 95% interval.
@@ -258,6 +260,9 @@ impl Comparison {
                 side.errors,
                 side.path.display()
             )?;
+        }
+        if self.a.method != self.b.method {
+            writeln!(out, "methods        A {}, B {}", self.a.method, self.b.method)?;
         }
         writeln!(
             out,
@@ -411,6 +416,12 @@ pub fn compare(a: &ScoredFile, b: &ScoredFile, seed: u64) -> Result<Comparison, 
             mean_steps: mean(&|run| run.run.steps.len() as f64),
             mean_tokens: mean(&|run| run.tokens() as f64),
             errors: runs.iter().filter(|run| run.stopped() == Stopped::Error).count(),
+            method: {
+                let mut methods: Vec<&str> = runs.iter().map(|run| run.run.method().as_str()).collect();
+                methods.sort_unstable();
+                methods.dedup();
+                methods.join(", ")
+            },
         }
     };
     Ok(Comparison {

@@ -151,11 +151,13 @@ async fn replay_recorded(
     (episode, unrecorded)
 }
 
-/// What a replayed run keeps of its recording: its identity (id, gold, docstore) and, when the
+/// What a replayed run keeps of its recording: its identity (id, method as named, gold,
+/// docstore) and, when the
 /// replay made the same calls, the tokens they cost (recorded completions carry no counts of
 /// their own); then it is scored.
 fn carry_over(run: &mut Run, recorded: &Run) {
     run.id = recorded.id.clone();
+    run.method = recorded.method;
     run.gold = recorded.gold.clone();
     run.docstore = recorded.docstore.clone();
     let usage = &mut run.usage;

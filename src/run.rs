@@ -187,6 +187,15 @@ impl BackoffReason {
             BackoffReason::WeakMajority => "weak_majority",
         }
     }
+
+    /// The reason in words, for traces.
+    pub fn describe(self) -> &'static str {
+        match self {
+            BackoffReason::MaxSteps => "it used its step budget without Finish",
+            BackoffReason::RepeatedAction => "it repeated an action until stopped",
+            BackoffReason::WeakMajority => "the majority holds fewer than half of the samples",
+        }
+    }
 }
 
 /// How a run ended.

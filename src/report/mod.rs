@@ -62,6 +62,8 @@ pub(crate) struct FileView {
     pub api: String,
     pub profile: String,
     pub docstore: String,
+    /// `react`, `cot-sc`, ...: the method of the runs (`--method`).
+    pub method: String,
 }
 
 /// Everything the page is made of.
@@ -218,6 +220,7 @@ fn file_view(scored: ScoredFile, kinds: Option<&Kinds>) -> FileView {
         model: distinct(&|run| run.run.model.clone()),
         api: distinct(&|run| run.run.api.map(|api| api.as_str().to_owned())),
         profile: distinct(&|run| Some(run.run.profile.to_string())),
+        method: distinct(&|run| Some(run.run.method().to_string())),
         docstore: distinct(&|run| run.run.docstore.as_ref().map(ToString::to_string)),
         summary,
         by_level,
@@ -265,6 +268,18 @@ struct RunData<'a> {
     calls: u64,
     /// Each step as `[thought, action, observation]`, any of which may be `null`.
     steps: Vec<[Option<&'a str>; 3]>,
+    /// A CoT, Standard or CoT-SC phase's samples as `[completion, answer]` (answer `null` when
+    /// the completion held none).
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    samples: Vec<[Option<&'a str>; 2]>,
+    /// CoT-SC's vote: `[winning answer, votes, samples]`.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    vote: Option<(Option<&'a str>, usize, usize)>,
+    /// A backoff: `[from, to, reason]`; the phases are shown in that order.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    backoff: Option<[&'static str; 3]>,
+    /// The phase that samples came first (`cot-sc-then-react`).
+    samples_first: bool,
 }
 
 fn page_data<'a>(
@@ -337,6 +352,22 @@ fn run_data(scored: &ScoredRun) -> RunData<'_> {
                 ]
             })
             .collect(),
+        samples: run
+            .samples
+            .iter()
+            .map(|sample| [Some(sample.completion.as_str()), sample.answer.as_deref()])
+            .collect(),
+        vote: run
+            .vote
+            .as_ref()
+            .map(|vote| (vote.answer.as_deref(), vote.votes, vote.samples)),
+        backoff: run
+            .backoff
+            .map(|backoff| [backoff.from.as_str(), backoff.to.as_str(), backoff.reason.as_str()]),
+        samples_first: matches!(
+            run.method(),
+            crate::method::Method::CotScThenReact | crate::method::Method::CotSc | crate::method::Method::Cot
+        ),
     }
 }
 

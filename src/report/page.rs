@@ -213,6 +213,7 @@ fn summary_table(files: &[FileView]) -> Markup {
             tr { th { "model" } @for file in files { td { (file.model) } } }
             tr { th { "API" } @for file in files { td { (file.api) } } }
             tr { th { "profile" } @for file in files { td { (file.profile) } } }
+            tr { th { "method" } @for file in files { td { (file.method) } } }
             tr { th { "docstore (snapshot)" } @for file in files { td { (file.docstore) } } }
         }
     }

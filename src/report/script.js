@@ -178,6 +178,17 @@
       ', stopped: ' + run.stop + ', ' + run.calls + ' LLM calls, ' + run.tokens + ' tokens';
     box.appendChild(verdict);
     if (run.error) box.appendChild(el('p', 'error', 'Error: ' + run.error));
+    if (run.backoff) {
+      box.appendChild(el('p', 'backoff', 'Backed off from ' + run.backoff[0] + ' to ' + run.backoff[1] + ' (' + run.backoff[2] + '): both phases below, in order.'));
+    }
+    var phases = [steps, samples];
+    if (run.samples_first) phases.reverse();
+    phases.forEach(function (phase) { phase(run, box, gold); });
+    return box;
+  }
+
+  // A ReAct or Act phase: each step's thought, action and observation.
+  function steps(run, box, gold) {
     run.steps.forEach(function (step, stepIdx) {
       var n = stepIdx + 1;
       [['thought', 'Thought'], ['action', 'Action'], ['observation', 'Observation']].forEach(function (kind, k) {
@@ -190,7 +201,24 @@
         box.appendChild(line);
       });
     });
-    return box;
+  }
+
+  // A CoT, Standard or CoT-SC phase: each sample and its answer, then the vote.
+  function samples(run, box) {
+    (run.samples || []).forEach(function (sample, idx) {
+      var line = el('div', 'step thought');
+      line.appendChild(el('span', 'label', 'Sample ' + (idx + 1) + ': '));
+      line.appendChild(el('span', 'text', sample[0]));
+      box.appendChild(line);
+      var answer = el('div', 'step action');
+      answer.appendChild(el('span', 'label', 'Answer ' + (idx + 1) + ': '));
+      answer.appendChild(el('span', 'text', sample[1] === null ? '(none)' : sample[1]));
+      box.appendChild(answer);
+    });
+    if (run.vote) {
+      box.appendChild(el('p', 'vote', 'Majority: ' + (run.vote[0] === null ? '(no answer)' : run.vote[0]) +
+        ' — ' + run.vote[1] + ' of ' + run.vote[2] + ' samples'));
+    }
   }
 
   // `text` as text nodes, with each case-insensitive occurrence of `gold` in a <mark>.

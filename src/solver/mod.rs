@@ -439,7 +439,7 @@ impl Solver {
         on_event(StepEvent::BackedOff {
             from: from.as_str(),
             to: to.as_str(),
-            reason: reason.as_str(),
+            reason: reason.describe(),
         });
         let second = match to {
             Method::CotSc => self.self_consistency(llm, question, on_event).await,

@@ -652,3 +652,80 @@ async fn eval_names_the_method_on_every_line_and_refuses_to_resume_another() {
         "{stderr}"
     );
 }
+
+/// Each method's recorded evaluation of `fixtures/runs/methods/` (three distractor questions):
+/// the answers it must replay to, written by hand from the script in `make.py`.
+const RECORDED: [(Method, [Option<&str>; 3]); 7] = [
+    (Method::Standard, [Some("GmbH"), Some("Pete Doherty"), Some("Missouri")]),
+    (
+        Method::Cot,
+        [Some("Gesellschaft mit beschränkter Haftung"), Some("Jonny Craig"), Some("Bath, Maine")],
+    ),
+    // Seven samples each: 5 of 7, 5 of 7, and a three-way tie of 2 that goes to the first sampled.
+    (
+        Method::CotSc,
+        [Some("Gesellschaft mit beschränkter Haftung"), Some("Jonny Craig"), Some("Bath, Maine")],
+    ),
+    (
+        Method::Act,
+        [Some("Gesellschaft mit beschränkter Haftung"), Some("Pete Doherty"), Some("Bath, Maine")],
+    ),
+    // The second question runs out of its seven steps.
+    (Method::React, [Some("Gesellschaft mit beschränkter Haftung"), None, Some("Bath, Maine")]),
+    // The third question's 2 of 7 backs off to ReAct.
+    (
+        Method::CotScThenReact,
+        [Some("Gesellschaft mit beschränkter Haftung"), Some("Jonny Craig"), Some("Bath, Maine")],
+    ),
+    // The second question's budget backs off to CoT-SC.
+    (
+        Method::ReactThenCotSc,
+        [Some("Gesellschaft mit beschränkter Haftung"), Some("Jonny Craig"), Some("Bath, Maine")],
+    ),
+];
+
+#[test]
+fn every_method_replays_its_recorded_evaluation_with_no_model() {
+    for (method, answers) in RECORDED {
+        let path = crate::fixture(&format!("runs/methods/{method}.results.jsonl"));
+        let output = crate::binary().args(["replay", "--json"]).arg(&path).output().unwrap();
+        let stderr = String::from_utf8_lossy(&output.stderr);
+        assert!(!stderr.contains("differ"), "{method}: {stderr}");
+        let runs: Vec<Run> = String::from_utf8_lossy(&output.stdout)
+            .lines()
+            .filter(|line| !line.starts_with("{\"summary\""))
+            .map(|line| serde_json::from_str(line).unwrap())
+            .collect();
+        let replayed: Vec<Option<&str>> = runs.iter().map(|run| run.answer.as_deref()).collect();
+        assert_eq!(replayed, answers, "{method}");
+        assert!(runs.iter().all(|run| run.method == Some(method)), "{method}");
+        let format = if method == Method::React { "react-docstore.run.v1" } else { "react-docstore.run.v2" };
+        assert!(runs.iter().all(|run| run.format == format), "{method}");
+        // The trace, as a person reads it.
+        let trace = crate::binary().arg("replay").arg(&path).output().unwrap();
+        crate::assert_snapshot!(
+            format!("replay_trace_{method}"),
+            String::from_utf8_lossy(&trace.stderr)
+        );
+    }
+}
+
+#[test]
+fn the_report_shows_the_method_the_votes_and_both_phases() {
+    let dir = tempfile::tempdir().unwrap();
+    let page = dir.path().join("methods.html");
+    let output = crate::binary()
+        .arg("report")
+        .arg(crate::fixture("runs/methods/react.results.jsonl"))
+        .arg(crate::fixture("runs/methods/cot-sc-then-react.results.jsonl"))
+        .arg("--out")
+        .arg(&page)
+        .output()
+        .unwrap();
+    assert!(output.status.success(), "{}", String::from_utf8_lossy(&output.stderr));
+    let html = std::fs::read_to_string(&page).unwrap();
+    assert!(html.contains("<th>method</th><td>react</td><td>cot-sc-then-react</td>"), "the method row");
+    assert!(html.contains(r#""vote":["Bath, Maine",2,7]"#), "a CoT-SC question's vote");
+    assert!(html.contains(r#""backoff":["cot-sc","react","weak_majority"]"#), "the backoff");
+    assert!(html.contains(r#""samples_first":true"#) && html.contains("function samples("));
+}
