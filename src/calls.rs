@@ -28,7 +28,7 @@ use serde_json::{Map, Value, json};
 
 use crate::action::Action;
 use crate::json::type_name;
-use crate::llm::{FunctionSpec, ReplyMessage, SentCall, WireCall};
+use crate::llm::{FunctionSpec, Message, ReplyMessage, SentCall, WireCall};
 use crate::tool::Toolbox;
 
 /// One function offered to the model.
@@ -70,10 +70,23 @@ pub struct Call {
     /// The arguments as JSON text, as echoed back to the server.
     pub arguments: String,
     pub action: Result<Action, CallError>,
+    /// Where the reply held it.
+    pub origin: CallOrigin,
+}
+
+/// Where a reply held a call: what decides how the reply is echoed back.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum CallOrigin {
+    /// An entry of the reply's `tool_calls` (or its legacy `function_call`): echoed as a call.
+    ToolCalls,
+    /// Written into the reply's text by a server that does not parse calls: echoed as that text,
+    /// and only as that text.
+    Text,
 }
 
 impl Call {
-    /// The call as an assistant message carries it back to the server.
+    /// The call as an assistant message carries it back to the server: its unique id, the name
+    /// and the arguments as sent.
     pub fn sent(&self) -> SentCall {
         SentCall {
             id: self.id.clone(),
@@ -97,6 +110,24 @@ impl Call {
 pub struct ReadReply {
     pub thought: String,
     pub calls: Vec<Call>,
+}
+
+impl ReadReply {
+    /// The assistant message that carries `message`, the reply this was read from, back to the
+    /// server as the server sent it: its text (`""` for none) and its `tool_calls` under their
+    /// unique ids. Calls read from the text are in the text already, and are not made up again
+    /// as calls (a block that did not parse has no name or arguments to send).
+    pub fn echo(&self, message: &ReplyMessage) -> Message {
+        Message::Assistant {
+            content: message.content.clone().unwrap_or_default(),
+            calls: self
+                .calls
+                .iter()
+                .filter(|call| call.origin == CallOrigin::ToolCalls)
+                .map(Call::sent)
+                .collect(),
+        }
+    }
 }
 
 /// Why a call cannot run. The message is the model's to read, in the error observation.
@@ -274,12 +305,14 @@ impl FunctionSet {
         used_ids: &mut HashSet<String>,
     ) -> ReadReply {
         let content = message.content.as_deref().unwrap_or("");
-        let (thought, wire_calls) = if message.tool_calls.is_empty() {
-            embedded_calls(content)
+        let (thought, wire_calls, origin) = if message.tool_calls.is_empty() {
+            let (thought, calls) = embedded_calls(content);
+            (thought, calls, CallOrigin::Text)
         } else {
             (
                 content.trim().to_owned(),
                 message.tool_calls.iter().map(|call| Ok(call.clone())).collect(),
+                CallOrigin::ToolCalls,
             )
         };
         let calls = wire_calls
@@ -305,6 +338,7 @@ impl FunctionSet {
                             name: call.name,
                             arguments,
                             action,
+                            origin,
                         }
                     }
                     Err((text, problem)) => Call {
@@ -312,6 +346,7 @@ impl FunctionSet {
                         name: String::new(),
                         arguments: text,
                         action: Err(CallError::Embedded { problem }),
+                        origin,
                     },
                 }
             })

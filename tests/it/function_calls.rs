@@ -401,6 +401,73 @@ async fn ask_with_tools_runs_the_conversation_and_its_run_replays_with_no_model(
     }
 }
 
+/// Calls a server left in the reply's text (Hermes' `<tool_call>`) are echoed as that text, once:
+/// not again as made-up `tool_calls` (one with no name and arguments that are not JSON, for a block
+/// that does not parse). Each is answered by its `tool` message; the broken one by the invalid-call
+/// observation only.
+#[tokio::test(flavor = "multi_thread")]
+async fn calls_in_the_text_are_echoed_as_the_text_the_server_sent() {
+    let text = "I should search it.\n<tool_call>{not json}</tool_call>\n<tool_call>\n{\"name\": \"search\", \"arguments\": {\"entity\": \"Grand Ole Opry\"}}\n</tool_call>";
+    let mut in_text = fixture_json("documented/qwen-text-embedded.json");
+    in_text["choices"][0]["message"]["content"] = json!(text);
+    let replies = vec![
+        in_text,
+        reply(None, &[("finish", json!({"answer": "Ryman Auditorium"}))]),
+    ];
+    let server = model_server("chat/completions", bodies(replies)).await;
+    let corpus = format!("corpus:{}", fixture("index/pages.jsonl").display());
+    let output = react(
+        &["ask", QUESTION, "--api", "tools", "--docstore", &corpus, "--json"],
+        &server.uri(),
+    )
+    .output()
+    .unwrap();
+    assert!(
+        output.status.success(),
+        "{}",
+        String::from_utf8_lossy(&output.stderr)
+    );
+    let run: Value = serde_json::from_slice(&output.stdout).unwrap();
+    assert_eq!(run["steps"][1]["action"], "Search[Grand Ole Opry]");
+    assert_eq!(run["usage"]["invalid_actions"], 1);
+
+    let requests = server.received_requests().await.unwrap();
+    assert_eq!(requests.len(), 2);
+    let second: Value = serde_json::from_slice(&requests[1].body).unwrap();
+    let messages = second["messages"].as_array().unwrap();
+    let echoed = &messages[2];
+    assert_eq!(
+        echoed,
+        &json!({"role": "assistant", "content": text}),
+        "the reply as the server sent it, nothing more"
+    );
+    let answers: Vec<(&str, &str)> = messages[3..]
+        .iter()
+        .map(|message| {
+            assert_eq!(message["role"], "tool");
+            (
+                message["tool_call_id"].as_str().unwrap(),
+                message["content"].as_str().unwrap(),
+            )
+        })
+        .collect();
+    assert_eq!(answers.len(), 2, "{messages:?}");
+    assert_eq!(answers[0].0, "call_1_1");
+    assert!(
+        answers[0].1.starts_with(
+            "Invalid call: the reply's text holds a call that cannot be read (key must be a string"
+        ),
+        "{}",
+        answers[0].1
+    );
+    assert_eq!(answers[1].0, "call_1_2");
+    assert!(
+        answers[1].1.starts_with("The Grand Ole Opry is"),
+        "{}",
+        answers[1].1
+    );
+}
+
 #[tokio::test(flavor = "multi_thread")]
 async fn recorded_tools_runs_replay_byte_for_byte() {
     // A scripted one, and a real one from llama-cpp-python's server.
