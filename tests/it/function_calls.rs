@@ -201,10 +201,98 @@ async fn a_server_that_refuses_tools_says_so_in_one_line_naming_the_api() {
         assert!(message.contains("`--api chat`"), "{message}");
         assert_eq!(requests.len(), 1, "{name}: a refusal is not retried");
     }
-    // A 400 about something else is not blamed on tools.
-    let other = json!({"error": {"message": "maximum context length is 8192 tokens"}});
-    let (result, _) = converse_once(ResponseTemplate::new(400).set_body_json(other)).await;
-    assert!(matches!(result.unwrap_err(), LlmError::Rejected { .. }));
+    // Their like: the field named as the refused parameter, other servers' words.
+    let like = [
+        json!({"error": {"message": "Unsupported parameter: 'tools' is not supported with this model.", "type": "invalid_request_error", "param": "tools", "code": "unsupported_parameter"}}),
+        json!({"error": "model does not support tools"}),
+        json!({"error": {"message": "Tool calling is not enabled for this model"}}),
+    ];
+    for body in like {
+        let (result, _) = converse_once(ResponseTemplate::new(400).set_body_json(body.clone())).await;
+        let error = result.unwrap_err();
+        assert!(
+            matches!(error, LlmError::ToolsRejected { .. }),
+            "{body}: {error:?}"
+        );
+    }
+    // A 400 about one conversation — an echoed call, a `tool` message — or about something else
+    // is that question's error, not a refusal of tools: another question may go through.
+    let per_conversation = [
+        json!({"error": {"message": "Invalid parameter: messages with role 'tool' must be a response to a preceeding message with 'tool_calls'.", "type": "invalid_request_error", "param": "messages.[3].role", "code": null}}),
+        json!({"error": {"message": "An assistant message with 'tool_calls' must be followed by tool messages responding to each 'tool_call_id'. The following tool_call_ids did not have response messages: call_1_2", "param": "messages"}}),
+        json!({"object": "error", "message": "Tool call id has to be 9 characters long, got call_1_1", "type": "BadRequestError", "code": 400}),
+        json!({"error": {"message": "Unknown tool 'serach' in the tool call"}}),
+        json!({"error": {"message": "maximum context length is 8192 tokens"}}),
+    ];
+    for body in per_conversation {
+        let (result, _) = converse_once(ResponseTemplate::new(400).set_body_json(body.clone())).await;
+        let error = result.unwrap_err();
+        assert!(matches!(error, LlmError::Rejected { .. }), "{body}: {error:?}");
+        assert!(!error.is_permanent(), "{body}");
+    }
+}
+
+/// Answers a tools conversation: the question that holds `REFUSED` searches, and its second turn
+/// (the echoed call and its answer) is refused with OpenAI's 400 about a `tool` message; every
+/// other question finishes at once.
+struct RefusesOneConversation;
+
+const REFUSED: &str = "Missouri Compromise";
+
+impl wiremock::Respond for RefusesOneConversation {
+    fn respond(&self, request: &wiremock::Request) -> ResponseTemplate {
+        let body: Value = serde_json::from_slice(&request.body).unwrap();
+        let messages = body["messages"].as_array().unwrap();
+        let refused = messages[1]["content"].as_str().unwrap().contains(REFUSED);
+        match (refused, messages.len()) {
+            (true, 2) => ResponseTemplate::new(200)
+                .set_body_json(reply(None, &[("search", json!({"entity": REFUSED}))])),
+            (true, _) => ResponseTemplate::new(400).set_body_json(json!({"error": {
+                "message": "Invalid parameter: messages with role 'tool' must be a response to a preceeding message with 'tool_calls'.",
+                "type": "invalid_request_error", "param": "messages.[3].role", "code": null}})),
+            (false, _) => ResponseTemplate::new(200)
+                .set_body_json(reply(None, &[("finish", json!({"answer": "Bath, Maine"}))])),
+        }
+    }
+}
+
+/// A server that refuses one question's echoed call fails that question only: the evaluation
+/// goes on to the others.
+#[tokio::test(flavor = "multi_thread")]
+async fn a_refused_conversation_ends_its_question_not_the_evaluation() {
+    let server = model_server("chat/completions", RefusesOneConversation).await;
+    let dir = tempfile::tempdir().unwrap();
+    let out = dir.path().join("tools.jsonl");
+    let output = react(&["eval"], &server.uri())
+        .arg(fixture("hotpotqa/official.json"))
+        .args([
+            "--docstore",
+            "distractor",
+            "--api",
+            "tools",
+            "--concurrency",
+            "1",
+            "--out",
+        ])
+        .arg(&out)
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    let runs: Vec<Value> = std::fs::read_to_string(&out)
+        .unwrap()
+        .lines()
+        .map(|line| serde_json::from_str(line).unwrap())
+        .collect();
+    let stopped: Vec<&str> = runs.iter().map(|run| run["stopped"].as_str().unwrap()).collect();
+    assert_eq!(stopped, ["error", "finish", "finish"], "{stderr}");
+    assert!(
+        runs[0]["error"]
+            .as_str()
+            .unwrap()
+            .contains("messages with role 'tool'"),
+        "{}",
+        runs[0]
+    );
 }
 
 /// The binary with the model at `server` (unless empty) and the test corpus as its docstore.
