@@ -305,6 +305,25 @@ fn react(args: &[&str], server: &str) -> Command {
     command
 }
 
+/// `ask QUESTION --api tools --json` on the test corpus with `args`, against `server`: the run it
+/// printed, once it succeeded.
+fn ask_json(question: &str, args: &[&str], server: &wiremock::MockServer) -> Value {
+    let corpus = format!("corpus:{}", fixture("index/pages.jsonl").display());
+    let output = react(
+        &["ask", question, "--api", "tools", "--docstore", &corpus, "--json"],
+        &server.uri(),
+    )
+    .args(args)
+    .output()
+    .unwrap();
+    assert!(
+        output.status.success(),
+        "{}",
+        String::from_utf8_lossy(&output.stderr)
+    );
+    serde_json::from_slice(&output.stdout).unwrap()
+}
+
 const QUESTION: &str =
     "Which building was the Grand Ole Opry's home before it moved to the Grand Ole Opry House?";
 
@@ -503,19 +522,7 @@ async fn calls_in_the_text_are_echoed_as_the_text_the_server_sent() {
         reply(None, &[("finish", json!({"answer": "Ryman Auditorium"}))]),
     ];
     let server = model_server("chat/completions", bodies(replies)).await;
-    let corpus = format!("corpus:{}", fixture("index/pages.jsonl").display());
-    let output = react(
-        &["ask", QUESTION, "--api", "tools", "--docstore", &corpus, "--json"],
-        &server.uri(),
-    )
-    .output()
-    .unwrap();
-    assert!(
-        output.status.success(),
-        "{}",
-        String::from_utf8_lossy(&output.stderr)
-    );
-    let run: Value = serde_json::from_slice(&output.stdout).unwrap();
+    let run = ask_json(QUESTION, &[], &server);
     assert_eq!(run["steps"][1]["action"], "Search[Grand Ole Opry]");
     assert_eq!(run["usage"]["invalid_actions"], 1);
 
@@ -824,32 +831,12 @@ async fn tools_that_are_on_are_functions_too() {
         reply(None, &[("finish", json!({"answer": "377"}))]),
     ];
     let server = model_server("chat/completions", bodies(replies)).await;
-    let corpus = format!("corpus:{}", fixture("index/pages.jsonl").display());
     let shout = format!("Shout=sh {}", fixture("tools/shout.sh").display());
-    let output = react(
-        &[
-            "ask",
-            "How many five-year periods are there in 1889?",
-            "--api",
-            "tools",
-            "--docstore",
-            &corpus,
-            "--tools",
-            "calculate",
-            "--tool",
-            &shout,
-            "--json",
-        ],
-        &server.uri(),
-    )
-    .output()
-    .unwrap();
-    assert!(
-        output.status.success(),
-        "{}",
-        String::from_utf8_lossy(&output.stderr)
+    let run = ask_json(
+        "How many five-year periods are there in 1889?",
+        &["--tools", "calculate", "--tool", &shout],
+        &server,
     );
-    let run: Value = serde_json::from_slice(&output.stdout).unwrap();
     assert_eq!(run["answer"], "377");
     assert_eq!(run["tools"], json!(["Calculate", "Shout"]));
     assert_eq!(run["steps"][0]["action"], "Calculate[floor(1889 / 5)]");
