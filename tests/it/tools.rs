@@ -648,6 +648,10 @@ fn command_tool_definitions() {
         "`--tool my tool=cat`: the name `my tool` must start with a letter and hold only letters, digits and `_`",
     );
     check_definition("search=cat", "`--tool search=cat`: `search` is a built-in action");
+    check_definition(
+        "Look_Up=cat",
+        "`--tool Look_Up=cat`: `Look_Up` is a built-in action",
+    );
     check_definition("Echo=", "`--tool Echo=`: the command is empty");
 }
 
