@@ -181,7 +181,8 @@ pub fn message(message: &Message) -> Value {
 }
 
 /// The server's own explanation of a failed request: `error.message` of a JSON body (or its
-/// `error` or `message` string), else the body itself, else nothing. Whole: the caller redacts the key and only then shortens it.
+/// `error` or `message` string), else the body itself, else nothing. Whole: the caller redacts the
+/// key and only then shortens it.
 pub fn error_message(body: &[u8]) -> Option<String> {
     if let Ok(response) = serde_json::from_slice::<ErrorResponse>(body)
         && let Some(message) = response.error.message
@@ -207,7 +208,7 @@ pub fn error_param(body: &[u8]) -> Option<String> {
 }
 
 /// The request fields a refusal of tool calling names as its `param`.
-const TOOL_FIELDS: [&str; 3] = ["tools", "tool_choice", "functions"];
+const TOOL_FIELDS: [&str; 2] = ["tools", "tool_choice"];
 /// Words of an error message that speak of tool calling as a feature or of the `tools` field.
 const TOOL_FEATURE: [&str; 8] = [
     "tools",
