@@ -8,7 +8,8 @@
 //! assistant message into calls, however the server sent them:
 //! - `tool_calls` with arguments as a JSON text or an object, ids missing or repeated (each call
 //!   gets a unique id: its own when it has one no earlier call used, else `call_{step}_{k}`);
-//! - HTML entities inside argument strings (llama-cpp-python writes `&#34;` for `"`), decoded;
+//! - the five entities of jinja2's HTML escaping inside argument strings (llama-cpp-python's model
+//!   writes `&#34;` for `"`, `&#39;` for `'`), decoded; nothing else;
 //! - calls written into the text by a server that does not parse them: `<tool_call>{...}</tool_call>`
 //!   (Hermes, Qwen), `[TOOL_CALLS][...]` (Mistral), `<|python_tag|>{...}` (Llama 3.1), or the
 //!   whole text a JSON call (`{"name": ..., "arguments": ...}`, also in a ```json fence).
@@ -26,9 +27,8 @@ use std::collections::HashSet;
 use serde_json::{Map, Value, json};
 
 use crate::action::Action;
-use crate::docstore::python::html_unescape;
 use crate::json::type_name;
-use crate::llm::{FunctionSpec, ReplyMessage, SentCall, WireCall};
+use crate::llm::{FunctionSpec, Message, ReplyMessage, SentCall, WireCall};
 use crate::tool::Toolbox;
 
 /// One function offered to the model.
@@ -70,10 +70,23 @@ pub struct Call {
     /// The arguments as JSON text, as echoed back to the server.
     pub arguments: String,
     pub action: Result<Action, CallError>,
+    /// Where the reply held it.
+    pub origin: CallOrigin,
+}
+
+/// Where a reply held a call: what decides how the reply is echoed back.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum CallOrigin {
+    /// An entry of the reply's `tool_calls` (or its legacy `function_call`): echoed as a call.
+    ToolCalls,
+    /// Written into the reply's text by a server that does not parse calls: echoed as that text,
+    /// and only as that text.
+    Text,
 }
 
 impl Call {
-    /// The call as an assistant message carries it back to the server.
+    /// The call as an assistant message carries it back to the server: its unique id, the name
+    /// and the arguments as sent.
     pub fn sent(&self) -> SentCall {
         SentCall {
             id: self.id.clone(),
@@ -97,6 +110,24 @@ impl Call {
 pub struct ReadReply {
     pub thought: String,
     pub calls: Vec<Call>,
+}
+
+impl ReadReply {
+    /// The assistant message that carries `message`, the reply this was read from, back to the
+    /// server as the server sent it: its text (`""` for none) and its `tool_calls` under their
+    /// unique ids. Calls read from the text are in the text already, and are not made up again
+    /// as calls (a block that did not parse has no name or arguments to send).
+    pub fn echo(&self, message: &ReplyMessage) -> Message {
+        Message::Assistant {
+            content: message.content.clone().unwrap_or_default(),
+            calls: self
+                .calls
+                .iter()
+                .filter(|call| call.origin == CallOrigin::ToolCalls)
+                .map(Call::sent)
+                .collect(),
+        }
+    }
 }
 
 /// Why a call cannot run. The message is the model's to read, in the error observation.
@@ -274,12 +305,14 @@ impl FunctionSet {
         used_ids: &mut HashSet<String>,
     ) -> ReadReply {
         let content = message.content.as_deref().unwrap_or("");
-        let (thought, wire_calls) = if message.tool_calls.is_empty() {
-            embedded_calls(content)
+        let (thought, wire_calls, origin) = if message.tool_calls.is_empty() {
+            let (thought, calls) = embedded_calls(content);
+            (thought, calls, CallOrigin::Text)
         } else {
             (
                 content.trim().to_owned(),
                 message.tool_calls.iter().map(|call| Ok(call.clone())).collect(),
+                CallOrigin::ToolCalls,
             )
         };
         let calls = wire_calls
@@ -305,6 +338,7 @@ impl FunctionSet {
                             name: call.name,
                             arguments,
                             action,
+                            origin,
                         }
                     }
                     Err((text, problem)) => Call {
@@ -312,6 +346,7 @@ impl FunctionSet {
                         name: String::new(),
                         arguments: text,
                         action: Err(CallError::Embedded { problem }),
+                        origin,
                     },
                 }
             })
@@ -331,10 +366,10 @@ impl FunctionSet {
             .find(|function| function.name == name)
             .or_else(|| {
                 // `Search`, `webSearch`, `web-search`: one function all the same.
-                let key = name_key(name);
+                let key = function_key(name);
                 self.functions
                     .iter()
-                    .find(|function| name_key(&function.name) == key)
+                    .find(|function| function_key(&function.name) == key)
             })
             .ok_or_else(|| CallError::UnknownFunction {
                 name: name.to_owned(),
@@ -353,8 +388,8 @@ impl FunctionSet {
 }
 
 /// The one argument of `function` out of `arguments` (a JSON text or an object), checked against
-/// its schema: an object with exactly the one string property, not empty. HTML entities in it are
-/// decoded.
+/// its schema: an object with exactly the one string property, not empty. The entities a server's
+/// HTML escaping writes are decoded ([`unescape_markup`]).
 fn argument(function: &Function, arguments: &Value) -> Result<String, CallError> {
     let parsed;
     let empty = Map::new();
@@ -392,7 +427,7 @@ fn argument(function: &Function, arguments: &Value) -> Result<String, CallError>
             parameter: function.parameter.clone(),
         }),
         Some(Value::String(text)) => {
-            let text = html_unescape(text).trim().to_owned();
+            let text = unescape_markup(text).trim().to_owned();
             if text.is_empty() {
                 return Err(CallError::Empty {
                     function: function.name.clone(),
@@ -407,6 +442,41 @@ fn argument(function: &Function, arguments: &Value) -> Result<String, CallError>
             found: type_name(other),
         }),
     }
+}
+
+/// What jinja2's HTML escaping (markupsafe) writes for `&`, `<`, `>`, `"` and `'`. llama-cpp-python
+/// renders its chat templates with it, so its model, which reads `Arthur&#39;s Magazine` in its
+/// prompt, writes `First for Women&#34;` in its arguments (fixtures/openai/tools/llama-cpp-python).
+const MARKUP_ESCAPES: [(&str, char); 5] = [
+    ("&amp;", '&'),
+    ("&lt;", '<'),
+    ("&gt;", '>'),
+    ("&#34;", '"'),
+    ("&#39;", '\''),
+];
+
+/// `text` with [`MARKUP_ESCAPES`] decoded, left to right in one pass (`&amp;lt;` is `&lt;`). Any
+/// other `&` stays as written: another entity (`&eacute;`), one without its `;` (`&not done`), a
+/// bare ampersand.
+fn unescape_markup(text: &str) -> String {
+    let mut decoded = String::with_capacity(text.len());
+    let mut rest = text;
+    while let Some(at) = rest.find('&') {
+        decoded.push_str(&rest[..at]);
+        let tail = &rest[at..];
+        match MARKUP_ESCAPES.iter().find(|(entity, _)| tail.starts_with(entity)) {
+            Some((entity, character)) => {
+                decoded.push(*character);
+                rest = &tail[entity.len()..];
+            }
+            None => {
+                decoded.push('&');
+                rest = &tail[1..];
+            }
+        }
+    }
+    decoded.push_str(rest);
+    decoded
 }
 
 /// The call's own id when it has one the conversation has not used, else `call_{step}_{k}`
@@ -450,8 +520,9 @@ pub fn function_name(action: &str) -> String {
     name
 }
 
-/// A function name with case, `_` and `-` ignored.
-fn name_key(name: &str) -> String {
+/// A function name with case, `_` and `-` ignored: names with one key are one function to a reply
+/// (`Search`, `webSearch`, `web-search`), so two tools must not share one.
+pub fn function_key(name: &str) -> String {
     name.chars()
         .filter(|c| *c != '_' && *c != '-')
         .map(|c| c.to_ascii_lowercase())

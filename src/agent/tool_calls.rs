@@ -1,8 +1,10 @@
 //! The agent's loop with `--api tools`: the actions offered as functions, each call a step.
 //!
 //! The conversation: the system message (the task, the functions, the few-shot examples as
-//! tool-call transcripts), the question as the user message, then each reply and, for each of its
-//! calls, a `tool` message with the call's id and the observation. The reply's text is the thought
+//! tool-call transcripts), the question as the user message, then each reply echoed as the server
+//! sent it (its text, and its `tool_calls` under their unique ids: calls read from the text are
+//! echoed only as that text) and, for each of its calls, a `tool` message with the call's id and
+//! the observation. The reply's text is the thought
 //! of its first call's step; several calls in one reply run in order, each its own step. A reply
 //! that calls nothing gets one reminder (a user message; the second call counts as the text
 //! format's fallback call), and a second reply that calls nothing is an invalid action, answered
@@ -14,7 +16,7 @@ use std::collections::{HashSet, VecDeque};
 use crate::action::Action;
 use crate::calls::{Call, CallError, FunctionSet};
 use crate::environment::Environment;
-use crate::llm::{CallPurpose, ConverseRequest, FunctionSpec, LlmError, Message, ReplyMessage};
+use crate::llm::{CallPurpose, ConverseRequest, FunctionSpec, LlmError, Message};
 use crate::run::{Run, RunStep, Stopped};
 use crate::scratchpad::Scratchpad;
 
@@ -262,20 +264,11 @@ impl Agent<'_> {
         let read = conversation
             .functions
             .read_reply(&reply.message, step, &mut conversation.used_ids);
-        conversation.messages.push(echo(&reply.message, &read.calls));
+        conversation.messages.push(read.echo(&reply.message));
         record
             .completions
             .push(reply.message.content.clone().unwrap_or_default());
         record.replies.push(reply.message);
         Ok(read)
-    }
-}
-
-/// The assistant message that carries a reply back: its text (`""` for none) and its calls under
-/// their unique ids.
-fn echo(message: &ReplyMessage, calls: &[Call]) -> Message {
-    Message::Assistant {
-        content: message.content.clone().unwrap_or_default(),
-        calls: calls.iter().map(Call::sent).collect(),
     }
 }

@@ -137,7 +137,7 @@ fn missing_and_repeated_ids_are_made_unique() {
 }
 
 #[test]
-fn html_entities_in_arguments_are_decoded() {
+fn the_entities_of_a_servers_html_escaping_are_decoded_and_nothing_else() {
     // llama-cpp-python's reply (fixtures/openai/tools/llama-cpp-python/second-turn.json).
     let reply = read(
         None,
@@ -148,8 +148,28 @@ fn html_entities_in_arguments_are_decoded() {
         )],
     );
     assert_eq!(actions(&reply), [Ok(Action::Search("First for Women\"".into()))]);
-    let reply = read(None, vec![call(None, "search", json!({"entity": "AT&amp;T"}))]);
-    assert_eq!(actions(&reply), [Ok(Action::Search("AT&T".into()))]);
+    let cases = [
+        ("Arthur&#39;s Magazine", "Arthur's Magazine"),
+        ("AT&amp;T &lt;b&gt;", "AT&T <b>"),
+        // Decoded once: what was written `&lt;` stays `&lt;`.
+        ("&amp;lt;", "&lt;"),
+        // Only whole entities of the escaping: `&not` without its `;`, other named and numeric
+        // entities, a bare `&` are the model's own text.
+        ("AT&amp;T &not done", "AT&T &not done"),
+        (
+            "Beyonc&eacute; &#233; &quot;x&quot; &#x27; R&D & co &amp",
+            "Beyonc&eacute; &#233; &quot;x&quot; &#x27; R&D & co &amp",
+        ),
+        ("&&amp;;", "&&;"),
+    ];
+    for (argument, expected) in cases {
+        let reply = read(None, vec![call(None, "search", json!({"entity": argument}))]);
+        assert_eq!(
+            actions(&reply),
+            [Ok(Action::Search(expected.into()))],
+            "{argument}"
+        );
+    }
 }
 
 #[test]

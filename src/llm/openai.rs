@@ -506,8 +506,8 @@ impl OpenAiClient {
     }
 
     /// Sends the body `build` makes (again after each refused parameter), retrying transient
-    /// failures: the response body, or the error. `tools`: the body offers functions, so a 4xx
-    /// that speaks of tools means the server does not take them.
+    /// failures: the response body, or the error. `tools`: the body offers functions, and a 4xx
+    /// that refuses that field ([`wire::refuses_tools`]) means the server does not take them.
     async fn exchange(
         &self,
         build: impl Fn() -> Value,
@@ -542,7 +542,7 @@ impl OpenAiClient {
                     if tools
                         && status.is_client_error()
                         && !matches!(status.as_u16(), 401 | 403 | 404 | 408 | 429)
-                        && message.to_lowercase().contains("tool")
+                        && wire::refuses_tools(&body)
                     {
                         return Err(LlmError::ToolsRejected { url, status, message });
                     }

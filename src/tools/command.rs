@@ -13,6 +13,7 @@ use futures::future::BoxFuture;
 use tokio::io::{AsyncRead, AsyncReadExt, AsyncWriteExt};
 use tokio::process::Command;
 
+use crate::calls::function_key;
 use crate::tool::{Tool, ToolError};
 
 /// How long a command may run by default.
@@ -71,7 +72,8 @@ impl CommandToolConfig {
                 name: name.to_owned(),
             });
         }
-        if ["search", "lookup", "finish", "think"].contains(&name.to_ascii_lowercase().as_str()) {
+        // `Look_Up` too: with `--api tools` it would be one function with `lookup`.
+        if ["search", "lookup", "finish", "think"].contains(&function_key(name).as_str()) {
             return Err(CommandToolConfigError::Reserved {
                 definition: definition.to_owned(),
                 name: name.to_owned(),

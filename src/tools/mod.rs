@@ -15,6 +15,7 @@ pub use calculator::Calculate;
 pub use command::{CommandTool, CommandToolConfig, CommandToolConfigError};
 pub use websearch::{ApiKey, Network, WebSearch, WebSearchConfig, WebSearchError};
 
+use crate::calls::{function_key, function_name};
 use crate::tool::Toolbox;
 
 /// A tool the crate brings, switched on by name with `--tools`.
@@ -63,16 +64,36 @@ pub enum ToolsConfigError {
     WebSearch(#[from] WebSearchError),
     #[error("the tool name `{name}` is registered twice")]
     Duplicate { name: String },
+    /// Two names a model's call cannot tell apart: `MyTool` and `My_Tool` are both the function
+    /// `my_tool`, and a call reaches only the first.
+    #[error(
+        "the tools `{first}` and `{second}` are one function to a model (`{function}`; case and `_` do not count): rename one"
+    )]
+    SameFunction {
+        first: String,
+        second: String,
+        function: String,
+    },
 }
 
 impl ToolsConfig {
-    /// The toolbox these tools make: built-in tools first, then command tools, each name once.
+    /// The toolbox these tools make: built-in tools first, then command tools, each name once and
+    /// each function name (`--api tools`) once.
     pub fn open_toolbox(&self) -> Result<Toolbox, ToolsConfigError> {
         let mut toolbox = Toolbox::default();
         let mut register = |tool: Arc<dyn crate::tool::Tool>| {
-            if toolbox.get(tool.name()).is_some() {
+            let name = tool.name();
+            if toolbox.get(name).is_some() {
                 return Err(ToolsConfigError::Duplicate {
-                    name: tool.name().to_owned(),
+                    name: name.to_owned(),
+                });
+            }
+            let key = function_key(name);
+            if let Some(first) = toolbox.names().find(|first| function_key(first) == key) {
+                return Err(ToolsConfigError::SameFunction {
+                    first,
+                    second: name.to_owned(),
+                    function: function_name(name),
                 });
             }
             toolbox.register(tool);

@@ -201,10 +201,98 @@ async fn a_server_that_refuses_tools_says_so_in_one_line_naming_the_api() {
         assert!(message.contains("`--api chat`"), "{message}");
         assert_eq!(requests.len(), 1, "{name}: a refusal is not retried");
     }
-    // A 400 about something else is not blamed on tools.
-    let other = json!({"error": {"message": "maximum context length is 8192 tokens"}});
-    let (result, _) = converse_once(ResponseTemplate::new(400).set_body_json(other)).await;
-    assert!(matches!(result.unwrap_err(), LlmError::Rejected { .. }));
+    // Their like: the field named as the refused parameter, other servers' words.
+    let like = [
+        json!({"error": {"message": "Unsupported parameter: 'tools' is not supported with this model.", "type": "invalid_request_error", "param": "tools", "code": "unsupported_parameter"}}),
+        json!({"error": "model does not support tools"}),
+        json!({"error": {"message": "Tool calling is not enabled for this model"}}),
+    ];
+    for body in like {
+        let (result, _) = converse_once(ResponseTemplate::new(400).set_body_json(body.clone())).await;
+        let error = result.unwrap_err();
+        assert!(
+            matches!(error, LlmError::ToolsRejected { .. }),
+            "{body}: {error:?}"
+        );
+    }
+    // A 400 about one conversation — an echoed call, a `tool` message — or about something else
+    // is that question's error, not a refusal of tools: another question may go through.
+    let per_conversation = [
+        json!({"error": {"message": "Invalid parameter: messages with role 'tool' must be a response to a preceeding message with 'tool_calls'.", "type": "invalid_request_error", "param": "messages.[3].role", "code": null}}),
+        json!({"error": {"message": "An assistant message with 'tool_calls' must be followed by tool messages responding to each 'tool_call_id'. The following tool_call_ids did not have response messages: call_1_2", "param": "messages"}}),
+        json!({"object": "error", "message": "Tool call id has to be 9 characters long, got call_1_1", "type": "BadRequestError", "code": 400}),
+        json!({"error": {"message": "Unknown tool 'serach' in the tool call"}}),
+        json!({"error": {"message": "maximum context length is 8192 tokens"}}),
+    ];
+    for body in per_conversation {
+        let (result, _) = converse_once(ResponseTemplate::new(400).set_body_json(body.clone())).await;
+        let error = result.unwrap_err();
+        assert!(matches!(error, LlmError::Rejected { .. }), "{body}: {error:?}");
+        assert!(!error.is_permanent(), "{body}");
+    }
+}
+
+/// Answers a tools conversation: the question that holds `REFUSED` searches, and its second turn
+/// (the echoed call and its answer) is refused with OpenAI's 400 about a `tool` message; every
+/// other question finishes at once.
+struct RefusesOneConversation;
+
+const REFUSED: &str = "Missouri Compromise";
+
+impl wiremock::Respond for RefusesOneConversation {
+    fn respond(&self, request: &wiremock::Request) -> ResponseTemplate {
+        let body: Value = serde_json::from_slice(&request.body).unwrap();
+        let messages = body["messages"].as_array().unwrap();
+        let refused = messages[1]["content"].as_str().unwrap().contains(REFUSED);
+        match (refused, messages.len()) {
+            (true, 2) => ResponseTemplate::new(200)
+                .set_body_json(reply(None, &[("search", json!({"entity": REFUSED}))])),
+            (true, _) => ResponseTemplate::new(400).set_body_json(json!({"error": {
+                "message": "Invalid parameter: messages with role 'tool' must be a response to a preceeding message with 'tool_calls'.",
+                "type": "invalid_request_error", "param": "messages.[3].role", "code": null}})),
+            (false, _) => ResponseTemplate::new(200)
+                .set_body_json(reply(None, &[("finish", json!({"answer": "Bath, Maine"}))])),
+        }
+    }
+}
+
+/// A server that refuses one question's echoed call fails that question only: the evaluation
+/// goes on to the others.
+#[tokio::test(flavor = "multi_thread")]
+async fn a_refused_conversation_ends_its_question_not_the_evaluation() {
+    let server = model_server("chat/completions", RefusesOneConversation).await;
+    let dir = tempfile::tempdir().unwrap();
+    let out = dir.path().join("tools.jsonl");
+    let output = react(&["eval"], &server.uri())
+        .arg(fixture("hotpotqa/official.json"))
+        .args([
+            "--docstore",
+            "distractor",
+            "--api",
+            "tools",
+            "--concurrency",
+            "1",
+            "--out",
+        ])
+        .arg(&out)
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    let runs: Vec<Value> = std::fs::read_to_string(&out)
+        .unwrap()
+        .lines()
+        .map(|line| serde_json::from_str(line).unwrap())
+        .collect();
+    let stopped: Vec<&str> = runs.iter().map(|run| run["stopped"].as_str().unwrap()).collect();
+    assert_eq!(stopped, ["error", "finish", "finish"], "{stderr}");
+    assert!(
+        runs[0]["error"]
+            .as_str()
+            .unwrap()
+            .contains("messages with role 'tool'"),
+        "{}",
+        runs[0]
+    );
 }
 
 /// The binary with the model at `server` (unless empty) and the test corpus as its docstore.
@@ -215,6 +303,25 @@ fn react(args: &[&str], server: &str) -> Command {
         command.args(["--base-url", &format!("{server}/v1"), "--model", "gpt-4o-mini"]);
     }
     command
+}
+
+/// `ask QUESTION --api tools --json` on the test corpus with `args`, against `server`: the run it
+/// printed, once it succeeded.
+fn ask_json(question: &str, args: &[&str], server: &wiremock::MockServer) -> Value {
+    let corpus = format!("corpus:{}", fixture("index/pages.jsonl").display());
+    let output = react(
+        &["ask", question, "--api", "tools", "--docstore", &corpus, "--json"],
+        &server.uri(),
+    )
+    .args(args)
+    .output()
+    .unwrap();
+    assert!(
+        output.status.success(),
+        "{}",
+        String::from_utf8_lossy(&output.stderr)
+    );
+    serde_json::from_slice(&output.stdout).unwrap()
 }
 
 const QUESTION: &str =
@@ -399,6 +506,61 @@ async fn ask_with_tools_runs_the_conversation_and_its_run_replays_with_no_model(
     if std::env::var_os("REACT_WRITE_FIXTURES").is_some() {
         std::fs::copy(&record, fixture("runs/function-calls/grand-ole-opry.json")).unwrap();
     }
+}
+
+/// Calls a server left in the reply's text (Hermes' `<tool_call>`) are echoed as that text, once:
+/// not again as made-up `tool_calls` (one with no name and arguments that are not JSON, for a block
+/// that does not parse). Each is answered by its `tool` message; the broken one by the invalid-call
+/// observation only.
+#[tokio::test(flavor = "multi_thread")]
+async fn calls_in_the_text_are_echoed_as_the_text_the_server_sent() {
+    let text = "I should search it.\n<tool_call>{not json}</tool_call>\n<tool_call>\n{\"name\": \"search\", \"arguments\": {\"entity\": \"Grand Ole Opry\"}}\n</tool_call>";
+    let mut in_text = fixture_json("documented/qwen-text-embedded.json");
+    in_text["choices"][0]["message"]["content"] = json!(text);
+    let replies = vec![
+        in_text,
+        reply(None, &[("finish", json!({"answer": "Ryman Auditorium"}))]),
+    ];
+    let server = model_server("chat/completions", bodies(replies)).await;
+    let run = ask_json(QUESTION, &[], &server);
+    assert_eq!(run["steps"][1]["action"], "Search[Grand Ole Opry]");
+    assert_eq!(run["usage"]["invalid_actions"], 1);
+
+    let requests = server.received_requests().await.unwrap();
+    assert_eq!(requests.len(), 2);
+    let second: Value = serde_json::from_slice(&requests[1].body).unwrap();
+    let messages = second["messages"].as_array().unwrap();
+    let echoed = &messages[2];
+    assert_eq!(
+        echoed,
+        &json!({"role": "assistant", "content": text}),
+        "the reply as the server sent it, nothing more"
+    );
+    let answers: Vec<(&str, &str)> = messages[3..]
+        .iter()
+        .map(|message| {
+            assert_eq!(message["role"], "tool");
+            (
+                message["tool_call_id"].as_str().unwrap(),
+                message["content"].as_str().unwrap(),
+            )
+        })
+        .collect();
+    assert_eq!(answers.len(), 2, "{messages:?}");
+    assert_eq!(answers[0].0, "call_1_1");
+    assert!(
+        answers[0].1.starts_with(
+            "Invalid call: the reply's text holds a call that cannot be read (key must be a string"
+        ),
+        "{}",
+        answers[0].1
+    );
+    assert_eq!(answers[1].0, "call_1_2");
+    assert!(
+        answers[1].1.starts_with("The Grand Ole Opry is"),
+        "{}",
+        answers[1].1
+    );
 }
 
 #[tokio::test(flavor = "multi_thread")]
@@ -669,32 +831,12 @@ async fn tools_that_are_on_are_functions_too() {
         reply(None, &[("finish", json!({"answer": "377"}))]),
     ];
     let server = model_server("chat/completions", bodies(replies)).await;
-    let corpus = format!("corpus:{}", fixture("index/pages.jsonl").display());
     let shout = format!("Shout=sh {}", fixture("tools/shout.sh").display());
-    let output = react(
-        &[
-            "ask",
-            "How many five-year periods are there in 1889?",
-            "--api",
-            "tools",
-            "--docstore",
-            &corpus,
-            "--tools",
-            "calculate",
-            "--tool",
-            &shout,
-            "--json",
-        ],
-        &server.uri(),
-    )
-    .output()
-    .unwrap();
-    assert!(
-        output.status.success(),
-        "{}",
-        String::from_utf8_lossy(&output.stderr)
+    let run = ask_json(
+        "How many five-year periods are there in 1889?",
+        &["--tools", "calculate", "--tool", &shout],
+        &server,
     );
-    let run: Value = serde_json::from_slice(&output.stdout).unwrap();
     assert_eq!(run["answer"], "377");
     assert_eq!(run["tools"], json!(["Calculate", "Shout"]));
     assert_eq!(run["steps"][0]["action"], "Calculate[floor(1889 / 5)]");

@@ -648,6 +648,10 @@ fn command_tool_definitions() {
         "`--tool my tool=cat`: the name `my tool` must start with a letter and hold only letters, digits and `_`",
     );
     check_definition("search=cat", "`--tool search=cat`: `search` is a built-in action");
+    check_definition(
+        "Look_Up=cat",
+        "`--tool Look_Up=cat`: `Look_Up` is a built-in action",
+    );
     check_definition("Echo=", "`--tool Echo=`: the command is empty");
 }
 
@@ -680,6 +684,67 @@ fn tools_config_builds_the_toolbox() {
         twice.open_toolbox().unwrap_err().to_string(),
         "the tool name `calculate` is registered twice"
     );
+}
+
+/// Two tools a model's call cannot tell apart are refused before any model call, in one line
+/// naming both: `MyTool` and `My_Tool` are both the function `my_tool`.
+#[tokio::test(flavor = "multi_thread")]
+async fn tools_that_are_one_function_to_a_model_are_refused_naming_both() {
+    let same = |names: &[&str]| ToolsConfig {
+        commands: names
+            .iter()
+            .map(|name| CommandToolConfig::parse(&format!("{name}=cat")).unwrap())
+            .collect(),
+        ..ToolsConfig::default()
+    };
+    let cases: [(&[&str], &str); 2] = [
+        (
+            &["MyTool", "My_Tool"],
+            "the tools `MyTool` and `My_Tool` are one function to a model (`my_tool`; case and `_` do not count): rename one",
+        ),
+        (
+            &["Web_Search"],
+            "the tools `WebSearch` and `Web_Search` are one function to a model (`web_search`; case and `_` do not count): rename one",
+        ),
+    ];
+    for (names, expected) in cases {
+        let mut config = same(names);
+        if names.len() == 1 {
+            config.builtin = vec![BuiltinTool::WebSearch];
+            config.websearch.api_key = Some(ApiKey::new(TEST_KEY));
+        }
+        assert_eq!(
+            config.open_toolbox().unwrap_err().to_string(),
+            expected,
+            "{names:?}"
+        );
+    }
+    // Different functions are fine.
+    assert!(same(&["MyTool", "MyTools", "My2Tool"]).open_toolbox().is_ok());
+
+    let server = crate::llm::model_server("chat/completions", crate::llm::Sequence::chat(&[])).await;
+    let output = crate::binary()
+        .args([
+            "ask",
+            "q",
+            "--api",
+            "tools",
+            "--tool",
+            "MyTool=cat",
+            "--tool",
+            "My_Tool=cat",
+        ])
+        .args(["--base-url", &format!("{}/v1", server.uri()), "--model", "m"])
+        .output()
+        .unwrap();
+    assert_eq!(output.status.code(), Some(2));
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert_eq!(stderr.lines().count(), 1, "{stderr}");
+    assert!(
+        stderr.contains("the tools `MyTool` and `My_Tool` are one function to a model (`my_tool`"),
+        "{stderr}"
+    );
+    assert!(server.received_requests().await.unwrap().is_empty());
 }
 
 /// Search and Lookup have nowhere to go in these tests.

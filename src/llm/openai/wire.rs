@@ -180,17 +180,18 @@ pub fn message(message: &Message) -> Value {
     }
 }
 
-/// The server's own explanation of a failed request: `error.message` of a JSON body, else the body
-/// itself, else nothing. Whole: the caller redacts the key and only then shortens it.
+/// The server's own explanation of a failed request: `error.message` of a JSON body (or its
+/// `error` or `message` string), else the body itself, else nothing. Whole: the caller redacts the
+/// key and only then shortens it.
 pub fn error_message(body: &[u8]) -> Option<String> {
     if let Ok(response) = serde_json::from_slice::<ErrorResponse>(body)
         && let Some(message) = response.error.message
     {
         return Some(message);
     }
-    // Some servers answer `{"error": "text"}`.
+    // Some servers answer `{"error": "text"}`, vLLM `{"object": "error", "message": "text"}`.
     if let Ok(Value::Object(object)) = serde_json::from_slice::<Value>(body)
-        && let Some(Value::String(message)) = object.get("error")
+        && let Some(Value::String(message)) = object.get("error").or_else(|| object.get("message"))
     {
         return Some(message.clone());
     }
@@ -204,6 +205,52 @@ pub fn error_param(body: &[u8]) -> Option<String> {
     serde_json::from_slice::<ErrorResponse>(body)
         .ok()
         .and_then(|response| response.error.param)
+}
+
+/// The request fields a refusal of tool calling names as its `param`.
+const TOOL_FIELDS: [&str; 2] = ["tools", "tool_choice"];
+/// Words of an error message that speak of tool calling as a feature or of the `tools` field.
+const TOOL_FEATURE: [&str; 8] = [
+    "tools",
+    "tool choice",
+    "tool_choice",
+    "tool calling",
+    "tool-calling",
+    "tool use",
+    "function calling",
+    "function-calling",
+];
+/// Words that refuse it: the server or model lacks it, or needs a setting the user must change.
+const REFUSAL: [&str; 5] = [
+    "not support",
+    "unsupported",
+    "requires",
+    "not enabled",
+    "not available",
+];
+
+/// Whether an error body refuses the `tools` field itself — the server or the model has no tool
+/// calling, so every conversation would be refused alike — rather than something in one
+/// conversation (an echoed call, a `tool` message), which another question's need not repeat.
+/// The refusals on record (fixtures/openai/tools/documented) are vLLM without a tool parser
+/// (`"auto" tool choice requires --enable-auto-tool-choice ...`), llama.cpp without `--jinja`
+/// (`tools param requires --jinja flag`) and an Ollama model whose template has no tools
+/// (`... does not support tools`). Their like: an error whose `param` is the field (OpenAI's
+/// `unsupported_parameter`), or a message that names tools or tool calling with a refusal
+/// (`not support`, `unsupported`, `requires`, `not enabled`, `not available`) and no message of
+/// the conversation (`messages with role 'tool' must ...`, `an assistant message with 'tool_calls'
+/// ...`).
+pub fn refuses_tools(body: &[u8]) -> bool {
+    if error_param(body).is_some_and(|param| TOOL_FIELDS.contains(&param.as_str())) {
+        return true;
+    }
+    let Some(message) = error_message(body) else {
+        return false;
+    };
+    let message = message.to_lowercase();
+    !message.contains("message")
+        && TOOL_FEATURE.iter().any(|words| message.contains(words))
+        && REFUSAL.iter().any(|words| message.contains(words))
 }
 
 /// The JSON object of one request, in the order fields are written.
