@@ -83,10 +83,34 @@ async fn ask_json_records_a_run_that_replays_identically() {
         &["ask", QUESTION, "--json", "--record", &record_arg],
     );
     settings(&[&model, &wiki], dir.path()).bind(|| assert_cmd_snapshot!("ask_json", ask));
+    let recorded: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(&record).unwrap()).unwrap();
 
+    // The replay may reach a Wikipedia that expects no request (and a cache it has never filled);
+    // it is given the recording without what it derives, which it must rebuild from the completions.
+    let offline_wiki = MockServer::start().await;
+    Mock::given(method("GET"))
+        .respond_with(ResponseTemplate::new(404))
+        .expect(0)
+        .mount(&offline_wiki)
+        .await;
+    let stripped = dir.path().join("stripped.json");
+    std::fs::write(
+        &stripped,
+        crate::replay::without_derived_fields(&recorded).to_string(),
+    )
+    .unwrap();
     let replayed = Command::new(get_cargo_bin("react-docstore"))
-        .args(["replay", "--json"])
-        .arg(&record)
+        .args([
+            "replay",
+            "--json",
+            "--wiki-url",
+            &offline_wiki.uri(),
+            "--cache-dir",
+        ])
+        .arg(dir.path().join("replay-cache"))
+        .arg(&stripped)
+        .env("REACT_WIKI_URL", offline_wiki.uri())
         .output()
         .unwrap();
     assert!(
@@ -94,8 +118,6 @@ async fn ask_json_records_a_run_that_replays_identically() {
         "{}",
         String::from_utf8_lossy(&replayed.stderr)
     );
-    let recorded: serde_json::Value =
-        serde_json::from_str(&std::fs::read_to_string(&record).unwrap()).unwrap();
     let mut replayed: serde_json::Value = serde_json::from_str(
         String::from_utf8(replayed.stdout)
             .unwrap()
@@ -104,12 +126,56 @@ async fn ask_json_records_a_run_that_replays_identically() {
             .unwrap(),
     )
     .unwrap();
-    // The line names the file it replayed; the rest is the identical run: every field, token usage included.
     let source = replayed.as_object_mut().unwrap().remove("source").unwrap();
-    assert_eq!(source["file"].as_str(), record.to_str());
+    assert_eq!(source["file"].as_str(), stripped.to_str());
+    // What replay derives, written out by hand: each thought and action as the completions give
+    // them (step 3's invented observation cut off), the answer, the stop, the prompt's examples.
+    let steps = replayed["steps"].as_array().unwrap();
+    let derived: Vec<(&str, &str)> = steps
+        .iter()
+        .map(|step| {
+            (
+                step["thought"].as_str().unwrap(),
+                step["action"].as_str().unwrap(),
+            )
+        })
+        .collect();
+    assert_eq!(
+        derived,
+        [
+            (
+                "I need to search Colorado orogeny, find the area that the eastern sector of the Colorado orogeny extends into.",
+                "Search[Colorado orogeny]"
+            ),
+            (
+                "It does not say where the eastern sector is. Let me look up High Plains.",
+                "Lookup[High Plains]"
+            ),
+            (
+                "The eastern sector extends into the High Plains. I need to search Colorado orogenyy.",
+                "Search[Colorado orogenyy]"
+            ),
+            (
+                "High Plains rise in elevation from around 1,800 to 7,000 ft, so the answer is 1,800 to 7,000 ft.",
+                "Finish[1,800 to 7,000 ft]"
+            ),
+        ]
+    );
+    assert!(
+        steps[2]["observation"]
+            .as_str()
+            .unwrap()
+            .starts_with("Could not find Colorado orogenyy. Similar: ['Colorado orogeny', ")
+    );
+    assert_eq!(replayed["answer"], "1,800 to 7,000 ft");
+    assert_eq!(replayed["stopped"], "finish");
+    assert_eq!(replayed["fewshot"], "hotpotqa");
+    assert_eq!(replayed["usage"]["llm_calls"], 4);
+    assert_eq!(replayed["usage"]["invalid_actions"], 0);
+    // The rest is the recording's, carried over unchanged.
     assert_eq!(replayed, recorded);
-    // Replay needs no network: it made no request.
-    assert_eq!(wiki.received_requests().await.unwrap().len(), 2);
+    // Replay needs no network: the Wikipedia it was pointed at saw no request.
+    offline_wiki.verify().await;
 }
 
 /// A model server for `eval`: for each question (read from the prompt's last `Question:` line)

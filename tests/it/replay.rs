@@ -34,6 +34,26 @@ fn replay(run: &Run) -> Episode {
     ))
 }
 
+/// A recorded run (its JSON) without what a replay derives: each step's thought and action, the
+/// answer, the stop, the scores and the counts of invalid actions and fallback calls. A replay of
+/// it must rebuild them from the completions (or replies) alone, not copy them.
+pub fn without_derived_fields(run: &serde_json::Value) -> serde_json::Value {
+    let mut run = run.clone();
+    let fields = run.as_object_mut().unwrap();
+    for field in ["answer", "stopped", "em", "f1"] {
+        fields.remove(field);
+    }
+    for count in ["invalid_actions", "fallback_calls"] {
+        fields["usage"][count] = 0.into();
+    }
+    for step in fields["steps"].as_array_mut().unwrap() {
+        let step = step.as_object_mut().unwrap();
+        step.remove("thought");
+        step.remove("action");
+    }
+    run
+}
+
 fn runs_in(dir: &str) -> Vec<(PathBuf, Run)> {
     let paths = react_docstore::replay::run_files(&[fixture(dir)]).unwrap();
     assert!(!paths.is_empty(), "no runs in {dir}");
