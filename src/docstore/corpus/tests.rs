@@ -306,11 +306,13 @@ fn a_misspelt_title_is_among_the_similar_titles() {
             }
         }
     }
-    eprintln!("{found:?}\n{}", missed.join("\n"));
+    // 999 of 999, 981 of 981 and 921 of 921 when this was written (911, 979 and 609 before a
+    // miss among a few pages offered the titles alike letter for letter).
     for (kind, (listed, searched)) in found.into_iter().enumerate() {
         assert!(
             listed * 100 >= searched * 98,
-            "kind {kind}: {listed} of {searched}"
+            "typo {kind}: {listed} of {searched}; missed:\n{}",
+            missed.join("\n")
         );
     }
 }
