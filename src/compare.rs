@@ -596,6 +596,45 @@ mod tests {
         assert_eq!((flat.value, flat.ci_low, flat.ci_high), (0.5, 0.5, 0.5));
     }
 
+    /// The bootstrap written out from the seed's draws: resample `r` takes the `n` indices drawn
+    /// `r · n` to `r · n + n - 1`, the same for every series (the pairing); with 401 resamples the
+    /// 2.5 % and 97.5 % quantiles are the 11th and the 391st smallest means, no interpolation.
+    #[test]
+    fn bootstrap_equals_the_one_written_out_from_the_same_draws() {
+        let em: Vec<f64> = (0..37)
+            .map(|i| f64::from(i % 3 == 0) - f64::from(i % 5 == 0))
+            .collect();
+        let f1: Vec<f64> = (0..37).map(|i| f64::from(i * 7 % 11) / 10.0 - 0.4).collect();
+        let n = em.len();
+        let mut draws = SplitMix64(2026);
+        let mut em_means = Vec::new();
+        let mut f1_means = Vec::new();
+        for _ in 0..401 {
+            let picked: Vec<usize> = (0..n).map(|_| draws.below(n)).collect();
+            em_means.push(picked.iter().map(|&idx| em[idx]).sum::<f64>() / n as f64);
+            f1_means.push(picked.iter().map(|&idx| f1[idx]).sum::<f64>() / n as f64);
+        }
+        let [em_diff, f1_diff] = paired_bootstrap([&em, &f1], 401, 2026);
+        for (diff, values, mut means) in [(em_diff, &em, em_means), (f1_diff, &f1, f1_means)] {
+            means.sort_by(f64::total_cmp);
+            let mean = values.iter().sum::<f64>() / n as f64;
+            assert!((diff.value - mean).abs() < 1e-12, "{diff:?}");
+            assert!((diff.ci_low - means[10]).abs() < 1e-12, "{diff:?} {}", means[10]);
+            assert!(
+                (diff.ci_high - means[390]).abs() < 1e-12,
+                "{diff:?} {}",
+                means[390]
+            );
+        }
+        // Paired: a series and its mirror image are resampled alike, so their intervals mirror.
+        let mirror: Vec<f64> = em.iter().map(|value| -value).collect();
+        let [a, b] = paired_bootstrap([&em, &mirror], 1000, 3);
+        assert!(
+            (b.ci_low + a.ci_high).abs() < 1e-12 && (b.ci_high + a.ci_low).abs() < 1e-12,
+            "{a:?} {b:?}"
+        );
+    }
+
     #[test]
     fn quantile_interpolates() {
         assert_eq!(quantile(&[], 0.5), None);

@@ -132,7 +132,12 @@ async fn replay_recorded(
     });
     let max_steps = max_steps.or(recorded.max_steps).unwrap_or(DEFAULT_MAX_STEPS);
     let agent = Agent {
-        // A recording that was not stopped for repeating itself replays to its own end.
+        // A run file does not say which repeated-action policy recorded it (Reflexion's agent had
+        // none), only how the run stopped, so that stop decides: a recording that did not stop for
+        // repeating itself replays to its own end (it was recorded without the stop, or never met
+        // it); any other replays under the profile's policy. The steps alone cannot decide: four
+        // identical steps that end a run at its budget are `max_steps` without the stop and
+        // `repeated_action` with it (tests/it/replay.rs checks both ways).
         repeats: match recorded.stopped {
             Some(stopped) if stopped != Stopped::RepeatedAction => Repeats::Allow,
             _ => Repeats::of(profile),

@@ -593,10 +593,39 @@ mod tests {
 
     #[test]
     fn every_listed_function_has_its_own_implementation() {
-        for name in FUNCTIONS {
-            let result = evaluate(&format!("{name}(0.5)"));
-            assert!(result.is_ok(), "{name}: {result:?}");
+        use std::f64::consts::{E, FRAC_PI_3, FRAC_PI_4, FRAC_PI_6, LN_2};
+        // Each function's value where it differs from the others', known without the calculator.
+        let cases = [
+            ("sqrt", "sqrt(0.25)", 0.5),
+            ("abs", "abs(-0.75)", 0.75),
+            ("ceil", "ceil(0.25)", 1.0),
+            ("floor", "floor(-0.25)", -1.0),
+            ("round", "round(2.5)", 3.0),
+            ("round", "round(1.2345, 2)", 1.23),
+            ("exp", "exp(1)", E),
+            ("ln", "ln(0.5)", -LN_2),
+            ("log", "log(8, 2)", 3.0),
+            ("log", "log(0.5)", -LN_2),
+            ("log10", "log10(1000)", 3.0),
+            ("sin", "sin(0.5235987755982988)", 0.5),
+            ("cos", "cos(1.0471975511965976)", 0.5),
+            ("tan", "tan(0.7853981633974483)", 1.0),
+            ("asin", "asin(0.5)", FRAC_PI_6),
+            ("acos", "acos(0.5)", FRAC_PI_3),
+            ("atan", "atan(1)", FRAC_PI_4),
+            ("min", "min(0.5, -2, 3)", -2.0),
+            ("max", "max(0.5, -2, 3)", 3.0),
+        ];
+        for (_, expression, expected) in cases {
+            let value = evaluate(expression).unwrap();
+            assert!(
+                (value - expected).abs() <= 1e-12,
+                "{expression} = {value}, not {expected}"
+            );
         }
+        let mut named: Vec<&str> = cases.iter().map(|(name, _, _)| *name).collect();
+        named.dedup();
+        assert_eq!(named, FUNCTIONS);
     }
 
     #[test]

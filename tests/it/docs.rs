@@ -685,17 +685,24 @@ fn run_example(command: &str, dir: &Path, env: &[(String, String)]) -> Vec<Strin
 async fn every_console_example_prints_what_the_docs_show() {
     let wiki = crate::mock_wikipedia().await;
     let mut failures = Vec::new();
-    let mut n_examples = 0;
+    let (mut n_examples, mut n_blocks) = (0, 0);
     for doc in documents() {
         // One scratch directory per document: its examples may build on each other.
         let dir = tempfile::tempdir().unwrap();
         std::os::unix::fs::symlink(crate::fixture(""), dir.path().join("fixtures")).unwrap();
         let text = std::fs::read_to_string(&doc).unwrap();
-        for block in code_blocks(&text)
+        let blocks: Vec<_> = code_blocks(&text)
             .into_iter()
             .filter(|block| block.lang == "console")
-        {
-            for example in examples(&block) {
+            .collect();
+        // Every console fence of the page is a block run here, each with an example at least.
+        let fences = text.lines().filter(|line| line.trim() == "```console").count();
+        assert_eq!(blocks.len(), fences, "{}", relative(&doc));
+        n_blocks += fences;
+        for block in blocks {
+            let block_examples = examples(&block);
+            assert!(!block_examples.is_empty(), "{}:{}", relative(&doc), block.line);
+            for example in block_examples {
                 n_examples += 1;
                 let mut env = vec![
                     ("REACT_WIKI_URL".to_owned(), wiki.uri()),
@@ -746,6 +753,8 @@ async fn every_console_example_prints_what_the_docs_show() {
             }
         }
     }
+    // README.md and the guide show console examples (22 blocks when this was written).
+    assert!(n_blocks >= 20, "only {n_blocks} console blocks found");
     assert!(
         failures.is_empty(),
         "{}\n\n{} of {n_examples} examples differ",

@@ -83,10 +83,34 @@ async fn ask_json_records_a_run_that_replays_identically() {
         &["ask", QUESTION, "--json", "--record", &record_arg],
     );
     settings(&[&model, &wiki], dir.path()).bind(|| assert_cmd_snapshot!("ask_json", ask));
+    let recorded: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(&record).unwrap()).unwrap();
 
+    // The replay may reach a Wikipedia that expects no request (and a cache it has never filled);
+    // it is given the recording without what it derives, which it must rebuild from the completions.
+    let offline_wiki = MockServer::start().await;
+    Mock::given(method("GET"))
+        .respond_with(ResponseTemplate::new(404))
+        .expect(0)
+        .mount(&offline_wiki)
+        .await;
+    let stripped = dir.path().join("stripped.json");
+    std::fs::write(
+        &stripped,
+        crate::replay::without_derived_fields(&recorded).to_string(),
+    )
+    .unwrap();
     let replayed = Command::new(get_cargo_bin("react-docstore"))
-        .args(["replay", "--json"])
-        .arg(&record)
+        .args([
+            "replay",
+            "--json",
+            "--wiki-url",
+            &offline_wiki.uri(),
+            "--cache-dir",
+        ])
+        .arg(dir.path().join("replay-cache"))
+        .arg(&stripped)
+        .env("REACT_WIKI_URL", offline_wiki.uri())
         .output()
         .unwrap();
     assert!(
@@ -94,8 +118,6 @@ async fn ask_json_records_a_run_that_replays_identically() {
         "{}",
         String::from_utf8_lossy(&replayed.stderr)
     );
-    let recorded: serde_json::Value =
-        serde_json::from_str(&std::fs::read_to_string(&record).unwrap()).unwrap();
     let mut replayed: serde_json::Value = serde_json::from_str(
         String::from_utf8(replayed.stdout)
             .unwrap()
@@ -104,18 +126,65 @@ async fn ask_json_records_a_run_that_replays_identically() {
             .unwrap(),
     )
     .unwrap();
-    // The line names the file it replayed; the rest is the identical run: every field, token usage included.
     let source = replayed.as_object_mut().unwrap().remove("source").unwrap();
-    assert_eq!(source["file"].as_str(), record.to_str());
+    assert_eq!(source["file"].as_str(), stripped.to_str());
+    // What replay derives, written out by hand: each thought and action as the completions give
+    // them (step 3's invented observation cut off), the answer, the stop, the prompt's examples.
+    let steps = replayed["steps"].as_array().unwrap();
+    let derived: Vec<(&str, &str)> = steps
+        .iter()
+        .map(|step| {
+            (
+                step["thought"].as_str().unwrap(),
+                step["action"].as_str().unwrap(),
+            )
+        })
+        .collect();
+    assert_eq!(
+        derived,
+        [
+            (
+                "I need to search Colorado orogeny, find the area that the eastern sector of the Colorado orogeny extends into.",
+                "Search[Colorado orogeny]"
+            ),
+            (
+                "It does not say where the eastern sector is. Let me look up High Plains.",
+                "Lookup[High Plains]"
+            ),
+            (
+                "The eastern sector extends into the High Plains. I need to search Colorado orogenyy.",
+                "Search[Colorado orogenyy]"
+            ),
+            (
+                "High Plains rise in elevation from around 1,800 to 7,000 ft, so the answer is 1,800 to 7,000 ft.",
+                "Finish[1,800 to 7,000 ft]"
+            ),
+        ]
+    );
+    assert!(
+        steps[2]["observation"]
+            .as_str()
+            .unwrap()
+            .starts_with("Could not find Colorado orogenyy. Similar: ['Colorado orogeny', ")
+    );
+    assert_eq!(replayed["answer"], "1,800 to 7,000 ft");
+    assert_eq!(replayed["stopped"], "finish");
+    assert_eq!(replayed["fewshot"], "hotpotqa");
+    assert_eq!(replayed["usage"]["llm_calls"], 4);
+    assert_eq!(replayed["usage"]["invalid_actions"], 0);
+    // The rest is the recording's, carried over unchanged.
     assert_eq!(replayed, recorded);
-    // Replay needs no network: it made no request.
-    assert_eq!(wiki.received_requests().await.unwrap().len(), 2);
+    // Replay needs no network: the Wikipedia it was pointed at saw no request.
+    offline_wiki.verify().await;
 }
 
 /// A model server for `eval`: for each question (read from the prompt's last `Question:` line)
-/// it searches the question's fourth context title, then finishes with the gold answer.
+/// it searches the question's fourth context title, then finishes with the gold answer. It answers
+/// the first `open` questions it is asked; the later ones it holds for an hour.
 struct QuestionModel {
     scripts: Vec<(String, String, String)>,
+    open: usize,
+    asked: std::sync::Mutex<Vec<String>>,
 }
 
 impl wiremock::Respond for QuestionModel {
@@ -136,17 +205,26 @@ impl wiremock::Respond for QuestionModel {
             .trim_end_matches(':')
             .parse()
             .unwrap();
+        let order = {
+            let mut asked = self.asked.lock().unwrap();
+            if !asked.iter().any(|known| known == question) {
+                asked.push(question.to_owned());
+            }
+            asked.iter().position(|known| known == question).unwrap()
+        };
         let (_, title, answer) = self.scripts.iter().find(|(q, _, _)| q == question).unwrap();
         let text = match step {
             1 => format!(" I need to search {title}.\nAction 1: Search[{title}]"),
             _ => format!(" So the answer is {answer}.\nAction {step}: Finish[{answer}]"),
         };
-        ResponseTemplate::new(200)
-            .set_body_json(serde_json::json!({
-                "choices": [{"index": 0, "text": text, "finish_reason": "stop"}],
-                "usage": {"prompt_tokens": 1000, "completion_tokens": 20}
-            }))
-            .set_delay(std::time::Duration::from_millis(150))
+        let response = ResponseTemplate::new(200).set_body_json(serde_json::json!({
+            "choices": [{"index": 0, "text": text, "finish_reason": "stop"}],
+            "usage": {"prompt_tokens": 1000, "completion_tokens": 20}
+        }));
+        match order < self.open {
+            true => response,
+            false => response.set_delay(std::time::Duration::from_secs(3600)),
+        }
     }
 }
 
@@ -163,7 +241,7 @@ async fn eval_killed_half_way_resumes_with_each_question_once() {
     let questions = fixture("hotpotqa/official.json");
     let records: Vec<serde_json::Value> =
         serde_json::from_str(&std::fs::read_to_string(&questions).unwrap()).unwrap();
-    let scripts = records
+    let scripts: Vec<(String, String, String)> = records
         .iter()
         .map(|record| {
             let title = record["context"][3][0].as_str().unwrap().to_owned();
@@ -171,15 +249,27 @@ async fn eval_killed_half_way_resumes_with_each_question_once() {
             (record["question"].as_str().unwrap().to_owned(), title, answer)
         })
         .collect();
-    let model = MockServer::start().await;
-    Mock::given(method("POST"))
-        .and(path("/v1/completions"))
-        .respond_with(QuestionModel { scripts })
-        .mount(&model)
-        .await;
+    // The first evaluation's model answers one question and holds the next; the second's answers all.
+    let model_server = |open: usize| {
+        let scripts = scripts.clone();
+        async move {
+            let model = MockServer::start().await;
+            Mock::given(method("POST"))
+                .and(path("/v1/completions"))
+                .respond_with(QuestionModel {
+                    scripts,
+                    open,
+                    asked: std::sync::Mutex::new(Vec::new()),
+                })
+                .mount(&model)
+                .await;
+            model
+        }
+    };
+    let (holding, answering) = (model_server(1).await, model_server(records.len()).await);
     let dir = tempfile::tempdir().unwrap();
     let results = dir.path().join("results.jsonl");
-    let eval = || {
+    let eval = |model: &MockServer| {
         let mut command = Command::new(get_cargo_bin("react-docstore"));
         command
             .arg("eval")
@@ -203,19 +293,19 @@ async fn eval_killed_half_way_resumes_with_each_question_once() {
         command
     };
 
-    // Kill the first evaluation as soon as one question is on disk.
-    let mut child = eval().spawn().unwrap();
-    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(30);
+    // Kill the first evaluation once its one answered question is on disk (the next is held).
+    let mut child = eval(&holding).spawn().unwrap();
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(60);
     while results_ids(&results).is_empty() {
-        assert!(std::time::Instant::now() < deadline, "no result within 30 s");
+        assert!(std::time::Instant::now() < deadline, "no result within 60 s");
         std::thread::sleep(std::time::Duration::from_millis(20));
     }
     child.kill().unwrap();
     child.wait().unwrap();
     let done_before = results_ids(&results).len();
-    assert!(done_before < records.len(), "killed too late to test resuming");
+    assert_eq!(done_before, 1);
 
-    let output = eval().output().unwrap();
+    let output = eval(&answering).output().unwrap();
     assert!(output.status.success());
     let summary: serde_json::Value = serde_json::from_slice(&output.stdout).unwrap();
     assert_eq!(
@@ -236,9 +326,9 @@ async fn eval_killed_half_way_resumes_with_each_question_once() {
         let observation = run["steps"][0]["observation"].as_str().unwrap();
         assert!(!observation.starts_with("Could not find"), "{observation}");
     }
-    // The resumed questions made no model call again: two calls for each question run after the kill.
-    let n_calls = model.received_requests().await.unwrap().len();
-    assert!(n_calls <= 2 * records.len() + 2, "{n_calls} calls");
+    // The resumed question made no model call again: two calls for each question not yet recorded.
+    let n_calls = answering.received_requests().await.unwrap().len();
+    assert_eq!(n_calls, 2 * (records.len() - done_before));
 }
 
 #[test]

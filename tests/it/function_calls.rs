@@ -565,20 +565,95 @@ async fn calls_in_the_text_are_echoed_as_the_text_the_server_sent() {
 
 #[tokio::test(flavor = "multi_thread")]
 async fn recorded_tools_runs_replay_byte_for_byte() {
-    // A scripted one, and a real one from llama-cpp-python's server.
-    for name in ["grand-ole-opry", "llama-cpp-smollm2"] {
+    // What replay derives from each recording's replies, written out by hand: each step's thought
+    // and action, the answer, the counts of invalid calls and fallback calls.
+    let invalid_serach = "Invalid call: there is no function `serach`. Valid calls are \
+                          search({\"entity\": string}), lookup({\"keyword\": string}), finish({\"answer\": string}).";
+    let smollm2_search = "The exact title of the article to search, as the title of its Wikipedia page, e.g. \"Colorado orogeny\".";
+    let expected = [
+        (
+            // A scripted one: a reply with no call, then two calls in one reply, one invalid.
+            "grand-ole-opry",
+            vec![
+                (
+                    "I need to search Grand Ole Opry and find where it was held before.".to_owned(),
+                    "Search[Grand Ole Opry]".to_owned(),
+                ),
+                (
+                    "It moved in 1974; I should look up its earlier home.".to_owned(),
+                    "Lookup[Ryman]".to_owned(),
+                ),
+                (
+                    String::new(),
+                    "serach({\"entity\":\"Ryman Auditorium\"})".to_owned(),
+                ),
+                (
+                    "The Opry was held at the Ryman Auditorium before 1974.".to_owned(),
+                    "Finish[Ryman Auditorium]".to_owned(),
+                ),
+            ],
+            "Ryman Auditorium",
+            (1, 1),
+        ),
+        (
+            // A real one from llama-cpp-python's server: a small model copying the functions'
+            // descriptions, odd characters included.
+            "llama-cpp-smollm2",
+            vec![
+                (String::new(), format!("Search[{smollm2_search}]")),
+                (
+                    String::new(),
+                    "Lookup[The exact title of the article to search, as the title of its Wikipedia page, e.g. \u{321}\u{3b8}\u{3c4}]"
+                        .to_owned(),
+                ),
+                (
+                    String::new(),
+                    "Finish[The exact answer, as short as the examples\u{321}\u{3b8}\u{3c4}\"]".to_owned(),
+                ),
+            ],
+            "The exact answer, as short as the examples\u{321}\u{3b8}\u{3c4}\"",
+            (0, 0),
+        ),
+    ];
+    let dir = tempfile::tempdir().unwrap();
+    for (name, steps, answer, (invalid_actions, fallback_calls)) in expected {
         let path = fixture(&format!("runs/function-calls/{name}.json"));
-        let output = react(&["replay", "--json"], "").arg(&path).output().unwrap();
+        let recorded = std::fs::read_to_string(&path).unwrap();
+        // Replayed without what it derives, so that nothing derived can be copied.
+        let stripped = dir.path().join(format!("{name}.json"));
+        let mut run = crate::replay::without_derived_fields(&serde_json::from_str(&recorded).unwrap());
+        if name == "grand-ole-opry" {
+            // The answer to an invalid call is the agent's, not the world's.
+            run["steps"][2].as_object_mut().unwrap().remove("observation");
+        }
+        std::fs::write(&stripped, run.to_string()).unwrap();
+        let output = react(&["replay", "--json"], "").arg(&stripped).output().unwrap();
         assert!(
             output.status.success(),
             "{}",
             String::from_utf8_lossy(&output.stderr)
         );
-        // The replayed run, written as `--record` writes runs, is the recorded file byte for byte.
         let replayed: Run = serde_json::from_slice(&output.stdout).unwrap();
-        let written = format!("{}\n", serde_json::to_string_pretty(&replayed).unwrap());
-        assert_eq!(written, std::fs::read_to_string(&path).unwrap(), "{name}");
+        let derived: Vec<(String, String)> = replayed
+            .steps
+            .iter()
+            .map(|step| (step.thought.clone().unwrap(), step.action.clone().unwrap()))
+            .collect();
+        assert_eq!(derived, steps, "{name}");
+        assert_eq!(replayed.answer.as_deref(), Some(answer), "{name}");
+        assert_eq!(replayed.stopped, Some(react_docstore::Stopped::Finish), "{name}");
+        assert_eq!(
+            (replayed.usage.invalid_actions, replayed.usage.fallback_calls),
+            (invalid_actions, fallback_calls),
+            "{name}"
+        );
         assert_eq!(replayed.api, Some(Api::Tools));
+        if name == "grand-ole-opry" {
+            assert_eq!(replayed.steps[2].observation.as_deref(), Some(invalid_serach));
+        }
+        // And the rest is the recording's: written as `--record` writes runs, the file byte for byte.
+        let written = format!("{}\n", serde_json::to_string_pretty(&replayed).unwrap());
+        assert_eq!(written, recorded, "{name}");
         let trace = react(&["replay"], "").arg(&path).output().unwrap();
         let mut settings = insta::Settings::clone_current();
         settings.set_snapshot_path(concat!(env!("CARGO_MANIFEST_DIR"), "/tests/snapshots"));

@@ -34,6 +34,26 @@ fn replay(run: &Run) -> Episode {
     ))
 }
 
+/// A recorded run (its JSON) without what a replay derives: each step's thought and action, the
+/// answer, the stop, the scores and the counts of invalid actions and fallback calls. A replay of
+/// it must rebuild them from the completions (or replies) alone, not copy them.
+pub fn without_derived_fields(run: &serde_json::Value) -> serde_json::Value {
+    let mut run = run.clone();
+    let fields = run.as_object_mut().unwrap();
+    for field in ["answer", "stopped", "em", "f1"] {
+        fields.remove(field);
+    }
+    for count in ["invalid_actions", "fallback_calls"] {
+        fields["usage"][count] = 0.into();
+    }
+    for step in fields["steps"].as_array_mut().unwrap() {
+        let step = step.as_object_mut().unwrap();
+        step.remove("thought");
+        step.remove("action");
+    }
+    run
+}
+
 fn runs_in(dir: &str) -> Vec<(PathBuf, Run)> {
     let paths = react_docstore::replay::run_files(&[fixture(dir)]).unwrap();
     assert!(!paths.is_empty(), "no runs in {dir}");
@@ -51,7 +71,9 @@ fn every_trial_gives_back_its_logged_answers_and_score() {
         for (path, recorded) in &runs {
             let replayed = replay(recorded).run;
             assert_eq!(replayed.answer, recorded.answer, "answer of {}", path.display());
-            // Replays end as their recordings did, even those the repeated-action stop would have cut.
+            // Reflexion's agent had no repeated-action stop, and a run file does not say which
+            // policy recorded it: a recording that did not stop for repetition replays without the
+            // stop (src/replay.rs), so even the ten runs the stop would have cut end as recorded.
             assert_eq!(replayed.stopped, recorded.stopped, "stop of {}", path.display());
             assert_eq!(
                 replayed.steps.len(),
@@ -94,6 +116,60 @@ fn every_trial_gives_back_its_logged_answers_and_score() {
         }
         assert_eq!(n_correct, 34, "correct answers in trial {trial}");
     }
+}
+
+/// The step at which a run repeats its action and observation for the fourth time in a row (the
+/// `default` profile's repeated-action stop), counted from the recorded steps.
+fn fourth_identical_step(run: &Run) -> Option<usize> {
+    let mut in_a_row = 0;
+    for (idx, step) in run.steps.iter().enumerate() {
+        let repeats_last = idx > 0
+            && step.observation.is_some()
+            && (&step.action, &step.observation)
+                == (&run.steps[idx - 1].action, &run.steps[idx - 1].observation);
+        in_a_row = if repeats_last { in_a_row + 1 } else { 1 };
+        if in_a_row == 4 {
+            return Some(step.n);
+        }
+    }
+    None
+}
+
+#[test]
+fn without_its_recorded_stop_a_replay_decides_the_stop_itself() {
+    let (mut n_cut, mut n_as_recorded) = (0, 0);
+    for trial in 1..=5 {
+        for (path, recorded) in runs_in(&format!("runs/reflexion/trial-{trial}")) {
+            // The recording's outcome hidden: the replay follows the profile's own policy.
+            let unstopped = Run {
+                stopped: None,
+                ..recorded.clone()
+            };
+            let replayed = replay(&unstopped).run;
+            match fourth_identical_step(&recorded) {
+                Some(step) => {
+                    assert_eq!(
+                        (replayed.steps.len(), replayed.stopped, replayed.answer),
+                        (step, Some(Stopped::RepeatedAction), None),
+                        "{}",
+                        path.display()
+                    );
+                    n_cut += 1;
+                }
+                None => {
+                    assert_eq!(
+                        (replayed.steps.len(), replayed.stopped),
+                        (recorded.steps.len(), recorded.stopped),
+                        "{}",
+                        path.display()
+                    );
+                    n_as_recorded += 1;
+                }
+            }
+        }
+    }
+    // Questions 071 and 077 of each trial repeat themselves four times before the budget ends them.
+    assert_eq!((n_cut, n_as_recorded), (10, 502));
 }
 
 /// Reflexion's `parse_action`: `^(\w+)\[(.+)\]$`.

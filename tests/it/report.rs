@@ -1,7 +1,9 @@
-//! `report`: the page of real Reflexion trials with hostile text planted in a question, an answer,
-//! an observation and a file name — checked in the HTML, then driven in headless Chromium (the
-//! system's package, which `.ci/run` installs): no console error, no request, the comparison's
-//! figures equal `compare --json`'s, filtering and opening a trajectory work, nothing hostile runs.
+//! `report`: the page of real Reflexion trials with hostile text planted in every field the page
+//! shows (question, gold, answer, thought, action, observation, error, model, docstore, the
+//! question file's type and level, a file name) — checked in the HTML, then driven in headless
+//! Chromium (the system's package, which `.ci/run` installs): no console error, no request, the
+//! comparison's figures equal `compare --json`'s, filtering and opening a trajectory work, nothing
+//! hostile runs and every planted string shows as text.
 
 use std::path::{Path, PathBuf};
 use std::process::Command;
@@ -16,12 +18,36 @@ const HOSTILE_QUESTION: &str =
     "<img src=x onerror=\"window.__pwned='question'\"></script><script>window.__pwned='script'</script> ";
 const HOSTILE_ANSWER: &str = "<b onmouseover=\"window.__pwned='answer'\">bold</b>";
 const HOSTILE_OBSERVATION: &str = "<img src=x onerror=\"window.__pwned='observation'\"> ";
+const HOSTILE_GOLD: &str = "<img src=x onerror=\"window.__pwned='gold'\"> ";
+const HOSTILE_THOUGHT: &str = "<img src=x onerror=\"window.__pwned='thought'\"> ";
+const HOSTILE_ACTION: &str = "<img src=x onerror=\"window.__pwned='action'\">";
+const HOSTILE_ERROR: &str = "<img src=x onerror=\"window.__pwned='error'\">";
+const HOSTILE_MODEL: &str = "<img src=x onerror=\"window.__pwned='model'\">";
+const HOSTILE_SNAPSHOT: &str = "<img src=x onerror=\"window.__pwned='docstore'\">";
+const HOSTILE_TYPE: &str = "<img src=x onerror=\"window.__pwned='type'\">";
+const HOSTILE_LEVEL: &str = "<img src=x onerror=\"window.__pwned='level'\">";
 /// A file name is shown by the template, not the script.
 const HOSTILE_FILE: &str = "a<img src=x onerror=alert(1)>.jsonl";
 
+/// Every string planted, as it must show.
+const PLANTED: [&str; 11] = [
+    HOSTILE_QUESTION,
+    HOSTILE_ANSWER,
+    HOSTILE_OBSERVATION,
+    HOSTILE_GOLD,
+    HOSTILE_THOUGHT,
+    HOSTILE_ACTION,
+    HOSTILE_ERROR,
+    HOSTILE_MODEL,
+    HOSTILE_SNAPSHOT,
+    HOSTILE_TYPE,
+    HOSTILE_LEVEL,
+];
+
 /// Two results files made from the real trials (full budget as A, budget 3 as B) with hostile
-/// text in one flipped question whose observations hold its gold answer; returns (A, B, that id).
-fn hostile_pair(dir: &Path) -> (PathBuf, PathBuf, String) {
+/// text in one flipped question whose observations hold its gold answer, and the question file
+/// with that question's type and level hostile; returns (A, B, the question file, that id).
+fn hostile_pair(dir: &Path) -> (PathBuf, PathBuf, PathBuf, String) {
     let mut runs_a = read_lines(&fixture(TRIAL_1));
     let mut runs_b = read_lines(&fixture(TRIAL_1_BUDGET_3));
     let right = |run: &Value| {
@@ -44,19 +70,40 @@ fn hostile_pair(dir: &Path) -> (PathBuf, PathBuf, String) {
         .expect("a flipped question whose observations hold the gold");
     assert_eq!(runs_a[idx]["id"], runs_b[idx]["id"]);
     let id = runs_a[idx]["id"].as_str().unwrap().to_owned();
+    // The gold, hostile too: A's answer is that gold (still right), and the first observation holds it.
+    let gold = format!("{HOSTILE_GOLD}{}", runs_a[idx]["gold"].as_str().unwrap());
     for run in [&mut runs_a[idx], &mut runs_b[idx]] {
         run["question"] = Value::from(format!("{HOSTILE_QUESTION}{}", run["question"].as_str().unwrap()));
+        run["gold"] = Value::from(gold.as_str());
+        run["model"] = Value::from(HOSTILE_MODEL);
+        run["docstore"] = serde_json::json!({"kind": "distractor", "snapshot": HOSTILE_SNAPSHOT});
         let step = &mut run["steps"][0];
+        step["thought"] = Value::from(format!("{HOSTILE_THOUGHT}{}", step["thought"].as_str().unwrap()));
+        step["action"] = Value::from(format!("{}{HOSTILE_ACTION}", step["action"].as_str().unwrap()));
         if let Some(observation) = step["observation"].as_str() {
-            step["observation"] = Value::from(format!("{HOSTILE_OBSERVATION}{observation}"));
+            step["observation"] = Value::from(format!("{HOSTILE_OBSERVATION}{gold} {observation}"));
         }
     }
-    // B's answer: still wrong, now markup.
+    runs_a[idx]["answer"] = Value::from(gold.as_str());
+    // B's answer: still wrong, now markup; and an error message.
     runs_b[idx]["answer"] = Value::from(HOSTILE_ANSWER);
+    runs_b[idx]["error"] = Value::from(HOSTILE_ERROR);
     let (a, b) = (dir.join(HOSTILE_FILE), dir.join("b.jsonl"));
     write_lines(&a, &runs_a);
     write_lines(&b, &runs_b);
-    (a, b, id)
+    let questions_path = dir.join("questions.json");
+    let mut questions: Vec<Value> = serde_json::from_str(
+        &std::fs::read_to_string(fixture("compare/hotpot-qa-distractor-sample.types.json")).unwrap(),
+    )
+    .unwrap();
+    let question = questions
+        .iter_mut()
+        .find(|question| question["id"] == id.as_str())
+        .unwrap();
+    question["type"] = Value::from(HOSTILE_TYPE);
+    question["level"] = Value::from(HOSTILE_LEVEL);
+    std::fs::write(&questions_path, serde_json::to_string(&questions).unwrap()).unwrap();
+    (a, b, questions_path, id)
 }
 
 fn write_report(results: &[&Path], out: &Path, extra: &[&str]) -> String {
@@ -73,11 +120,26 @@ fn write_report(results: &[&Path], out: &Path, extra: &[&str]) -> String {
 #[test]
 fn report_html_escapes_everything_from_the_files() {
     let dir = tempfile::tempdir().unwrap();
-    let (a, b, _) = hostile_pair(dir.path());
+    let (a, b, questions, _) = hostile_pair(dir.path());
     let out = dir.path().join("report.html");
-    let printed = write_report(&[&a, &b], &out, &[]);
+    let printed = write_report(&[&a, &b], &out, &["--questions", questions.to_str().unwrap()]);
     assert!(printed.contains("100 questions"), "{printed}");
     let html = std::fs::read_to_string(&out).unwrap();
+    for planted in PLANTED {
+        assert!(!html.contains(planted), "`{planted}` reached the page as markup");
+    }
+    // What the template writes (model, docstore, the type and level's chart labels) is escaped text.
+    for written in [HOSTILE_MODEL, HOSTILE_SNAPSHOT, HOSTILE_TYPE, HOSTILE_LEVEL] {
+        let escaped = written
+            .replace('&', "&amp;")
+            .replace('<', "&lt;")
+            .replace('>', "&gt;");
+        let escaped_quotes = escaped.replace('"', "&quot;");
+        assert!(
+            html.contains(&escaped) || html.contains(&escaped_quotes),
+            "`{written}` is not shown as text"
+        );
+    }
     // The data block and the page's script are the only two script elements, and both close once.
     assert_eq!(
         html.matches("<script").count(),
@@ -207,6 +269,7 @@ const SELF_TEST: &str = r#"<script>
       out.count_after = document.getElementById('count').textContent;
       out.images = document.querySelectorAll('img').length;
       out.bold = document.querySelectorAll('[onmouseover], [onerror]').length;
+      out.text = document.body.textContent;
       out.pwned = window.__pwned || null;
       out.resources = performance.getEntriesByType('resource').map(function (entry) { return entry.name; });
     } catch (error) {
@@ -258,9 +321,9 @@ fn run_in_chromium(page: &Path, profile: &Path) -> (String, String) {
 #[test]
 fn report_works_in_headless_chromium() {
     let dir = tempfile::tempdir().unwrap();
-    let (a, b, hostile_id) = hostile_pair(dir.path());
+    let (a, b, questions, hostile_id) = hostile_pair(dir.path());
     let out = dir.path().join("report.html");
-    write_report(&[&a, &b], &out, &[]);
+    write_report(&[&a, &b], &out, &["--questions", questions.to_str().unwrap()]);
     let html = std::fs::read_to_string(&out).unwrap();
     let under_test = html
         .replacen("<head>", &format!("<head>{CATCH_ERRORS}"), 1)
@@ -382,11 +445,22 @@ fn report_works_in_headless_chromium() {
         HOSTILE_QUESTION.trim_end(),
         HOSTILE_ANSWER,
         HOSTILE_OBSERVATION.trim_end(),
+        HOSTILE_GOLD.trim_end(),
+        HOSTILE_THOUGHT.trim_end(),
+        HOSTILE_ACTION,
+        HOSTILE_ERROR,
+        HOSTILE_TYPE,
+        HOSTILE_LEVEL,
         "Thought 1: ",
         "Action 1: Search[",
         "Observation 1: ",
     ] {
         assert!(detail.contains(text), "`{text}` is not shown in: {detail}");
+    }
+    // The summary table shows the model and the docstore as text.
+    let text = seen["text"].as_str().unwrap();
+    for planted in [HOSTILE_MODEL, HOSTILE_SNAPSHOT] {
+        assert!(text.contains(planted), "`{planted}` is not shown as text");
     }
     let run_a = read_lines(&a)
         .into_iter()

@@ -492,6 +492,101 @@ async fn slow_clients_are_timed_out_and_do_not_stop_the_others() {
     assert_eq!(server.get("/health").await.0, 200);
 }
 
+/// A socket of this machine's IPv4 TCP table (Linux's `/proc/net/tcp`): its addresses, whether
+/// it listens, the bytes it sent that the other end has not acknowledged, and what waits in its
+/// receive queue — for a listening socket the connections not yet accepted, for a connection the
+/// bytes its process has not read. The tests below wait on these instead of sleeping.
+struct TcpEntry {
+    local: std::net::SocketAddr,
+    remote: std::net::SocketAddr,
+    listening: bool,
+    unacknowledged: u64,
+    queued: u64,
+}
+
+fn tcp_table() -> Vec<TcpEntry> {
+    let address = |field: &str| {
+        let (ip, port) = field.split_once(':').unwrap();
+        let ip = u32::from_str_radix(ip, 16).unwrap().to_ne_bytes();
+        std::net::SocketAddr::from((ip, u16::from_str_radix(port, 16).unwrap()))
+    };
+    std::fs::read_to_string("/proc/net/tcp")
+        .unwrap()
+        .lines()
+        .skip(1)
+        .map(|line| {
+            let fields: Vec<&str> = line.split_whitespace().collect();
+            let (unacknowledged, queued) = fields[4].split_once(':').unwrap();
+            TcpEntry {
+                local: address(fields[1]),
+                remote: address(fields[2]),
+                listening: fields[3] == "0A",
+                unacknowledged: u64::from_str_radix(unacknowledged, 16).unwrap(),
+                queued: u64::from_str_radix(queued, 16).unwrap(),
+            }
+        })
+        .collect()
+}
+
+/// The connections waiting to be accepted at `address`; `None` when nothing listens there.
+fn accept_queue(address: std::net::SocketAddr) -> Option<u64> {
+    tcp_table()
+        .into_iter()
+        .find(|entry| entry.listening && entry.local == address)
+        .map(|entry| entry.queued)
+}
+
+/// Whether the server at `server` has read everything the client at `client` sent: the server's
+/// end acknowledged it all and holds none of it unread.
+fn read_by_server(server: std::net::SocketAddr, client: std::net::SocketAddr) -> bool {
+    let table = tcp_table();
+    let end = |local, remote| {
+        table
+            .iter()
+            .find(|entry| !entry.listening && entry.local == local && entry.remote == remote)
+    };
+    matches!(
+        (end(client, server), end(server, client)),
+        (Some(sent), Some(received)) if sent.unacknowledged == 0 && received.queued == 0
+    )
+}
+
+/// Waits until `condition` holds (failing after a minute: something hangs).
+fn wait_until(condition: impl Fn() -> bool, what: &str) {
+    let deadline = std::time::Instant::now() + Duration::from_secs(60);
+    while !condition() {
+        assert!(std::time::Instant::now() < deadline, "never {what}");
+        std::thread::sleep(Duration::from_millis(1));
+    }
+}
+
+/// `GET /health` on an open keep-alive connection: the status.
+async fn health_on(stream: &mut TcpStream) -> u16 {
+    stream
+        .write_all(b"GET /health HTTP/1.1\r\nHost: x\r\n\r\n")
+        .await
+        .unwrap();
+    let mut received = Vec::new();
+    loop {
+        let mut buffer = [0; 1024];
+        let n = stream.read(&mut buffer).await.unwrap();
+        assert!(n > 0, "the connection closed");
+        received.extend_from_slice(&buffer[..n]);
+        let text = String::from_utf8_lossy(&received);
+        if let Some((head, body)) = text.split_once("\r\n\r\n") {
+            let length: usize = head
+                .lines()
+                .find_map(|line| line.strip_prefix("content-length: "))
+                .unwrap()
+                .parse()
+                .unwrap();
+            if body.len() >= length {
+                return head[9..12].parse().unwrap();
+            }
+        }
+    }
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn connections_are_bounded_and_a_vanished_client_costs_nothing() {
     let limits = ServeLimits {
@@ -499,21 +594,32 @@ async fn connections_are_bounded_and_a_vanished_client_costs_nothing() {
         ..ServeLimits::default()
     };
     let server = TestServer::start(pages(), Profile::Default, key(), limits).await;
-    // One connection held open: the next one waits to be accepted.
-    let held = TcpStream::connect(server.address()).await.unwrap();
-    tokio::time::sleep(Duration::from_millis(100)).await;
+    let listening: std::net::SocketAddr = server.address().parse().unwrap();
+    // One connection held open, and served: the next one waits to be accepted.
+    let mut held = TcpStream::connect(listening).await.unwrap();
+    assert_eq!(health_on(&mut held).await, 200);
     let waiting = tokio::spawn({
         let url = format!("{}/health", server.url);
         async move { reqwest::get(url).await.map(|response| response.status().as_u16()) }
     });
-    tokio::time::sleep(Duration::from_millis(300)).await;
-    assert!(
-        !waiting.is_finished(),
-        "a second connection was served beside the first"
+    tokio::task::spawn_blocking(move || {
+        wait_until(
+            || accept_queue(listening) == Some(1),
+            "queued the second connection",
+        )
+    })
+    .await
+    .unwrap();
+    // The first is still served while the second waits, not accepted.
+    assert_eq!(health_on(&mut held).await, 200);
+    assert_eq!(
+        accept_queue(listening),
+        Some(1),
+        "a second connection was accepted beside the first"
     );
+    assert!(!waiting.is_finished());
     drop(held);
-    let status = tokio::time::timeout(Duration::from_secs(5), waiting).await;
-    assert_eq!(status.expect("served once the first left").unwrap().unwrap(), 200);
+    assert_eq!(waiting.await.unwrap().unwrap(), 200, "served once the first left");
 
     // Clients that send a request and leave before the answer.
     for _ in 0..20 {
@@ -577,10 +683,19 @@ fn sigterm_drains_the_request_in_flight_then_exits_0() {
         &body[..10]
     )
     .unwrap();
-    std::thread::sleep(Duration::from_millis(200));
+    // The server has read them: the request is in flight.
+    let (server_address, client) = (address.parse().unwrap(), stream.local_addr().unwrap());
+    wait_until(
+        || read_by_server(server_address, client),
+        "read the request's first half",
+    );
     // SAFETY: kill(2) on our own child's pid.
     assert_eq!(unsafe { libc::kill(child.id() as i32, libc::SIGTERM) }, 0);
-    std::thread::sleep(Duration::from_millis(200));
+    // It stops listening (it drains) before the rest of the body comes.
+    wait_until(
+        || accept_queue(server_address).is_none(),
+        "stopped listening on SIGTERM",
+    );
     stream.write_all(&body.as_bytes()[10..]).unwrap();
     let mut answer = String::new();
     stream.read_to_string(&mut answer).unwrap();

@@ -6,7 +6,8 @@
 //! title match (normalised, then folded, then without punctuation), the same ranked search (tantivy's
 //! own BM25 weights — `Bm25Weight`, the encoded field norms — over titles ×3 and text, summed in
 //! the clause order tantivy sums them, a constant 2 for a title word one edit from an unknown word,
-//! the 20 best by score then page order, re-ranked by title similarity) and the same disambiguation
+//! the 20 best by score then page order, re-ranked by title similarity; with 20 pages or fewer, the
+//! pages no word matched too, by title similarity alone when it is high) and the same disambiguation
 //! entries. The differential property test in `tests.rs` holds the two equal, observation for
 //! observation.
 
@@ -38,6 +39,8 @@ const TITLE_BOOST: Score = 3.0;
 const FUZZY_BOOST: Score = 2.0;
 /// Words shorter than this are never matched fuzzily.
 const FUZZY_MIN_CHARS: usize = 4;
+/// How alike a title no word matched must be to join the Similar list of a few pages.
+const UNSCORED_MIN_SIMILARITY: f64 = 0.3;
 
 /// One tokenized field of every page: each word's pages with its count there, each page's
 /// encoded length, the words in all.
@@ -273,16 +276,16 @@ impl ContextIndex {
         }
         // The best candidates by score, ties to the earlier page.
         let mut candidates: Vec<(Score, usize)> = scores
-            .into_iter()
+            .iter()
             .enumerate()
             .filter_map(|(page_idx, score)| score.map(|score| (score, page_idx)))
             .collect();
         candidates.sort_by(|a, b| b.0.total_cmp(&a.0).then(a.1.cmp(&b.1)));
         candidates.truncate(CANDIDATES);
-        let Some(&(best, _)) = candidates.first() else {
-            return Vec::new();
-        };
-        let best = best.max(f32::MIN_POSITIVE);
+        let best = candidates
+            .first()
+            .map_or(0.0, |&(best, _)| best)
+            .max(f32::MIN_POSITIVE);
         let key = title_key(entity);
         let mut ranked: Vec<(f64, usize, &str)> = candidates
             .iter()
@@ -292,6 +295,17 @@ impl ContextIndex {
                 (rank, page_idx, title)
             })
             .collect();
+        // A docstore of a few pages offers every title like the entity, matched by a word or not
+        // (a glued or short word matches none), as `PageIndex::add_unscored_pages` does.
+        if n_pages <= CANDIDATES {
+            for (page_idx, score) in scores.iter().enumerate() {
+                let title = self.pages[page_idx].title.as_str();
+                let similarity = title_similarity(&key, &title_key(title));
+                if score.is_none() && similarity > UNSCORED_MIN_SIMILARITY {
+                    ranked.push((similarity, page_idx, title));
+                }
+            }
+        }
         ranked.sort_by(|a, b| b.0.total_cmp(&a.0).then(a.1.cmp(&b.1)));
         let mut titles: Vec<String> = Vec::new();
         for (_, _, title) in ranked {

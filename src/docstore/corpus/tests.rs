@@ -61,14 +61,28 @@ fn a_miss_ranks_titles_by_similarity() {
         "Could not find VIVA Media GmbH. Similar: ['VIVA Media', 'VIVA Poland', 'ProSiebenSat.1 Media', \
          'Viva (UK and Ireland)', 'Constantin Medien']."
     );
+    // Only pages that share a word (or nearly) with the entity, or whose titles are much alike,
+    // are offered.
     assert_eq!(
         default.search_now("Gesellschaft Haftung").unwrap(),
         "Could not find Gesellschaft Haftung. Similar: ['Gesellschaft mit beschränkter Haftung']."
     );
-    // Only pages that share a word (or nearly) with the entity are offered.
     assert_eq!(
         default.search_now("Gesellschaft Hafftung Zzyzx").unwrap(),
         "Could not find Gesellschaft Hafftung Zzyzx. Similar: ['Gesellschaft mit beschränkter Haftung']."
+    );
+    // A short word, or two glued, matches no title word: the title's letters still find it.
+    assert_eq!(
+        default.search_now("Blc").unwrap(),
+        "Could not find Blc. Similar: ['Blic']."
+    );
+    assert_eq!(
+        default.search_now("MixMegapol").unwrap(),
+        "Could not find MixMegapol. Similar: ['Mix Megapol']."
+    );
+    assert_eq!(
+        default.search_now("Zzyzx").unwrap(),
+        "Could not find Zzyzx. No similar pages."
     );
     // Close spellings find the page first.
     assert!(
@@ -196,7 +210,9 @@ fn corpus_errors_name_the_file_and_the_record() {
 
 /// Every question of the 100-question sample, searched the ways a model searches (exact, case,
 /// punctuation, a dropped letter, a word of the text, a miss) and looked up: the observations
-/// (cut at 120 characters), as the distractor docstore gave them when it was first pinned.
+/// (cut at 120 characters). Re-pinned when a miss among ten pages began to offer the titles much
+/// alike letter for letter: nine one-typo searches (`Blc`, `KentBaer`, `WWR`, ...) that found
+/// nothing now offer their title.
 #[test]
 fn observations_over_a_hundred_real_contexts() {
     let records: Vec<Value> =
@@ -240,4 +256,63 @@ fn observations_over_a_hundred_real_contexts() {
     let mut settings = insta::Settings::clone_current();
     settings.set_snapshot_path(concat!(env!("CARGO_MANIFEST_DIR"), "/tests/snapshots"));
     settings.bind(|| insta::assert_snapshot!(transcript));
+}
+
+/// The three typos a model makes in a title: a middle letter dropped, the two middle letters
+/// swapped, the first space removed (`None` when the title has no such typo).
+fn typos(title: &str) -> [Option<String>; 3] {
+    let chars: Vec<char> = title.chars().collect();
+    let middle = chars.len() / 2;
+    let mut dropped = chars.clone();
+    dropped.remove(middle);
+    let mut swapped = chars.clone();
+    swapped.swap(middle - 1, middle);
+    [
+        Some(dropped.into_iter().collect()),
+        (swapped != chars).then(|| swapped.into_iter().collect()),
+        title.contains(' ').then(|| title.replacen(' ', "", 1)),
+    ]
+}
+
+/// Over the 100 real contexts, each title of four characters or more misspelt the three ways: how
+/// many searches of each kind opened the page or listed its title among the similar ones.
+#[test]
+fn a_misspelt_title_is_among_the_similar_titles() {
+    let records: Vec<Value> =
+        serde_json::from_str(&std::fs::read_to_string(fixture("hotpotqa-distractor-100.json")).unwrap())
+            .unwrap();
+    let mut found = [(0usize, 0usize); 3];
+    let mut missed = Vec::new();
+    for record in &records {
+        let context = context_paragraphs(&record["context"]).unwrap();
+        let index = ContextIndex::new(context_pages(&context));
+        for paragraph in &context {
+            let title = &paragraph.title;
+            if title.chars().count() < 4 {
+                continue;
+            }
+            for (kind, typo) in typos(title).into_iter().enumerate() {
+                let Some(typo) = typo else { continue };
+                let listed = match index.search(&typo) {
+                    ContextHit::Page(page) => page.title == *title,
+                    ContextHit::Similar(titles) => titles.contains(title),
+                };
+                found[kind].1 += 1;
+                if listed {
+                    found[kind].0 += 1;
+                } else {
+                    missed.push(format!("{kind} {typo:?} for {title:?}"));
+                }
+            }
+        }
+    }
+    // 999 of 999, 981 of 981 and 921 of 921 when this was written (911, 979 and 609 before a
+    // miss among a few pages offered the titles alike letter for letter).
+    for (kind, (listed, searched)) in found.into_iter().enumerate() {
+        assert!(
+            listed * 100 >= searched * 98,
+            "typo {kind}: {listed} of {searched}; missed:\n{}",
+            missed.join("\n")
+        );
+    }
 }

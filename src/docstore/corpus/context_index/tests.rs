@@ -256,3 +256,71 @@ fn one_edit_apart() {
         assert_eq!(within_one_edit(&chars(b), &chars(a)), expected, "{b} / {a}");
     }
 }
+
+/// A typo in a title: a letter dropped, two neighbours swapped, a space removed (the first at or
+/// after the position, wrapping around).
+#[derive(Debug, Clone)]
+enum Typo {
+    Drop(usize),
+    Swap(usize),
+    Glue(usize),
+}
+
+fn misspelt(title: &str, typo: &Typo) -> String {
+    let mut chars: Vec<char> = title.chars().collect();
+    match *typo {
+        Typo::Drop(idx) => {
+            chars.remove(idx % chars.len());
+        }
+        Typo::Swap(idx) => {
+            let idx = idx % (chars.len() - 1);
+            chars.swap(idx, idx + 1);
+        }
+        Typo::Glue(idx) => {
+            let spaces: Vec<usize> = (0..chars.len()).filter(|&at| chars[at] == ' ').collect();
+            if !spaces.is_empty() {
+                chars.remove(spaces[idx % spaces.len()]);
+            }
+        }
+    }
+    chars.into_iter().collect()
+}
+
+/// A title as HotpotQA's are named: one to four capitalised words of four letters or more.
+fn spelt_title() -> impl Strategy<Value = String> {
+    prop::collection::vec("[A-Z][a-z]{3,9}", 1..5).prop_map(|words| words.join(" "))
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig::with_cases(256))]
+
+    /// A title misspelt once — a letter dropped, two swapped, two words glued — is offered among
+    /// the similar titles (or opens its page), whichever of a question's pages it names: a glued
+    /// or short word matches no title word, so the title's letters must find it.
+    #[test]
+    fn a_title_misspelt_once_is_offered(
+        titles in prop::collection::vec(spelt_title(), 2..11),
+        texts in prop::collection::vec(prop::collection::vec("[a-z]{2,9}", 0..20), 10),
+        named in any::<usize>(),
+        typo in prop_oneof![
+            any::<usize>().prop_map(Typo::Drop),
+            any::<usize>().prop_map(Typo::Swap),
+            any::<usize>().prop_map(Typo::Glue),
+        ],
+    ) {
+        let mut keys = std::collections::HashSet::new();
+        let pages: Vec<IndexedPage> = titles
+            .iter()
+            .filter(|title| keys.insert(title.to_lowercase()))
+            .zip(&texts)
+            .map(|(title, text)| IndexedPage::split(title.clone(), vec![vec![format!("{}.", text.join(" "))]]))
+            .collect();
+        let title = &pages[named % pages.len()].title;
+        let entity = misspelt(title, &typo);
+        let found = match ContextIndex::new(pages.clone()).search(&entity) {
+            ContextHit::Page(page) => page.title == *title,
+            ContextHit::Similar(titles) => titles.contains(title),
+        };
+        prop_assert!(found, "Search[{}] does not offer {:?}", entity, title);
+    }
+}
