@@ -271,7 +271,11 @@ impl Respond for SamplingModel {
     fn respond(&self, request: &Request) -> ResponseTemplate {
         self.arrivals.lock().unwrap().push(Instant::now());
         let body: serde_json::Value = serde_json::from_slice(&request.body).unwrap_or_default();
-        let n = if self.honours_n { body["n"].as_u64().unwrap_or(1) } else { 1 };
+        let n = if self.honours_n {
+            body["n"].as_u64().unwrap_or(1)
+        } else {
+            1
+        };
         let choices: Vec<serde_json::Value> = (0..n)
             .map(|idx| serde_json::json!({"index": idx, "text": " Let's think step by step. It is the answer.\nAnswer: answer", "finish_reason": "stop"}))
             .collect();

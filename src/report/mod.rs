@@ -361,9 +361,13 @@ fn run_data(scored: &ScoredRun) -> RunData<'_> {
             .vote
             .as_ref()
             .map(|vote| (vote.answer.as_deref(), vote.votes, vote.samples)),
-        backoff: run
-            .backoff
-            .map(|backoff| [backoff.from.as_str(), backoff.to.as_str(), backoff.reason.as_str()]),
+        backoff: run.backoff.map(|backoff| {
+            [
+                backoff.from.as_str(),
+                backoff.to.as_str(),
+                backoff.reason.as_str(),
+            ]
+        }),
         samples_first: matches!(
             run.method(),
             crate::method::Method::CotScThenReact | crate::method::Method::CotSc | crate::method::Method::Cot

@@ -656,31 +656,61 @@ async fn eval_names_the_method_on_every_line_and_refuses_to_resume_another() {
 /// Each method's recorded evaluation of `fixtures/runs/methods/` (three distractor questions):
 /// the answers it must replay to, written by hand from the script in `make.py`.
 const RECORDED: [(Method, [Option<&str>; 3]); 7] = [
-    (Method::Standard, [Some("GmbH"), Some("Pete Doherty"), Some("Missouri")]),
+    (
+        Method::Standard,
+        [Some("GmbH"), Some("Pete Doherty"), Some("Missouri")],
+    ),
     (
         Method::Cot,
-        [Some("Gesellschaft mit beschränkter Haftung"), Some("Jonny Craig"), Some("Bath, Maine")],
+        [
+            Some("Gesellschaft mit beschränkter Haftung"),
+            Some("Jonny Craig"),
+            Some("Bath, Maine"),
+        ],
     ),
     // Seven samples each: 5 of 7, 5 of 7, and a three-way tie of 2 that goes to the first sampled.
     (
         Method::CotSc,
-        [Some("Gesellschaft mit beschränkter Haftung"), Some("Jonny Craig"), Some("Bath, Maine")],
+        [
+            Some("Gesellschaft mit beschränkter Haftung"),
+            Some("Jonny Craig"),
+            Some("Bath, Maine"),
+        ],
     ),
     (
         Method::Act,
-        [Some("Gesellschaft mit beschränkter Haftung"), Some("Pete Doherty"), Some("Bath, Maine")],
+        [
+            Some("Gesellschaft mit beschränkter Haftung"),
+            Some("Pete Doherty"),
+            Some("Bath, Maine"),
+        ],
     ),
     // The second question runs out of its seven steps.
-    (Method::React, [Some("Gesellschaft mit beschränkter Haftung"), None, Some("Bath, Maine")]),
+    (
+        Method::React,
+        [
+            Some("Gesellschaft mit beschränkter Haftung"),
+            None,
+            Some("Bath, Maine"),
+        ],
+    ),
     // The third question's 2 of 7 backs off to ReAct.
     (
         Method::CotScThenReact,
-        [Some("Gesellschaft mit beschränkter Haftung"), Some("Jonny Craig"), Some("Bath, Maine")],
+        [
+            Some("Gesellschaft mit beschränkter Haftung"),
+            Some("Jonny Craig"),
+            Some("Bath, Maine"),
+        ],
     ),
     // The second question's budget backs off to CoT-SC.
     (
         Method::ReactThenCotSc,
-        [Some("Gesellschaft mit beschränkter Haftung"), Some("Jonny Craig"), Some("Bath, Maine")],
+        [
+            Some("Gesellschaft mit beschränkter Haftung"),
+            Some("Jonny Craig"),
+            Some("Bath, Maine"),
+        ],
     ),
 ];
 
@@ -688,7 +718,11 @@ const RECORDED: [(Method, [Option<&str>; 3]); 7] = [
 fn every_method_replays_its_recorded_evaluation_with_no_model() {
     for (method, answers) in RECORDED {
         let path = crate::fixture(&format!("runs/methods/{method}.results.jsonl"));
-        let output = crate::binary().args(["replay", "--json"]).arg(&path).output().unwrap();
+        let output = crate::binary()
+            .args(["replay", "--json"])
+            .arg(&path)
+            .output()
+            .unwrap();
         let stderr = String::from_utf8_lossy(&output.stderr);
         assert!(!stderr.contains("differ"), "{method}: {stderr}");
         let runs: Vec<Run> = String::from_utf8_lossy(&output.stdout)
@@ -699,7 +733,11 @@ fn every_method_replays_its_recorded_evaluation_with_no_model() {
         let replayed: Vec<Option<&str>> = runs.iter().map(|run| run.answer.as_deref()).collect();
         assert_eq!(replayed, answers, "{method}");
         assert!(runs.iter().all(|run| run.method == Some(method)), "{method}");
-        let format = if method == Method::React { "react-docstore.run.v1" } else { "react-docstore.run.v2" };
+        let format = if method == Method::React {
+            "react-docstore.run.v1"
+        } else {
+            "react-docstore.run.v2"
+        };
         assert!(runs.iter().all(|run| run.format == format), "{method}");
         // The trace, as a person reads it.
         let trace = crate::binary().arg("replay").arg(&path).output().unwrap();
@@ -722,10 +760,112 @@ fn the_report_shows_the_method_the_votes_and_both_phases() {
         .arg(&page)
         .output()
         .unwrap();
-    assert!(output.status.success(), "{}", String::from_utf8_lossy(&output.stderr));
+    assert!(
+        output.status.success(),
+        "{}",
+        String::from_utf8_lossy(&output.stderr)
+    );
     let html = std::fs::read_to_string(&page).unwrap();
-    assert!(html.contains("<th>method</th><td>react</td><td>cot-sc-then-react</td>"), "the method row");
-    assert!(html.contains(r#""vote":["Bath, Maine",2,7]"#), "a CoT-SC question's vote");
-    assert!(html.contains(r#""backoff":["cot-sc","react","weak_majority"]"#), "the backoff");
+    assert!(
+        html.contains("<th>method</th><td>react</td><td>cot-sc-then-react</td>"),
+        "the method row"
+    );
+    assert!(
+        html.contains(r#""vote":["Bath, Maine",2,7]"#),
+        "a CoT-SC question's vote"
+    );
+    assert!(
+        html.contains(r#""backoff":["cot-sc","react","weak_majority"]"#),
+        "the backoff"
+    );
     assert!(html.contains(r#""samples_first":true"#) && html.contains("function samples("));
+}
+
+/// A model that sends one choice whatever `n` asks (as llama-cpp-python 0.3.36), and counts the
+/// sampling requests in flight at once.
+#[derive(Default)]
+struct OneChoiceModel {
+    in_flight: std::sync::atomic::AtomicUsize,
+    most_in_flight: std::sync::atomic::AtomicUsize,
+    requests: std::sync::atomic::AtomicUsize,
+}
+
+impl Llm for OneChoiceModel {
+    fn complete<'a>(
+        &'a self,
+        _request: LlmRequest<'a>,
+    ) -> futures::future::BoxFuture<'a, Result<Completion, LlmError>> {
+        unreachable!("CoT-SC only samples")
+    }
+
+    fn sample<'a>(
+        &'a self,
+        _request: SampleRequest<'a>,
+    ) -> futures::future::BoxFuture<'a, Result<Samples, LlmError>> {
+        use std::sync::atomic::Ordering::SeqCst;
+        Box::pin(async move {
+            self.requests.fetch_add(1, SeqCst);
+            let now = self.in_flight.fetch_add(1, SeqCst) + 1;
+            self.most_in_flight.fetch_max(now, SeqCst);
+            // Give every other request that may start a chance to, before this one ends.
+            for _ in 0..8 {
+                tokio::task::yield_now().await;
+            }
+            self.in_flight.fetch_sub(1, SeqCst);
+            Ok(Samples {
+                texts: vec![" Let's think.\nAnswer: yes".to_owned()],
+                usage: None,
+            })
+        })
+    }
+
+    fn model(&self) -> &str {
+        "one-choice"
+    }
+}
+
+#[tokio::test]
+async fn samples_asked_one_by_one_stay_within_the_evaluations_concurrency() {
+    use react_docstore::eval::{self, Contexts, EvalConfig, EvalServices, Progress, Resume, Selection};
+    let dir = tempfile::tempdir().unwrap();
+    let model = Arc::new(OneChoiceModel::default());
+    let config = EvalConfig {
+        questions: crate::fixture("hotpotqa/official.json"),
+        selection: Selection::default(),
+        contexts: Contexts::Unused,
+        profile: Profile::Default,
+        method: MethodConfig {
+            method: Method::CotSc,
+            samples: 5,
+            sample_temperature: 0.7,
+        },
+        max_steps: None,
+        fewshot: Vec::new(),
+        concurrency: 2,
+        results: dir.path().join("r.jsonl"),
+        resume: Resume::SkipDone,
+        progress: Progress::Hidden,
+        log: crate::Captured::default().log(),
+    };
+    let services = EvalServices {
+        llm: model.clone(),
+        docstore: Arc::new(react_docstore::docstore::DistractorSource::new(Profile::Default)),
+        toolbox: Toolbox::default(),
+    };
+    let summary = eval::evaluate(&config, &services, std::future::pending())
+        .await
+        .unwrap();
+    use std::sync::atomic::Ordering::SeqCst;
+    // Three questions, five samples each, one a request: 15 requests, never more than 2 at once
+    // (each question alone would ask its last 4 together).
+    assert_eq!(summary.done, 3);
+    assert_eq!(model.requests.load(SeqCst), 15);
+    assert_eq!(model.most_in_flight.load(SeqCst), 2);
+    let text = std::fs::read_to_string(dir.path().join("r.jsonl")).unwrap();
+    for line in text.lines() {
+        let run: Run = serde_json::from_str(line).unwrap();
+        let requests: Vec<usize> = run.samples.iter().map(|sample| sample.request).collect();
+        assert_eq!(requests, [1, 2, 3, 4, 5]);
+        assert_eq!(run.usage.llm_calls, 5);
+    }
 }
