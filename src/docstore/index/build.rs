@@ -361,7 +361,7 @@ pub(super) fn merge_into_one_segment(writer: &mut IndexWriter<TantivyDocument>) 
 /// Makes the finished index at `dir` open for every user the umask allows, read-only: tantivy
 /// writes `meta.json` and `.managed.json` through temporary files (mode 0600), so they get the
 /// mode of the manifest, created as any new file is; its lock files, which nothing opening a
-/// finished index takes ([`super::read_only`]), are removed.
+/// finished index takes (it is opened read-only), are removed.
 fn share_with_readers(dir: &Path) -> Result<(), IndexError> {
     let write_error = |path: &Path| {
         let path = path.to_owned();

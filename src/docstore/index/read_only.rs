@@ -5,8 +5,8 @@
 //! Tantivy's reader takes `.tantivy-meta.lock` while it opens the segments, so that a writer's
 //! garbage collection in the same directory cannot delete them meanwhile; the memory-mapped
 //! directory takes it by opening the file for writing. A finished index never has a writer:
-//! `index build` writes into a staging directory and swaps whole directories
-//! ([`super::build`]), so there is nothing to lock against, and every write is refused here.
+//! `index build` writes into a staging directory and swaps whole directories, so there is
+//! nothing to lock against, and every write is refused here.
 
 use std::io;
 use std::path::Path;
