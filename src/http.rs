@@ -249,6 +249,28 @@ pub(crate) fn transport_failure(error: &reqwest::Error) -> &'static str {
     }
 }
 
+/// Why the server cannot be reached at all, when that is why `error` failed: its name does not
+/// resolve (no network, no DNS, a mistyped host), or nothing answers at its address. Retrying
+/// soon gets the same answer: a client fails at once, saying so.
+pub(crate) fn unreachable(error: &reqwest::Error) -> Option<&'static str> {
+    if error.is_dns() {
+        return Some("its name does not resolve");
+    }
+    let mut source = std::error::Error::source(error);
+    while let Some(cause) = source {
+        if let Some(io) = cause.downcast_ref::<std::io::Error>() {
+            match io.kind() {
+                std::io::ErrorKind::ConnectionRefused => return Some("connection refused"),
+                std::io::ErrorKind::NetworkUnreachable => return Some("network unreachable"),
+                std::io::ErrorKind::HostUnreachable => return Some("host unreachable"),
+                _ => {}
+            }
+        }
+        source = cause.source();
+    }
+    None
+}
+
 /// Logs that an attempt failed and when the next one starts, in plain words:
 /// `model server 127.0.0.1:8080: HTTP 429 Too Many Requests; retrying in 2.1 s, attempt 2 of 5`.
 /// `attempt` is the number of the attempt about to be made.
