@@ -223,20 +223,16 @@ pub(crate) fn server_name(url: &str) -> String {
 /// What went wrong with a request, in a few plain words: `timed out`, `connection refused`,
 /// `connection reset`, `connection dropped mid-body`.
 pub(crate) fn transport_failure(error: &reqwest::Error) -> &'static str {
-    let mut source = std::error::Error::source(error);
-    while let Some(cause) = source {
-        if let Some(io) = cause.downcast_ref::<std::io::Error>() {
-            match io.kind() {
-                std::io::ErrorKind::ConnectionRefused => return "connection refused",
-                std::io::ErrorKind::ConnectionReset => return "connection reset",
-                std::io::ErrorKind::ConnectionAborted => return "connection aborted",
-                std::io::ErrorKind::TimedOut => return "timed out",
-                _ => {}
-            }
-        }
-        source = cause.source();
-    }
-    if error.is_timeout() {
+    let named = io_causes(error).find_map(|kind| match kind {
+        std::io::ErrorKind::ConnectionRefused => Some("connection refused"),
+        std::io::ErrorKind::ConnectionReset => Some("connection reset"),
+        std::io::ErrorKind::ConnectionAborted => Some("connection aborted"),
+        std::io::ErrorKind::TimedOut => Some("timed out"),
+        _ => None,
+    });
+    if let Some(named) = named {
+        named
+    } else if error.is_timeout() {
         "timed out"
     } else if error.is_connect() {
         "cannot connect"
@@ -247,6 +243,27 @@ pub(crate) fn transport_failure(error: &reqwest::Error) -> &'static str {
     } else {
         "request failed"
     }
+}
+
+/// Why the server cannot be reached at all, when that is why `error` failed: its name does not
+/// resolve (no network, no DNS, a mistyped host), or nothing answers at its address. Retrying
+/// soon gets the same answer: a client fails at once, saying so.
+pub(crate) fn unreachable(error: &reqwest::Error) -> Option<&'static str> {
+    if error.is_dns() {
+        return Some("its name does not resolve");
+    }
+    io_causes(error).find_map(|kind| match kind {
+        std::io::ErrorKind::ConnectionRefused => Some("connection refused"),
+        std::io::ErrorKind::NetworkUnreachable => Some("network unreachable"),
+        std::io::ErrorKind::HostUnreachable => Some("host unreachable"),
+        _ => None,
+    })
+}
+
+/// The kinds of the I/O errors in `error`'s chain of causes, outermost first.
+fn io_causes(error: &reqwest::Error) -> impl Iterator<Item = std::io::ErrorKind> + '_ {
+    std::iter::successors(std::error::Error::source(error), |cause| cause.source())
+        .filter_map(|cause| cause.downcast_ref::<std::io::Error>().map(std::io::Error::kind))
 }
 
 /// Logs that an attempt failed and when the next one starts, in plain words:

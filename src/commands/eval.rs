@@ -84,6 +84,8 @@ pub async fn run(args: EvalArgs, log: LogOutput) -> anyhow::Result<ExitCode> {
         progress: Progress::for_stderr(),
         log,
     };
+    // The inputs before the model: a missing or mistyped question file is named first.
+    eval::QuestionFile::check_readable(&config.questions)?;
     let services = EvalServices {
         llm: args.run.model.open_shared()?,
         docstore: args.run.docstore.open(args.run.agent.profile)?,

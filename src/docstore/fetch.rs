@@ -10,8 +10,10 @@
 //! [`HttpPolicy::max_body_bytes`] — and caches the body once the caller's [`PageCheck`] accepts
 //! it: a page cut short is fetched again, never cached. A body is parsed once, on tokio's
 //! blocking pool: the check judges the very reading the caller gets.
-//! Offline, a cache miss is an error that names what is missing. Running out of file handles on
-//! a cache file is waited out and retried like a refused connection.
+//! A server that cannot be reached at all (its name does not resolve, its connection is refused)
+//! is not asked again: that fails at once, naming the offline docstores. Offline, a cache miss is
+//! an error that names what is missing. Running out of file handles on a cache file is waited out
+//! and retried.
 
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
@@ -239,6 +241,11 @@ enum AttemptError {
     },
     /// No response, or a body cut short.
     Network(reqwest::Error),
+    /// The server cannot be reached at all ([`http::unreachable`]): not asked again.
+    Unreachable {
+        reason: &'static str,
+        source: reqwest::Error,
+    },
     TooLarge,
     /// A body with nothing in it.
     Empty,
@@ -253,7 +260,10 @@ impl http::AttemptFailure for AttemptError {
         match self {
             AttemptError::Status { status, .. } => crate::http::is_transient_status(*status),
             AttemptError::Network(error) => !error.is_builder() && !error.is_redirect(),
-            AttemptError::TooLarge | AttemptError::Empty | AttemptError::Client(_) => false,
+            AttemptError::Unreachable { .. }
+            | AttemptError::TooLarge
+            | AttemptError::Empty
+            | AttemptError::Client(_) => false,
             AttemptError::NotAPage => true,
         }
     }
@@ -269,6 +279,7 @@ impl http::AttemptFailure for AttemptError {
         match self {
             AttemptError::Status { status, .. } => format!("HTTP {status}"),
             AttemptError::Network(error) => http::transport_failure(error).to_owned(),
+            AttemptError::Unreachable { reason, .. } => (*reason).to_owned(),
             AttemptError::TooLarge => "page too large".to_owned(),
             AttemptError::Empty => "empty page".to_owned(),
             AttemptError::NotAPage => "not a whole search page".to_owned(),
@@ -336,6 +347,12 @@ impl FetcherInner {
                         attempts,
                         source,
                     },
+                    AttemptError::Unreachable { reason, source } => DocstoreError::Unreachable {
+                        url: url.to_owned(),
+                        host: http::server_name(url),
+                        reason,
+                        source,
+                    },
                     AttemptError::TooLarge => DocstoreError::TooLarge {
                         url: url.to_owned(),
                         limit: policy.max_body_bytes,
@@ -387,7 +404,18 @@ impl FetcherInner {
             .expect("the semaphore is never closed");
         self.requests.fetch_add(1, Ordering::Relaxed);
         let client = self.client.get().map_err(AttemptError::Client)?;
-        let response = client.get(url).send().await.map_err(AttemptError::Network)?;
+        let response = client
+            .get(url)
+            .send()
+            .await
+            .map_err(|source| match http::unreachable(&source) {
+                // The host is named; the URL, which may hold credentials, is not repeated.
+                Some(reason) => AttemptError::Unreachable {
+                    reason,
+                    source: source.without_url(),
+                },
+                None => AttemptError::Network(source),
+            })?;
         let status = response.status();
         if !status.is_success() {
             return Err(AttemptError::Status {

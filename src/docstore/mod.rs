@@ -72,6 +72,18 @@ pub enum DocstoreError {
         source: reqwest::Error,
     },
     #[error(
+        "cannot reach Wikipedia at `{host}` ({reason}): without a network, search an offline index (`--docstore index:DIR`, built by `index build`) or the pages cached before (`--offline`)"
+    )]
+    Unreachable {
+        url: String,
+        /// `host` or `host:port`, never credentials.
+        host: String,
+        /// `its name does not resolve`, `connection refused`.
+        reason: &'static str,
+        #[source]
+        source: reqwest::Error,
+    },
+    #[error(
         "GET {url} did not answer with a whole search page (cut short, or not a wiki page) after {attempts} attempt(s)"
     )]
     NotAPage { url: String, attempts: usize },

@@ -99,7 +99,9 @@ impl FailureClass {
             DocstoreError::WaitTooLong { url, status, .. } => {
                 (wikipedia(url), FailureKind::WaitTooLong(*status))
             }
-            DocstoreError::Network { url, .. } => (wikipedia(url), FailureKind::Unreachable),
+            DocstoreError::Network { url, .. } | DocstoreError::Unreachable { url, .. } => {
+                (wikipedia(url), FailureKind::Unreachable)
+            }
             DocstoreError::NotAPage { url, .. } | DocstoreError::EmptyBody { url } => {
                 (wikipedia(url), FailureKind::BadResponse)
             }

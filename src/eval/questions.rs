@@ -180,6 +180,59 @@ pub enum QuestionFileError {
     },
     #[error("question file `{}` holds no question", path.display())]
     Empty { path: PathBuf },
+    #[error(
+        "question file `{}` is neither a JSON array nor JSON Lines of records (it starts with `{start}`): {FORMATS}",
+        path.display()
+    )]
+    NotJson { path: PathBuf, start: String },
+}
+
+/// The formats a question file may have, as errors name them.
+const FORMATS: &str = "question files are HotpotQA (the official JSON, the Hugging Face or the ReAct-simplified one, or JSON Lines of these) or FEVER (JSON Lines)";
+
+/// How much of a file's first line an error quotes.
+const START_CHARS: usize = 40;
+
+/// How a question file's text starts, past a byte order mark and whitespace.
+enum Start {
+    /// `[`: one JSON array of records.
+    Array,
+    /// `{`, or nothing: JSON Lines (an empty file holds no question).
+    Lines,
+    /// Anything else, which no layout starts with: its first line, shortened.
+    Other(String),
+}
+
+impl Start {
+    fn of(head: &[u8]) -> Start {
+        let head = head.strip_prefix(BOM).unwrap_or(head);
+        let Some(first) = head.iter().position(|byte| !byte.is_ascii_whitespace()) else {
+            return Start::Lines;
+        };
+        match head[first] {
+            b'[' => Start::Array,
+            b'{' => Start::Lines,
+            _ => {
+                let line = head[first..]
+                    .split(|&byte| byte == b'\n')
+                    .next()
+                    .unwrap_or_default();
+                let line = String::from_utf8_lossy(line);
+                Start::Other(crate::http::shorten(line.trim_end(), START_CHARS))
+            }
+        }
+    }
+
+    /// The error for a file that starts as no question file does.
+    fn check(self, path: &Path) -> Result<Start, QuestionFileError> {
+        match self {
+            Start::Other(start) => Err(QuestionFileError::NotJson {
+                path: path.to_owned(),
+                start,
+            }),
+            start => Ok(start),
+        }
+    }
 }
 
 /// A record-level failure before the file path is attached.
@@ -194,26 +247,47 @@ impl QuestionFile {
         QuestionFile::read_filtered(path, &RecordFilter::default())
     }
 
+    /// Opens a file and looks at how it starts, as reading it would: an error when it cannot be
+    /// read or is no question file, before anything costly (a model, a docstore) is set up. A
+    /// pipe (`<(zcat dev.json.gz)`) can be read only once: it is only checked to exist.
+    pub fn check_readable(path: &Path) -> Result<(), QuestionFileError> {
+        let metadata = std::fs::metadata(path).map_err(|source| QuestionFileError::Read {
+            path: path.to_owned(),
+            source,
+        })?;
+        if !metadata.is_file() {
+            return Ok(());
+        }
+        QuestionFile::open(path).map(|_| ())
+    }
+
+    /// The file, buffered, and how it starts.
+    fn open(path: &Path) -> Result<(BufReader<File>, Start), QuestionFileError> {
+        let read_error = |source| QuestionFileError::Read {
+            path: path.to_owned(),
+            source,
+        };
+        let mut reader = BufReader::with_capacity(1 << 16, File::open(path).map_err(read_error)?);
+        let start = Start::of(reader.fill_buf().map_err(read_error)?).check(path)?;
+        Ok((reader, start))
+    }
+
     /// Reads a file once, keeping only the questions `filter` keeps.
     pub fn read_filtered(path: &Path, filter: &RecordFilter) -> Result<QuestionFile, QuestionFileError> {
         let read_error = |source| QuestionFileError::Read {
             path: path.to_owned(),
             source,
         };
-        let mut reader = BufReader::with_capacity(1 << 16, File::open(path).map_err(read_error)?);
-        let head = reader.fill_buf().map_err(read_error)?;
-        let bom = if head.starts_with(BOM) { BOM.len() } else { 0 };
-        let is_array = head[bom..]
-            .iter()
-            .find(|byte| !byte.is_ascii_whitespace())
-            .is_some_and(|&byte| byte == b'[');
-        if !is_array {
+        let (mut reader, start) = QuestionFile::open(path)?;
+        if let Start::Lines = start {
             // JSON Lines: read as text, which their line numbers are counted in.
             let mut text = String::new();
             reader.read_to_string(&mut text).map_err(read_error)?;
             return QuestionFile::parse_filtered(&text, path, filter);
         }
         // A top-level array is streamed from the file: memory follows the records kept, not the file.
+        let head = reader.fill_buf().map_err(read_error)?;
+        let bom = if head.starts_with(BOM) { BOM.len() } else { 0 };
         reader.consume(bom);
         let mut builder = Builder::new(path, filter);
         builder.read_array(&mut serde_json::Deserializer::from_reader(reader))?;
@@ -231,9 +305,9 @@ impl QuestionFile {
         filter: &RecordFilter,
     ) -> Result<QuestionFile, QuestionFileError> {
         let text = text.strip_prefix('\u{feff}').unwrap_or(text);
-        let body = text.trim_start();
+        let start = Start::of(text.as_bytes()).check(path)?;
         let mut builder = Builder::new(path, filter);
-        if body.starts_with('[') {
+        if let Start::Array = start {
             builder.read_array(&mut serde_json::Deserializer::from_str(text))?;
         } else {
             let mut stream = serde_json::Deserializer::from_str(text).into_iter::<Value>();

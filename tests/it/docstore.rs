@@ -479,6 +479,68 @@ async fn offline_miss_names_what_is_missing() {
     );
 }
 
+/// What a search says when Wikipedia cannot be reached at all, once, without retrying.
+fn unreachable_message(host: &str, reason: &str) -> String {
+    format!(
+        "cannot reach Wikipedia at `{host}` ({reason}): without a network, search an offline index (`--docstore index:DIR`, built by `index build`) or the pages cached before (`--offline`)"
+    )
+}
+
+/// A local port nothing listens on: bound by the system, then let go.
+fn refused_port() -> u16 {
+    let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    listener.local_addr().unwrap().port()
+}
+
+#[tokio::test]
+async fn an_unreachable_wikipedia_fails_at_once_and_names_the_offline_docstores() {
+    let cache = tempfile::tempdir().unwrap();
+    let port = refused_port();
+    // `.invalid` never resolves (RFC 6761): no network is asked anything that could answer.
+    for (wiki_url, host, reason) in [
+        (
+            format!("http://127.0.0.1:{port}"),
+            format!("127.0.0.1:{port}"),
+            "connection refused",
+        ),
+        (
+            "http://wiki.invalid".to_owned(),
+            "wiki.invalid".to_owned(),
+            "its name does not resolve",
+        ),
+    ] {
+        let config = DocstoreConfig {
+            wiki_url,
+            cache_dir: Some(cache.path().to_owned()),
+            ..DocstoreConfig::new(Profile::Default)
+        };
+        let error = open(&config).search("Colorado orogeny").await.unwrap_err();
+        assert!(matches!(error, DocstoreError::Unreachable { .. }), "{error:?}");
+        assert_eq!(error.to_string(), unreachable_message(&host, reason));
+    }
+
+    // From the command line: the error alone, no retry warnings (the default policy would wait
+    // 15 s and more between six attempts).
+    let output = crate::binary()
+        .args(["explore", "--cache-dir"])
+        .arg(cache.path())
+        .args([
+            "--wiki-url",
+            &format!("http://127.0.0.1:{port}"),
+            "Search[Colorado orogeny]",
+        ])
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8(output.stderr).unwrap();
+    assert_eq!(output.status.code(), Some(2), "{stderr}");
+    let expected = unreachable_message(&format!("127.0.0.1:{port}"), "connection refused");
+    assert!(
+        stderr.starts_with(&format!("error: {expected}: error sending request: ")),
+        "{stderr}"
+    );
+    assert_eq!(stderr.lines().count(), 1, "{stderr}");
+}
+
 #[tokio::test]
 async fn cache_files_stay_inside_the_cache_directory() {
     let server = MockServer::start().await;

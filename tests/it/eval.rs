@@ -139,8 +139,56 @@ fn malformed_question_files_name_file_record_and_field() {
         r#"[{"question": "a"},]"#,
         "question file `questions.json` is not valid JSON (line 1, column 20): trailing comma at line 1 column 20",
     );
+    check_malformed(
+        "id,question,answer\n0,Who?,Me\n",
+        &format!(
+            "question file `questions.json` is neither a JSON array nor JSON Lines of records (it starts with `id,question,answer`): {FORMATS}"
+        ),
+    );
+    check_malformed(
+        "\u{feff}  \"Who wrote it?\"\n",
+        &format!(
+            "question file `questions.json` is neither a JSON array nor JSON Lines of records (it starts with `\"Who wrote it?\"`): {FORMATS}"
+        ),
+    );
     check_malformed("[]", "question file `questions.json` holds no question");
     check_malformed("\n", "question file `questions.json` holds no question");
+}
+
+/// The formats a question file may have, as errors name them.
+const FORMATS: &str = "question files are HotpotQA (the official JSON, the Hugging Face or the ReAct-simplified one, or JSON Lines of these) or FEVER (JSON Lines)";
+
+/// `eval` with no model configured: a question file that is missing or of another format is named
+/// first, before the model.
+#[test]
+fn the_question_file_is_checked_before_the_model() {
+    let dir = tempfile::tempdir().unwrap();
+    let csv = dir.path().join("q.csv");
+    std::fs::write(&csv, "id,question,answer\n0,Who?,Me\n").unwrap();
+    let run = |file: &str| {
+        let output = crate::binary()
+            .current_dir(dir.path())
+            .args(["eval", file])
+            .output()
+            .unwrap();
+        assert_eq!(output.status.code(), Some(2));
+        String::from_utf8(output.stderr).unwrap()
+    };
+    assert_eq!(
+        run("dev.json"),
+        "error: cannot read question file `dev.json`: No such file or directory (os error 2)\n"
+    );
+    assert_eq!(
+        run("q.csv"),
+        format!(
+            "error: question file `q.csv` is neither a JSON array nor JSON Lines of records (it starts with `id,question,answer`): {FORMATS}\n"
+        )
+    );
+    assert_eq!(
+        std::fs::read_dir(dir.path()).unwrap().count(),
+        1,
+        "no results file is written"
+    );
 }
 
 #[test]

@@ -13,6 +13,8 @@ use react_docstore::docstore::{Docstore, DocstoreConfig, DocstoreKind};
 
 use crate::fixture;
 
+mod shared;
+
 /// Builds an index of `sources` (fixture names under `fixtures/index/`) into `dir/name`.
 fn build_index(dir: &Path, name: &str, sources: &[&str]) -> BuildReport {
     let mut config = BuildConfig::new(
@@ -346,7 +348,7 @@ fn an_interrupted_build_leaves_nothing_that_opens() {
     assert_eq!(
         error.to_string(),
         format!(
-            "`{}` is not a complete index (no manifest): its build was interrupted? build it again",
+            "`{}` is not a complete index (index files but no manifest): its build was interrupted? build it again",
             out.display()
         )
     );
@@ -371,6 +373,30 @@ fn an_interrupted_build_leaves_nothing_that_opens() {
             .starts_with(&format!("no index at `{}`", missing.display())),
         "{error}"
     );
+}
+
+#[test]
+fn a_directory_that_never_was_an_index_is_not_called_interrupted() {
+    let dir = tempfile::tempdir().unwrap();
+    let not_index = |path: &Path| {
+        format!(
+            "`{}` is not an index (no `react-docstore-index.json` in it): give the directory `react-docstore index build SOURCE... --out DIR` wrote",
+            path.display()
+        )
+    };
+    // A directory of other files, an empty one, a file.
+    let fixtures = fixture("");
+    let fixtures = fixtures.to_str().unwrap().trim_end_matches('/');
+    let (_, stderr, code) = cli(&["explore", "--docstore", &format!("index:{fixtures}"), "Search[x]"]);
+    assert_eq!(
+        (code, stderr.trim_end()),
+        (2, format!("error: {}", not_index(Path::new(fixtures))).as_str())
+    );
+    let file = fixture("index/pages.jsonl");
+    for path in [dir.path(), file.as_path()] {
+        let error = IndexSource::open(path, Profile::Default).err().expect("refused");
+        assert_eq!(error.to_string(), not_index(path));
+    }
 }
 
 #[test]

@@ -336,6 +336,7 @@ pub fn build(config: &BuildConfig, interrupted: &AtomicBool) -> Result<BuildRepo
         tool: concat!("react-docstore ", env!("CARGO_PKG_VERSION")).to_owned(),
     };
     manifest.write(&staging.dir)?;
+    share_with_readers(&staging.dir)?;
     let dir = staging.install()?;
     let malformed = shared.shown.into_inner().unwrap_or_default();
     Ok(BuildReport {
@@ -353,6 +354,29 @@ pub(super) fn merge_into_one_segment(writer: &mut IndexWriter<TantivyDocument>) 
     let segments = writer.index().searchable_segment_ids()?;
     if segments.len() > 1 {
         writer.merge(&segments).wait()?;
+    }
+    Ok(())
+}
+
+/// Makes the finished index at `dir` open for every user the umask allows, read-only: tantivy
+/// writes `meta.json` and `.managed.json` through temporary files (mode 0600), so they get the
+/// mode of the manifest, created as any new file is; its lock files, which nothing opening a
+/// finished index takes (it is opened read-only), are removed.
+fn share_with_readers(dir: &Path) -> Result<(), IndexError> {
+    let write_error = |path: &Path| {
+        let path = path.to_owned();
+        move |source| IndexError::Write { path, source }
+    };
+    let manifest = Manifest::path(dir);
+    let permissions = std::fs::metadata(&manifest)
+        .map_err(write_error(&manifest))?
+        .permissions();
+    for name in ["meta.json", ".managed.json"] {
+        let path = dir.join(name);
+        std::fs::set_permissions(&path, permissions.clone()).map_err(write_error(&path))?;
+    }
+    for name in [".tantivy-meta.lock", ".tantivy-writer.lock"] {
+        let _ = std::fs::remove_file(dir.join(name));
     }
     Ok(())
 }

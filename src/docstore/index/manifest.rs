@@ -53,16 +53,25 @@ impl Manifest {
 
     /// Reads the manifest of the index at `dir`.
     pub fn read(dir: &Path) -> Result<Manifest, IndexError> {
-        if !dir.is_dir() {
-            return Err(IndexError::NoIndex { dir: dir.to_owned() });
+        match std::fs::metadata(dir) {
+            Ok(metadata) if metadata.is_dir() => {}
+            Ok(_) => return Err(IndexError::NotAnIndex { dir: dir.to_owned() }),
+            Err(error) if error.kind() == std::io::ErrorKind::NotFound => {
+                return Err(IndexError::NoIndex { dir: dir.to_owned() });
+            }
+            Err(source) => return Err(read_error(dir, dir, source)),
         }
         let path = Manifest::path(dir);
         let text = match std::fs::read_to_string(&path) {
             Ok(text) => text,
-            Err(error) if error.kind() == std::io::ErrorKind::NotFound => {
+            // Tantivy's own files without a manifest: a build that did not finish.
+            Err(error) if error.kind() == std::io::ErrorKind::NotFound && holds_index_files(dir) => {
                 return Err(IndexError::Incomplete { dir: dir.to_owned() });
             }
-            Err(source) => return Err(IndexError::Read { path, source }),
+            Err(error) if error.kind() == std::io::ErrorKind::NotFound => {
+                return Err(IndexError::NotAnIndex { dir: dir.to_owned() });
+            }
+            Err(source) => return Err(read_error(dir, &path, source)),
         };
         let manifest: Manifest = serde_json::from_str(&text).map_err(|source| IndexError::Manifest {
             path: path.clone(),
@@ -89,6 +98,28 @@ impl Manifest {
         atomic_write(&path, (json + "\n").as_bytes()).map_err(write_error)?;
         crate::fsutil::remove_stale_temporaries(&path);
         Ok(())
+    }
+}
+
+/// Whether `dir` holds the files tantivy writes first (its index metadata).
+fn holds_index_files(dir: &Path) -> bool {
+    ["meta.json", ".managed.json"]
+        .iter()
+        .any(|name| dir.join(name).symlink_metadata().is_ok())
+}
+
+/// A failure to read `path` of the index at `dir`: one the user may not read says who can fix it.
+pub(super) fn read_error(dir: &Path, path: &Path, source: std::io::Error) -> IndexError {
+    match source.kind() {
+        std::io::ErrorKind::PermissionDenied => IndexError::Unreadable {
+            dir: dir.to_owned(),
+            path: path.to_owned(),
+            source,
+        },
+        _ => IndexError::Read {
+            path: path.to_owned(),
+            source,
+        },
     }
 }
 

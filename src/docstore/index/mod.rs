@@ -25,6 +25,7 @@ pub mod build;
 pub mod formats;
 mod input;
 pub mod manifest;
+mod read_only;
 pub mod schema;
 pub mod search;
 pub mod title;
@@ -82,8 +83,23 @@ pub enum IndexError {
     Interrupted,
     #[error("no index at `{}`: build one with `react-docstore index build SOURCE... --out {}`", .dir.display(), .dir.display())]
     NoIndex { dir: PathBuf },
-    #[error("`{}` is not a complete index (no manifest): its build was interrupted? build it again", .dir.display())]
+    #[error("`{}` is not a complete index (index files but no manifest): its build was interrupted? build it again", .dir.display())]
     Incomplete { dir: PathBuf },
+    #[error(
+        "`{}` is not an index (no `{}` in it): give the directory `react-docstore index build SOURCE... --out DIR` wrote",
+        .dir.display(), manifest::MANIFEST_FILE
+    )]
+    NotAnIndex { dir: PathBuf },
+    #[error(
+        "cannot read `{}` of index `{}`: its owner can let everyone read it with `chmod -R a+rX {}`",
+        .path.display(), .dir.display(), .dir.display()
+    )]
+    Unreadable {
+        dir: PathBuf,
+        path: PathBuf,
+        #[source]
+        source: std::io::Error,
+    },
     #[error("index manifest `{}` is not valid", .path.display())]
     Manifest {
         path: PathBuf,

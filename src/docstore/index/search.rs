@@ -15,16 +15,19 @@ use std::path::Path;
 
 use tantivy::collector::TopDocs;
 use tantivy::columnar::{Column, StrColumn};
+use tantivy::directory::error::OpenReadError;
 use tantivy::query::{
     BooleanQuery, BoostQuery, EnableScoring, FuzzyTermQuery, Occur, Query, RangeQuery, TermQuery,
 };
 use tantivy::schema::IndexRecordOption;
 use tantivy::{
-    DocAddress, DocSet, Index, IndexReader, Order, ReloadPolicy, Searcher, TERMINATED, TantivyDocument, Term,
+    DocAddress, DocSet, Index, IndexReader, Order, ReloadPolicy, Searcher, TERMINATED, TantivyDocument,
+    TantivyError, Term,
 };
 
 use super::IndexError;
-use super::manifest::Manifest;
+use super::manifest::{Manifest, read_error};
+use super::read_only::ReadOnlyDirectory;
 use super::schema::{Digest, IndexedPage, WikiSchema, analyzer};
 use super::title::{folded_title, is_possible_title, mediawiki_title, title_key, title_similarity};
 use crate::docstore::page::{DISAMBIGUATION_ENTRIES, SIMILAR_TITLES};
@@ -118,14 +121,25 @@ pub struct PageIndex {
 }
 
 impl PageIndex {
-    /// Opens the index built at `dir` (memory-mapped) and its manifest.
+    /// Opens the index built at `dir` (memory-mapped, read-only: nothing is written, no lock is
+    /// taken) and its manifest.
     pub fn open(dir: &Path) -> Result<(PageIndex, Manifest), IndexError> {
         let manifest = Manifest::read(dir)?;
-        let tantivy_error = |source| IndexError::Tantivy {
-            dir: dir.to_owned(),
-            source,
+        let tantivy_error = |source| match source {
+            // A file of the index this user may not read: say who can fix it.
+            TantivyError::OpenReadError(OpenReadError::IoError { io_error, filepath })
+                if io_error.kind() == std::io::ErrorKind::PermissionDenied =>
+            {
+                let source = std::io::Error::new(io_error.kind(), io_error.to_string());
+                read_error(dir, &dir.join(filepath), source)
+            }
+            source => IndexError::Tantivy {
+                dir: dir.to_owned(),
+                source,
+            },
         };
-        let index = Index::open_in_dir(dir).map_err(tantivy_error)?;
+        let directory = ReadOnlyDirectory::open(dir).map_err(|error| tantivy_error(error.into()))?;
+        let index = Index::open(directory).map_err(tantivy_error)?;
         let index = PageIndex::from_index(
             index,
             manifest.snapshot.clone(),
