@@ -120,9 +120,7 @@ impl TracePrinter {
                 self.line("1;35", "Majority:", &text);
             }
             StepEvent::BackedOff { from, to, reason } => {
-                self.note(&format!(
-                    "{from} gave no answer it keeps ({reason}): backing off to {to}"
-                ));
+                self.note(&format!("backing off from {from} to {to}: {reason}"));
             }
         }
     }

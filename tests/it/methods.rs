@@ -869,3 +869,23 @@ async fn samples_asked_one_by_one_stay_within_the_evaluations_concurrency() {
         assert_eq!(run.usage.llm_calls, 5);
     }
 }
+
+#[test]
+fn a_run_of_a_method_this_build_does_not_know_is_refused_naming_it() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("future.json");
+    let line = std::fs::read_to_string(crate::fixture("runs/methods/cot-sc.results.jsonl")).unwrap();
+    let first = line
+        .lines()
+        .next()
+        .unwrap()
+        .replace(r#""method":"cot-sc""#, r#""method":"tree-of-thoughts""#);
+    std::fs::write(&path, first).unwrap();
+    let output = crate::binary().arg("replay").arg(&path).output().unwrap();
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert_eq!(output.status.code(), Some(2), "{stderr}");
+    assert!(
+        stderr.contains("future.json") && stderr.contains("unknown method `tree-of-thoughts`"),
+        "{stderr}"
+    );
+}
