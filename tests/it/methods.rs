@@ -889,3 +889,62 @@ fn a_run_of_a_method_this_build_does_not_know_is_refused_naming_it() {
         "{stderr}"
     );
 }
+
+#[test]
+fn fewshot_files_are_taken_in_their_methods_format() {
+    use react_docstore::fewshot::Fewshot;
+    let dir = tempfile::tempdir().unwrap();
+    let write = |name: &str, text: &str| {
+        let path = dir.path().join(name);
+        std::fs::write(&path, text).unwrap();
+        Fewshot::from_file(&path).unwrap()
+    };
+    let react = write(
+        "react.txt",
+        "Question: 2+2?\nThought 1: I add.\nAction 1: Finish[4]\n",
+    );
+    let cot = write(
+        "cot.txt",
+        "Question: 2+2?\nThought: Let's think step by step. 4.\nAnswer: 4\n",
+    );
+    let setup = |method, files: Vec<Fewshot>| {
+        let config = MethodConfig {
+            method,
+            ..MethodConfig::default()
+        };
+        Solver::new(
+            &config,
+            Profile::Paper,
+            &Examples::Files(files),
+            &Toolbox::default(),
+            &PromptOptions::default(),
+            7,
+        )
+    };
+    // A ReAct file serves Act without its thoughts.
+    let act = setup(Method::Act, vec![react.clone()]).unwrap();
+    assert_eq!(
+        act.loop_prompt().unwrap().text(),
+        "Question: 2+2?\nAction 1: Finish[4]\n"
+    );
+    // A CoT file is no Act file: the error names the file and both formats.
+    let error = setup(Method::Act, vec![cot.clone()]).unwrap_err().to_string();
+    assert!(
+        error.contains("cot.txt") && error.contains("CoT (") && error.contains("Act ("),
+        "{error}"
+    );
+    // A backoff takes one file per phase, in either order.
+    let backoff = setup(Method::CotScThenReact, vec![cot.clone(), react.clone()]).unwrap();
+    assert!(
+        backoff
+            .loop_prompt()
+            .unwrap()
+            .text()
+            .ends_with("Action 1: Finish[4]\n")
+    );
+    assert!(backoff.answer_prompt().unwrap().text().ends_with("Answer: 4\n"));
+    let error = setup(Method::ReactThenCotSc, vec![react])
+        .unwrap_err()
+        .to_string();
+    assert!(error.contains("give one `--fewshot` file for each"), "{error}");
+}
