@@ -336,12 +336,15 @@ impl<'a> Agent<'a> {
         run: &mut Run,
         completions: &mut Vec<String>,
     ) -> Result<(String, String, Result<Action, crate::action::ActionError>), crate::llm::LlmError> {
-        if self.prompt.format() == Format::Act {
-            return self.decide_action(step, scratchpad, run, completions).await;
-        }
+        let acts_only = self.prompt.format() == Format::Act;
         let stop = [format!("\nObservation {step}:")];
         let request = LlmRequest {
-            prompt: scratchpad.thought_prompt(step),
+            // An Act step has no thought: the model continues after `Action {step}:`.
+            prompt: if acts_only {
+                scratchpad.act_prompt(step)
+            } else {
+                scratchpad.thought_prompt(step)
+            },
             stop: &stop,
             step,
             purpose: CallPurpose::Step,
@@ -350,6 +353,15 @@ impl<'a> Agent<'a> {
         run.usage.count(&completion);
         completions.push(completion.text);
         let cut = self.grammar.cut_completion(&completions[0], step);
+        if acts_only {
+            // Its first line is the action. With no thought to continue from there is no
+            // fallback call: a line that is no action is an invalid action the model reads about.
+            let line = cut.trim_start().split('\n').next().unwrap_or("");
+            let action_text = self.grammar.fallback_action(line);
+            let parsed = self.grammar.parse(&action_text);
+            let written = self.grammar.display(&action_text, &parsed);
+            return Ok((String::new(), written, parsed));
+        }
         let split = self.grammar.split_completion(cut, step);
         let (thought, action_text) = match split.action {
             Some(action_text) => (split.thought, action_text),
@@ -374,36 +386,6 @@ impl<'a> Agent<'a> {
         let parsed = self.grammar.parse(&action_text);
         let written = self.grammar.display(&action_text, &parsed);
         Ok((thought, written, parsed))
-    }
-}
-
-impl Agent<'_> {
-    /// An Act step: the model continues after `Action {step}:`; its first line is the action.
-    /// There is no thought, so no fallback call either: a line that is no action is an invalid
-    /// action the model reads about.
-    async fn decide_action(
-        &self,
-        step: usize,
-        scratchpad: &mut Scratchpad,
-        run: &mut Run,
-        completions: &mut Vec<String>,
-    ) -> Result<(String, String, Result<Action, crate::action::ActionError>), crate::llm::LlmError> {
-        let stop = [format!("\nObservation {step}:")];
-        let request = LlmRequest {
-            prompt: scratchpad.act_prompt(step),
-            stop: &stop,
-            step,
-            purpose: CallPurpose::Step,
-        };
-        let completion = self.llm.complete(request).await?;
-        run.usage.count(&completion);
-        completions.push(completion.text);
-        let cut = self.grammar.cut_completion(&completions[0], step);
-        let line = cut.trim_start().split('\n').next().unwrap_or("");
-        let action_text = self.grammar.fallback_action(line);
-        let parsed = self.grammar.parse(&action_text);
-        let written = self.grammar.display(&action_text, &parsed);
-        Ok((String::new(), written, parsed))
     }
 }
 

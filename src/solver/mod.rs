@@ -256,64 +256,43 @@ impl Solver {
         question: &str,
         on_event: &mut (dyn FnMut(StepEvent<'_>) + Send),
     ) -> Episode {
-        let (mut episode, prompt) = self.start_sampling(llm, question);
-        let stop = [format!("\n{}:", prompt.input_label())];
-        let request = SampleRequest {
-            prompt: episode.scratchpad.text(),
-            stop: &stop,
-            n: 1,
-            temperature: None,
-        };
-        match llm.sample(request).await {
-            Err(error) => fail(&mut episode.run, &error),
-            Ok(samples) => {
-                episode.run.usage.count_call(samples.usage);
-                let completion = samples.texts.into_iter().next().unwrap_or_default();
-                let read = read_completion(
-                    &completion,
-                    prompt.format(),
-                    AnswerKind::of_input(prompt.input_label()),
-                );
-                on_event(StepEvent::Sampled {
-                    index: None,
-                    thought: read.thought.as_deref(),
-                    answer: read.answer.as_deref(),
-                });
-                episode.scratchpad.push_text(&completion);
-                let run = &mut episode.run;
-                run.samples.push(Sample {
-                    completion,
-                    answer: read.answer.clone(),
-                    request: 1,
-                });
-                run.stopped = Some(if read.answer.is_some() {
-                    Stopped::Finish
-                } else {
-                    Stopped::NoAnswer
-                });
-                run.answer = read.answer;
-            }
-        }
-        episode
+        self.sample_phase(llm, question, Sampling::Once, on_event).await
     }
 
-    /// CoT-SC: N CoT samples at the sampling temperature, asked in one request (`n`); where the
-    /// server sends fewer choices than asked, the rest are asked again concurrently, in requests
-    /// of the size it did send, never more than N samples in all. The answer is the majority.
+    /// CoT-SC: N CoT samples at the sampling temperature; the answer is the majority.
     async fn self_consistency(
         &self,
         llm: &dyn Llm,
         question: &str,
         on_event: &mut (dyn FnMut(StepEvent<'_>) + Send),
     ) -> Episode {
+        self.sample_phase(llm, question, Sampling::SelfConsistent, on_event)
+            .await
+    }
+
+    /// A sampling phase: its completions asked in one request (`n`); where the server sends fewer
+    /// choices than asked, the rest are asked again concurrently, in requests of the size it did
+    /// send, never more than asked in all. `Once` reads the one completion's answer; CoT-SC
+    /// votes.
+    async fn sample_phase(
+        &self,
+        llm: &dyn Llm,
+        question: &str,
+        sampling: Sampling,
+        on_event: &mut (dyn FnMut(StepEvent<'_>) + Send),
+    ) -> Episode {
         let (mut episode, prompt) = self.start_sampling(llm, question);
         let stop = [format!("\n{}:", prompt.input_label())];
         let kind = AnswerKind::of_input(prompt.input_label());
+        let (wanted, temperature) = match sampling {
+            Sampling::Once => (1, None),
+            Sampling::SelfConsistent => (self.samples, Some(self.sample_temperature)),
+        };
         let request = |n| SampleRequest {
             prompt: episode.scratchpad.text(),
             stop: &stop,
             n,
-            temperature: Some(self.sample_temperature),
+            temperature,
         };
         let mut completions: Vec<(String, usize)> = Vec::new();
         let mut failure: Option<LlmError> = None;
@@ -326,7 +305,7 @@ impl Solver {
             match reply {
                 Ok(samples) => {
                     usage.count_call(samples.usage);
-                    let room = self.samples.saturating_sub(completions.len());
+                    let room = wanted.saturating_sub(completions.len());
                     completions.extend(
                         samples
                             .texts
@@ -340,14 +319,14 @@ impl Solver {
             }
         };
         failure = failure.or(take(
-            llm.sample(request(self.samples)).await,
+            llm.sample(request(wanted)).await,
             &mut n_requests,
             &mut completions,
         ));
-        // The size of request the server honours: what it sent for N.
+        // The size of request the server honours: what it sent for all of them.
         let per_request = completions.len().max(1);
-        while failure.is_none() && completions.len() < self.samples {
-            let missing = self.samples - completions.len();
+        while failure.is_none() && completions.len() < wanted {
+            let missing = wanted - completions.len();
             let sizes: Vec<usize> = (0..missing.div_ceil(per_request))
                 .map(|idx| per_request.min(missing - idx * per_request))
                 .collect();
@@ -365,9 +344,9 @@ impl Solver {
         let run = &mut episode.run;
         run.usage.add(&usage);
         for (idx, (completion, request)) in completions.into_iter().enumerate() {
-            let read = read_completion(&completion, Format::Cot, kind);
+            let read = read_completion(&completion, prompt.format(), kind);
             on_event(StepEvent::Sampled {
-                index: Some(idx + 1),
+                index: (sampling == Sampling::SelfConsistent).then_some(idx + 1),
                 thought: read.thought.as_deref(),
                 answer: read.answer.as_deref(),
             });
@@ -381,19 +360,26 @@ impl Solver {
             fail(run, &error);
             return episode;
         }
-        let vote = majority(&run.samples, self.samples, self.sample_temperature);
-        on_event(StepEvent::Voted {
-            answer: vote.answer.as_deref(),
-            votes: vote.votes,
-            samples: vote.samples,
-        });
-        run.stopped = Some(if vote.answer.is_some() {
+        let answer = match sampling {
+            Sampling::Once => run.samples.first().and_then(|sample| sample.answer.clone()),
+            Sampling::SelfConsistent => {
+                let vote = majority(&run.samples, self.samples, self.sample_temperature);
+                on_event(StepEvent::Voted {
+                    answer: vote.answer.as_deref(),
+                    votes: vote.votes,
+                    samples: vote.samples,
+                });
+                let answer = vote.answer.clone();
+                run.vote = Some(vote);
+                answer
+            }
+        };
+        run.stopped = Some(if answer.is_some() {
             Stopped::Finish
         } else {
             Stopped::NoAnswer
         });
-        run.answer = vote.answer.clone();
-        run.vote = Some(vote);
+        run.answer = answer;
         if let Some(first) = run.samples.first() {
             let first = first.completion.clone();
             episode.scratchpad.push_text(&first);
@@ -460,6 +446,15 @@ impl Solver {
         }
         second.with_run(run)
     }
+}
+
+/// How a sampling phase samples.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Sampling {
+    /// One completion at the model's own temperature, its answer the run's (CoT, Standard).
+    Once,
+    /// N completions at the sampling temperature, the majority the run's (CoT-SC).
+    SelfConsistent,
 }
 
 /// The formats of a method's loop phase and answer phase, when it has them.
