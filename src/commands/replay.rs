@@ -7,7 +7,7 @@ use react_docstore::docstore::DocstoreKind;
 use react_docstore::environment::{Environment, Workbench};
 use react_docstore::output;
 use react_docstore::replay::{self, Output, ReplayConfig, ToolsOnly};
-use react_docstore::trace::TracePrinter;
+use react_docstore::trace::{Flush, TracePrinter};
 use react_docstore::{ActionGrammar, Profile, Run};
 
 use super::options::{DocstoreArgs, ToolArgs};
@@ -98,6 +98,13 @@ pub async fn run(args: ReplayArgs) -> anyhow::Result<ExitCode> {
             .as_ref()
             .map(|sources| sources.get(Profile::Default).info()),
     };
+    // Nothing a replay does waits unless a run's step goes to a live docstore or tool: then
+    // its trace is written as it comes, else once a run.
+    let flush = if sources.is_none() && toolbox.is_empty() {
+        Flush::WhenAsked
+    } else {
+        Flush::EachLine
+    };
     let live = move |_run: &Run, grammar: &ActionGrammar| -> Option<Box<dyn Environment>> {
         match &sources {
             Some(sources) => Some(Box::new(Workbench::new(
@@ -110,7 +117,7 @@ pub async fn run(args: ReplayArgs) -> anyhow::Result<ExitCode> {
         }
     };
     let mut stdout = output::stdout();
-    let mut trace = TracePrinter::stderr();
+    let mut trace = TracePrinter::stderr().flushed(flush);
     let summary = replay::replay(&config, &live, &mut stdout, &mut trace).await?;
     Ok(ExitCode::from(summary.exit_code()))
 }
