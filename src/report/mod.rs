@@ -72,6 +72,8 @@ pub(crate) struct Report {
     /// The first file against each other one, in order.
     pub comparisons: Vec<Comparison>,
     pub has_questions: bool,
+    /// How many questions the table holds.
+    pub n_questions: usize,
     /// The embedded JSON (already safe inside a `<script>` element).
     pub data_json: String,
 }
@@ -147,6 +149,7 @@ fn render(config: &ReportConfig) -> Result<(String, usize), ReportError> {
         files,
         comparisons,
         has_questions: kinds.is_some(),
+        n_questions,
         data_json,
     };
     Ok((page::render(&report), n_questions))

@@ -1260,3 +1260,44 @@ fn readme_stays_a_front_door() {
         "README.md is {bytes} bytes: keep it at most 13,000 and move detail to docs/"
     );
 }
+
+/// The `tEXt` chunks of a PNG file: (keyword, text).
+fn png_text_chunks(bytes: &[u8]) -> Vec<(String, String)> {
+    assert_eq!(&bytes[..8], b"\x89PNG\r\n\x1a\n", "not a PNG");
+    let mut chunks = Vec::new();
+    let mut at = 8;
+    while at + 12 <= bytes.len() {
+        let length = u32::from_be_bytes(bytes[at..at + 4].try_into().unwrap()) as usize;
+        let kind = &bytes[at + 4..at + 8];
+        let data = &bytes[at + 8..at + 8 + length];
+        if kind == b"tEXt" {
+            let nul = data.iter().position(|&byte| byte == 0).unwrap();
+            let text: String = data[nul + 1..].iter().map(|&byte| char::from(byte)).collect();
+            chunks.push((String::from_utf8_lossy(&data[..nul]).into_owned(), text));
+        }
+        at += 12 + length;
+    }
+    chunks
+}
+
+#[test]
+fn the_readme_report_picture_is_made_by_the_command_readme_shows() {
+    let root = Path::new(env!("CARGO_MANIFEST_DIR"));
+    let readme = std::fs::read_to_string(root.join("README.md")).unwrap();
+    let command = readme
+        .lines()
+        .find(|line| line.starts_with("react-docstore report "))
+        .expect("README shows a report command");
+    assert!(readme.contains("](docs/images/report-top.png)"));
+    let picture = std::fs::read(root.join("docs/images/report-top.png")).unwrap();
+    let made_by: Vec<String> = png_text_chunks(&picture)
+        .into_iter()
+        .filter(|(keyword, _)| keyword == "Command")
+        .map(|(_, text)| text)
+        .collect();
+    assert_eq!(
+        made_by,
+        [command],
+        "docs/images/report-top.png was not made by README's command: run docs/images/make.sh"
+    );
+}
