@@ -502,7 +502,7 @@ pub async fn replay(
                 trace.blank();
             }
             // The run's trace is out before its line on stdout (`2>&1` keeps their order).
-            trace.flush();
+            trace.end_run();
             let written = match config.output {
                 Output::Text => writeln!(stdout, "{}", run.answer.as_deref().unwrap_or("")),
                 Output::Json => {

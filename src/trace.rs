@@ -31,9 +31,13 @@ impl Color {
 pub enum Flush {
     /// After every line, in one write: the trace of a live run, read as it happens.
     EachLine,
-    /// When [`TracePrinter::flush`] is called (and when the printer is dropped): a replay, which
-    /// waits for nothing, flushes once a run, in one write instead of one per line.
-    WhenAsked,
+    /// At the end of each run ([`TracePrinter::end_run`]): a replay, which waits for nothing,
+    /// writes a run's trace in one write, before the run's line on stdout when both streams go
+    /// to one place (a terminal, `2>&1`).
+    EachRun,
+    /// When the buffer is full and when the printer is dropped: a replay whose stdout goes
+    /// elsewhere, where the order between the two streams cannot be seen.
+    WhenFull,
 }
 
 /// Writes a run's events as they happen. Write errors are ignored; on [`TracePrinter::stderr`], a
@@ -81,6 +85,13 @@ impl TracePrinter {
     /// Writes out the lines buffered so far.
     pub fn flush(&mut self) {
         let _ = self.out.flush();
+    }
+
+    /// A run's trace is complete: written out now unless the printer waits for a full buffer.
+    pub fn end_run(&mut self) {
+        if self.flush != Flush::WhenFull {
+            self.flush();
+        }
     }
 
     fn line(&mut self, style: &str, label: &str, text: &str) {

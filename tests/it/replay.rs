@@ -542,8 +542,8 @@ fn a_live_trace_writes_each_line_whole_and_a_replay_once_a_run() {
 
     // A replay of 512 runs (some 7,000 lines): one write a run, and one for the summary.
     let out = CountedWrites::default();
-    let mut trace = TracePrinter::new(Box::new(out.clone()), Color::Never)
-        .flushed(react_docstore::trace::Flush::WhenAsked);
+    let mut trace =
+        TracePrinter::new(Box::new(out.clone()), Color::Never).flushed(react_docstore::trace::Flush::EachRun);
     let config = react_docstore::replay::ReplayConfig {
         paths: vec![fixture("runs/reflexion")],
         output: react_docstore::replay::Output::Text,
@@ -570,5 +570,24 @@ fn a_live_trace_writes_each_line_whole_and_a_replay_once_a_run() {
         ),
         "{}",
         &text[text.len() - 200..]
+    );
+
+    // Where stdout goes elsewhere: a write when the buffer is full, the same text.
+    let full = CountedWrites::default();
+    let mut trace = TracePrinter::new(Box::new(full.clone()), Color::Never)
+        .flushed(react_docstore::trace::Flush::WhenFull);
+    block_on(react_docstore::replay::replay(
+        &config,
+        &|_, _| None,
+        &mut Vec::new(),
+        &mut trace,
+    ))
+    .unwrap();
+    drop(trace);
+    assert_eq!(full.text(), text);
+    assert!(
+        full.writes() <= text.len() / (64 * 1024) + 2,
+        "{} writes",
+        full.writes()
     );
 }
