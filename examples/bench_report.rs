@@ -58,7 +58,7 @@ fn main() -> anyhow::Result<()> {
 
     let started = Instant::now();
     let (scored_a, scored_b) = (ScoredFile::read(&a)?, ScoredFile::read(&b)?);
-    let comparison = compare::compare(&scored_a, &scored_b, DEFAULT_SEED)?;
+    let comparison = compare::compare(&scored_a, &scored_b, DEFAULT_SEED, compare::Golds::MustAgree)?;
     println!(
         "compare        {:>6.2} s  (read and score both, pair, 10,000 bootstrap resamples); n {}, only A {}, only B {}, p {:.3e}",
         started.elapsed().as_secs_f64(),
@@ -81,6 +81,7 @@ fn main() -> anyhow::Result<()> {
             questions: Some(dev.clone()),
             out: out.clone(),
             seed: DEFAULT_SEED,
+            golds: compare::Golds::MustAgree,
         })?;
         println!(
             "report         {:>6.2} s  {name}: {} questions, {:.1} MB of HTML",

@@ -14,7 +14,7 @@ use serde::Serialize;
 
 use crate::eval::Task;
 use crate::eval::results::{ResultsError, RunLine, parse_run_lines};
-use crate::metrics::AnswerScore;
+use crate::metrics::{AnswerScore, normalize_answer};
 use crate::run::{Run, Stopped};
 
 /// How many times the questions are resampled for each interval.
@@ -37,8 +37,15 @@ impl ScoredRun {
         self.score.em
     }
 
+    /// How the run stopped: as it recorded, else as its fields tell (the run file does not require
+    /// `stopped`): an error recorded is `error`, an answer is `finish`, neither is `max_steps`.
     pub fn stopped(&self) -> Stopped {
-        self.run.stopped.unwrap_or(Stopped::Error)
+        match (self.run.stopped, &self.run.error, &self.run.answer) {
+            (Some(stopped), _, _) => stopped,
+            (None, Some(_), _) => Stopped::Error,
+            (None, None, Some(_)) => Stopped::Finish,
+            (None, None, None) => Stopped::MaxSteps,
+        }
     }
 
     /// Prompt and completion tokens together.
@@ -86,6 +93,39 @@ pub enum CompareError {
         .0.b_question
     )]
     DifferentQuestion(Box<QuestionMismatch>),
+    #[error(
+        "question `{}` has two gold answers: `{}` line {} says {:?}, `{}` line {} says {:?}; compare runs scored against one gold, or pass --ignore-gold to score each file against its own",
+        .0.id,
+        .0.a.display(),
+        .0.a_line,
+        .0.a_gold,
+        .0.b.display(),
+        .0.b_line,
+        .0.b_gold
+    )]
+    DifferentGold(Box<GoldMismatch>),
+}
+
+/// What to do when the two files give a question different gold answers.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum Golds {
+    /// Refuse: the two sides would not be scored against the same answer.
+    #[default]
+    MustAgree,
+    /// Score each side against its own file's gold (`--ignore-gold`).
+    EachFileItsOwn,
+}
+
+/// One id with two gold answers in the two files.
+#[derive(Debug)]
+pub struct GoldMismatch {
+    pub id: String,
+    pub a: PathBuf,
+    pub a_line: usize,
+    pub a_gold: String,
+    pub b: PathBuf,
+    pub b_line: usize,
+    pub b_gold: String,
 }
 
 /// One id asking two questions in the two files.
@@ -203,7 +243,11 @@ pub struct Flip {
     pub id: String,
     pub a_answer: Option<String>,
     pub b_answer: Option<String>,
+    /// A's gold answer.
     pub gold: String,
+    /// B's gold answer, when it differs from A's (only with [`Golds::EachFileItsOwn`]).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub b_gold: Option<String>,
     pub right: RightSide,
     pub question: String,
 }
@@ -294,11 +338,14 @@ impl Comparison {
                 RightSide::A => "A",
                 RightSide::B => "B",
             };
+            let gold = match &flip.b_gold {
+                Some(b_gold) => format!("{} (B: {b_gold})", flip.gold),
+                None => flip.gold.clone(),
+            };
             let answers = format!(
-                "{} | {} | {}",
+                "{} | {} | {gold}",
                 flip.a_answer.as_deref().unwrap_or("(none)"),
                 flip.b_answer.as_deref().unwrap_or("(none)"),
-                flip.gold
             );
             let head = format!("  {right}  {}  ", flip.id);
             let room = width
@@ -333,7 +380,13 @@ pub struct Pair<'a> {
 }
 
 /// The questions both files ran, in A's order, with the counts of the questions only one ran.
-pub fn pair<'a>(a: &'a ScoredFile, b: &'a ScoredFile) -> Result<(Vec<Pair<'a>>, usize, usize), CompareError> {
+/// The two runs of a pair must ask the same question and, unless `golds` lets them differ, be
+/// scored against the same gold answer (the same once normalized, as the metric reads it).
+pub fn pair<'a>(
+    a: &'a ScoredFile,
+    b: &'a ScoredFile,
+    golds: Golds,
+) -> Result<(Vec<Pair<'a>>, usize, usize), CompareError> {
     let b_by_id: HashMap<&str, &ScoredRun> = b.runs.iter().map(|run| (run.id.as_str(), run)).collect();
     let mut pairs = Vec::new();
     for a_run in &a.runs {
@@ -351,6 +404,9 @@ pub fn pair<'a>(a: &'a ScoredFile, b: &'a ScoredFile) -> Result<(Vec<Pair<'a>>, 
                 b_question: b_run.run.question.clone(),
             })));
         }
+        if golds == Golds::MustAgree {
+            check_same_gold(a, a_run, b, b_run)?;
+        }
         pairs.push(Pair { a: a_run, b: b_run });
     }
     if pairs.is_empty() {
@@ -363,9 +419,32 @@ pub fn pair<'a>(a: &'a ScoredFile, b: &'a ScoredFile) -> Result<(Vec<Pair<'a>>, 
     Ok((pairs, a.runs.len() - n, b.runs.len() - n))
 }
 
+/// Refuses a pair whose runs were scored against golds the metric reads differently.
+fn check_same_gold(
+    a: &ScoredFile,
+    a_run: &ScoredRun,
+    b: &ScoredFile,
+    b_run: &ScoredRun,
+) -> Result<(), CompareError> {
+    let gold = |run: &ScoredRun| run.run.gold.clone().unwrap_or_default();
+    let (a_gold, b_gold) = (gold(a_run), gold(b_run));
+    if normalize_answer(&a_gold) == normalize_answer(&b_gold) {
+        return Ok(());
+    }
+    Err(CompareError::DifferentGold(Box::new(GoldMismatch {
+        id: a_run.id.clone(),
+        a: a.path.clone(),
+        a_line: a_run.line,
+        a_gold,
+        b: b.path.clone(),
+        b_line: b_run.line,
+        b_gold,
+    })))
+}
+
 /// Pairs `a` and `b` by question id and compares them; `seed` drives the bootstrap.
-pub fn compare(a: &ScoredFile, b: &ScoredFile, seed: u64) -> Result<Comparison, CompareError> {
-    let (pairs, only_in_a, only_in_b) = pair(a, b)?;
+pub fn compare(a: &ScoredFile, b: &ScoredFile, seed: u64, golds: Golds) -> Result<Comparison, CompareError> {
+    let (pairs, only_in_a, only_in_b) = pair(a, b, golds)?;
     let n = pairs.len();
     let mut counts = [0usize; 4];
     for pair in &pairs {
@@ -392,6 +471,9 @@ pub fn compare(a: &ScoredFile, b: &ScoredFile, seed: u64) -> Result<Comparison, 
         a_answer: pair.a.run.answer.clone(),
         b_answer: pair.b.run.answer.clone(),
         gold: pair.a.run.gold.clone().unwrap_or_default(),
+        b_gold: pair.b.run.gold.clone().filter(|b_gold| {
+            normalize_answer(b_gold) != normalize_answer(pair.a.run.gold.as_deref().unwrap_or(""))
+        }),
         right,
         question: pair.a.run.question.clone(),
     };

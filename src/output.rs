@@ -63,3 +63,27 @@ pub fn end_as_closed_pipe() -> ! {
     // Not reached on Unix; elsewhere, the status a shell gives a process SIGPIPE ended.
     std::process::exit(141)
 }
+
+/// Where the process's stdout and stderr go: to one place (a terminal, `2>&1`), where what is
+/// written to each shows in the order it was written, or to two.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Destinations {
+    One,
+    Two,
+}
+
+/// Whether stdout and stderr are the same open file (the same device and inode); `One` when
+/// either cannot be inspected.
+pub fn destinations() -> Destinations {
+    use std::os::fd::AsFd;
+    use std::os::unix::fs::MetadataExt;
+    let identity = |fd: std::os::fd::BorrowedFd<'_>| {
+        let file = std::fs::File::from(fd.try_clone_to_owned().ok()?);
+        let metadata = file.metadata().ok()?;
+        Some((metadata.dev(), metadata.ino()))
+    };
+    match (identity(io::stdout().as_fd()), identity(io::stderr().as_fd())) {
+        (Some(out), Some(err)) if out != err => Destinations::Two,
+        _ => Destinations::One,
+    }
+}

@@ -67,6 +67,8 @@ pub struct ReplaySummary {
     /// observation and no docstore, ...).
     pub n_errors: usize,
     pub n_scored: usize,
+    /// Files found in a directory that could not be replayed (not runs), each named on stderr.
+    pub n_skipped_files: usize,
     pub em: f64,
     pub f1: f64,
     pub usage: Usage,
@@ -337,6 +339,12 @@ pub enum ReplayError {
         #[source]
         source: std::io::Error,
     },
+    #[error(
+        "`{}` looks like a question file (questions, no recorded steps), not a run: `replay` takes the runs `ask --record` and `eval --out` write; `react-docstore eval {}` runs its questions",
+        path.display(),
+        path.display()
+    )]
+    QuestionFile { path: PathBuf },
     #[error("no run files found in {paths}")]
     NoRuns { paths: String },
     #[error("cannot write the replay's output")]
@@ -363,15 +371,83 @@ struct SourcedRun<'a> {
 /// The run files named on a command line: files as given; a directory's `*.json` and `*.jsonl`
 /// files, in its subdirectories too, in name order (a subdirectory's files where its name sorts).
 pub fn run_files(paths: &[PathBuf]) -> Result<Vec<PathBuf>, ReplayError> {
-    let mut files = Vec::new();
+    Ok(found_run_files(paths)?
+        .into_iter()
+        .map(|(path, _)| path)
+        .collect())
+}
+
+/// How a file came to be replayed.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Found {
+    /// Named on the command line: a file that is not a run is an error.
+    Named,
+    /// Found in a directory named there: a file that is not a run is skipped, and named.
+    InDirectory,
+}
+
+/// [`run_files`], each with how it was found.
+fn found_run_files(paths: &[PathBuf]) -> Result<Vec<(PathBuf, Found)>, ReplayError> {
+    let mut found = Vec::new();
     for path in paths {
         if path.is_dir() {
+            let mut files = Vec::new();
             collect_run_files(path, &mut files)?;
+            found.extend(files.into_iter().map(|file| (file, Found::InDirectory)));
         } else {
-            files.push(path.clone());
+            found.push((path.clone(), Found::Named));
         }
     }
-    Ok(files)
+    Ok(found)
+}
+
+/// The runs of a file, or, for a file found in a directory that cannot be replayed, `None`
+/// after a note naming it and why (the replay goes on with the other files).
+fn read_found_runs(
+    path: &Path,
+    found: Found,
+    trace: &mut TracePrinter,
+) -> Result<Option<Vec<(RunSource, Run)>>, ReplayError> {
+    match (read_runs(path), found) {
+        (Ok(runs), _) => Ok(Some(runs)),
+        (Err(error), Found::InDirectory) => {
+            trace.note(&format!("skipped: {error}"));
+            Ok(None)
+        }
+        (Err(error), Found::Named) => Err(error),
+    }
+}
+
+/// Whether a file that is not a run holds questions: its first record (a JSON Lines file's first
+/// line, a JSON array's first element, or the one object) has a `question` or a `claim` and no
+/// recorded `steps`. Only that first record is parsed.
+fn looks_like_questions(bytes: &[u8]) -> bool {
+    let start = bytes
+        .iter()
+        .position(|byte| !byte.is_ascii_whitespace())
+        .unwrap_or(bytes.len());
+    let first = match bytes.get(start) {
+        Some(b'[') => &bytes[start + 1..],
+        _ => &bytes[start..],
+    };
+    let Some(Ok(serde_json::Value::Object(record))) = serde_json::Deserializer::from_slice(first)
+        .into_iter::<serde_json::Value>()
+        .next()
+    else {
+        return false;
+    };
+    (record.contains_key("question") || record.contains_key("claim")) && !record.contains_key("steps")
+}
+
+/// `error`, or the question-file error when the file's bytes look like questions.
+fn unless_questions(error: ReplayError, bytes: &[u8], path: &Path) -> ReplayError {
+    if looks_like_questions(bytes) {
+        ReplayError::QuestionFile {
+            path: path.to_owned(),
+        }
+    } else {
+        error
+    }
 }
 
 fn collect_run_files(dir: &Path, files: &mut Vec<PathBuf>) -> Result<(), ReplayError> {
@@ -379,16 +455,22 @@ fn collect_run_files(dir: &Path, files: &mut Vec<PathBuf>) -> Result<(), ReplayE
         path: dir.to_owned(),
         source,
     };
-    let mut entries: Vec<PathBuf> = std::fs::read_dir(dir)
+    // The entries' types come with the listing: no `stat` a file, except through a symbolic link.
+    let mut entries: Vec<(PathBuf, std::fs::FileType)> = std::fs::read_dir(dir)
         .map_err(list_error)?
-        .map(|entry| entry.map(|entry| entry.path()))
+        .map(|entry| entry.and_then(|entry| Ok((entry.path(), entry.file_type()?))))
         .collect::<Result<_, _>>()
         .map_err(list_error)?;
-    entries.sort();
-    for entry in entries {
-        if entry.is_dir() {
+    entries.sort_by(|(a, _), (b, _)| a.cmp(b));
+    for (entry, file_type) in entries {
+        let (is_dir, is_file) = if file_type.is_symlink() {
+            (entry.is_dir(), entry.is_file())
+        } else {
+            (file_type.is_dir(), file_type.is_file())
+        };
+        if is_dir {
             collect_run_files(&entry, files)?;
-        } else if entry.is_file()
+        } else if is_file
             && entry
                 .extension()
                 .is_some_and(|ext| ext == "json" || ext == "jsonl")
@@ -417,11 +499,12 @@ pub fn read_runs(path: &Path) -> Result<Vec<(RunSource, Run)>, ReplayError> {
             }
             Err(single_error) => match parse_run_lines(&bytes, path) {
                 Ok(lines) if lines.runs.len() > 1 && lines.torn_bytes == 0 => Ok(sourced(path, lines.runs)),
-                _ => Err(single_error.into()),
+                _ => Err(unless_questions(single_error.into(), &bytes, path)),
             },
         };
     }
-    let lines = parse_run_lines(&bytes, path)?;
+    let lines =
+        parse_run_lines(&bytes, path).map_err(|error| unless_questions(error.into(), &bytes, path))?;
     if lines.torn_bytes > 0 {
         return Err(ReplayError::TornLine {
             path: path.to_owned(),
@@ -466,7 +549,7 @@ pub async fn replay(
     stdout: &mut dyn Write,
     trace: &mut TracePrinter,
 ) -> Result<ReplaySummary, ReplayError> {
-    let files = run_files(&config.paths)?;
+    let files = found_run_files(&config.paths)?;
     if files.is_empty() {
         return Err(ReplayError::NoRuns {
             paths: display_paths(&config.paths),
@@ -476,18 +559,24 @@ pub async fn replay(
     // snapshot before any replays, else each as its turn comes.
     let mut read_ahead = VecDeque::new();
     if let Some(current) = config.docstore.as_ref().filter(|info| info.snapshot.is_some()) {
-        for file in &files {
-            let runs = read_runs(file)?;
-            check_same_docstore(&runs, current)?;
+        for (file, found) in &files {
+            let runs = read_found_runs(file, *found, trace)?;
+            if let Some(runs) = &runs {
+                check_same_docstore(runs, current)?;
+            }
             read_ahead.push_back(runs);
         }
     }
     let mut summary = ReplaySummary::default();
     let (mut em_sum, mut f1_sum) = (0.0, 0.0);
-    for file in &files {
+    for (file, found) in &files {
         let runs = match read_ahead.pop_front() {
             Some(runs) => runs,
-            None => read_runs(file)?,
+            None => read_found_runs(file, *found, trace)?,
+        };
+        let Some(runs) = runs else {
+            summary.n_skipped_files += 1;
+            continue;
         };
         for (source, recorded) in runs {
             let (episode, unrecorded) =
@@ -519,12 +608,14 @@ pub async fn replay(
                     None => trace.note(&format!("{source}: {error}")),
                 }
             }
+            if config.output == Output::Text {
+                trace.header("Answer:", run.answer.as_deref().unwrap_or(""));
+                trace.blank();
+            }
+            // The run's trace is out before its line on stdout (`2>&1` keeps their order).
+            trace.end_run();
             let written = match config.output {
-                Output::Text => {
-                    trace.header("Answer:", run.answer.as_deref().unwrap_or(""));
-                    trace.blank();
-                    writeln!(stdout, "{}", run.answer.as_deref().unwrap_or(""))
-                }
+                Output::Text => writeln!(stdout, "{}", run.answer.as_deref().unwrap_or("")),
                 Output::Json => {
                     let line = serde_json::to_string(&SourcedRun { source: &source, run })
                         // invariant: a `Run` and a `RunSource` (its path written lossily) always serialize
@@ -541,10 +632,13 @@ pub async fn replay(
     }
     match config.output {
         Output::Json if summary.n_scored > 0 => {
-            let line = serde_json::json!({"summary": {
+            let mut line = serde_json::json!({"summary": {
                 "n": summary.n_scored, "em": summary.em, "f1": summary.f1,
                 "runs": summary.n_runs, "answered": summary.n_answered, "changed": summary.n_changed,
             }});
+            if summary.n_skipped_files > 0 {
+                line["summary"]["skipped_files"] = summary.n_skipped_files.into();
+            }
             writeln!(stdout, "{line}").map_err(ReplayError::Output)?;
         }
         Output::Json => {}
@@ -566,10 +660,20 @@ pub async fn replay(
                     summary.n_changed
                 ));
             }
+            line.push_str(&skipped_files(summary.n_skipped_files));
             trace.note(&line);
         }
     }
     Ok(summary)
+}
+
+/// The summary's account of the files skipped, if any.
+fn skipped_files(n_skipped: usize) -> String {
+    match n_skipped {
+        0 => String::new(),
+        1 => "; 1 file skipped (not runs)".to_owned(),
+        n => format!("; {n} files skipped (not runs)"),
+    }
 }
 
 /// Refuses runs recorded against another docstore than the frozen one given to observe their

@@ -1,7 +1,7 @@
 //! `TracePrinter`: the live Thought / Action / Observation trace on stderr, coloured on a terminal;
 //! `LogOutput`: where log lines and notes go — stderr, above the progress bar while one is drawn.
 
-use std::io::{IsTerminal, Write};
+use std::io::{BufWriter, IsTerminal, Write};
 use std::sync::{Arc, Mutex, PoisonError};
 
 use indicatif::ProgressBar;
@@ -26,34 +26,55 @@ impl Color {
     }
 }
 
+/// When the trace's buffered lines are written out.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Flush {
+    /// After every line, in one write: the trace of a live run, read as it happens.
+    EachLine,
+    /// At the end of each run ([`TracePrinter::end_run`]): a replay, which waits for nothing,
+    /// writes a run's trace in one write, before the run's line on stdout when both streams go
+    /// to one place (a terminal, `2>&1`).
+    EachRun,
+    /// When the buffer is full and when the printer is dropped: a replay whose stdout goes
+    /// elsewhere, where the order between the two streams cannot be seen.
+    WhenFull,
+}
+
 /// Writes a run's events as they happen. Write errors are ignored; on [`TracePrinter::stderr`], a
-/// closed pipe ends the process quietly (see [`crate::output`]).
+/// closed pipe ends the process quietly (see [`crate::output`]). Lines are buffered and written
+/// whole ([`Flush`] says when); the buffer is written out when the printer is dropped.
 pub struct TracePrinter {
-    out: Box<dyn Write + Send>,
+    out: BufWriter<Box<dyn Write + Send>>,
     color: Color,
+    flush: Flush,
     quiet: bool,
 }
 
 impl TracePrinter {
     pub fn new(out: Box<dyn Write + Send>, color: Color) -> TracePrinter {
         TracePrinter {
-            out,
+            out: BufWriter::with_capacity(TRACE_BUFFER_BYTES, out),
             color,
+            flush: Flush::EachLine,
             quiet: false,
         }
     }
 
-    /// The trace on stderr, coloured when stderr is a terminal.
+    /// The trace on stderr, coloured when stderr is a terminal, each line written as it comes.
     pub fn stderr() -> TracePrinter {
         TracePrinter::new(Box::new(crate::output::stderr()), Color::for_stderr())
+    }
+
+    /// This printer, written out when `flush` says.
+    pub fn flushed(self, flush: Flush) -> TracePrinter {
+        TracePrinter { flush, ..self }
     }
 
     /// A printer that prints nothing.
     pub fn silent() -> TracePrinter {
         TracePrinter {
-            out: Box::new(std::io::sink()),
-            color: Color::Never,
             quiet: true,
+            ..TracePrinter::new(Box::new(std::io::sink()), Color::Never)
         }
     }
 
@@ -61,11 +82,26 @@ impl TracePrinter {
         self.quiet
     }
 
+    /// Writes out the lines buffered so far.
+    pub fn flush(&mut self) {
+        let _ = self.out.flush();
+    }
+
+    /// A run's trace is complete: written out now unless the printer waits for a full buffer.
+    pub fn end_run(&mut self) {
+        if self.flush != Flush::WhenFull {
+            self.flush();
+        }
+    }
+
     fn line(&mut self, style: &str, label: &str, text: &str) {
         let _ = match self.color {
             Color::Always => writeln!(self.out, "\x1b[{style}m{label}\x1b[0m {text}"),
             Color::Never => writeln!(self.out, "{label} {text}"),
         };
+        if self.flush == Flush::EachLine {
+            self.flush();
+        }
     }
 
     pub fn header(&mut self, label: &str, text: &str) {
@@ -131,6 +167,9 @@ impl TracePrinter {
 
     pub fn blank(&mut self) {
         let _ = writeln!(self.out);
+        if self.flush == Flush::EachLine {
+            self.flush();
+        }
     }
 
     /// `text` with no newline after it, for a person to type after (`> `).
@@ -139,6 +178,9 @@ impl TracePrinter {
         let _ = self.out.flush();
     }
 }
+
+/// The trace's buffer: a replayed run's trace fits whole, so it is written in one go.
+const TRACE_BUFFER_BYTES: usize = 64 * 1024;
 
 /// Where log lines (tracing events, warnings, an evaluation's notes) are written: stderr by
 /// default. While a progress bar is shown, each line is written with the bar cleared and drawn

@@ -5,7 +5,7 @@ use std::io::Write;
 use std::path::PathBuf;
 use std::process::ExitCode;
 
-use react_docstore::compare::{self, DEFAULT_SEED, ScoredFile};
+use react_docstore::compare::{self, DEFAULT_SEED, Golds, ScoredFile};
 use react_docstore::output;
 
 #[derive(clap::Args)]
@@ -20,12 +20,26 @@ pub struct CompareArgs {
     /// Print one JSON object.
     #[arg(long)]
     json: bool,
+    /// Pair runs whose gold answers differ, each scored against its own file's gold (without it,
+    /// such a pair is an error naming both golds).
+    #[arg(long)]
+    ignore_gold: bool,
+}
+
+impl CompareArgs {
+    fn golds(&self) -> Golds {
+        if self.ignore_gold {
+            Golds::EachFileItsOwn
+        } else {
+            Golds::MustAgree
+        }
+    }
 }
 
 pub fn run(args: CompareArgs) -> anyhow::Result<ExitCode> {
     let a = ScoredFile::read(&args.a)?;
     let b = ScoredFile::read(&args.b)?;
-    let comparison = compare::compare(&a, &b, args.seed)?;
+    let comparison = compare::compare(&a, &b, args.seed, args.golds())?;
     let mut stdout = output::stdout();
     if args.json {
         writeln!(stdout, "{}", serde_json::to_string(&comparison)?)?;

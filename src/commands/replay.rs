@@ -1,13 +1,14 @@
 //! `replay`: recorded runs (run files, results files, directories of them) re-run offline.
 
+use std::io::Write;
 use std::path::PathBuf;
 use std::process::ExitCode;
 
 use react_docstore::docstore::DocstoreKind;
 use react_docstore::environment::{Environment, Workbench};
-use react_docstore::output;
+use react_docstore::output::{self, Destinations};
 use react_docstore::replay::{self, Output, ReplayConfig, ToolsOnly};
-use react_docstore::trace::TracePrinter;
+use react_docstore::trace::{Flush, TracePrinter};
 use react_docstore::{ActionGrammar, Profile, Run};
 
 use super::options::{DocstoreArgs, ToolArgs};
@@ -98,6 +99,14 @@ pub async fn run(args: ReplayArgs) -> anyhow::Result<ExitCode> {
             .as_ref()
             .map(|sources| sources.get(Profile::Default).info()),
     };
+    // Nothing a replay does waits unless a run's step goes to a live docstore or tool: then
+    // its trace is written as it comes, else once a run (or, when stdout goes elsewhere, where
+    // the order of the two cannot be seen, when the buffer is full).
+    let flush = match (sources.is_none() && toolbox.is_empty(), output::destinations()) {
+        (false, _) => Flush::EachLine,
+        (true, Destinations::One) => Flush::EachRun,
+        (true, Destinations::Two) => Flush::WhenFull,
+    };
     let live = move |_run: &Run, grammar: &ActionGrammar| -> Option<Box<dyn Environment>> {
         match &sources {
             Some(sources) => Some(Box::new(Workbench::new(
@@ -109,8 +118,18 @@ pub async fn run(args: ReplayArgs) -> anyhow::Result<ExitCode> {
             None => Some(Box::new(ToolsOnly::new(toolbox.clone()))),
         }
     };
-    let mut stdout = output::stdout();
-    let mut trace = TracePrinter::stderr();
-    let summary = replay::replay(&config, &live, &mut stdout, &mut trace).await?;
+    let mut trace = TracePrinter::stderr().flushed(flush);
+    let summary = match flush {
+        // Nobody sees the order of the two streams: stdout too is written in large blocks.
+        Flush::WhenFull => {
+            let mut stdout = std::io::BufWriter::with_capacity(64 * 1024, output::stdout());
+            let summary = replay::replay(&config, &live, &mut stdout, &mut trace).await?;
+            stdout.flush()?;
+            summary
+        }
+        Flush::EachLine | Flush::EachRun => {
+            replay::replay(&config, &live, &mut output::stdout(), &mut trace).await?
+        }
+    };
     Ok(ExitCode::from(summary.exit_code()))
 }

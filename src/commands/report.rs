@@ -4,7 +4,7 @@ use std::io::Write;
 use std::path::PathBuf;
 use std::process::ExitCode;
 
-use react_docstore::compare::DEFAULT_SEED;
+use react_docstore::compare::{DEFAULT_SEED, Golds};
 use react_docstore::output;
 use react_docstore::report::{self, ReportConfig};
 
@@ -22,6 +22,10 @@ pub struct ReportArgs {
     /// Seed of the comparisons' bootstrap (as `compare --seed`).
     #[arg(long, default_value_t = DEFAULT_SEED, value_name = "N")]
     seed: u64,
+    /// Compare runs whose gold answers differ, each scored against its own file's gold (as
+    /// `compare --ignore-gold`).
+    #[arg(long)]
+    ignore_gold: bool,
 }
 
 pub fn run(args: ReportArgs) -> anyhow::Result<ExitCode> {
@@ -30,6 +34,11 @@ pub fn run(args: ReportArgs) -> anyhow::Result<ExitCode> {
         questions: args.questions,
         out: args.out,
         seed: args.seed,
+        golds: if args.ignore_gold {
+            Golds::EachFileItsOwn
+        } else {
+            Golds::MustAgree
+        },
     })?;
     let questions = match written.questions {
         1 => "1 question".to_owned(),

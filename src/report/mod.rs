@@ -14,7 +14,7 @@ use std::time::Duration;
 
 use serde::Serialize;
 
-use crate::compare::{self, CompareError, Comparison, ScoredFile, ScoredRun};
+use crate::compare::{self, CompareError, Comparison, Golds, ScoredFile, ScoredRun};
 use crate::eval::summary::{Outcome, Scores, Summary, SummaryContext};
 use crate::eval::{QuestionFile, QuestionFileError};
 use crate::fsutil::atomic_write;
@@ -27,6 +27,8 @@ pub struct ReportConfig {
     pub questions: Option<PathBuf>,
     pub out: PathBuf,
     pub seed: u64,
+    /// Whether compared files may score a question against different golds.
+    pub golds: Golds,
 }
 
 #[derive(Debug, thiserror::Error)]
@@ -72,6 +74,8 @@ pub(crate) struct Report {
     /// The first file against each other one, in order.
     pub comparisons: Vec<Comparison>,
     pub has_questions: bool,
+    /// How many questions the table holds.
+    pub n_questions: usize,
     /// The embedded JSON (already safe inside a `<script>` element).
     pub data_json: String,
 }
@@ -133,7 +137,7 @@ fn render(config: &ReportConfig) -> Result<(String, usize), ReportError> {
     let mut comparisons = Vec::new();
     if let Some((first, others)) = scored_files.split_first() {
         for other in others {
-            comparisons.push(compare::compare(first, other, config.seed)?);
+            comparisons.push(compare::compare(first, other, config.seed, config.golds)?);
         }
     }
     let data = page_data(&scored_files, &comparisons, kinds.as_ref());
@@ -147,6 +151,7 @@ fn render(config: &ReportConfig) -> Result<(String, usize), ReportError> {
         files,
         comparisons,
         has_questions: kinds.is_some(),
+        n_questions,
         data_json,
     };
     Ok((page::render(&report), n_questions))

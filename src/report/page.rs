@@ -45,6 +45,12 @@ pub(super) fn render(report: &Report) -> String {
                             span.file-tag { span.letter { (letter(idx)) } " " (name) }
                         }
                     }
+                    nav #toc aria-label="contents" {
+                        @if !report.comparisons.is_empty() { a href="#comparison" { "Comparison" } }
+                        a href="#summary" { "Summary" }
+                        a href="#pictures" { "Pictures" }
+                        a href="#questions" { "Every question (" (report.n_questions) ")" }
+                    }
                 }
                 @if !report.comparisons.is_empty() {
                     section #comparison {
@@ -93,6 +99,13 @@ pub(super) fn render(report: &Report) -> String {
                         }
                         label { "containing " input #search type="search" placeholder="id, question, answer, gold" autocomplete="off"; }
                         span #count aria-live="polite" {}
+                    }
+                    p #legend {
+                        @if report.files.len() > 1 {
+                            span.swatch.flip {} " flipped: right in one file, wrong in the other (listed first). "
+                        }
+                        "Answers: " span.right { "right" } ", " span.wrong { "wrong" } ", " span.error { "error" } ". "
+                        "A cut cell shows its whole text when you hover it; a click (or Enter) opens the question, its gold and every file's answer and trajectory below the table."
                     }
                     div #table role="table" aria-label="questions" {
                         div #table-head role="row" {}

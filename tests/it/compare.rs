@@ -311,3 +311,95 @@ fn fever_counts_the_label() {
     ]);
     assert!(stdout.contains("accuracy B − A"), "{stdout}");
 }
+
+#[test]
+fn a_question_with_two_golds_is_refused_unless_each_file_keeps_its_own() {
+    let dir = tempfile::tempdir().unwrap();
+    let trial = fixture(TRIAL_1);
+    let runs = read_lines(&trial);
+    // Question 4 (right in A: `Creature Comforts`), another gold in B, the answer unchanged.
+    let mut other_gold = runs.clone();
+    other_gold[3]["gold"] = Value::from("Wallace and Gromit");
+    let b = dir.path().join("other-gold.jsonl");
+    write_lines(&b, &other_gold);
+    // A gold the metric reads the same (case, punctuation, articles) is the same gold.
+    let mut same_gold = runs.clone();
+    same_gold[3]["gold"] = Value::from("creature comforts.");
+    let same = dir.path().join("same-gold.jsonl");
+    write_lines(&same, &same_gold);
+    let json = compare_json(&trial, &same, &[]);
+    assert_eq!(
+        (&json["a_only"], &json["b_only"]),
+        (&Value::from(0), &Value::from(0))
+    );
+
+    check_error(
+        &trial,
+        &b,
+        &[
+            "question `5a7180205542994082a3e856` has two gold answers",
+            "trial-1.results.jsonl` line 4 says \"Creature Comforts\"",
+            "other-gold.jsonl` line 4 says \"Wallace and Gromit\"",
+            "--ignore-gold",
+        ],
+    );
+    let (status, _, stderr) = react_docstore(&[
+        "report",
+        trial.to_str().unwrap(),
+        b.to_str().unwrap(),
+        "--out",
+        dir.path().join("report.html").to_str().unwrap(),
+    ]);
+    assert_eq!(status, 2, "{stderr}");
+    assert!(stderr.contains("has two gold answers"), "{stderr}");
+
+    // Asked for: each side scored against its own gold, and the flip names both.
+    let json = compare_json(&trial, &b, &["--ignore-gold"]);
+    let flip = json["flipped"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|flip| flip["id"] == runs[3]["id"])
+        .unwrap();
+    assert_eq!(flip["right"], "a");
+    assert_eq!(flip["gold"], "Creature Comforts");
+    assert_eq!(flip["b_gold"], "Wallace and Gromit");
+    // Flips of one gold carry no `b_gold`.
+    assert!(
+        json["flipped"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .filter(|other| other["id"] != runs[3]["id"])
+            .all(|other| other.get("b_gold").is_none())
+    );
+    let (status, stdout, _) = react_docstore(&[
+        "compare",
+        "--ignore-gold",
+        trial.to_str().unwrap(),
+        b.to_str().unwrap(),
+    ]);
+    assert_eq!(status, 0);
+    assert!(
+        stdout.contains("| Creature Comforts (B: Wallace and Gromit)"),
+        "{stdout}"
+    );
+}
+
+#[test]
+fn a_run_without_stopped_is_an_error_only_when_it_records_one() {
+    let dir = tempfile::tempdir().unwrap();
+    let trial = fixture(TRIAL_1);
+    let mut runs = read_lines(&trial);
+    for run in &mut runs {
+        run.as_object_mut().unwrap().remove("stopped");
+    }
+    // One run that did fail, saying so only by its `error`.
+    runs[7]["error"] = Value::from("the model server answered 500");
+    runs[7]["answer"] = Value::Null;
+    let b = dir.path().join("no-stopped.jsonl");
+    write_lines(&b, &runs);
+    let json = compare_json(&trial, &b, &[]);
+    assert_eq!(json["a"]["errors"], 0);
+    assert_eq!(json["b"]["errors"], 1, "{}", json["b"]);
+}

@@ -704,13 +704,14 @@ async fn every_console_example_prints_what_the_docs_show() {
             assert!(!block_examples.is_empty(), "{}:{}", relative(&doc), block.line);
             for example in block_examples {
                 n_examples += 1;
-                let mut env = vec![
-                    ("REACT_WIKI_URL".to_owned(), wiki.uri()),
-                    (
-                        "REACT_CACHE_DIR".to_owned(),
-                        dir.path().join("cache").display().to_string(),
-                    ),
-                ];
+                let mut env = vec![(
+                    "REACT_CACHE_DIR".to_owned(),
+                    dir.path().join("cache").display().to_string(),
+                )];
+                // An `--offline` example reads a bundled cache, keyed by live Wikipedia's URLs.
+                if !example.command.contains("--offline") {
+                    env.push(("REACT_WIKI_URL".to_owned(), wiki.uri()));
+                }
                 let subcommands: Vec<String> = invocations(&example.command)
                     .into_iter()
                     .filter_map(|args| args.into_iter().next())
@@ -1119,4 +1120,218 @@ fn the_validator_rejects_what_the_schema_forbids() {
     );
     let unknown_keyword = serde_json::json!({"type": "object", "patternProperties": {}});
     assert_eq!(validate(&unknown_keyword, &run).len(), 1);
+}
+
+// ---------------------------------------------------------------------------------------------
+// README on a fresh clone: no network, no model
+
+/// The results file README's `score` reads, shipped so that `score` runs without a model.
+const SHIPPED_RESULTS: &str = "docstore/hotpotqa-distractor-3.results.jsonl";
+
+/// A run line without what changes from one evaluation to the next.
+fn without_volatile_fields(line: &str) -> Value {
+    let mut run: Value = serde_json::from_str(line).unwrap();
+    for field in ["elapsed_ms", "started_at", "finished_at"] {
+        run.as_object_mut().unwrap().remove(field);
+    }
+    run
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn the_shipped_results_file_is_what_the_readme_eval_writes() {
+    let dir = tempfile::tempdir().unwrap();
+    let server = model_server("chat/completions", Sequence::chat(model_script("eval").unwrap())).await;
+    let out = dir.path().join("written.results.jsonl");
+    let output = Command::new(BIN)
+        .args([
+            "eval",
+            "fixtures/docstore/hotpotqa-distractor-3.json",
+            "--docstore",
+            "distractor",
+        ])
+        .args(["--limit", "1", "--out", out.to_str().unwrap()])
+        .current_dir(env!("CARGO_MANIFEST_DIR"))
+        .env_clear()
+        .env("OPENAI_BASE_URL", format!("{}/v1", server.uri()))
+        .env("REACT_MODEL", "gpt-4o-mini")
+        .output()
+        .unwrap();
+    assert!(output.status.success(), "{output:?}");
+    let written = std::fs::read_to_string(&out).unwrap();
+    let shipped_path = crate::fixture(SHIPPED_RESULTS);
+    // UPDATE_FIXTURES=1 writes it anew (then review `git diff fixtures`).
+    if std::env::var_os("UPDATE_FIXTURES").is_some() {
+        std::fs::write(&shipped_path, &written).unwrap();
+    }
+    let shipped = std::fs::read_to_string(&shipped_path).unwrap();
+    assert_eq!(
+        written.lines().map(without_volatile_fields).collect::<Vec<_>>(),
+        shipped.lines().map(without_volatile_fields).collect::<Vec<_>>(),
+        "fixtures/{SHIPPED_RESULTS} is not what README's eval writes: UPDATE_FIXTURES=1 cargo test -- docs::the_shipped"
+    );
+}
+
+/// A local port that stands for the network: it counts the connections made to it, then closes
+/// them. Pointing the proxy variables at it catches any request a command makes.
+struct Tripwire {
+    port: u16,
+    connections: std::sync::Arc<std::sync::atomic::AtomicUsize>,
+}
+
+impl Tripwire {
+    fn start() -> Tripwire {
+        let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+        let port = listener.local_addr().unwrap().port();
+        let connections = std::sync::Arc::new(std::sync::atomic::AtomicUsize::new(0));
+        let counted = connections.clone();
+        std::thread::spawn(move || {
+            for stream in listener.incoming() {
+                counted.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
+                drop(stream);
+            }
+        });
+        Tripwire { port, connections }
+    }
+
+    /// The environment that sends every HTTP(S) request to the tripwire.
+    fn proxy_env(&self) -> Vec<(String, String)> {
+        let url = format!("http://127.0.0.1:{}", self.port);
+        [
+            "HTTP_PROXY",
+            "HTTPS_PROXY",
+            "ALL_PROXY",
+            "http_proxy",
+            "https_proxy",
+            "all_proxy",
+        ]
+        .into_iter()
+        .map(|name| (name.to_owned(), url.clone()))
+        .collect()
+    }
+
+    fn connections(&self) -> usize {
+        self.connections.load(std::sync::atomic::Ordering::SeqCst)
+    }
+}
+
+#[test]
+fn readme_examples_that_call_no_model_run_on_a_fresh_clone_without_network() {
+    let readme = Path::new(env!("CARGO_MANIFEST_DIR")).join("README.md");
+    let text = std::fs::read_to_string(&readme).unwrap();
+    // A fresh clone: `fixtures/` and nothing any other example wrote; no Wikipedia but the real
+    // one's address, behind a proxy that is the tripwire; no model.
+    let dir = tempfile::tempdir().unwrap();
+    std::os::unix::fs::symlink(crate::fixture(""), dir.path().join("fixtures")).unwrap();
+    let tripwire = Tripwire::start();
+    let mut env = tripwire.proxy_env();
+    env.push((
+        "REACT_CACHE_DIR".to_owned(),
+        dir.path().join("cache").display().to_string(),
+    ));
+    let mut failures = Vec::new();
+    let mut n_run = 0;
+    for block in code_blocks(&text)
+        .into_iter()
+        .filter(|block| block.lang == "console")
+    {
+        for example in examples(&block) {
+            let calls_a_model = invocations(&example.command)
+                .iter()
+                .any(|args| args.first().is_some_and(|name| model_script(name).is_some()));
+            if calls_a_model {
+                continue;
+            }
+            n_run += 1;
+            let before = tripwire.connections();
+            let actual = run_example(&example.command, dir.path(), &env);
+            let shown = normalized(example.expected);
+            let reached_network = tripwire.connections() > before;
+            if reached_network || !output_matches(&shown, &actual) {
+                failures.push(format!(
+                    "README.md:{}: $ {}\n(reached the network: {reached_network})\n--- shown\n{}\n--- printed\n{}",
+                    example.line,
+                    example.command,
+                    shown.join("\n"),
+                    actual.join("\n")
+                ));
+            }
+        }
+    }
+    assert!(n_run >= 8, "only {n_run} README examples call no model");
+    assert!(failures.is_empty(), "{}", failures.join("\n\n"));
+}
+
+#[test]
+fn the_bundled_page_cache_holds_the_recorded_pages() {
+    let dir = crate::fixture("wikipedia/cache/http");
+    let mut n_entries = 0;
+    for entry in std::fs::read_dir(&dir).unwrap() {
+        let bytes = std::fs::read(entry.unwrap().path()).unwrap();
+        let newline = bytes.iter().position(|&byte| byte == b'\n').unwrap();
+        let header = std::str::from_utf8(&bytes[..newline]).unwrap();
+        let url = header.splitn(3, ' ').nth(2).unwrap();
+        let search = url
+            .strip_prefix("https://en.wikipedia.org/w/index.php?search=")
+            .unwrap()
+            .replace('+', " ");
+        let (_, page) = crate::WIKIPEDIA_PAGES
+            .iter()
+            .find(|(name, _)| *name == search)
+            .unwrap_or_else(|| panic!("no recorded page for `{search}`"));
+        assert_eq!(&bytes[newline + 1..], crate::wikipedia_page(page), "{url}");
+        n_entries += 1;
+    }
+    assert!(n_entries > 0);
+}
+
+#[test]
+fn readme_stays_a_front_door() {
+    let bytes = std::fs::metadata(Path::new(env!("CARGO_MANIFEST_DIR")).join("README.md"))
+        .unwrap()
+        .len();
+    assert!(
+        bytes <= 13_000,
+        "README.md is {bytes} bytes: keep it at most 13,000 and move detail to docs/"
+    );
+}
+
+/// The `tEXt` chunks of a PNG file: (keyword, text).
+fn png_text_chunks(bytes: &[u8]) -> Vec<(String, String)> {
+    assert_eq!(&bytes[..8], b"\x89PNG\r\n\x1a\n", "not a PNG");
+    let mut chunks = Vec::new();
+    let mut at = 8;
+    while at + 12 <= bytes.len() {
+        let length = u32::from_be_bytes(bytes[at..at + 4].try_into().unwrap()) as usize;
+        let kind = &bytes[at + 4..at + 8];
+        let data = &bytes[at + 8..at + 8 + length];
+        if kind == b"tEXt" {
+            let nul = data.iter().position(|&byte| byte == 0).unwrap();
+            let text: String = data[nul + 1..].iter().map(|&byte| char::from(byte)).collect();
+            chunks.push((String::from_utf8_lossy(&data[..nul]).into_owned(), text));
+        }
+        at += 12 + length;
+    }
+    chunks
+}
+
+#[test]
+fn the_readme_report_picture_is_made_by_the_command_readme_shows() {
+    let root = Path::new(env!("CARGO_MANIFEST_DIR"));
+    let readme = std::fs::read_to_string(root.join("README.md")).unwrap();
+    let command = readme
+        .lines()
+        .find(|line| line.starts_with("react-docstore report "))
+        .expect("README shows a report command");
+    assert!(readme.contains("](docs/images/report-top.png)"));
+    let picture = std::fs::read(root.join("docs/images/report-top.png")).unwrap();
+    let made_by: Vec<String> = png_text_chunks(&picture)
+        .into_iter()
+        .filter(|(keyword, _)| keyword == "Command")
+        .map(|(_, text)| text)
+        .collect();
+    assert_eq!(
+        made_by,
+        [command],
+        "docs/images/report-top.png was not made by README's command: run docs/images/make.sh"
+    );
 }

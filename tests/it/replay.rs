@@ -502,3 +502,168 @@ fn replay_reads_a_run_file_once() {
         [1, 2].map(|line| serde_json::json!({"file": runs.to_str().unwrap(), "line": line}))
     );
 }
+
+/// `react-docstore ARGS` from the repository root: (exit code, stdout, stderr).
+fn replay_cli(args: &[&str]) -> (i32, String, String) {
+    let output = std::process::Command::new(env!("CARGO_BIN_EXE_react-docstore"))
+        .args(args)
+        .env("NO_COLOR", "1")
+        .current_dir(env!("CARGO_MANIFEST_DIR"))
+        .output()
+        .unwrap();
+    (
+        output.status.code().unwrap_or(-1),
+        String::from_utf8(output.stdout).unwrap(),
+        String::from_utf8(output.stderr).unwrap(),
+    )
+}
+
+#[test]
+fn a_question_file_given_to_replay_is_named_as_one_and_eval_suggested() {
+    for file in [
+        "fixtures/hotpotqa/official.jsonl",
+        "fixtures/hotpotqa/official.json",
+        "fixtures/docstore/hotpotqa-distractor-3.json",
+        "fixtures/fever/paper_dev.jsonl",
+    ] {
+        let (status, _, stderr) = replay_cli(&["replay", file]);
+        assert_eq!(status, 2, "{file}: {stderr}");
+        assert!(
+            stderr.contains(&format!("`{file}` looks like a question file"))
+                && stderr.contains(&format!("`react-docstore eval {file}` runs its questions")),
+            "{file}: {stderr}"
+        );
+    }
+    // A run file that is broken is not called a question file.
+    let dir = tempfile::tempdir().unwrap();
+    let broken = dir.path().join("broken.json");
+    let text = std::fs::read_to_string(fixture("runs/langchain/numbered.json")).unwrap();
+    std::fs::write(&broken, text.replace("\"steps\"", "\"steps\": 3, \"x\"")).unwrap();
+    let (status, _, stderr) = replay_cli(&["replay", broken.to_str().unwrap()]);
+    assert_eq!(status, 2, "{stderr}");
+    assert!(stderr.contains("is not a valid run"), "{stderr}");
+    assert!(!stderr.contains("question file"), "{stderr}");
+}
+
+#[test]
+fn replay_of_a_directory_names_the_files_that_are_not_runs_and_goes_on() {
+    let dir = tempfile::tempdir().unwrap();
+    for (name, from) in [
+        ("a-run.json", "runs/langchain/numbered.json"),
+        ("b-questions.json", "hotpotqa/official.json"),
+        ("c-run.json", "runs/synthetic/fallback-call.json"),
+    ] {
+        std::fs::copy(fixture(from), dir.path().join(name)).unwrap();
+    }
+    std::fs::write(dir.path().join("d-notes.jsonl"), "not json\n").unwrap();
+    let path = dir.path().to_str().unwrap();
+    let (status, stdout, stderr) = replay_cli(&["replay", path]);
+    assert_eq!(status, 0, "{stderr}");
+    assert_eq!(stdout.lines().count(), 2, "{stdout}");
+    assert!(
+        stderr.contains("-- skipped: `") && stderr.contains("b-questions.json` looks like a question file"),
+        "{stderr}"
+    );
+    assert!(stderr.contains("d-notes.jsonl"), "{stderr}");
+    let summary = stderr.lines().last().unwrap();
+    assert!(
+        summary.starts_with("-- 2 runs replayed") && summary.ends_with("; 2 files skipped (not runs)"),
+        "{summary}"
+    );
+    let (status, stdout, _) = replay_cli(&["replay", "--json", path]);
+    assert_eq!(status, 0);
+    let last: serde_json::Value = serde_json::from_str(stdout.lines().last().unwrap()).unwrap();
+    assert_eq!(last["summary"]["skipped_files"], 2, "{last}");
+}
+
+/// A writer that counts the writes that reach it (each one a system call on stderr).
+#[derive(Clone, Default)]
+struct CountedWrites(std::sync::Arc<Mutex<(usize, Vec<u8>)>>);
+
+impl std::io::Write for CountedWrites {
+    fn write(&mut self, bytes: &[u8]) -> std::io::Result<usize> {
+        let mut counted = self.0.lock().unwrap();
+        counted.0 += 1;
+        counted.1.extend_from_slice(bytes);
+        Ok(bytes.len())
+    }
+
+    fn flush(&mut self) -> std::io::Result<()> {
+        Ok(())
+    }
+}
+
+impl CountedWrites {
+    fn writes(&self) -> usize {
+        self.0.lock().unwrap().0
+    }
+
+    fn text(&self) -> String {
+        String::from_utf8_lossy(&self.0.lock().unwrap().1).into_owned()
+    }
+}
+
+#[test]
+fn a_live_trace_writes_each_line_whole_and_a_replay_once_a_run() {
+    use react_docstore::trace::Color;
+    // Live: each line in one write, as it comes.
+    let out = CountedWrites::default();
+    let mut trace = TracePrinter::new(Box::new(out.clone()), Color::Never);
+    trace.header("Question:", "Who?");
+    trace.note("a note");
+    assert_eq!(
+        (out.writes(), out.text()),
+        (2, "Question: Who?\n-- a note\n".to_owned())
+    );
+
+    // A replay of 512 runs (some 7,000 lines): one write a run, and one for the summary.
+    let out = CountedWrites::default();
+    let mut trace =
+        TracePrinter::new(Box::new(out.clone()), Color::Never).flushed(react_docstore::trace::Flush::EachRun);
+    let config = react_docstore::replay::ReplayConfig {
+        paths: vec![fixture("runs/reflexion")],
+        output: react_docstore::replay::Output::Text,
+        profile: None,
+        max_steps: None,
+        docstore: None,
+    };
+    let mut stdout = Vec::new();
+    let summary = block_on(react_docstore::replay::replay(
+        &config,
+        &|_, _| None,
+        &mut stdout,
+        &mut trace,
+    ))
+    .unwrap();
+    drop(trace);
+    assert_eq!(summary.n_runs, 512);
+    let text = out.text();
+    assert!(text.lines().count() > 5000, "{}", text.lines().count());
+    assert!(out.writes() <= summary.n_runs + 1, "{} writes", out.writes());
+    assert!(
+        text.ends_with(
+            "-- 512 runs replayed, 464 answered; EM 0.3320 F1 0.4321 over 512 with gold answers\n"
+        ),
+        "{}",
+        &text[text.len() - 200..]
+    );
+
+    // Where stdout goes elsewhere: a write when the buffer is full, the same text.
+    let full = CountedWrites::default();
+    let mut trace = TracePrinter::new(Box::new(full.clone()), Color::Never)
+        .flushed(react_docstore::trace::Flush::WhenFull);
+    block_on(react_docstore::replay::replay(
+        &config,
+        &|_, _| None,
+        &mut Vec::new(),
+        &mut trace,
+    ))
+    .unwrap();
+    drop(trace);
+    assert_eq!(full.text(), text);
+    assert!(
+        full.writes() <= text.len() / (64 * 1024) + 2,
+        "{} writes",
+        full.writes()
+    );
+}

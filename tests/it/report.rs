@@ -171,7 +171,8 @@ fn report_html_escapes_everything_from_the_files() {
             .unwrap()
             .starts_with(HOSTILE_QUESTION)
     }));
-    // Self-contained: nothing is fetched from anywhere.
+    // Self-contained: nothing is fetched from anywhere (links within the page aside).
+    let html = html.replace("href=\"#", "in-page=\"#");
     for reference in ["http://", "https://", "src=\"", "href=\"", "@import", "url("] {
         assert!(
             !html.contains(reference),
@@ -286,6 +287,11 @@ const SELF_TEST: &str = r#"<script>
 
 /// Loads `page` in headless Chromium for a few (virtual) seconds; (the DOM, Chromium's stderr).
 fn run_in_chromium(page: &Path, profile: &Path) -> (String, String) {
+    run_in_chromium_window(page, profile, "1400,1000")
+}
+
+/// [`run_in_chromium`] in a window of `size` (`WIDTH,HEIGHT`).
+fn run_in_chromium_window(page: &Path, profile: &Path, size: &str) -> (String, String) {
     let output = Command::new(chromium())
         .args([
             "--headless",
@@ -299,10 +305,10 @@ fn run_in_chromium(page: &Path, profile: &Path) -> (String, String) {
             "--disable-default-apps",
             "--enable-logging=stderr",
             "--v=0",
-            "--window-size=1400,1000",
             "--virtual-time-budget=10000",
             "--dump-dom",
         ])
+        .arg(format!("--window-size={size}"))
         .arg(format!("--user-data-dir={}", profile.display()))
         .arg(format!("file://{}", page.display()))
         .output()
@@ -509,4 +515,78 @@ fn the_command_eval_names_writes_the_report() {
     );
     let html = std::fs::read_to_string(sub.join("dev.results.html")).unwrap();
     assert!(html.contains("dev.results.jsonl"));
+}
+
+/// Measures what a reader of a 1280-pixel-wide screen finds: where the way to the table is, what
+/// says what yellow means, and whether a cut cell can be read whole.
+const LAYOUT_TEST: &str = r##"<script>
+(function () {
+  var out = {};
+  try {
+    var link = document.querySelector('#toc a[href="#questions"]');
+    out.toc_link_top = link ? link.getBoundingClientRect().top : null;
+    out.table_top = document.getElementById('table').getBoundingClientRect().top + window.scrollY;
+    var flipRow = document.querySelector('#table-spacer .row.flip');
+    out.flip_color = flipRow ? getComputedStyle(flipRow).backgroundColor : null;
+    var legend = document.getElementById('legend');
+    out.legend = legend ? legend.textContent : null;
+    var swatch = legend && legend.querySelector('.swatch');
+    out.swatch_color = swatch ? getComputedStyle(swatch).backgroundColor : null;
+    out.cut = [];
+    document.querySelectorAll('#table-spacer .row > span').forEach(function (cell) {
+      if (cell.scrollWidth > cell.clientWidth) out.cut.push([cell.textContent, cell.title]);
+    });
+  } catch (error) {
+    out.exception = String(error && error.stack || error);
+  }
+  var pre = document.createElement('pre');
+  pre.id = 'layout';
+  pre.textContent = JSON.stringify(out);
+  document.body.appendChild(pre);
+})();
+</script>"##;
+
+#[test]
+fn on_a_1280_pixel_screen_the_table_is_within_reach_and_its_colours_are_explained() {
+    let dir = tempfile::tempdir().unwrap();
+    let out = dir.path().join("report.html");
+    write_report(&[&fixture(TRIAL_1), &fixture(TRIAL_1_BUDGET_3)], &out, &[]);
+    let html = std::fs::read_to_string(&out).unwrap();
+    let page = dir.path().join("layout.html");
+    std::fs::write(
+        &page,
+        html.replacen("</body>", &format!("{LAYOUT_TEST}</body>"), 1),
+    )
+    .unwrap();
+    let (dom, _) = run_in_chromium_window(&page, &dir.path().join("profile"), "1280,800");
+    let seen = dom
+        .split("<pre id=\"layout\">")
+        .nth(1)
+        .and_then(|rest| rest.split("</pre>").next())
+        .expect("the layout script ran")
+        .replace("&quot;", "\"")
+        .replace("&amp;", "&");
+    let seen: Value = serde_json::from_str(&seen).unwrap();
+    assert_eq!(seen.get("exception"), None, "{seen}");
+    // The table starts far down the page; a link to it is on the first screen.
+    assert!(seen["table_top"].as_f64().unwrap() > 800.0, "{seen}");
+    let link_top = seen["toc_link_top"].as_f64().unwrap_or(f64::INFINITY);
+    assert!(
+        link_top < 800.0,
+        "no link to the table on the first screen: {seen}"
+    );
+    // The legend says what the flipped rows' yellow is, in that yellow.
+    let legend = seen["legend"].as_str().unwrap_or("");
+    assert!(
+        legend.contains("flipped: right in one file, wrong in the other"),
+        "{seen}"
+    );
+    assert!(!seen["flip_color"].is_null());
+    assert_eq!(seen["swatch_color"], seen["flip_color"], "{seen}");
+    // Cut cells (the question column at least) carry their whole text.
+    let cut = seen["cut"].as_array().unwrap();
+    assert!(cut.len() > 10, "{seen}");
+    for pair in cut {
+        assert_eq!(pair[0], pair[1], "a cut cell without its whole text: {pair}");
+    }
 }
