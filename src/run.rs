@@ -56,8 +56,8 @@ pub struct Run {
     /// The docstore that answered the searches: its kind and, for a frozen one, its snapshot.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub docstore: Option<DocstoreInfo>,
-    /// The ReAct or Act steps (empty for CoT, Standard and CoT-SC).
-    #[serde(default)]
+    /// The ReAct or Act steps (empty for CoT, Standard and CoT-SC). Required, even empty: a
+    /// record without it (a question file's) is no run.
     pub steps: Vec<RunStep>,
     /// The sampled completions of a CoT, Standard or CoT-SC phase, in the order sampled.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
