@@ -13,7 +13,7 @@ use tokio::net::TcpStream;
 use react_docstore::Profile;
 use react_docstore::docstore::{DocstoreConfig, DocstoreKind};
 use react_docstore::explore::Explore;
-use react_docstore::serve::{self, ServeLimits, Served, ServedDocstore, StateKey};
+use react_docstore::serve::{self, PoolSize, ServeLimits, Served, ServedDocstore, StateKey, Stopped};
 use react_docstore::tool::Toolbox;
 
 use crate::fixture;
@@ -24,14 +24,14 @@ fn pages() -> DocstoreKind {
 }
 
 fn key() -> StateKey {
-    StateKey::new(b"a test key of the serve tests").unwrap()
+    StateKey::new(b"a test key of the serve tests, 32+").unwrap()
 }
 
 /// A server on a free loopback port, stopped (and drained) when dropped.
 struct TestServer {
     url: String,
     stop: Option<tokio::sync::oneshot::Sender<()>>,
-    task: Option<tokio::task::JoinHandle<std::io::Result<()>>>,
+    task: Option<tokio::task::JoinHandle<std::io::Result<Stopped>>>,
 }
 
 impl TestServer {
@@ -40,7 +40,8 @@ impl TestServer {
             kind,
             ..DocstoreConfig::new(profile)
         };
-        let docstore = ServedDocstore::open(&config).expect("the docstore opens");
+        let docstore =
+            ServedDocstore::open(&config, PoolSize::for_this_machine()).expect("the docstore opens");
         let served = Arc::new(Served {
             docstore: Arc::new(docstore),
             key,
@@ -109,7 +110,7 @@ impl TestServer {
             let _ = stop.send(());
         }
         if let Some(task) = self.task.take() {
-            task.await.unwrap().unwrap();
+            assert_eq!(task.await.unwrap().unwrap(), Stopped::Drained);
         }
     }
 }
@@ -207,7 +208,7 @@ async fn any_replica_with_the_key_continues_a_state_and_nothing_else_does() {
     let other_key = TestServer::start(
         pages(),
         Profile::Default,
-        StateKey::new(b"another key, another deployment").unwrap(),
+        StateKey::new(b"another key for another deployment").unwrap(),
         ServeLimits::default(),
     )
     .await;
