@@ -15,7 +15,7 @@
 //! [`ServeLimits::header_timeout`], a request whose body or answer takes longer than
 //! [`ServeLimits::request_timeout`] is a 408 and an answer not read by then is cut off, a
 //! retrieval asking for more than [`retrieve::MAX_HITS`] hits or answering more than
-//! [`MAX_ANSWER_BYTES`] is a 413, a full queue of index searches is a 503, at most
+//! [`ServeLimits::answer_bytes`] is a 413, a full queue of index searches is a 503, at most
 //! [`ServeLimits::max_connections`] connections are served at once (the rest wait in the
 //! kernel's queue), and a client that goes away mid-answer only drops its own request (its
 //! search, still queued, is skipped).
@@ -33,7 +33,7 @@ use std::time::Duration;
 
 use axum::Router;
 use axum::body::Bytes;
-use axum::extract::{DefaultBodyLimit, RawQuery, State};
+use axum::extract::{DefaultBodyLimit, Extension, RawQuery, State};
 use axum::http::{HeaderValue, Method, StatusCode, Uri, header};
 use axum::response::{IntoResponse, Response};
 use axum::routing::{get, post};
@@ -44,10 +44,6 @@ pub use pool::{PoolError, PoolSize};
 pub use state::{StateError, StateKey, StepState};
 pub use step::{ServedDocstore, StepError, Stepped};
 
-/// The largest answer a request gets, in bytes (a retrieval's hits are bounded first by
-/// [`retrieve::MAX_HITS`]; this bounds what their texts come to).
-pub const MAX_ANSWER_BYTES: usize = 4 * 1024 * 1024;
-
 /// How long a client told to retry after a 503 (a full queue of index searches) should wait, in
 /// seconds.
 const RETRY_AFTER_SECONDS: u64 = 1;
@@ -57,6 +53,9 @@ const RETRY_AFTER_SECONDS: u64 = 1;
 pub struct ServeLimits {
     /// The largest request body (1 MiB).
     pub body_bytes: usize,
+    /// The largest answer (4 MiB): a retrieval's hits are bounded first by
+    /// [`retrieve::MAX_HITS`]; this bounds what their texts come to.
+    pub answer_bytes: usize,
     /// How long a client may take to send a request's headers (also an idle keep-alive
     /// connection's life).
     pub header_timeout: Duration,
@@ -76,6 +75,7 @@ impl Default for ServeLimits {
     fn default() -> ServeLimits {
         ServeLimits {
             body_bytes: 1024 * 1024,
+            answer_bytes: 4 * 1024 * 1024,
             header_timeout: Duration::from_secs(10),
             request_timeout: Duration::from_secs(60),
             max_connections: 1024,
@@ -100,6 +100,7 @@ pub fn router(served: Arc<Served>, limits: &ServeLimits) -> Router {
         .route("/health", get(health))
         .fallback(no_route)
         .with_state(served)
+        .layer(Extension(AnswerLimit(limits.answer_bytes)))
         .layer(DefaultBodyLimit::max(limits.body_bytes))
         .layer(tower_http::limit::RequestBodyLimitLayer::new(limits.body_bytes))
         .layer(tower_http::timeout::TimeoutLayer::with_status_code(
@@ -238,15 +239,22 @@ impl From<retrieve::RequestError> for ApiError {
     }
 }
 
-/// `answer` as a JSON response, or a 413 when it is larger than [`MAX_ANSWER_BYTES`].
-fn json_answer(answer: &impl serde::Serialize) -> Result<Response, ApiError> {
+/// [`ServeLimits::answer_bytes`], as the handlers read it.
+#[derive(Clone, Copy)]
+struct AnswerLimit(usize);
+
+/// `answer` as a JSON response, or a 413 when it is larger than `limit`.
+fn json_answer(
+    answer: &impl serde::Serialize,
+    AnswerLimit(limit): AnswerLimit,
+) -> Result<Response, ApiError> {
     let bytes = serde_json::to_vec(answer).map_err(|error| ApiError {
         status: StatusCode::INTERNAL_SERVER_ERROR,
         message: format!("the answer does not serialize: {error}"),
     })?;
-    if bytes.len() > MAX_ANSWER_BYTES {
+    if bytes.len() > limit {
         return Err(ApiError::too_large(format!(
-            "the answer is {} bytes, more than the {MAX_ANSWER_BYTES} one answer can be: ask for fewer queries or hits",
+            "the answer is {} bytes, more than the {limit} one answer can be: ask for fewer queries or hits",
             bytes.len()
         )));
     }
@@ -343,6 +351,7 @@ struct SearchRequest {
 
 async fn search_get(
     State(served): State<Arc<Served>>,
+    Extension(limit): Extension<AnswerLimit>,
     RawQuery(query): RawQuery,
 ) -> Result<Response, ApiError> {
     let mut request = SearchRequest {
@@ -369,14 +378,18 @@ async fn search_get(
             "missing `query`: GET /api/search?query=...&k=...",
         ));
     }
-    search(&served, request).await
+    search(&served, request, limit).await
 }
 
-async fn search_post(State(served): State<Arc<Served>>, body: Bytes) -> Result<Response, ApiError> {
-    search(&served, json_body(&body)?).await
+async fn search_post(
+    State(served): State<Arc<Served>>,
+    Extension(limit): Extension<AnswerLimit>,
+    body: Bytes,
+) -> Result<Response, ApiError> {
+    search(&served, json_body(&body)?, limit).await
 }
 
-async fn search(served: &Served, request: SearchRequest) -> Result<Response, ApiError> {
+async fn search(served: &Served, request: SearchRequest, limit: AnswerLimit) -> Result<Response, ApiError> {
     let k = retrieve::hits_wanted(request.k, retrieve::DEFAULT_K, "k")?;
     retrieve::check_query(&request.query)?;
     let profile = served.docstore.profile();
@@ -384,7 +397,7 @@ async fn search(served: &Served, request: SearchRequest) -> Result<Response, Api
         retrieve::colbert_search(index, &request.query, k, profile)
     })
     .await?;
-    json_answer(&answer)
+    json_answer(&answer, limit)
 }
 
 #[derive(Deserialize)]
@@ -396,7 +409,11 @@ struct RetrieveRequest {
     return_scores: bool,
 }
 
-async fn post_retrieve(State(served): State<Arc<Served>>, body: Bytes) -> Result<Response, ApiError> {
+async fn post_retrieve(
+    State(served): State<Arc<Served>>,
+    Extension(limit): Extension<AnswerLimit>,
+    body: Bytes,
+) -> Result<Response, ApiError> {
     let request: RetrieveRequest = json_body(&body)?;
     let topk = retrieve::hits_wanted(request.topk, retrieve::DEFAULT_TOPK, "topk")?;
     retrieve::check_queries(&request.queries, topk)?;
@@ -410,7 +427,7 @@ async fn post_retrieve(State(served): State<Arc<Served>>, body: Bytes) -> Result
             .collect::<Result<Vec<_>, _>>()
     })
     .await?;
-    json_answer(&serde_json::json!({ "result": result }))
+    json_answer(&serde_json::json!({ "result": result }), limit)
 }
 
 async fn health(State(served): State<Arc<Served>>) -> Response {
