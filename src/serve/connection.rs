@@ -24,6 +24,7 @@ use std::time::Duration;
 
 use axum::Router;
 use axum::body::{Body, Bytes, HttpBody};
+use axum::http::{HeaderValue, StatusCode, header};
 use hyper::body::{Frame, Incoming, SizeHint};
 use hyper::{Request, Response};
 use tokio::io::{AsyncRead, AsyncWrite, ReadBuf};
@@ -239,7 +240,15 @@ impl hyper::service::Service<Request<Incoming>> for Exchanges {
         let guard = self.in_flight.enter();
         let answer = self.router.call(request);
         Box::pin(async move {
-            let response = answer.await?;
+            let mut response = answer.await?;
+            // A 413 or a 408 leaves the request's body unread: the connection ends after the
+            // answer, and says so, so that a client does not send its next request on it.
+            let status = response.status();
+            if status == StatusCode::PAYLOAD_TOO_LARGE || status == StatusCode::REQUEST_TIMEOUT {
+                response
+                    .headers_mut()
+                    .insert(header::CONNECTION, HeaderValue::from_static("close"));
+            }
             Ok(response.map(|body| CountedBody { body, _guard: guard }))
         })
     }

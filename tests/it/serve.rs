@@ -649,14 +649,14 @@ async fn a_retrieval_asking_for_too_many_hits_or_answering_too_much_is_a_413() {
     let (status, answer) = long
         .post("/retrieve", json!({"queries": ["alpha"], "topk": 8}))
         .await;
-    assert_eq!(status, 413, "{answer}");
+    assert_eq!(status, 413, "{:.300}", answer.to_string());
     let error = answer["error"].as_str().unwrap();
     assert!(
         error.ends_with("bytes, more than the 4194304 one answer can be: ask for fewer queries or hits"),
         "{error}"
     );
     let (status, answer) = long.get("/api/search?query=alpha&k=8").await;
-    assert_eq!(status, 413, "{answer}");
+    assert_eq!(status, 413, "{:.300}", answer.to_string());
     let (status, _) = long
         .post("/retrieve", json!({"queries": ["alpha"], "topk": 2}))
         .await;
@@ -775,32 +775,78 @@ async fn a_full_search_queue_is_a_503_with_retry_after_and_an_abandoned_search_i
     assert_eq!(status, 200, "{answer}");
 }
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn a_signed_state_with_a_cursor_past_its_matches_is_refused_at_once() {
+/// `serve` over the test corpus in a process of its own, with `args`: the process and the
+/// address it listens on.
+fn serve_process(args: &[&str]) -> (std::process::Child, String) {
+    use std::io::BufRead;
+    let corpus = format!("corpus:{}", fixture("index/pages.jsonl").display());
+    let mut child = crate::binary()
+        .args(["serve", "--docstore", &corpus])
+        .args(args)
+        .stderr(std::process::Stdio::piped())
+        .stdout(std::process::Stdio::null())
+        .spawn()
+        .unwrap();
+    let mut stderr = std::io::BufReader::new(child.stderr.take().unwrap());
+    let mut startup = String::new();
+    stderr.read_line(&mut startup).unwrap();
+    let address = startup
+        .split("http://")
+        .nth(1)
+        .and_then(|rest| rest.split(": ").next())
+        .unwrap_or_else(|| panic!("{startup}"))
+        .to_owned();
+    child.stderr = Some(stderr.into_inner());
+    (child, address)
+}
+
+#[test]
+fn a_signed_state_with_a_cursor_past_its_matches_is_refused_at_once() {
     use react_docstore::serve::StepState;
-    let server = TestServer::default().await;
-    let docstore = opened(pages(), Profile::Default, PoolSize::for_this_machine());
+    use std::io::{Read, Write};
+    // A server in a process of its own (a step that spins could not be stopped in this one),
+    // with a key from a file.
+    let dir = tempfile::tempdir().unwrap();
+    let secret = "a key file's key, 32 bytes or more";
+    let key_file = dir.path().join("state.key");
+    std::fs::write(&key_file, format!("{secret}\n")).unwrap();
+    let (mut child, address) = serve_process(&[
+        "--listen",
+        "127.0.0.1:0",
+        "--state-key-file",
+        key_file.to_str().unwrap(),
+    ]);
     // What a key holder (or a replica of an older snapshot) could sign: a cursor walked
     // `usize::MAX` times on a page with one match.
+    let docstore = opened(pages(), Profile::Default, PoolSize { threads: 1, queue: 1 });
     let state = StepState {
         page_search: Some("Special Air Service".to_owned()),
         cursor: Some(("regiment".to_owned(), usize::MAX)),
         ..docstore.first_state()
     };
-    let step = server.post(
-        "/v1/step",
-        json!({"action": "Lookup[regiment]", "state": key().encode(&state)}),
+    let key = StateKey::new(secret.as_bytes()).unwrap();
+    let body = json!({"action": "Lookup[regiment]", "state": key.encode(&state)}).to_string();
+    let mut stream = std::net::TcpStream::connect(&address).unwrap();
+    stream.set_read_timeout(Some(Duration::from_secs(10))).unwrap();
+    write!(
+        stream,
+        "POST /v1/step HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nConnection: close\r\nContent-Length: {}\r\n\r\n{body}",
+        body.len()
+    )
+    .unwrap();
+    let mut answer = String::new();
+    let read = stream.read_to_string(&mut answer);
+    child.kill().unwrap();
+    child.wait().unwrap();
+    read.expect("answered within 10 s");
+    assert!(answer.starts_with("HTTP/1.1 400"), "{answer}");
+    let error = format!(
+        "state does not fit this docstore: the page has 1 matches of `regiment`, the state has shown {}",
+        usize::MAX
     );
-    let (status, answer) = tokio::time::timeout(Duration::from_secs(10), step)
-        .await
-        .expect("answered within 10 s");
-    assert_eq!(status, 400);
-    assert_eq!(
-        answer["error"],
-        format!(
-            "state does not fit this docstore: the page has 1 matches of `regiment`, the state has shown {}",
-            usize::MAX
-        )
+    assert!(
+        answer.ends_with(&format!("{{\"error\":\"{error}\"}}")),
+        "{answer}"
     );
 }
 
@@ -877,32 +923,9 @@ async fn a_client_still_sending_a_body_over_the_limit_reads_its_413_not_a_reset(
 
 #[test]
 fn sigterm_past_the_drain_timeout_names_the_requests_abandoned_and_exits_1() {
-    use std::io::{BufRead, BufReader, Read, Write};
-    let corpus = fixture("index/pages.jsonl");
-    let mut child = crate::binary()
-        .args([
-            "serve",
-            "--listen",
-            "localhost:0",
-            "--drain-timeout",
-            "1",
-            "--docstore",
-        ])
-        .arg(format!("corpus:{}", corpus.display()))
-        .stderr(std::process::Stdio::piped())
-        .stdout(std::process::Stdio::null())
-        .spawn()
-        .unwrap();
-    let mut stderr = BufReader::new(child.stderr.take().unwrap());
-    let mut startup = String::new();
-    stderr.read_line(&mut startup).unwrap();
-    // `localhost` resolved: the line names the address it is bound to.
-    let address = startup
-        .split("http://")
-        .nth(1)
-        .and_then(|rest| rest.split(": ").next())
-        .unwrap_or_else(|| panic!("{startup}"))
-        .to_owned();
+    use std::io::{Read, Write};
+    // `localhost` resolved: the startup line names the address it is bound to.
+    let (mut child, address) = serve_process(&["--listen", "localhost:0", "--drain-timeout", "1"]);
     let mut health = std::net::TcpStream::connect(&address).unwrap();
     write!(
         health,
@@ -928,7 +951,7 @@ fn sigterm_past_the_drain_timeout_names_the_requests_abandoned_and_exits_1() {
     assert_eq!(unsafe { libc::kill(child.id() as i32, libc::SIGTERM) }, 0);
     let status = child.wait().unwrap();
     let mut rest = String::new();
-    stderr.read_to_string(&mut rest).unwrap();
+    child.stderr.take().unwrap().read_to_string(&mut rest).unwrap();
     assert_eq!(
         rest,
         "stopped: 1 request still in flight after the 1 s drain timeout was abandoned unanswered\n"
