@@ -2,18 +2,40 @@
 //! tools `search` {query} and `lookup` {keyword}, answering with the observations of `explore`
 //! over one explorer per connection (its page and Lookup cursor).
 //!
-//! Over stdio, stdout carries protocol messages only: logs go to stderr.
+//! Over stdio, stdout carries protocol messages only: logs go to stderr. A message is at most
+//! [`MAX_MESSAGE_BYTES`] (a longer line is dropped with an error), a query or keyword at most
+//! [`MAX_ARGUMENT_BYTES`] (a longer one is refused as invalid arguments).
 
 use std::sync::Arc;
 
 use rmcp::handler::server::router::tool::ToolRouter;
 use rmcp::handler::server::wrapper::Parameters;
 use rmcp::model::{CallToolResult, ContentBlock, Implementation, ServerCapabilities, ServerConfig};
-use rmcp::{ErrorData, ServerHandler, ServiceExt, tool, tool_handler, tool_router};
+use rmcp::transport::async_rw::AsyncRwTransport;
+use rmcp::{ErrorData, RoleServer, ServerHandler, ServiceExt, tool, tool_handler, tool_router};
 use tokio::io::{AsyncRead, AsyncWrite};
 use tokio::sync::Mutex;
 
 use crate::docstore::{Docstore, DocstoreSource};
+
+/// The longest query or keyword, in bytes: as long as `serve` lets an action be.
+pub const MAX_ARGUMENT_BYTES: usize = 4 * 1024;
+/// The longest protocol message (one line on stdin), in bytes.
+pub const MAX_MESSAGE_BYTES: usize = 1024 * 1024;
+
+/// `argument` when it is at most [`MAX_ARGUMENT_BYTES`], or the error that refuses it.
+fn within_limit<'a>(field: &str, argument: &'a str) -> Result<&'a str, ErrorData> {
+    if argument.len() > MAX_ARGUMENT_BYTES {
+        return Err(ErrorData::invalid_params(
+            format!(
+                "`{field}` is {} bytes, more than the {MAX_ARGUMENT_BYTES} it can be",
+                argument.len()
+            ),
+            None,
+        ));
+    }
+    Ok(argument)
+}
 
 /// `search`'s arguments.
 #[derive(Debug, serde::Deserialize, schemars::JsonSchema)]
@@ -53,8 +75,9 @@ impl DocstoreTools {
         &self,
         Parameters(SearchArgs { query }): Parameters<SearchArgs>,
     ) -> Result<CallToolResult, ErrorData> {
+        let query = within_limit("query", &query)?;
         let mut explorer = self.explorer.lock().await;
-        Ok(match explorer.search(&query).await {
+        Ok(match explorer.search(query).await {
             Ok(observation) => CallToolResult::success(vec![ContentBlock::text(observation)]),
             Err(error) => CallToolResult::error(vec![ContentBlock::text(format!(
                 "the search failed: {:#}",
@@ -70,9 +93,10 @@ impl DocstoreTools {
         &self,
         Parameters(LookupArgs { keyword }): Parameters<LookupArgs>,
     ) -> Result<CallToolResult, ErrorData> {
+        let keyword = within_limit("keyword", &keyword)?;
         let mut explorer = self.explorer.lock().await;
         Ok(CallToolResult::success(vec![ContentBlock::text(
-            explorer.lookup(&keyword),
+            explorer.lookup(keyword),
         )]))
     }
 }
@@ -95,8 +119,10 @@ where
     R: AsyncRead + Send + Unpin + 'static,
     W: AsyncWrite + Send + Unpin + 'static,
 {
+    let transport =
+        AsyncRwTransport::<RoleServer, _, _>::new(reader, writer).with_max_line_length(MAX_MESSAGE_BYTES);
     let running = DocstoreTools::new(source)
-        .serve((reader, writer))
+        .serve(transport)
         .await
         .map_err(|error| McpError(error.to_string()))?;
     running
@@ -110,3 +136,46 @@ where
 #[derive(Debug, thiserror::Error)]
 #[error("MCP connection: {0}")]
 pub struct McpError(String);
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::docstore::{DocstoreConfig, DocstoreKind};
+    use crate::profile::Profile;
+
+    #[tokio::test]
+    async fn a_query_or_keyword_over_the_limit_is_refused_before_it_is_searched() {
+        let pages = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("fixtures/index/pages.jsonl");
+        let config = DocstoreConfig {
+            kind: DocstoreKind::Corpus(pages),
+            ..DocstoreConfig::new(Profile::Default)
+        };
+        let source = config.open().unwrap();
+        let tools = DocstoreTools::new(source.as_ref());
+        let long = "Special Air Service ".repeat(300);
+        let refused = tools
+            .search(Parameters(SearchArgs { query: long.clone() }))
+            .await
+            .unwrap_err();
+        assert_eq!(
+            refused.message,
+            "`query` is 6000 bytes, more than the 4096 it can be"
+        );
+        let refused = tools
+            .lookup(Parameters(LookupArgs { keyword: long }))
+            .await
+            .unwrap_err();
+        assert_eq!(
+            refused.message,
+            "`keyword` is 6000 bytes, more than the 4096 it can be"
+        );
+        // Within the limit, as before.
+        let found = tools
+            .search(Parameters(SearchArgs {
+                query: "Special Air Service".to_owned(),
+            }))
+            .await
+            .unwrap();
+        assert_eq!(found.is_error, Some(false));
+    }
+}

@@ -7,13 +7,20 @@
 //! - [`pool`]: the few threads a large index is searched on.
 //! - [`recent`]: the pages steps opened last, so the Lookups after a Search do not search again.
 //! - [`retrieve`]: the two retrieval shapes over the index's BM25 ranking.
+//! - [`connection`]: one connection's socket (the exchange's deadline, the lingering close) and
+//!   the requests in flight.
 //!
-//! What a hostile client can do is bounded: a body over [`ServeLimits::body_bytes`] is a 413, a
-//! client slow to send its headers is dropped after [`ServeLimits::header_timeout`], a request
-//! whose body or answer takes longer than [`ServeLimits::request_timeout`] is a 408, at most
+//! What a hostile client can do is bounded: a body over [`ServeLimits::body_bytes`] is a 413 the
+//! client gets to read, a client slow to send its headers is dropped after
+//! [`ServeLimits::header_timeout`], a request whose body or answer takes longer than
+//! [`ServeLimits::request_timeout`] is a 408 and an answer not read by then is cut off, a
+//! retrieval asking for more than [`retrieve::MAX_HITS`] hits or answering more than
+//! [`ServeLimits::answer_bytes`] is a 413, a full queue of index searches is a 503, at most
 //! [`ServeLimits::max_connections`] connections are served at once (the rest wait in the
-//! kernel's queue), and a client that goes away mid-answer only drops its own request.
+//! kernel's queue), and a client that goes away mid-answer only drops its own request (its
+//! search, still queued, is skipped).
 
+pub mod connection;
 pub mod pool;
 pub mod recent;
 pub mod retrieve;
@@ -26,40 +33,54 @@ use std::time::Duration;
 
 use axum::Router;
 use axum::body::Bytes;
-use axum::extract::{DefaultBodyLimit, RawQuery, State};
-use axum::http::{Method, StatusCode, Uri};
+use axum::extract::{DefaultBodyLimit, Extension, RawQuery, State};
+use axum::http::{HeaderValue, Method, StatusCode, Uri, header};
 use axum::response::{IntoResponse, Response};
 use axum::routing::{get, post};
 use serde::Deserialize;
 use tokio::net::TcpListener;
 
+pub use pool::{PoolError, PoolSize};
 pub use state::{StateError, StateKey, StepState};
 pub use step::{ServedDocstore, StepError, Stepped};
+
+/// How long a client told to retry after a 503 (a full queue of index searches) should wait, in
+/// seconds.
+const RETRY_AFTER_SECONDS: u64 = 1;
 
 /// The bounds a server holds its clients to.
 #[derive(Debug, Clone)]
 pub struct ServeLimits {
     /// The largest request body (1 MiB).
     pub body_bytes: usize,
+    /// The largest answer (4 MiB): a retrieval's hits are bounded first by
+    /// [`retrieve::MAX_HITS`]; this bounds what their texts come to.
+    pub answer_bytes: usize,
     /// How long a client may take to send a request's headers (also an idle keep-alive
     /// connection's life).
     pub header_timeout: Duration,
-    /// How long a request may take from its headers to its answer, body included.
+    /// How long a request may take from its headers to its answer's last byte sent, its body
+    /// included.
     pub request_timeout: Duration,
     /// Connections served at once.
     pub max_connections: usize,
     /// After a stop signal, how long requests in flight may take to finish.
     pub drain_timeout: Duration,
+    /// How long a connection the server ends reads what its client still sends, so that the
+    /// client reads the answer (a 413) rather than a reset.
+    pub linger: Duration,
 }
 
 impl Default for ServeLimits {
     fn default() -> ServeLimits {
         ServeLimits {
             body_bytes: 1024 * 1024,
+            answer_bytes: 4 * 1024 * 1024,
             header_timeout: Duration::from_secs(10),
             request_timeout: Duration::from_secs(60),
             max_connections: 1024,
             drain_timeout: Duration::from_secs(30),
+            linger: Duration::from_secs(2),
         }
     }
 }
@@ -79,6 +100,7 @@ pub fn router(served: Arc<Served>, limits: &ServeLimits) -> Router {
         .route("/health", get(health))
         .fallback(no_route)
         .with_state(served)
+        .layer(Extension(AnswerLimit(limits.answer_bytes)))
         .layer(DefaultBodyLimit::max(limits.body_bytes))
         .layer(tower_http::limit::RequestBodyLimitLayer::new(limits.body_bytes))
         .layer(tower_http::timeout::TimeoutLayer::with_status_code(
@@ -87,19 +109,28 @@ pub fn router(served: Arc<Served>, limits: &ServeLimits) -> Router {
         ))
 }
 
+/// How a server stopped.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Stopped {
+    /// Every request in flight was answered.
+    Drained,
+    /// The drain timeout passed with `requests` still in flight: they were dropped unanswered.
+    Abandoned { requests: usize },
+}
+
 /// Serves `router` on `listener` until `shutdown` resolves, then lets the requests in flight
-/// finish (for at most [`ServeLimits::drain_timeout`]) and returns.
+/// finish (for at most [`ServeLimits::drain_timeout`]) and says whether they all did.
 pub async fn serve(
     listener: TcpListener,
     router: Router,
     limits: &ServeLimits,
     shutdown: impl Future<Output = ()>,
-) -> std::io::Result<()> {
+) -> std::io::Result<Stopped> {
     use hyper_util::rt::{TokioIo, TokioTimer};
-    use hyper_util::service::TowerToHyperService;
 
     let graceful = hyper_util::server::graceful::GracefulShutdown::new();
     let connections = Arc::new(tokio::sync::Semaphore::new(limits.max_connections.max(1)));
+    let in_flight = connection::InFlight::default();
     let mut http = hyper::server::conn::http1::Builder::new();
     http.timer(TokioTimer::new())
         .header_read_timeout(limits.header_timeout)
@@ -127,8 +158,10 @@ pub async fn serve(
             },
         };
         let _ = stream.set_nodelay(true);
-        let connection =
-            http.serve_connection(TokioIo::new(stream), TowerToHyperService::new(router.clone()));
+        let deadline = connection::ExchangeDeadline::default();
+        let io = connection::ConnectionIo::new(stream, deadline.clone(), limits);
+        let exchanges = connection::Exchanges::new(router.clone(), deadline, limits, in_flight.clone());
+        let connection = http.serve_connection(TokioIo::new(io), exchanges);
         let connection = graceful.watch(connection);
         tokio::spawn(async move {
             // A client that goes away mid-answer ends its own connection, nothing else.
@@ -141,12 +174,14 @@ pub async fn serve(
         .await
         .is_err()
     {
-        tracing::warn!(
-            "requests still in flight after {} s: stopping anyway",
-            limits.drain_timeout.as_secs()
-        );
+        // Connections still open with no request under way (a client slow to send its headers,
+        // a close lingering) leave nothing unanswered.
+        return Ok(match in_flight.count() {
+            0 => Stopped::Drained,
+            requests => Stopped::Abandoned { requests },
+        });
     }
-    Ok(())
+    Ok(Stopped::Drained)
 }
 
 /// An error answer: `{"error": "..."}` with its status.
@@ -163,16 +198,71 @@ impl ApiError {
             message: message.to_string(),
         }
     }
+
+    fn too_large(message: impl std::fmt::Display) -> ApiError {
+        ApiError {
+            status: StatusCode::PAYLOAD_TOO_LARGE,
+            message: message.to_string(),
+        }
+    }
+
+    fn busy() -> ApiError {
+        ApiError {
+            status: StatusCode::SERVICE_UNAVAILABLE,
+            message: PoolError::Busy.to_string(),
+        }
+    }
 }
 
 impl IntoResponse for ApiError {
     fn into_response(self) -> Response {
-        (
+        let mut response = (
             self.status,
             axum::Json(serde_json::json!({ "error": self.message })),
         )
-            .into_response()
+            .into_response();
+        if self.status == StatusCode::SERVICE_UNAVAILABLE {
+            response
+                .headers_mut()
+                .insert(header::RETRY_AFTER, HeaderValue::from(RETRY_AFTER_SECONDS));
+        }
+        response
     }
+}
+
+impl From<retrieve::RequestError> for ApiError {
+    fn from(error: retrieve::RequestError) -> ApiError {
+        match error {
+            retrieve::RequestError::TooManyHits { .. } => ApiError::too_large(error),
+            _ => ApiError::bad_request(error),
+        }
+    }
+}
+
+/// [`ServeLimits::answer_bytes`], as the handlers read it.
+#[derive(Clone, Copy)]
+struct AnswerLimit(usize);
+
+/// `answer` as a JSON response, or a 413 when it is larger than `limit`.
+fn json_answer(
+    answer: &impl serde::Serialize,
+    AnswerLimit(limit): AnswerLimit,
+) -> Result<Response, ApiError> {
+    let bytes = serde_json::to_vec(answer).map_err(|error| ApiError {
+        status: StatusCode::INTERNAL_SERVER_ERROR,
+        message: format!("the answer does not serialize: {error}"),
+    })?;
+    if bytes.len() > limit {
+        return Err(ApiError::too_large(format!(
+            "the answer is {} bytes, more than the {limit} one answer can be: ask for fewer queries or hits",
+            bytes.len()
+        )));
+    }
+    Ok((
+        [(header::CONTENT_TYPE, HeaderValue::from_static("application/json"))],
+        bytes,
+    )
+        .into_response())
 }
 
 impl From<StepError> for ApiError {
@@ -182,7 +272,8 @@ impl From<StepError> for ApiError {
                 status: StatusCode::BAD_GATEWAY,
                 message: format!("{:#}", anyhow::Error::new(error)),
             },
-            StepError::Worker => ApiError {
+            StepError::Worker(PoolError::Busy) => ApiError::busy(),
+            StepError::Worker(PoolError::Failed) => ApiError {
                 status: StatusCode::INTERNAL_SERVER_ERROR,
                 message: error.to_string(),
             },
@@ -238,9 +329,12 @@ async fn on_index<T: Send + 'static>(
                 served.docstore.info().kind
             ),
         })?
-        .ok_or_else(|| ApiError {
-            status: StatusCode::INTERNAL_SERVER_ERROR,
-            message: "the retrieval's worker failed".to_owned(),
+        .map_err(|error| match error {
+            PoolError::Busy => ApiError::busy(),
+            PoolError::Failed => ApiError {
+                status: StatusCode::INTERNAL_SERVER_ERROR,
+                message: "the retrieval's worker failed".to_owned(),
+            },
         })?
         .map_err(|error| ApiError {
             status: StatusCode::INTERNAL_SERVER_ERROR,
@@ -257,6 +351,7 @@ struct SearchRequest {
 
 async fn search_get(
     State(served): State<Arc<Served>>,
+    Extension(limit): Extension<AnswerLimit>,
     RawQuery(query): RawQuery,
 ) -> Result<Response, ApiError> {
     let mut request = SearchRequest {
@@ -283,21 +378,26 @@ async fn search_get(
             "missing `query`: GET /api/search?query=...&k=...",
         ));
     }
-    search(&served, request).await
+    search(&served, request, limit).await
 }
 
-async fn search_post(State(served): State<Arc<Served>>, body: Bytes) -> Result<Response, ApiError> {
-    search(&served, json_body(&body)?).await
+async fn search_post(
+    State(served): State<Arc<Served>>,
+    Extension(limit): Extension<AnswerLimit>,
+    body: Bytes,
+) -> Result<Response, ApiError> {
+    search(&served, json_body(&body)?, limit).await
 }
 
-async fn search(served: &Served, request: SearchRequest) -> Result<Response, ApiError> {
-    let k = retrieve::hits_wanted(request.k, retrieve::DEFAULT_K, "k").map_err(ApiError::bad_request)?;
-    retrieve::check_query(&request.query).map_err(ApiError::bad_request)?;
+async fn search(served: &Served, request: SearchRequest, limit: AnswerLimit) -> Result<Response, ApiError> {
+    let k = retrieve::hits_wanted(request.k, retrieve::DEFAULT_K, "k")?;
+    retrieve::check_query(&request.query)?;
+    let profile = served.docstore.profile();
     let answer = on_index(served, move |index| {
-        retrieve::colbert_search(index, &request.query, k)
+        retrieve::colbert_search(index, &request.query, k, profile)
     })
     .await?;
-    Ok(axum::Json(answer).into_response())
+    json_answer(&answer, limit)
 }
 
 #[derive(Deserialize)]
@@ -309,21 +409,25 @@ struct RetrieveRequest {
     return_scores: bool,
 }
 
-async fn post_retrieve(State(served): State<Arc<Served>>, body: Bytes) -> Result<Response, ApiError> {
+async fn post_retrieve(
+    State(served): State<Arc<Served>>,
+    Extension(limit): Extension<AnswerLimit>,
+    body: Bytes,
+) -> Result<Response, ApiError> {
     let request: RetrieveRequest = json_body(&body)?;
-    let topk =
-        retrieve::hits_wanted(request.topk, retrieve::DEFAULT_TOPK, "topk").map_err(ApiError::bad_request)?;
-    retrieve::check_queries(&request.queries).map_err(ApiError::bad_request)?;
+    let topk = retrieve::hits_wanted(request.topk, retrieve::DEFAULT_TOPK, "topk")?;
+    retrieve::check_queries(&request.queries, topk)?;
     let scores = request.return_scores;
+    let profile = served.docstore.profile();
     let result = on_index(&served, move |index| {
         request
             .queries
             .iter()
-            .map(|query| retrieve::r1_retrieve(index, query, topk, scores))
+            .map(|query| retrieve::r1_retrieve(index, query, topk, scores, profile))
             .collect::<Result<Vec<_>, _>>()
     })
     .await?;
-    Ok(axum::Json(serde_json::json!({ "result": result })).into_response())
+    json_answer(&serde_json::json!({ "result": result }), limit)
 }
 
 async fn health(State(served): State<Arc<Served>>) -> Response {

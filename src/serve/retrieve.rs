@@ -1,12 +1,13 @@
 //! The ranked retrievals in the shapes their clients parse: DSPy's `ColBERTv2` client
 //! (`/api/search`, as the wiki17 abstracts server answers) and Search-R1's retrieval client
 //! (`/retrieve`). Both read [`PageIndex::top_pages`]; a hit's text is the page's title and the
-//! first sentences a `Search[...]` of it shows.
+//! first sentences a `Search[...]` of it shows under the served profile (cut at
+//! [`OBSERVATION_CHARS`] in both profiles).
 
 use serde::{Deserialize, Serialize};
 
-use crate::docstore::index::search::RankedPage;
-use crate::docstore::page::{OBSERVATION_CHARS, cut_marked, summary};
+use crate::docstore::index::schema::IndexedPage;
+use crate::docstore::page::{OBSERVATION_CHARS, SUMMARY_SENTENCES, cut_marked, summary};
 use crate::docstore::{IndexError, PageIndex};
 use crate::profile::Profile;
 
@@ -18,6 +19,9 @@ pub const DEFAULT_K: usize = 10;
 pub const DEFAULT_TOPK: usize = 3;
 /// The most queries one `/retrieve` request may hold.
 pub const MAX_QUERIES: usize = 256;
+/// The most hits one `/retrieve` request may ask for, its queries × `topk` (256 queries of
+/// Search-R1's default 3 fit).
+pub const MAX_HITS: usize = 1024;
 /// The longest query, in bytes.
 pub const MAX_QUERY_BYTES: usize = 4 * 1024;
 
@@ -69,6 +73,11 @@ pub enum RequestError {
     QueryTooLong { len: usize },
     #[error("{n} queries, more than the {MAX_QUERIES} one request can hold")]
     TooManyQueries { n: usize },
+    #[error(
+        "{n_queries} queries × topk {topk} ask for {} hits, more than the {MAX_HITS} one request can ask for: send fewer queries or a smaller topk",
+        n_queries * topk
+    )]
+    TooManyHits { n_queries: usize, topk: usize },
 }
 
 /// How many hits to give: at least 1, at most [`MAX_K`] (more is cut to it, as the ColBERT
@@ -88,22 +97,48 @@ pub fn check_query(query: &str) -> Result<(), RequestError> {
     Ok(())
 }
 
-/// Checks a batch of queries.
-pub fn check_queries(queries: &[String]) -> Result<(), RequestError> {
+/// Checks a batch of queries, each to get `topk` hits: their number, the hits they ask for,
+/// each one's size.
+pub fn check_queries(queries: &[String], topk: usize) -> Result<(), RequestError> {
     if queries.len() > MAX_QUERIES {
         return Err(RequestError::TooManyQueries { n: queries.len() });
+    }
+    if queries.len().saturating_mul(topk) > MAX_HITS {
+        return Err(RequestError::TooManyHits {
+            n_queries: queries.len(),
+            topk,
+        });
     }
     queries.iter().try_for_each(|query| check_query(query))
 }
 
-/// The first sentences a search of the page shows, under the `default` profile's rules.
-fn first_sentences(hit: &RankedPage) -> String {
-    let sentences = hit.page.to_page().sentences(Profile::Default);
-    cut_marked(&summary(&sentences), OBSERVATION_CHARS).into_owned()
+/// The first sentences a search of the page shows under `profile`'s rules, cut at
+/// [`OBSERVATION_CHARS`]. Sentences never span two paragraphs, so only the first paragraphs are
+/// split: twice as many each time until they hold the sentences a search shows.
+fn first_sentences(page: &IndexedPage, profile: Profile) -> String {
+    let mut n_paragraphs = 1;
+    loop {
+        let first = IndexedPage {
+            title: String::new(),
+            paragraphs: page.paragraphs[..n_paragraphs.min(page.paragraphs.len())].to_vec(),
+            sentences: page.sentences,
+            links: Vec::new(),
+        };
+        let sentences = first.to_page().sentences(profile);
+        if sentences.len() >= SUMMARY_SENTENCES || n_paragraphs >= page.paragraphs.len() {
+            return cut_marked(&summary(&sentences), OBSERVATION_CHARS).into_owned();
+        }
+        n_paragraphs *= 2;
+    }
 }
 
 /// The ColBERT answer for `query`.
-pub fn colbert_search(index: &PageIndex, query: &str, k: usize) -> Result<ColbertAnswer, IndexError> {
+pub fn colbert_search(
+    index: &PageIndex,
+    query: &str,
+    k: usize,
+    profile: Profile,
+) -> Result<ColbertAnswer, IndexError> {
     let hits = index.top_pages(query, k)?;
     // The softmax of the scores, shifted by the best for stability.
     let best = hits.first().map_or(0.0, |hit| f64::from(hit.score));
@@ -117,7 +152,7 @@ pub fn colbert_search(index: &PageIndex, query: &str, k: usize) -> Result<Colber
         .zip(&weights)
         .enumerate()
         .map(|(idx, (hit, weight))| ColbertHit {
-            text: format!("{} | {}", hit.page.title, first_sentences(hit)),
+            text: format!("{} | {}", hit.page.title, first_sentences(&hit.page, profile)),
             pid: hit.ordinal,
             rank: idx + 1,
             score: f64::from(hit.score),
@@ -136,12 +171,13 @@ pub fn r1_retrieve(
     query: &str,
     topk: usize,
     scores: bool,
+    profile: Profile,
 ) -> Result<R1Result, IndexError> {
     let hits = index.top_pages(query, topk)?;
     let documents = hits.iter().map(|hit| {
         let document = R1Document {
             id: hit.ordinal.to_string(),
-            contents: format!("\"{}\"\n{}", hit.page.title, first_sentences(hit)),
+            contents: format!("\"{}\"\n{}", hit.page.title, first_sentences(&hit.page, profile)),
         };
         (document, f64::from(hit.score))
     });

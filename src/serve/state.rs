@@ -17,8 +17,8 @@ use crate::profile::Profile;
 pub const MAX_STATE_BYTES: usize = 16 * 1024;
 /// The longest action accepted, in bytes (a Search or Lookup argument is far shorter).
 pub const MAX_ACTION_BYTES: usize = 4 * 1024;
-/// The shortest `--state-key` accepted, in bytes.
-pub const MIN_KEY_BYTES: usize = 16;
+/// The shortest state key accepted, in bytes: HMAC-SHA256's own output size.
+pub const MIN_KEY_BYTES: usize = 32;
 /// How many bytes of the HMAC a state carries.
 const TAG_BYTES: usize = 16;
 
@@ -48,7 +48,7 @@ pub enum StateError {
     #[error("state is not one this server issued: it is not `DATA.SIGNATURE` in base64url")]
     Malformed,
     #[error(
-        "state was not issued by this server, or was changed: its signature does not match (replicas must share --state-key)"
+        "state was not issued by this server, or was changed: its signature does not match (replicas must share --state-key-file or REACT_STATE_KEY)"
     )]
     Forged,
     #[error("state was made for docstore `{found}`, this server serves `{serving}`")]
@@ -59,7 +59,15 @@ pub enum StateError {
     Stale(String),
 }
 
-/// The key states are signed with: `--state-key` (shared by replicas) or random per process.
+/// A state key too short to be a secret.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("the state key is {len} bytes: use at least {MIN_KEY_BYTES} (e.g. `openssl rand -hex 32`)")]
+pub struct ShortKey {
+    pub len: usize,
+}
+
+/// The key states are signed with: from `--state-key-file` or `REACT_STATE_KEY` (shared by
+/// replicas), or random per process.
 #[derive(Clone)]
 pub struct StateKey {
     key: Vec<u8>,
@@ -73,12 +81,9 @@ impl std::fmt::Debug for StateKey {
 
 impl StateKey {
     /// A key of the given secret (at least [`MIN_KEY_BYTES`] bytes).
-    pub fn new(secret: &[u8]) -> Result<StateKey, String> {
+    pub fn new(secret: &[u8]) -> Result<StateKey, ShortKey> {
         if secret.len() < MIN_KEY_BYTES {
-            return Err(format!(
-                "the state key is {} bytes: use at least {MIN_KEY_BYTES}",
-                secret.len()
-            ));
+            return Err(ShortKey { len: secret.len() });
         }
         Ok(StateKey { key: secret.to_vec() })
     }
@@ -151,7 +156,7 @@ mod tests {
     use super::*;
 
     fn key() -> StateKey {
-        StateKey::new(b"0123456789abcdef").unwrap()
+        StateKey::new(b"0123456789abcdef0123456789abcdef").unwrap()
     }
 
     #[test]
@@ -168,7 +173,7 @@ mod tests {
             Ok(state.clone())
         );
         // Another key, docstore or profile.
-        let other = StateKey::new(b"fedcba9876543210").unwrap();
+        let other = StateKey::new(b"fedcba9876543210fedcba9876543210").unwrap();
         assert_eq!(
             other.decode(&text, "index-abc", Profile::Default),
             Err(StateError::Forged)
@@ -209,7 +214,12 @@ mod tests {
     }
 
     #[test]
-    fn a_short_key_is_refused() {
-        assert!(StateKey::new(b"short").is_err());
+    fn a_key_shorter_than_32_bytes_is_refused() {
+        assert_eq!(StateKey::new(b"short").unwrap_err(), ShortKey { len: 5 });
+        assert_eq!(
+            StateKey::new(&[b'k'; 31]).unwrap_err().to_string(),
+            "the state key is 31 bytes: use at least 32 (e.g. `openssl rand -hex 32`)"
+        );
+        assert!(StateKey::new(&[b'k'; 32]).is_ok());
     }
 }

@@ -15,7 +15,7 @@ use crate::environment::{Environment, EnvironmentError, Workbench};
 use crate::profile::Profile;
 use crate::tool::Toolbox;
 
-use super::pool::IndexPool;
+use super::pool::{IndexPool, PoolError, PoolSize};
 use super::recent::RecentPages;
 use super::state::{MAX_ACTION_BYTES, StateError, StepState};
 
@@ -67,8 +67,8 @@ pub enum StepError {
     State(#[from] StateError),
     #[error(transparent)]
     Docstore(#[from] DocstoreError),
-    #[error("the step's worker failed")]
-    Worker,
+    #[error(transparent)]
+    Worker(PoolError),
 }
 
 /// An action as an error message shows it: at most 200 characters.
@@ -84,14 +84,14 @@ pub struct Stepped {
 }
 
 impl ServedDocstore {
-    /// Opens the docstore `config` names under its profile; `distractor` cannot be served (its
-    /// pages come with each question).
-    pub fn open(config: &DocstoreConfig) -> Result<ServedDocstore, DocstoreError> {
+    /// Opens the docstore `config` names under its profile, an index searched on a pool of
+    /// `pool` threads; `distractor` cannot be served (its pages come with each question).
+    pub fn open(config: &DocstoreConfig, pool: PoolSize) -> Result<ServedDocstore, DocstoreError> {
         let profile = config.profile;
         let indexed = |index: PageIndex, kind: &str| -> Result<Served, DocstoreError> {
             let index = Arc::new(index);
             let source = IndexSource::new(index.clone(), kind, profile);
-            let pool = IndexPool::for_this_machine().map_err(|error| {
+            let pool = IndexPool::new(pool).map_err(|error| {
                 DocstoreError::Config(format!("cannot start the threads that search the index: {error}"))
             })?;
             Ok(Served::Index { index, source, pool })
@@ -145,11 +145,11 @@ impl ServedDocstore {
     }
 
     /// Runs `work` over the index on the threads that search it: `None` when the docstore is no
-    /// index, `Some(None)` when `work` panicked.
+    /// index, `Some(Err)` when their queue is full or `work` panicked.
     pub async fn on_index<T: Send + 'static>(
         &self,
         work: impl FnOnce(&PageIndex) -> T + Send + 'static,
-    ) -> Option<Option<T>> {
+    ) -> Option<Result<T, PoolError>> {
         match &self.served {
             Served::Index { index, pool, .. } => {
                 let index = index.clone();
@@ -189,7 +189,7 @@ impl ServedDocstore {
                 // end on the pool's thread.
                 pool.run(move || futures::executor::block_on(served.run(state, &written, action)))
                     .await
-                    .ok_or(StepError::Worker)?
+                    .map_err(StepError::Worker)?
             }
             _ => self.run(state, &written, action).await,
         }
@@ -247,7 +247,7 @@ impl ServedDocstore {
                         .await
                         .map_err(|error| match error {
                             EnvironmentError::Docstore(error) => StepError::Docstore(error),
-                            _ => StepError::Worker,
+                            _ => StepError::Worker(PoolError::Failed),
                         })?;
                 return Ok(Stepped { observation, state });
             }
@@ -291,10 +291,17 @@ impl ServedDocstore {
             },
         };
         if let Some((keyword, position)) = &state.cursor {
-            for _ in 0..*position {
+            // Walked one match at a time, as far as the page has matches: a position past them
+            // (a state from another snapshot's page, or a huge one) stops where the cursor does.
+            let mut now = 0;
+            while now < *position {
                 reader.lookup(keyword);
+                let walked = reader.cursor().map_or(0, |cursor| cursor.position);
+                if walked == now {
+                    break;
+                }
+                now = walked;
             }
-            let now = reader.cursor().map_or(0, |cursor| cursor.position);
             if now != *position {
                 return Err(StateError::Stale(format!(
                     "the page has {now} matches of `{}`, the state has shown {position}",
@@ -346,7 +353,7 @@ mod tests {
             kind: DocstoreKind::Corpus(pages),
             ..DocstoreConfig::new(profile)
         };
-        Arc::new(ServedDocstore::open(&config).unwrap())
+        Arc::new(ServedDocstore::open(&config, PoolSize::for_this_machine()).unwrap())
     }
 
     async fn step(docstore: &Arc<ServedDocstore>, state: &StepState, action: &str) -> Stepped {

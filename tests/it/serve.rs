@@ -13,7 +13,7 @@ use tokio::net::TcpStream;
 use react_docstore::Profile;
 use react_docstore::docstore::{DocstoreConfig, DocstoreKind};
 use react_docstore::explore::Explore;
-use react_docstore::serve::{self, ServeLimits, Served, ServedDocstore, StateKey};
+use react_docstore::serve::{self, PoolSize, ServeLimits, Served, ServedDocstore, StateKey, Stopped};
 use react_docstore::tool::Toolbox;
 
 use crate::fixture;
@@ -24,27 +24,24 @@ fn pages() -> DocstoreKind {
 }
 
 fn key() -> StateKey {
-    StateKey::new(b"a test key of the serve tests").unwrap()
+    StateKey::new(b"a test key of the serve tests, 32+").unwrap()
 }
 
 /// A server on a free loopback port, stopped (and drained) when dropped.
 struct TestServer {
     url: String,
     stop: Option<tokio::sync::oneshot::Sender<()>>,
-    task: Option<tokio::task::JoinHandle<std::io::Result<()>>>,
+    task: Option<tokio::task::JoinHandle<std::io::Result<Stopped>>>,
 }
 
 impl TestServer {
     async fn start(kind: DocstoreKind, profile: Profile, key: StateKey, limits: ServeLimits) -> TestServer {
-        let config = DocstoreConfig {
-            kind,
-            ..DocstoreConfig::new(profile)
-        };
-        let docstore = ServedDocstore::open(&config).expect("the docstore opens");
-        let served = Arc::new(Served {
-            docstore: Arc::new(docstore),
-            key,
-        });
+        TestServer::serving(opened(kind, profile, PoolSize::for_this_machine()), key, limits).await
+    }
+
+    /// A server of `docstore`.
+    async fn serving(docstore: Arc<ServedDocstore>, key: StateKey, limits: ServeLimits) -> TestServer {
+        let served = Arc::new(Served { docstore, key });
         let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
         let url = format!("http://{}", listener.local_addr().unwrap());
         let (stop, stopped) = tokio::sync::oneshot::channel::<()>();
@@ -109,9 +106,18 @@ impl TestServer {
             let _ = stop.send(());
         }
         if let Some(task) = self.task.take() {
-            task.await.unwrap().unwrap();
+            assert_eq!(task.await.unwrap().unwrap(), Stopped::Drained);
         }
     }
+}
+
+/// The docstore `kind` served under `profile`, searched on a pool of `pool`.
+fn opened(kind: DocstoreKind, profile: Profile, pool: PoolSize) -> Arc<ServedDocstore> {
+    let config = DocstoreConfig {
+        kind,
+        ..DocstoreConfig::new(profile)
+    };
+    Arc::new(ServedDocstore::open(&config, pool).expect("the docstore opens"))
 }
 
 impl Drop for TestServer {
@@ -207,7 +213,7 @@ async fn any_replica_with_the_key_continues_a_state_and_nothing_else_does() {
     let other_key = TestServer::start(
         pages(),
         Profile::Default,
-        StateKey::new(b"another key, another deployment").unwrap(),
+        StateKey::new(b"another key for another deployment").unwrap(),
         ServeLimits::default(),
     )
     .await;
@@ -710,4 +716,399 @@ fn sigterm_drains_the_request_in_flight_then_exits_0() {
     let mut stdout = String::new();
     child.stdout.take().unwrap().read_to_string(&mut stdout).unwrap();
     assert_eq!(stdout, "");
+}
+
+/// A corpus of `n_pages` pages that all match `alpha`, each with a title of 600,000 bytes.
+fn long_titles(dir: &std::path::Path, n_pages: usize) -> std::path::PathBuf {
+    let corpus = dir.join("long-titles.jsonl");
+    let pages: String = (0..n_pages)
+        .map(|idx| {
+            let title = format!("Alpha {idx} {}", "beta ".repeat(120_000));
+            format!("{}\n", json!({"title": title, "text": "Alpha is a letter."}))
+        })
+        .collect();
+    std::fs::write(&corpus, pages).unwrap();
+    corpus
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_retrieval_asking_for_too_many_hits_or_answering_too_much_is_a_413() {
+    let server = TestServer::default().await;
+    // 256 queries × topk 100: 4.9 KB asking for 25,600 hits.
+    let queries: Vec<String> = (0..256).map(|idx| format!("railway station {idx}")).collect();
+    let (status, answer) = server
+        .post("/retrieve", json!({"queries": queries, "topk": 100}))
+        .await;
+    assert_eq!(status, 413);
+    assert_eq!(
+        answer["error"],
+        "256 queries × topk 100 ask for 25600 hits, more than the 1024 one request can ask for: send fewer queries or a smaller topk"
+    );
+    // 256 queries × topk 4 is within the bound.
+    let (status, answer) = server
+        .post("/retrieve", json!({"queries": queries, "topk": 4}))
+        .await;
+    assert_eq!(status, 200);
+    assert_eq!(answer["result"].as_array().unwrap().len(), 256);
+
+    // Pages whose titles alone come to more than an answer may hold (4 MiB).
+    let dir = tempfile::tempdir().unwrap();
+    let corpus = long_titles(dir.path(), 8);
+    let long = TestServer::start(
+        DocstoreKind::Corpus(corpus),
+        Profile::Default,
+        key(),
+        ServeLimits::default(),
+    )
+    .await;
+    let (status, answer) = long
+        .post("/retrieve", json!({"queries": ["alpha"], "topk": 8}))
+        .await;
+    assert_eq!(status, 413, "{:.300}", answer.to_string());
+    let error = answer["error"].as_str().unwrap();
+    assert!(
+        error.ends_with("bytes, more than the 4194304 one answer can be: ask for fewer queries or hits"),
+        "{error}"
+    );
+    let (status, answer) = long.get("/api/search?query=alpha&k=8").await;
+    assert_eq!(status, 413, "{:.300}", answer.to_string());
+    let (status, _) = long
+        .post("/retrieve", json!({"queries": ["alpha"], "topk": 2}))
+        .await;
+    assert_eq!(status, 200);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_answer_the_client_does_not_read_is_cut_off_at_the_request_timeout() {
+    // An answer of some 19 MB (answers may be that large here), more than the kernel buffers
+    // between the two ends, to a client with a small receive window that reads 1 KiB every 50 ms
+    // (it would take some 15 minutes to read it all).
+    let dir = tempfile::tempdir().unwrap();
+    let corpus = long_titles(dir.path(), 32);
+    let limits = ServeLimits {
+        request_timeout: Duration::from_millis(500),
+        answer_bytes: 64 * 1024 * 1024,
+        ..ServeLimits::default()
+    };
+    let server = TestServer::start(DocstoreKind::Corpus(corpus), Profile::Default, key(), limits).await;
+    let body = json!({"queries": ["alpha"], "topk": 32}).to_string();
+    let socket = tokio::net::TcpSocket::new_v4().unwrap();
+    socket.set_recv_buffer_size(4096).unwrap();
+    let mut stream = socket.connect(server.address().parse().unwrap()).await.unwrap();
+    let request = format!(
+        "POST /retrieve HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nContent-Length: {}\r\n\r\n{body}",
+        body.len()
+    );
+    stream.write_all(request.as_bytes()).await.unwrap();
+    let started = std::time::Instant::now();
+    let mut received = Vec::new();
+    let mut pace = tokio::time::interval(Duration::from_millis(50));
+    let ended = loop {
+        pace.tick().await;
+        let mut chunk = [0u8; 1024];
+        match stream.read(&mut chunk).await {
+            Ok(0) => break "closed",
+            Ok(n) => received.extend_from_slice(&chunk[..n]),
+            Err(_) => break "reset",
+        }
+        assert!(
+            started.elapsed() < Duration::from_secs(10),
+            "the answer was still being sent after 10 s ({} bytes read)",
+            received.len()
+        );
+    };
+    let head = String::from_utf8_lossy(&received[..received.len().min(200)]).into_owned();
+    assert!(head.starts_with("HTTP/1.1 200"), "{head}");
+    let length: usize = head
+        .lines()
+        .find_map(|line| line.strip_prefix("content-length: "))
+        .expect("a content length")
+        .parse()
+        .unwrap();
+    assert!(length > 16_000_000, "{length}");
+    assert!(received.len() < length, "{ended} after the whole answer");
+    // The server goes on serving.
+    assert_eq!(server.get("/health").await.0, 200);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_full_search_queue_is_a_503_with_retry_after_and_an_abandoned_search_is_skipped() {
+    let limits = ServeLimits {
+        request_timeout: Duration::from_millis(300),
+        ..ServeLimits::default()
+    };
+    let docstore = opened(pages(), Profile::Default, PoolSize { threads: 1, queue: 1 });
+    let server = TestServer::serving(docstore.clone(), key(), limits).await;
+    // The pool's one thread held until released, and known to be held.
+    let (started, mut is_started) = tokio::sync::mpsc::channel::<()>(1);
+    let (release, released) = std::sync::mpsc::channel::<()>();
+    let holding = tokio::spawn({
+        let docstore = docstore.clone();
+        async move {
+            docstore
+                .on_index(move |_| {
+                    started.blocking_send(()).unwrap();
+                    released.recv().unwrap();
+                })
+                .await
+        }
+    });
+    is_started.recv().await.unwrap();
+    // A retrieval waits in the queue past its request's timeout: a 408, its search abandoned.
+    let retrieval = json!({"queries": ["Grand Ole Opry"], "topk": 1});
+    let timed_out = reqwest::Client::new()
+        .post(format!("{}/retrieve", server.url))
+        .json(&retrieval)
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(timed_out.status(), 408);
+    // The queue is full: the next one is refused at once, told when to come back.
+    let response = reqwest::Client::new()
+        .post(format!("{}/retrieve", server.url))
+        .json(&retrieval)
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(response.status(), 503);
+    assert_eq!(response.headers()["retry-after"], "1");
+    let answer: Value = response.json().await.unwrap();
+    assert_eq!(
+        answer["error"],
+        "the server is busy: too many searches are waiting; retry shortly"
+    );
+    release.send(()).unwrap();
+    assert!(holding.await.unwrap().unwrap().is_ok());
+    // The abandoned search is skipped (the queue is full until the thread has taken it), the
+    // thread free again.
+    let (status, answer) = loop {
+        match server.post("/retrieve", retrieval.clone()).await {
+            (503, _) => tokio::task::yield_now().await,
+            other => break other,
+        }
+    };
+    assert_eq!(status, 200, "{answer}");
+}
+
+/// `serve` over the test corpus in a process of its own, with `args`: the process and the
+/// address it listens on.
+fn serve_process(args: &[&str]) -> (std::process::Child, String) {
+    use std::io::BufRead;
+    let corpus = format!("corpus:{}", fixture("index/pages.jsonl").display());
+    let mut child = crate::binary()
+        .args(["serve", "--docstore", &corpus])
+        .args(args)
+        .stderr(std::process::Stdio::piped())
+        .stdout(std::process::Stdio::null())
+        .spawn()
+        .unwrap();
+    let mut stderr = std::io::BufReader::new(child.stderr.take().unwrap());
+    let mut startup = String::new();
+    stderr.read_line(&mut startup).unwrap();
+    let address = startup
+        .split("http://")
+        .nth(1)
+        .and_then(|rest| rest.split(": ").next())
+        .unwrap_or_else(|| panic!("{startup}"))
+        .to_owned();
+    child.stderr = Some(stderr.into_inner());
+    (child, address)
+}
+
+#[test]
+fn a_signed_state_with_a_cursor_past_its_matches_is_refused_at_once() {
+    use react_docstore::serve::StepState;
+    use std::io::{Read, Write};
+    // A server in a process of its own (a step that spins could not be stopped in this one),
+    // with a key from a file.
+    let dir = tempfile::tempdir().unwrap();
+    let secret = "a key file's key, 32 bytes or more";
+    let key_file = dir.path().join("state.key");
+    std::fs::write(&key_file, format!("{secret}\n")).unwrap();
+    let (mut child, address) = serve_process(&[
+        "--listen",
+        "127.0.0.1:0",
+        "--state-key-file",
+        key_file.to_str().unwrap(),
+    ]);
+    // What a key holder (or a replica of an older snapshot) could sign: a cursor walked
+    // `usize::MAX` times on a page with one match.
+    let docstore = opened(pages(), Profile::Default, PoolSize { threads: 1, queue: 1 });
+    let state = StepState {
+        page_search: Some("Special Air Service".to_owned()),
+        cursor: Some(("regiment".to_owned(), usize::MAX)),
+        ..docstore.first_state()
+    };
+    let key = StateKey::new(secret.as_bytes()).unwrap();
+    let body = json!({"action": "Lookup[regiment]", "state": key.encode(&state)}).to_string();
+    let mut stream = std::net::TcpStream::connect(&address).unwrap();
+    stream.set_read_timeout(Some(Duration::from_secs(10))).unwrap();
+    write!(
+        stream,
+        "POST /v1/step HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nConnection: close\r\nContent-Length: {}\r\n\r\n{body}",
+        body.len()
+    )
+    .unwrap();
+    let mut answer = String::new();
+    let read = stream.read_to_string(&mut answer);
+    child.kill().unwrap();
+    child.wait().unwrap();
+    read.expect("answered within 10 s");
+    assert!(answer.starts_with("HTTP/1.1 400"), "{answer}");
+    let error = format!(
+        "state does not fit this docstore: the page has 1 matches of `regiment`, the state has shown {}",
+        usize::MAX
+    );
+    assert!(
+        answer.ends_with(&format!("{{\"error\":\"{error}\"}}")),
+        "{answer}"
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_retrievals_show_the_first_sentences_of_the_served_profile() {
+    for profile in [Profile::Default, Profile::Paper] {
+        let server = TestServer::start(pages(), profile, key(), ServeLimits::default()).await;
+        let searched = explored(pages(), profile, &["Search[Special Air Service]"]).await;
+        let (_, colbert) = server.get("/api/search?query=Special+Air+Service&k=1").await;
+        assert_eq!(
+            colbert["topk"][0]["text"],
+            format!("Special Air Service | {}", searched[0]),
+            "{profile}"
+        );
+        let (_, r1) = server
+            .post(
+                "/retrieve",
+                json!({"queries": ["Special Air Service"], "topk": 1}),
+            )
+            .await;
+        assert_eq!(
+            r1["result"][0][0]["contents"],
+            format!("\"Special Air Service\"\n{}", searched[0]),
+            "{profile}"
+        );
+    }
+}
+
+/// A client sending `total` bytes of body after `head`: it first sends 64 KiB, reads the
+/// answer's status line, then sends the rest and closes its side. Whether it read the whole
+/// answer and the server's orderly close, and the answer.
+async fn send_after_answer(address: &str, head: &str, total: usize) -> (Result<(), std::io::Error>, String) {
+    let mut stream = TcpStream::connect(address).await.unwrap();
+    stream.write_all(head.as_bytes()).await.unwrap();
+    let first = 64 * 1024;
+    stream.write_all(&vec![b' '; first]).await.unwrap();
+    let mut answer = vec![0u8; 12];
+    stream.read_exact(&mut answer).await.unwrap();
+    let sent = async {
+        stream.write_all(&vec![b' '; total - first]).await?;
+        stream.shutdown().await?;
+        let mut rest = Vec::new();
+        stream.read_to_end(&mut rest).await?;
+        answer.extend_from_slice(&rest);
+        Ok(())
+    }
+    .await;
+    (sent, String::from_utf8_lossy(&answer).into_owned())
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_client_still_sending_a_body_over_the_limit_reads_its_413_not_a_reset() {
+    let server = TestServer::default().await;
+    let total = 2 * 1024 * 1024;
+    let head = format!(
+        "POST /v1/step HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nContent-Length: {total}\r\n\r\n"
+    );
+    let (sent, answer) = send_after_answer(server.address(), &head, total).await;
+    assert!(answer.starts_with("HTTP/1.1 413"), "{answer}");
+    sent.expect("the client sent its whole body and read the server's close");
+    assert!(answer.ends_with("length limit exceeded"), "{answer}");
+    // As a client library sends it, again and again.
+    let client = reqwest::Client::new();
+    for _ in 0..10 {
+        let response = client
+            .post(format!("{}/retrieve", server.url))
+            .body(vec![b' '; total])
+            .send()
+            .await
+            .expect("an answer, not a reset");
+        assert_eq!(response.status(), 413);
+    }
+}
+
+#[test]
+fn sigterm_past_the_drain_timeout_names_the_requests_abandoned_and_exits_1() {
+    use std::io::{Read, Write};
+    // `localhost` resolved: the startup line names the address it is bound to.
+    let (mut child, address) = serve_process(&["--listen", "localhost:0", "--drain-timeout", "1"]);
+    let mut health = std::net::TcpStream::connect(&address).unwrap();
+    write!(
+        health,
+        "GET /health HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n"
+    )
+    .unwrap();
+    let mut answer = String::new();
+    health.read_to_string(&mut answer).unwrap();
+    assert!(answer.starts_with("HTTP/1.1 200"), "{answer}");
+    // A request whose body never comes: still in flight when the drain time is over. The
+    // server asks for the body (`100 Continue`) once its handler reads it.
+    let mut stream = std::net::TcpStream::connect(&address).unwrap();
+    write!(
+        stream,
+        "POST /v1/step HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nContent-Length: 100\r\nExpect: 100-continue\r\n\r\n"
+    )
+    .unwrap();
+    let mut go_on = [0u8; 25];
+    stream.read_exact(&mut go_on).unwrap();
+    assert_eq!(&go_on, b"HTTP/1.1 100 Continue\r\n\r\n");
+    write!(stream, "{{\"action\"").unwrap();
+    // SAFETY: kill(2) on our own child's pid.
+    assert_eq!(unsafe { libc::kill(child.id() as i32, libc::SIGTERM) }, 0);
+    let status = child.wait().unwrap();
+    let mut rest = String::new();
+    child.stderr.take().unwrap().read_to_string(&mut rest).unwrap();
+    assert_eq!(
+        rest,
+        "stopped: 1 request still in flight after the 1 s drain timeout was abandoned unanswered\n"
+    );
+    assert_eq!(status.code(), Some(1));
+    drop(stream);
+}
+
+#[test]
+fn the_state_key_comes_from_a_file_or_the_environment_never_the_command_line() {
+    let corpus = format!("corpus:{}", fixture("index/pages.jsonl").display());
+    let dir = tempfile::tempdir().unwrap();
+    let short = dir.path().join("short.key");
+    std::fs::write(&short, "only sixteen byt\n").unwrap();
+    let cases: [(&[&str], Option<&str>, &str); 3] = [
+        (
+            &["--state-key", "a secret everyone can read in ps output"],
+            None,
+            "error: `--state-key` is not taken on the command line, where every user of the machine can read it: put the key in a file (`--state-key-file FILE`) or in REACT_STATE_KEY\n",
+        ),
+        (
+            &["--state-key-file", short.to_str().unwrap()],
+            None,
+            "the state key is 16 bytes: use at least 32",
+        ),
+        (
+            &[],
+            Some("too short"),
+            "error: REACT_STATE_KEY: the state key is 9 bytes",
+        ),
+    ];
+    for (args, env, expected) in cases {
+        let mut command = crate::binary();
+        command
+            .args(["serve", "--listen", "127.0.0.1:0", "--docstore", &corpus])
+            .args(args);
+        if let Some(env) = env {
+            command.env("REACT_STATE_KEY", env);
+        }
+        let (_, stderr, code) = crate::output_within_30s(&mut command, "a refused key");
+        assert_eq!(code, 2, "{args:?}: {stderr}");
+        assert!(stderr.contains(expected), "{args:?}: {stderr}");
+        assert!(!stderr.contains("a secret everyone"), "{stderr}");
+    }
 }
