@@ -989,22 +989,21 @@ mod staging_tests {
 mod range_tests {
     use super::*;
 
-    /// `n` JSON Lines pages of about 150 bytes whose titles all tie for the search `Generated pages`.
-    fn jsonl_pages(n: usize) -> String {
-        (0..n)
-            .map(|idx| {
-                format!(
-                    "{{\"title\": \"Generated page {idx}\", \"text\": \"Generated page {idx} is one of many pages written for this test. It has a second sentence about item {idx}.\"}}\n"
-                )
-            })
-            .collect()
+    /// `n` JSON Lines pages of about 100 bytes whose titles all tie for the search `Generated pages`.
+    fn tying_pages(n: usize) -> String {
+        let page = |idx: usize| {
+            let title = format!("Generated page {idx}");
+            let text = format!("{title} is one of many generated pages, number {idx}.");
+            serde_json::json!({ "title": title, "text": text }).to_string() + "\n"
+        };
+        (0..n).map(page).collect()
     }
 
     #[test]
     fn ranges_of_several_segments_stack_into_one_in_dump_order() {
         let dir = tempfile::tempdir().unwrap();
         let source = dir.path().join("pages.jsonl");
-        std::fs::write(&source, jsonl_pages(20_000)).unwrap();
+        std::fs::write(&source, tying_pages(30_000)).unwrap();
         let mut first_similar = Vec::new();
         // Ranges of one work item, each thread's segment of a range ended at the next, and one
         // range for the whole dump.
@@ -1012,7 +1011,7 @@ mod range_tests {
             let mut config = BuildConfig::new(vec![source.clone()], dir.path().join(format!("{threads}")));
             config.threads = threads;
             let report = build_in_ranges(&config, &AtomicBool::new(false), Some(range_bytes)).unwrap();
-            assert_eq!(report.manifest.pages, 20_000);
+            assert_eq!(report.manifest.pages, 30_000);
             assert!(
                 !report.dir.join(PARTS_DIR).exists(),
                 "the ranges' segments are removed"
@@ -1021,7 +1020,7 @@ mod range_tests {
             let searcher = index.reader().unwrap().searcher();
             assert_eq!(searcher.segment_readers().len(), 1);
             let ordinals = searcher.segment_reader(0).fast_fields().u64("ordinal").unwrap();
-            let ordinals: Vec<u64> = (0..20_000).map(|doc| ordinals.first(doc).unwrap()).collect();
+            let ordinals: Vec<u64> = (0..30_000).map(|doc| ordinals.first(doc).unwrap()).collect();
             assert!(
                 ordinals.windows(2).all(|pair| pair[0] < pair[1]),
                 "{threads} threads: dump order"

@@ -91,7 +91,7 @@ impl WikiSchema {
     }
 
     /// The settings of the segments a build writes a range of the dump into before they are
-    /// stacked into the index ([`super::build`]): their pages come in dump order, so they are
+    /// stacked into the index (by `index build`): their pages come in dump order, so they are
     /// not sorted (which would store every page twice, once unsorted and once sorted).
     pub fn part_settings() -> IndexSettings {
         IndexSettings {
