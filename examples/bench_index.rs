@@ -159,11 +159,8 @@ fn search(dir: &Path, queries: &Path) -> ExitCode {
     for (query, _) in &queries {
         let _ = explorer.search_now(query);
     }
-    let mut exact_ms = Vec::new();
-    let mut typo_ms = Vec::new();
-    let (mut exact_cpu_ms, mut typo_cpu_ms) = (Vec::new(), Vec::new());
+    let mut tally = Tally::default();
     let mut slowest: Vec<(f64, &str)> = Vec::new();
-    let (mut exact_found, mut typo_first, mut typo_top5) = (0, 0, 0);
     for (query, expected) in &queries {
         let (started, cpu_started) = (Instant::now(), thread_cpu_ms());
         let observation = explorer.search_now(query);
@@ -176,23 +173,17 @@ fn search(dir: &Path, queries: &Path) -> ExitCode {
         }
         // What the observation showed, checked apart from the timing.
         match index.search(query) {
-            Ok(SearchHit::Page(page)) => {
-                exact_ms.push(ms);
-                exact_cpu_ms.push(cpu_ms);
-                exact_found += usize::from(page.title == *expected);
-            }
-            Ok(SearchHit::Similar(titles)) => {
-                typo_ms.push(ms);
-                typo_cpu_ms.push(cpu_ms);
-                typo_first += usize::from(titles.first().is_some_and(|title| title == expected));
-                typo_top5 += usize::from(titles.iter().any(|title| title == expected));
-            }
+            Ok(hit) => tally.record(query, expected, &hit, Timing { ms, cpu_ms }),
             Err(error) => {
                 eprintln!("bench_index: {query}: {error}");
                 return ExitCode::FAILURE;
             }
         }
     }
+    let Tally { exact, typo } = tally;
+    let (exact_ms, typo_ms) = (exact.ms, typo.ms);
+    let (mut exact_cpu_ms, mut typo_cpu_ms) = (exact.cpu_ms, typo.cpu_ms);
+    let (exact_found, typo_first, typo_top5) = (exact.opened, typo.first, typo.top5);
     slowest.sort_by(|a, b| b.0.total_cmp(&a.0));
     let slowest: Vec<String> = slowest
         .iter()
@@ -237,6 +228,76 @@ fn search(dir: &Path, queries: &Path) -> ExitCode {
         peak_mib,
     );
     ExitCode::SUCCESS
+}
+
+/// What the queries file says a query is: an exact title (the query is the expected title) or
+/// a title with one letter dropped. Queries are counted by this kind, never by what the search
+/// answered: an exact title that misses is an exact title that did not open its page.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum QueryKind {
+    Exact,
+    Typo,
+}
+
+impl QueryKind {
+    fn of(query: &str, expected: &str) -> QueryKind {
+        if query == expected {
+            QueryKind::Exact
+        } else {
+            QueryKind::Typo
+        }
+    }
+}
+
+/// How long one search took: wall and the searching thread's CPU, in milliseconds.
+#[derive(Debug, Clone, Copy)]
+struct Timing {
+    ms: f64,
+    cpu_ms: f64,
+}
+
+/// The searches of one kind: their times, how often the expected page opened (`opened`), how
+/// often the expected title was the page opened or the first Similar title (`first`), and how
+/// often it was the page or among the Similar titles (`top5`).
+#[derive(Debug, Default)]
+struct KindTally {
+    ms: Vec<f64>,
+    cpu_ms: Vec<f64>,
+    opened: usize,
+    first: usize,
+    top5: usize,
+}
+
+#[derive(Debug, Default)]
+struct Tally {
+    exact: KindTally,
+    typo: KindTally,
+}
+
+impl Tally {
+    fn record(&mut self, query: &str, expected: &str, hit: &SearchHit, timing: Timing) {
+        let kind = match QueryKind::of(query, expected) {
+            QueryKind::Exact => &mut self.exact,
+            QueryKind::Typo => &mut self.typo,
+        };
+        kind.ms.push(timing.ms);
+        kind.cpu_ms.push(timing.cpu_ms);
+        let (opened, first, top5) = match hit {
+            SearchHit::Page(page) => (
+                page.title == expected,
+                page.title == expected,
+                page.title == expected,
+            ),
+            SearchHit::Similar(titles) => (
+                false,
+                titles.first().is_some_and(|title| title == expected),
+                titles.iter().any(|title| title == expected),
+            ),
+        };
+        kind.opened += usize::from(opened);
+        kind.first += usize::from(first);
+        kind.top5 += usize::from(top5);
+    }
 }
 
 /// How long the distractor docstore takes to index one question's ten paragraphs in memory.
@@ -313,4 +374,43 @@ fn dir_bytes(dir: &Path) -> u64 {
                 .sum()
         })
         .unwrap_or(0)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const TIMING: Timing = Timing { ms: 1.0, cpu_ms: 1.0 };
+
+    #[test]
+    fn queries_are_counted_by_their_recorded_kind_not_by_the_answer() {
+        let mut tally = Tally::default();
+        let page = |title: &str| SearchHit::Page(IndexedPage::split(title, Vec::new()));
+        let similar =
+            |titles: &[&str]| SearchHit::Similar(titles.iter().map(|title| title.to_string()).collect());
+        // Exact titles: one opens its page, one misses (a Similar list), one opens another page.
+        tally.record("Red River", "Red River", &page("Red River"), TIMING);
+        tally.record("Blue Lake", "Blue Lake", &similar(&["Blue Lake"]), TIMING);
+        tally.record("Of", "Of", &page("OF"), TIMING);
+        // One-typo titles: found first, found third, missed, and one that opened a page.
+        tally.record(
+            "ed River",
+            "Red River",
+            &similar(&["Red River", "Bed River"]),
+            TIMING,
+        );
+        tally.record(
+            "lue Lake",
+            "Blue Lake",
+            &similar(&["Glue Lake", "Clue Lake", "Blue Lake"]),
+            TIMING,
+        );
+        tally.record("Gren Hill", "Green Hill", &similar(&["Gran Hill"]), TIMING);
+        tally.record("ree", "Tree", &page("Free"), TIMING);
+        assert_eq!((tally.exact.ms.len(), tally.exact.opened), (3, 1));
+        assert_eq!(
+            (tally.typo.ms.len(), tally.typo.first, tally.typo.top5),
+            (4, 1, 2)
+        );
+    }
 }

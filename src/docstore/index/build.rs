@@ -1,7 +1,9 @@
 //! `build`: a frozen dump → an offline Wikipedia index, streaming and in parallel. One thread reads
-//! and decompresses the sources ([`super::input`]), the parsing threads turn lines into pages
-//! ([`super::formats`]) and hand them to tantivy's own indexing threads; memory is bounded by the
-//! writer budget, never by the size of the dump.
+//! and decompresses the sources ([`super::input`]) and deals the dump out in ranges of
+//! consecutive lines; each indexing thread turns its ranges' lines into pages
+//! ([`super::formats`]) and writes each range into segments of its own, in dump order; the
+//! segments, stacked in range order, become the index's one segment in dump order without sorting
+//! or recompressing a page. Memory is bounded by the budget, never by the size of the dump.
 //!
 //! Crash-safe: the index is built in a temporary directory beside the destination and moved into
 //! place only when complete, its manifest written last; an interrupted build leaves nothing that
@@ -13,18 +15,19 @@ use std::sync::Mutex;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::time::{Duration, Instant, SystemTime};
 
-use tantivy::indexer::NoMergePolicy;
-use tantivy::{Index, IndexWriter, TantivyDocument};
+use tantivy::directory::MmapDirectory;
+use tantivy::indexer::{AddOperation, SegmentWriter};
+use tantivy::{Index, IndexWriter, Segment, TantivyDocument};
 
 use super::IndexError;
 use super::formats::{DumpFormat, Record, dpr_page, parse_record};
-use super::input::{Feeder, ReadIssue, Work, for_each_line};
+use super::input::{Feeder, Ranges, ReadIssue, Work, for_each_line};
 use super::manifest::{INDEX_FORMAT, Manifest, SourceInfo, thousands};
 use super::schema::{Digest, IndexedPage, WikiSchema};
 
 /// The writer's memory budget unless `--memory` says otherwise.
 pub const DEFAULT_MEMORY_BYTES: usize = 512 << 20;
-/// The most indexing threads tantivy runs.
+/// The most indexing threads a build runs.
 pub const MAX_THREADS: usize = 8;
 /// The most memory tantivy accepts for one indexing thread (just under 4 GiB).
 const MAX_MEMORY_PER_THREAD: usize = 4000 << 20;
@@ -34,6 +37,21 @@ pub const MIN_MEMORY_PER_THREAD: usize = 16 << 20;
 const SHOWN_ISSUES: u64 = 100;
 /// How often the plain progress line is printed when stderr is not a terminal.
 const PROGRESS_LINE_EVERY: Duration = Duration::from_secs(5);
+/// The share of the memory budget the queued input of the indexing threads may hold (each thread
+/// a range of lines): a quarter, the rest going to the segments being written. Larger ranges are
+/// fewer segments: each builds a term dictionary of the words it holds, and the stacking reads
+/// them all.
+const QUEUED_SHARE: usize = 4;
+/// The fewest and the most bytes of lines in a range: a range is at least one segment, so
+/// smaller ranges mean more segments to stack at the end.
+const MIN_RANGE_BYTES: usize = 4 << 20;
+const MAX_RANGE_BYTES: usize = 128 << 20;
+/// A segment is written out when its writer's memory comes this close to the thread's budget
+/// (tantivy's own margin).
+const FLUSH_MARGIN: usize = 1_000_000;
+/// The subdirectory of the staging directory the ranges' segments are written in before they
+/// are stacked into the index.
+const PARTS_DIR: &str = "parts";
 
 /// What `index build` does.
 #[derive(Debug, Clone)]
@@ -44,7 +62,7 @@ pub struct BuildConfig {
     pub format: Option<DumpFormat>,
     /// The indexing threads' memory budget, in bytes.
     pub memory_bytes: usize,
-    /// Parsing threads and tantivy indexing threads (each).
+    /// Indexing threads: each parses the ranges dealt to it and writes their segments.
     pub threads: usize,
     pub malformed: MalformedRecords,
     pub progress: BuildProgress,
@@ -117,7 +135,7 @@ pub struct BuildReport {
     pub malformed: Vec<Malformed>,
 }
 
-/// Shared between the reading thread, the parsing threads and the progress display.
+/// Shared between the reading thread, the indexing threads and the progress display.
 struct Shared {
     bytes_read: AtomicU64,
     pages: AtomicU64,
@@ -190,6 +208,16 @@ impl Shared {
 /// Builds the index `config` describes. `interrupted` is polled: when it turns true the build
 /// stops, removes its temporary directory and returns [`IndexError::Interrupted`].
 pub fn build(config: &BuildConfig, interrupted: &AtomicBool) -> Result<BuildReport, IndexError> {
+    build_in_ranges(config, interrupted, None)
+}
+
+/// [`build`], with ranges of `range_bytes` of lines if given (tests), else of a share of the
+/// memory budget.
+fn build_in_ranges(
+    config: &BuildConfig,
+    interrupted: &AtomicBool,
+    range_bytes: Option<usize>,
+) -> Result<BuildReport, IndexError> {
     let started = Instant::now();
     if config.sources.is_empty() {
         return Err(IndexError::NoSources);
@@ -211,12 +239,6 @@ pub fn build(config: &BuildConfig, interrupted: &AtomicBool) -> Result<BuildRepo
         dir: staging.dir.clone(),
         source,
     };
-    let index = Index::builder()
-        .schema(schema)
-        .settings(WikiSchema::settings())
-        .create_in_dir(&staging.dir)
-        .map_err(tantivy_error)?;
-    WikiSchema::register_tokenizer(&index);
     let threads = config.threads.clamp(1, MAX_THREADS);
     if config.memory_bytes / threads > MAX_MEMORY_PER_THREAD {
         return Err(IndexError::Memory {
@@ -225,13 +247,22 @@ pub fn build(config: &BuildConfig, interrupted: &AtomicBool) -> Result<BuildRepo
         });
     }
     let memory = config.memory_bytes.max(threads * MIN_MEMORY_PER_THREAD);
-    let mut writer: IndexWriter<TantivyDocument> = index
-        .writer_with_num_threads(threads, memory)
+    let range_bytes = range_bytes
+        .unwrap_or_else(|| (memory / QUEUED_SHARE / threads).clamp(MIN_RANGE_BYTES, MAX_RANGE_BYTES));
+    let segment_budget = (memory.saturating_sub(threads * range_bytes) / threads).max(MIN_MEMORY_PER_THREAD);
+    // The ranges' segments, in an index of their own: their pages come in dump order, so they are
+    // written as they come, never sorted.
+    let parts_dir = staging.dir.join(PARTS_DIR);
+    std::fs::create_dir(&parts_dir).map_err(|source| IndexError::Write {
+        path: parts_dir.clone(),
+        source,
+    })?;
+    let parts_index = Index::builder()
+        .schema(schema)
+        .settings(WikiSchema::part_settings())
+        .create_in_dir(&parts_dir)
         .map_err(tantivy_error)?;
-    // No merges while indexing: every segment is merged once, at the end, into the one segment
-    // the search reads ([`merge_into_one_segment`]); intermediate merges rewrote each page
-    // several times more (index sorting makes each merge re-sort and recompress the documents).
-    writer.set_merge_policy(Box::new(NoMergePolicy));
+    WikiSchema::register_tokenizer(&parts_index);
 
     let shared = Shared {
         bytes_read: AtomicU64::new(0),
@@ -244,33 +275,43 @@ pub fn build(config: &BuildConfig, interrupted: &AtomicBool) -> Result<BuildRepo
         progress: config.progress,
         malformed_records: config.malformed,
     };
-    let (tx, rx) = crossbeam_channel::bounded::<Work>(threads * 2);
+    let (ranges, dealt) = Ranges::new(threads, range_bytes);
     let mut digest = Digest::default();
+    let mut parts: Vec<Part> = Vec::new();
     let finished = AtomicBool::new(false);
     std::thread::scope(|scope| {
-        let workers: Vec<_> = (0..threads)
-            .map(|_| {
-                let rx = rx.clone();
-                let writer = &writer;
+        let workers: Vec<_> = dealt
+            .into_iter()
+            .map(|items| {
                 let shared = &shared;
+                let mut writer = RangeWriter::new(&parts_index, segment_budget);
+                let fields = &fields;
                 scope.spawn(move || {
                     let mut digest = Digest::default();
-                    for work in rx {
+                    for work in items {
                         if shared.aborted() {
                             continue;
                         }
-                        index_work(&work, writer, &fields, shared, &mut digest);
+                        if let Err(source) = writer.start_range(work.range) {
+                            shared.fail(tantivy_error(source));
+                            continue;
+                        }
+                        index_work(&work, &mut writer, fields, shared, &mut digest);
                     }
-                    digest
+                    if !shared.aborted()
+                        && let Err(source) = writer.flush()
+                    {
+                        shared.fail(tantivy_error(source));
+                    }
+                    (digest, writer.parts)
                 })
             })
             .collect();
-        drop(rx);
         let display = scope.spawn(|| show_progress(&shared, total_bytes, &finished, interrupted, started));
         // Ends the progress display however this scope ends (a panic while reading included).
         let _finish = Finish(&finished);
         let issue = |issue: ReadIssue| shared.read_issue(issue);
-        let mut feeder = Feeder::new(tx, config.format, &shared.bytes_read, &shared.abort, &issue);
+        let mut feeder = Feeder::new(ranges, config.format, &shared.bytes_read, &shared.abort, &issue);
         for (source, info) in config.sources.iter().zip(source_infos.iter_mut()) {
             if shared.aborted() {
                 break;
@@ -283,7 +324,10 @@ pub fn build(config: &BuildConfig, interrupted: &AtomicBool) -> Result<BuildRepo
         drop(feeder);
         for worker in workers {
             match worker.join() {
-                Ok(worker_digest) => digest.merge(worker_digest),
+                Ok((worker_digest, worker_parts)) => {
+                    digest.merge(worker_digest);
+                    parts.extend(worker_parts);
+                }
                 Err(_) => shared.fail(IndexError::Thread),
             }
         }
@@ -310,9 +354,12 @@ pub fn build(config: &BuildConfig, interrupted: &AtomicBool) -> Result<BuildRepo
             malformed: shared.malformed.load(Ordering::Relaxed),
         });
     }
-    writer.commit().map_err(tantivy_error)?;
-    merge_into_one_segment(&mut writer).map_err(tantivy_error)?;
-    writer.wait_merging_threads().map_err(tantivy_error)?;
+    stack_parts(parts, &staging.dir).map_err(tantivy_error)?;
+    drop(parts_index);
+    std::fs::remove_dir_all(&parts_dir).map_err(|source| IndexError::Write {
+        path: parts_dir.clone(),
+        source,
+    })?;
     if interrupted.load(Ordering::Relaxed) {
         return Err(IndexError::Interrupted);
     }
@@ -346,10 +393,11 @@ pub fn build(config: &BuildConfig, interrupted: &AtomicBool) -> Result<BuildRepo
     })
 }
 
-/// Merges the committed segments into one. Each segment is sorted by `ordinal`
-/// ([`WikiSchema::settings`]), so the merged one holds the pages in dump order: document ids
-/// follow the dump, and the ranked search breaks its ties by document id — the page earlier in
-/// the dump, on every machine and whatever the threads — without reading a fast field per match.
+/// Merges the committed segments of an index written by tantivy's own writer (the in-memory
+/// docstores) into one. Each segment is sorted by `ordinal` ([`WikiSchema::settings`]), so the
+/// merged one holds the pages in dump order: document ids follow the dump, and the ranked search
+/// breaks its ties by document id — the page earlier in the dump, on every machine and whatever
+/// the threads — without reading a fast field per match.
 pub(super) fn merge_into_one_segment(writer: &mut IndexWriter<TantivyDocument>) -> tantivy::Result<()> {
     let segments = writer.index().searchable_segment_ids()?;
     if segments.len() > 1 {
@@ -381,6 +429,100 @@ fn share_with_readers(dir: &Path) -> Result<(), IndexError> {
     Ok(())
 }
 
+/// One segment a build wrote: the range it holds part of, and which part.
+struct Part {
+    range: u64,
+    part: u32,
+    segment: Segment,
+}
+
+/// Stacks the ranges' segments, in dump order, into the one segment of a new index in `dir`.
+/// Their ordinals do not overlap and follow the range order, so tantivy concatenates them as they
+/// are (compressed blocks of stored pages copied, not recompressed) instead of sorting every
+/// page; document ids follow the dump, and the ranked search breaks its ties by document id — the
+/// page earlier in the dump, on every machine and whatever the threads — without reading a fast
+/// field per match.
+fn stack_parts(mut parts: Vec<Part>, dir: &Path) -> tantivy::Result<()> {
+    parts.sort_by_key(|part| (part.range, part.part));
+    let segments: Vec<Segment> = parts.into_iter().map(|part| part.segment).collect();
+    let alive = segments.iter().map(|_| None).collect();
+    // `merge_filtered_segments` is how tantivy merges segments of another index into a new one
+    // (`merge_indices` is the same for whole indexes).
+    tantivy::indexer::merge_filtered_segments(
+        &segments,
+        WikiSchema::settings(),
+        alive,
+        MmapDirectory::open(dir)?,
+    )?;
+    Ok(())
+}
+
+/// An indexing thread's segments: it writes each range it is dealt into segments of its own (a
+/// new one when a segment fills the thread's memory budget), its pages in the order they come,
+/// which is dump order.
+struct RangeWriter<'a> {
+    index: &'a Index,
+    budget: usize,
+    range: Option<u64>,
+    writer: Option<(SegmentWriter, Segment)>,
+    part: u32,
+    parts: Vec<Part>,
+}
+
+impl<'a> RangeWriter<'a> {
+    fn new(index: &'a Index, budget: usize) -> RangeWriter<'a> {
+        RangeWriter {
+            index,
+            budget,
+            range: None,
+            writer: None,
+            part: 0,
+            parts: Vec::new(),
+        }
+    }
+
+    /// Ends the segment of the previous range when `range` is another one.
+    fn start_range(&mut self, range: u64) -> tantivy::Result<()> {
+        if self.range != Some(range) {
+            self.flush()?;
+            self.range = Some(range);
+            self.part = 0;
+        }
+        Ok(())
+    }
+
+    fn add(&mut self, document: TantivyDocument) -> tantivy::Result<()> {
+        let writer = match &mut self.writer {
+            Some((writer, _)) => writer,
+            None => {
+                let segment = self.index.new_segment();
+                let writer = SegmentWriter::for_segment(self.budget, segment.clone())?;
+                &mut self.writer.insert((writer, segment)).0
+            }
+        };
+        writer.add_document(AddOperation { opstamp: 0, document })?;
+        if writer.mem_usage() >= self.budget.saturating_sub(FLUSH_MARGIN) {
+            self.flush()?;
+        }
+        Ok(())
+    }
+
+    /// Writes the current segment out, if any.
+    fn flush(&mut self) -> tantivy::Result<()> {
+        if let Some((writer, segment)) = self.writer.take() {
+            let max_doc = writer.max_doc();
+            writer.finalize()?;
+            self.parts.push(Part {
+                range: self.range.unwrap_or_default(),
+                part: self.part,
+                segment: segment.with_max_doc(max_doc),
+            });
+            self.part += 1;
+        }
+        Ok(())
+    }
+}
+
 /// Sets its flag when dropped.
 struct Finish<'a>(&'a AtomicBool);
 
@@ -390,10 +532,10 @@ impl Drop for Finish<'_> {
     }
 }
 
-/// Parses one work item and hands its pages to the writer.
+/// Parses one work item and writes its pages into the thread's segment.
 fn index_work(
     work: &Work,
-    writer: &IndexWriter<TantivyDocument>,
+    writer: &mut RangeWriter<'_>,
     fields: &WikiSchema,
     shared: &Shared,
     digest: &mut Digest,
@@ -401,9 +543,10 @@ fn index_work(
     // DPR: consecutive passages of one title, waiting for the title to change.
     let mut passages: Option<(u64, String, Vec<String>)> = None;
     let mut add = |ordinal: u64, page: IndexedPage| {
-        digest.add(ordinal, &page);
-        match writer.add_document(fields.document(&page, ordinal)) {
-            Ok(_) => {
+        let body = page.encode_body();
+        digest.add_body(ordinal, &page.title, &body);
+        match writer.add(fields.document_with_body(&page, body, ordinal)) {
+            Ok(()) => {
                 shared.pages.fetch_add(1, Ordering::Relaxed);
             }
             Err(source) => shared.fail(IndexError::Write {
@@ -863,5 +1006,52 @@ mod staging_tests {
         assert_eq!(staging_owner(".wiki.building-42.old", "wiki"), Some((42, true)));
         assert_eq!(staging_owner(".wiki2.building-42", "wiki"), None);
         assert_eq!(staging_owner(".wiki.building-x", "wiki"), None);
+    }
+}
+
+#[cfg(test)]
+mod range_tests {
+    use super::*;
+
+    /// `n` JSON Lines pages of about 100 bytes whose titles all tie for the search `Generated pages`.
+    fn tying_pages(n: usize) -> String {
+        let page = |idx: usize| {
+            let title = format!("Generated page {idx}");
+            let text = format!("{title} is one of many generated pages, number {idx}.");
+            serde_json::json!({ "title": title, "text": text }).to_string() + "\n"
+        };
+        (0..n).map(page).collect()
+    }
+
+    #[test]
+    fn ranges_of_several_segments_stack_into_one_in_dump_order() {
+        let dir = tempfile::tempdir().unwrap();
+        let source = dir.path().join("pages.jsonl");
+        std::fs::write(&source, tying_pages(30_000)).unwrap();
+        let mut first_similar = Vec::new();
+        // Ranges of one work item, each thread's segment of a range ended at the next, and one
+        // range for the whole dump.
+        for (threads, range_bytes) in [(3, 1), (2, 1), (1, usize::MAX)] {
+            let mut config = BuildConfig::new(vec![source.clone()], dir.path().join(format!("{threads}")));
+            config.threads = threads;
+            let report = build_in_ranges(&config, &AtomicBool::new(false), Some(range_bytes)).unwrap();
+            assert_eq!(report.manifest.pages, 30_000);
+            assert!(
+                !report.dir.join(PARTS_DIR).exists(),
+                "the ranges' segments are removed"
+            );
+            let index = Index::open_in_dir(&report.dir).unwrap();
+            let searcher = index.reader().unwrap().searcher();
+            assert_eq!(searcher.segment_readers().len(), 1);
+            let ordinals = searcher.segment_reader(0).fast_fields().u64("ordinal").unwrap();
+            let ordinals: Vec<u64> = (0..30_000).map(|doc| ordinals.first(doc).unwrap()).collect();
+            assert!(
+                ordinals.windows(2).all(|pair| pair[0] < pair[1]),
+                "{threads} threads: dump order"
+            );
+            let (pages, _) = super::super::PageIndex::open(&report.dir).unwrap();
+            first_similar.push(pages.search("Generated pages").unwrap());
+        }
+        assert!(first_similar.iter().all(|hit| *hit == first_similar[0]));
     }
 }

@@ -1,14 +1,16 @@
 //! Reading dumps as distributed: files and directories, gzip / bzip2 / zstd streams (recognised by
 //! their magic bytes), tar and zip containers read in place — cut into [`Work`] items of whole
-//! lines for the parsing threads. Runs on one thread; everything it holds is bounded.
+//! lines, dealt to the indexing threads a range at a time ([`Ranges`]). Runs on one thread;
+//! everything it holds is bounded.
 
 use std::fs::File;
 use std::io::{BufRead, BufReader, Read, Seek, SeekFrom};
 use std::path::{Path, PathBuf};
-use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::{Arc, Condvar, Mutex};
+use std::time::Duration;
 
-use crossbeam_channel::Sender;
+use crossbeam_channel::{Receiver, Sender};
 use ruzstd::decoding::{BlockDecodingStrategy, FrameDecoder};
 
 use super::IndexError;
@@ -139,7 +141,7 @@ pub enum WorkData {
     Compressed(Compression, Vec<u8>),
 }
 
-/// A piece of a dump for one parsing thread.
+/// A piece of a dump for one indexing thread.
 pub struct Work {
     /// `file` or `file (member)`, for messages.
     pub origin: Arc<str>,
@@ -150,6 +152,150 @@ pub struct Work {
     pub first_line: u64,
     pub format: DumpFormat,
     pub data: WorkData,
+    /// The stretch of consecutive items this one belongs to ([`Ranges`]): one indexing thread
+    /// indexes a whole range, into segments of its own.
+    pub range: u64,
+}
+
+impl WorkData {
+    /// About how many bytes of lines the item holds: a compressed member counts four times its
+    /// size (about what text dumps shrink to).
+    fn weight(&self) -> usize {
+        match self {
+            WorkData::Lines(bytes) => bytes.len(),
+            WorkData::Compressed(_, bytes) => bytes.len().saturating_mul(4),
+        }
+    }
+}
+
+/// Deals work items to the indexing threads a range at a time: consecutive items, about
+/// `range_bytes` of lines in all, go to one thread, and the ranges go to the threads in turn. A
+/// thread's segments then each hold a stretch of the dump in dump order, and the segments, taken
+/// in range order, stack into one segment in dump order without sorting the pages again.
+pub struct Ranges {
+    threads: Vec<(Sender<Work>, Arc<Queue>)>,
+    range_bytes: usize,
+    range: u64,
+    filled: usize,
+}
+
+impl Ranges {
+    /// The dealer and, for each of `threads` indexing threads, the items dealt to it.
+    pub fn new(threads: usize, range_bytes: usize) -> (Ranges, Vec<Dealt>) {
+        // A thread's queue holds a whole range: while each thread indexes its range, the reading
+        // fills the next one, and no thread waits for another's range to be read.
+        let capacity = range_bytes.saturating_add(CHUNK_BYTES);
+        let (senders, dealt): (Vec<_>, Vec<_>) = (0..threads.max(1))
+            .map(|_| {
+                let (tx, rx) = crossbeam_channel::unbounded();
+                let queue = Arc::new(Queue {
+                    state: Mutex::new(QueueState::default()),
+                    taken: Condvar::new(),
+                    capacity,
+                });
+                ((tx, queue.clone()), Dealt { rx, queue })
+            })
+            .unzip();
+        let ranges = Ranges {
+            threads: senders,
+            range_bytes: range_bytes.max(1),
+            range: 0,
+            filled: 0,
+        };
+        (ranges, dealt)
+    }
+
+    /// Sends `work` to the thread of the current range once its queue has room; `false` when
+    /// that thread has stopped, or `abort` was set while waiting.
+    fn send(&mut self, mut work: Work, abort: &AtomicBool) -> bool {
+        work.range = self.range;
+        let weight = work.data.weight();
+        let thread = (self.range % self.threads.len() as u64) as usize;
+        let Some((sender, queue)) = self.threads.get(thread) else {
+            return false;
+        };
+        if !queue.reserve(weight, abort) || sender.send(work).is_err() {
+            return false;
+        }
+        self.filled = self.filled.saturating_add(weight);
+        if self.filled >= self.range_bytes {
+            self.range += 1;
+            self.filled = 0;
+        }
+        true
+    }
+}
+
+/// How many bytes of work wait for one thread, bounded in bytes (items differ in size: 1 MiB of
+/// lines, a whole compressed member).
+struct Queue {
+    state: Mutex<QueueState>,
+    taken: Condvar,
+    capacity: usize,
+}
+
+#[derive(Default)]
+struct QueueState {
+    queued: usize,
+    /// The thread stopped taking items.
+    closed: bool,
+}
+
+impl Queue {
+    /// Waits until `weight` more bytes fit (an item always fits an empty queue); `false` when the
+    /// thread stopped or `abort` was set.
+    fn reserve(&self, weight: usize, abort: &AtomicBool) -> bool {
+        let Ok(mut state) = self.state.lock() else {
+            return false;
+        };
+        while state.queued > 0 && state.queued.saturating_add(weight) > self.capacity && !state.closed {
+            if abort.load(Ordering::Relaxed) {
+                return false;
+            }
+            state = match self.taken.wait_timeout(state, Duration::from_millis(100)) {
+                Ok((state, _)) => state,
+                Err(_) => return false,
+            };
+        }
+        if state.closed {
+            return false;
+        }
+        state.queued = state.queued.saturating_add(weight);
+        true
+    }
+
+    fn release(&self, weight: usize) {
+        if let Ok(mut state) = self.state.lock() {
+            state.queued = state.queued.saturating_sub(weight);
+        }
+        self.taken.notify_all();
+    }
+}
+
+/// The items dealt to one indexing thread, in the order they were dealt; dropping it (the thread
+/// stopped) tells the dealer to stop waiting for room.
+pub struct Dealt {
+    rx: Receiver<Work>,
+    queue: Arc<Queue>,
+}
+
+impl Iterator for Dealt {
+    type Item = Work;
+
+    fn next(&mut self) -> Option<Work> {
+        let work = self.rx.recv().ok()?;
+        self.queue.release(work.data.weight());
+        Some(work)
+    }
+}
+
+impl Drop for Dealt {
+    fn drop(&mut self) {
+        if let Ok(mut state) = self.queue.state.lock() {
+            state.closed = true;
+        }
+        self.queue.taken.notify_all();
+    }
 }
 
 /// A malformed line found while reading (too long), reported like a malformed record.
@@ -165,9 +311,9 @@ pub struct ReadIssue {
 /// reported if malformed).
 const DETECTION_LINES: usize = 100;
 
-/// Feeds the parsing threads: walks the sources in order and sends [`Work`].
+/// Feeds the indexing threads: walks the sources in order and deals [`Work`] out by [`Ranges`].
 pub struct Feeder<'a> {
-    pub tx: Sender<Work>,
+    pub ranges: Ranges,
     /// The forced format, or `None` to detect it from each source's first line.
     pub forced: Option<DumpFormat>,
     pub bytes_read: &'a AtomicU64,
@@ -180,14 +326,14 @@ pub struct Feeder<'a> {
 
 impl<'a> Feeder<'a> {
     pub fn new(
-        tx: Sender<Work>,
+        ranges: Ranges,
         forced: Option<DumpFormat>,
         bytes_read: &'a AtomicU64,
         abort: &'a AtomicBool,
         issues: &'a dyn Fn(ReadIssue),
     ) -> Feeder<'a> {
         Feeder {
-            tx,
+            ranges,
             forced,
             bytes_read,
             abort,
@@ -326,6 +472,7 @@ impl<'a> Feeder<'a> {
                     first_line: 1,
                     format,
                     data: WorkData::Compressed(compression, bytes),
+                    range: 0,
                 });
                 Ok(())
             }
@@ -458,12 +605,13 @@ impl<'a> Feeder<'a> {
             first_line,
             format,
             data: WorkData::Lines(bytes),
+            range: 0,
         });
     }
 
     fn send(&mut self, work: Work) {
-        // A closed channel means every parsing thread stopped: stop reading too.
-        if self.tx.send(work).is_err() {
+        // A closed channel means an indexing thread stopped: stop reading too.
+        if !self.ranges.send(work, self.abort) {
             self.abort.store(true, Ordering::Relaxed);
         }
     }
@@ -609,4 +757,53 @@ pub fn for_each_line(
         }
     }
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn lines(bytes: usize) -> Work {
+        Work {
+            origin: "dump.jsonl".into(),
+            seq: 1,
+            first_line: 1,
+            format: DumpFormat::Hotpotqa,
+            data: WorkData::Lines(vec![b'x'; bytes]),
+            range: 0,
+        }
+    }
+
+    #[test]
+    fn consecutive_items_go_to_one_thread_a_range_at_a_time_and_the_ranges_in_turn() {
+        let (mut ranges, dealt) = Ranges::new(2, 10);
+        let abort = AtomicBool::new(false);
+        for bytes in [4, 4, 4, 10, 3, 3, 3, 3, 1] {
+            assert!(ranges.send(lines(bytes), &abort));
+        }
+        drop(ranges);
+        let dealt: Vec<Vec<(u64, usize)>> = dealt
+            .into_iter()
+            .map(|items| items.map(|work| (work.range, work.data.weight())).collect())
+            .collect();
+        assert_eq!(dealt[0], [(0, 4), (0, 4), (0, 4), (2, 3), (2, 3), (2, 3), (2, 3)]);
+        assert_eq!(dealt[1], [(1, 10), (3, 1)]);
+    }
+
+    #[test]
+    fn a_full_queue_waits_for_its_thread_and_a_stopped_thread_stops_the_dealing() {
+        let (mut ranges, mut dealt) = Ranges::new(1, 2 * CHUNK_BYTES);
+        let abort = AtomicBool::new(false);
+        // Three items fill the queue (two chunks and one more); the fourth waits for room.
+        for _ in 0..3 {
+            assert!(ranges.send(lines(CHUNK_BYTES), &abort));
+        }
+        std::thread::scope(|scope| {
+            let dealing = scope.spawn(|| ranges.send(lines(CHUNK_BYTES), &abort));
+            assert!(dealt[0].next().is_some());
+            assert!(dealing.join().unwrap());
+        });
+        drop(dealt);
+        assert!(!ranges.send(lines(1), &abort));
+    }
 }

@@ -2,7 +2,7 @@
 //! a page as a dump gives it and as the index stores it.
 
 use tantivy::schema::{
-    FAST, Field, INDEXED, IndexRecordOption, STORED, STRING, Schema, TextFieldIndexing, TextOptions, Value,
+    FAST, Field, IndexRecordOption, STORED, STRING, Schema, TextFieldIndexing, TextOptions, Value,
 };
 use tantivy::tokenizer::{AsciiFoldingFilter, LowerCaser, RemoveLongFilter, SimpleTokenizer, TextAnalyzer};
 use tantivy::{Index, IndexSettings, IndexSortByField, Order, TantivyDocument};
@@ -71,7 +71,9 @@ impl WikiSchema {
             text: builder.add_text_field("text", tokenized(false)),
             body: builder.add_text_field("body", STORED),
             links: builder.add_text_field("links", STORED),
-            ordinal: builder.add_u64_field("ordinal", FAST | INDEXED),
+            // A column only: the search reads it, never looks a position up (indexes built before
+            // also indexed it, 4 unique terms a page with the titles' own, built twice).
+            ordinal: builder.add_u64_field("ordinal", FAST),
         };
         (builder.build(), fields)
     }
@@ -85,6 +87,16 @@ impl WikiSchema {
                 order: Order::Asc,
             }),
             ..IndexSettings::default()
+        }
+    }
+
+    /// The settings of the segments a build writes a range of the dump into before they are
+    /// stacked into the index (by `index build`): their pages come in dump order, so they are
+    /// not sorted (which would store every page twice, once unsorted and once sorted).
+    pub fn part_settings() -> IndexSettings {
+        IndexSettings {
+            sort_by_field: None,
+            ..WikiSchema::settings()
         }
     }
 
@@ -111,17 +123,29 @@ impl WikiSchema {
 
     /// The document for one page.
     pub fn document(&self, page: &IndexedPage, ordinal: u64) -> TantivyDocument {
+        self.document_with_body(page, page.encode_body(), ordinal)
+    }
+
+    /// The document for one page whose stored body ([`IndexedPage::encode_body`]) is known.
+    pub(super) fn document_with_body(
+        &self,
+        page: &IndexedPage,
+        body: String,
+        ordinal: u64,
+    ) -> TantivyDocument {
         let mut document = TantivyDocument::default();
         document.add_text(self.title, &page.title);
         document.add_text(self.title_exact, mediawiki_title(&page.title));
         document.add_text(self.title_folded, folded_title(&page.title));
         document.add_text(self.title_key, title_key(&page.title));
-        for paragraph in &page.paragraphs {
-            for sentence in paragraph {
-                document.add_text(self.text, sentence);
-            }
+        // The text is the body without its marker: the separators between paragraphs and
+        // sentences are not letters or digits, so it tokenizes into the words of the sentences,
+        // one value instead of a copy of each sentence.
+        let text = body.get(1..).unwrap_or("");
+        if !text.is_empty() {
+            document.add_text(self.text, text);
         }
-        document.add_text(self.body, page.encode_body());
+        document.add_text(self.body, body);
         if page.is_disambiguation() && !page.links.is_empty() {
             let links: Vec<&str> = page.links.iter().map(String::as_str).collect();
             document.add_text(self.links, links.join(&LINK_SEPARATOR.to_string()));
@@ -309,12 +333,17 @@ pub struct Digest {
 
 impl Digest {
     pub fn add(&mut self, ordinal: u64, page: &IndexedPage) {
-        let mut bytes = Vec::with_capacity(page.title.len() + 64);
-        bytes.extend_from_slice(&ordinal.to_le_bytes());
-        bytes.extend_from_slice(page.title.as_bytes());
-        bytes.push(0);
-        bytes.extend_from_slice(page.encode_body().as_bytes());
-        self.sum = self.sum.wrapping_add(xxhash_rust::xxh3::xxh3_128(&bytes));
+        self.add_body(ordinal, &page.title, &page.encode_body());
+    }
+
+    /// [`Digest::add`] for a page whose stored body is known.
+    pub(super) fn add_body(&mut self, ordinal: u64, title: &str, body: &str) {
+        let mut hasher = xxhash_rust::xxh3::Xxh3::new();
+        hasher.update(&ordinal.to_le_bytes());
+        hasher.update(title.as_bytes());
+        hasher.update(&[0]);
+        hasher.update(body.as_bytes());
+        self.sum = self.sum.wrapping_add(hasher.digest128());
         self.pages += 1;
     }
 
