@@ -87,8 +87,8 @@ pub trait Llm: Send + Sync {
         Box::pin(async move { Err(LlmError::NoToolCalling { model }) })
     }
 
-    /// Up to `n` completions of one prompt in one request. A model with no way to ask for several
-    /// answers with one completion (the caller asks again for the rest).
+    /// Up to `n` completions of one prompt in one request. By default a model gives one: one
+    /// `complete` call, at its own temperature; the caller asks again for the rest.
     fn sample<'a>(&'a self, request: SampleRequest<'a>) -> BoxFuture<'a, Result<Samples, LlmError>> {
         Box::pin(async move {
             let completion = self
