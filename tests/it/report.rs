@@ -590,3 +590,70 @@ fn on_a_1280_pixel_screen_the_table_is_within_reach_and_its_colours_are_explaine
         assert_eq!(pair[0], pair[1], "a cut cell without its whole text: {pair}");
     }
 }
+
+/// Clicks the question `QUESTION_ID` and writes the question panel's text into `<pre id="selftest">`.
+const SHOW_QUESTION: &str = r#"<script>
+(function () {
+  var out = {};
+  function wait(ms) { return new Promise(function (resolve) { setTimeout(resolve, ms); }); }
+  (async function () {
+    try {
+      var control = document.getElementById('search');
+      control.value = QUESTION_ID;
+      control.dispatchEvent(new Event('input'));
+      await wait(400);
+      document.querySelector('#table-spacer .row').click();
+      out.detail = document.getElementById('detail').textContent;
+    } catch (error) {
+      out.exception = String(error && error.stack || error);
+    }
+    out.errors = window.__errors;
+    var pre = document.createElement('pre');
+    pre.id = 'selftest';
+    pre.textContent = JSON.stringify(out);
+    document.body.appendChild(pre);
+  })();
+})();
+</script>"#;
+
+#[test]
+fn a_backed_off_question_shows_both_phases_and_the_vote_in_the_browser() {
+    let dir = tempfile::tempdir().unwrap();
+    let out = dir.path().join("methods.html");
+    let a = crate::fixture("runs/methods/react.results.jsonl");
+    let b = crate::fixture("runs/methods/cot-sc-then-react.results.jsonl");
+    write_report(&[&a, &b], &out, &[]);
+    let html = std::fs::read_to_string(&out).unwrap();
+    let under_test = html
+        .replacen("<head>", &format!("<head>{CATCH_ERRORS}"), 1)
+        .replacen(
+            "</body>",
+            &format!(
+                "{}</body>",
+                SHOW_QUESTION.replace("QUESTION_ID", "\"5adfdef9554299025d62a36b\"")
+            ),
+            1,
+        );
+    let page = dir.path().join("under-test.html");
+    std::fs::write(&page, under_test).unwrap();
+    let (dom, _) = run_in_chromium(&page, &dir.path().join("profile"));
+    let seen = dom
+        .split("<pre id=\"selftest\">")
+        .nth(1)
+        .and_then(|rest| rest.split("</pre>").next())
+        .expect("the self-test finished");
+    let seen: Value = serde_json::from_str(&seen.replace("&quot;", "\"").replace("&amp;", "&")).unwrap();
+    assert_eq!(seen.get("exception"), None, "{seen}");
+    assert_eq!(seen["errors"], serde_json::json!([]));
+    let detail = seen["detail"].as_str().unwrap();
+    // B's panel: the backoff said, the seven samples and their vote, then ReAct's steps.
+    let backoff = detail
+        .find("Backed off from cot-sc to react (weak_majority)")
+        .expect(detail);
+    let vote = detail
+        .find("Majority: Bath, Maine — 2 of 7 samples")
+        .expect(detail);
+    let sample = detail.find("Sample 7: ").expect(detail);
+    let react = detail.rfind("Action 4: Finish[Bath, Maine]").expect(detail);
+    assert!(backoff < sample && sample < vote && vote < react, "{detail}");
+}
