@@ -179,12 +179,7 @@ impl ActionGrammar {
             Some((idx, action)) => (&lines[..idx], Some(action)),
             None => (&lines[..], None),
         };
-        let thought = thought_lines
-            .iter()
-            .map(|line| line.trim())
-            .filter(|line| !line.is_empty())
-            .collect::<Vec<_>>()
-            .join(" ");
+        let thought = joined_lines(thought_lines);
         ThoughtAction {
             thought: strip_thought_label(&thought).trim().to_owned(),
             action,
@@ -321,6 +316,17 @@ fn balanced_argument(input: &str) -> Option<&str> {
     }
     // Unbalanced inside (`Finish[a [b]`): up to the last `]`, as the paper's `endswith("]")` would.
     input.rfind(']').map(|idx| &input[..idx])
+}
+
+/// A thought written over several lines, as one: each line trimmed, blank ones dropped, joined
+/// by spaces.
+pub(crate) fn joined_lines(lines: &[&str]) -> String {
+    lines
+        .iter()
+        .map(|line| line.trim())
+        .filter(|line| !line.is_empty())
+        .collect::<Vec<_>>()
+        .join(" ")
 }
 
 #[cfg(test)]

@@ -75,12 +75,7 @@ fn read_cot(completion: &str) -> ReadCompletion {
         }
         None => (&lines[..], so_the_answer_is(completion)),
     };
-    let thought = thought_lines
-        .iter()
-        .map(|line| line.trim())
-        .filter(|line| !line.is_empty())
-        .collect::<Vec<_>>()
-        .join(" ");
+    let thought = crate::action::joined_lines(thought_lines);
     let thought = strip_label(&thought, "Thought:")
         .unwrap_or(&thought)
         .trim()

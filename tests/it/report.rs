@@ -285,6 +285,26 @@ const SELF_TEST: &str = r#"<script>
 })();
 </script>"#;
 
+/// What a self-test script wrote into `<pre id="selftest">` of the DOM Chromium dumped.
+fn self_test_output(dom: &str) -> Value {
+    let seen = dom
+        .split("<pre id=\"selftest\">")
+        .nth(1)
+        .and_then(|rest| rest.split("</pre>").next())
+        .unwrap_or_else(|| {
+            panic!(
+                "the self-test did not finish: {}",
+                &dom[dom.len().saturating_sub(2000)..]
+            )
+        });
+    let seen = seen
+        .replace("&lt;", "<")
+        .replace("&gt;", ">")
+        .replace("&quot;", "\"")
+        .replace("&amp;", "&");
+    serde_json::from_str(&seen).unwrap()
+}
+
 /// Loads `page` in headless Chromium for a few (virtual) seconds; (the DOM, Chromium's stderr).
 fn run_in_chromium(page: &Path, profile: &Path) -> (String, String) {
     run_in_chromium_window(page, profile, "1400,1000")
@@ -347,22 +367,7 @@ fn report_works_in_headless_chromium() {
 
     let console: Vec<&str> = stderr.lines().filter(|line| line.contains(":CONSOLE")).collect();
     assert!(console.is_empty(), "console messages: {console:#?}");
-    let seen = dom
-        .split("<pre id=\"selftest\">")
-        .nth(1)
-        .and_then(|rest| rest.split("</pre>").next())
-        .unwrap_or_else(|| {
-            panic!(
-                "the self-test did not finish: {}",
-                &dom[dom.len().saturating_sub(2000)..]
-            )
-        });
-    let seen = seen
-        .replace("&lt;", "<")
-        .replace("&gt;", ">")
-        .replace("&quot;", "\"")
-        .replace("&amp;", "&");
-    let seen: Value = serde_json::from_str(&seen).unwrap();
+    let seen = self_test_output(&dom);
     assert_eq!(seen.get("exception"), None, "{seen}");
     assert_eq!(seen["errors"], serde_json::json!([]));
     assert_eq!(seen["resources"], serde_json::json!([]), "the page made requests");
@@ -637,12 +642,7 @@ fn a_backed_off_question_shows_both_phases_and_the_vote_in_the_browser() {
     let page = dir.path().join("under-test.html");
     std::fs::write(&page, under_test).unwrap();
     let (dom, _) = run_in_chromium(&page, &dir.path().join("profile"));
-    let seen = dom
-        .split("<pre id=\"selftest\">")
-        .nth(1)
-        .and_then(|rest| rest.split("</pre>").next())
-        .expect("the self-test finished");
-    let seen: Value = serde_json::from_str(&seen.replace("&quot;", "\"").replace("&amp;", "&")).unwrap();
+    let seen = self_test_output(&dom);
     assert_eq!(seen.get("exception"), None, "{seen}");
     assert_eq!(seen["errors"], serde_json::json!([]));
     let detail = seen["detail"].as_str().unwrap();
