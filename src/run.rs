@@ -71,6 +71,12 @@ pub struct Run {
     /// Which phase of a backoff method gave the answer: `react` or `cot-sc`.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub answered_by: Option<Method>,
+    /// Reflexion's trial this run was (`eval --trials`), counted from 1.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub trial: Option<u32>,
+    /// The independent attempt this run was (`eval --epochs`), counted from 1.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub epoch: Option<u32>,
     #[serde(default)]
     pub answer: Option<String>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -198,6 +204,17 @@ impl BackoffReason {
     }
 }
 
+/// Which attempt at its question a run was.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub enum Attempt {
+    /// The question was asked once (no `--trials`, no `--epochs`).
+    Only,
+    /// Reflexion's trial k (`eval --trials`), from 1: trial k+1 runs only what was not yet right.
+    Trial(u32),
+    /// Independent attempt k (`eval --epochs`), from 1.
+    Epoch(u32),
+}
+
 /// How a run ended.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
@@ -320,6 +337,8 @@ impl Run {
             vote: None,
             backoff: None,
             answered_by: None,
+            trial: None,
+            epoch: None,
             answer: None,
             stopped: None,
             error: None,
@@ -369,6 +388,15 @@ impl Run {
     /// The method that answered: `react` when the run does not say.
     pub fn method(&self) -> Method {
         self.method.unwrap_or_default()
+    }
+
+    /// Which attempt at its question the run was: a trial, an epoch, or the only one.
+    pub fn attempt(&self) -> Attempt {
+        match (self.trial, self.epoch) {
+            (Some(trial), _) => Attempt::Trial(trial),
+            (None, Some(epoch)) => Attempt::Epoch(epoch),
+            (None, None) => Attempt::Only,
+        }
     }
 
     /// The recorded observations, step by step.
