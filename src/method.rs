@@ -1,6 +1,8 @@
 //! `Method`: which row of the ReAct paper's Table 1 answers a question — ReAct, Act, CoT,
 //! Standard, CoT-SC, or one of the two backoffs between ReAct and CoT-SC.
 //!
+//! `Reflect` names Reflexion's strategies between trials.
+//!
 //! Only the names live here, beside the profile, so that run files can record them; the solvers
 //! that carry them out live in the `solver` module, above the agent.
 
@@ -107,6 +109,83 @@ impl<'de> serde::Deserialize<'de> for Method {
     }
 }
 
+/// What a question's next trial carries from the trial it failed (`eval --trials --reflect`):
+/// Reflexion's four strategies.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default)]
+pub enum Reflect {
+    /// Nothing: the question is asked again as it was (Reflexion's `base`).
+    #[default]
+    None,
+    /// The failed trial's scratchpad, shown whole before the question (`last_trial`).
+    LastTrial,
+    /// A reflection the model writes on the failed trial; they accumulate (`reflexion`).
+    Reflexion,
+    /// The failed trial and a reflection on it, the newest only (`last_trial_and_reflexion`).
+    LastTrialAndReflexion,
+}
+
+/// Every strategy, in the order Reflexion's paper lists them.
+pub const REFLECTS: [Reflect; 4] = [
+    Reflect::None,
+    Reflect::LastTrial,
+    Reflect::Reflexion,
+    Reflect::LastTrialAndReflexion,
+];
+
+impl Reflect {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Reflect::None => "none",
+            Reflect::LastTrial => "last-trial",
+            Reflect::Reflexion => "reflexion",
+            Reflect::LastTrialAndReflexion => "last-trial-and-reflexion",
+        }
+    }
+
+    /// Whether the model is asked for a reflection before a failed question's next trial.
+    pub fn asks_reflection(self) -> bool {
+        matches!(self, Reflect::Reflexion | Reflect::LastTrialAndReflexion)
+    }
+
+    /// Whether the failed trial itself goes into the next prompt.
+    pub fn shows_last_trial(self) -> bool {
+        matches!(self, Reflect::LastTrial | Reflect::LastTrialAndReflexion)
+    }
+}
+
+impl fmt::Display for Reflect {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+impl FromStr for Reflect {
+    type Err = String;
+
+    fn from_str(s: &str) -> Result<Self, Self::Err> {
+        REFLECTS
+            .into_iter()
+            .find(|reflect| reflect.as_str() == s)
+            .ok_or_else(|| {
+                let names: Vec<String> = REFLECTS.iter().map(|reflect| format!("`{reflect}`")).collect();
+                format!("unknown strategy `{s}`: expected one of {}", names.join(", "))
+            })
+    }
+}
+
+impl serde::Serialize for Reflect {
+    fn serialize<S: serde::Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        serializer.serialize_str(self.as_str())
+    }
+}
+
+impl<'de> serde::Deserialize<'de> for Reflect {
+    fn deserialize<D: serde::Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        let name = String::deserialize(deserializer)?;
+        name.parse().map_err(serde::de::Error::custom)
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -125,5 +204,20 @@ mod tests {
         );
         assert!(!Method::Cot.acts() && Method::CotScThenReact.acts() && Method::Act.acts());
         assert!(Method::ReactThenCotSc.samples() && !Method::Cot.samples());
+    }
+
+    #[test]
+    fn reflect_names_round_trip() {
+        for reflect in REFLECTS {
+            assert_eq!(reflect.as_str().parse::<Reflect>(), Ok(reflect));
+            let json = serde_json::to_string(&reflect).unwrap();
+            assert_eq!(serde_json::from_str::<Reflect>(&json).unwrap(), reflect);
+        }
+        assert!(
+            "last_trial"
+                .parse::<Reflect>()
+                .unwrap_err()
+                .contains("`last-trial`")
+        );
     }
 }

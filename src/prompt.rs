@@ -134,6 +134,19 @@ impl Prompt {
         }
     }
 
+    /// A prompt whose text is made elsewhere (Reflexion's trial prompt), over `fewshot`'s
+    /// examples; it offers no tools conversation.
+    pub fn with_text(text: String, fewshot: &Fewshot) -> Prompt {
+        Prompt {
+            text,
+            input_label: fewshot.input_label.clone(),
+            fewshot: fewshot.name.clone(),
+            format: fewshot.format,
+            tools_source: None,
+            tools: OnceLock::new(),
+        }
+    }
+
     /// The tools conversation's fixed part; `None` in the `paper` profile, which knows no tools.
     pub fn tools(&self) -> Option<&ToolsPrompt> {
         self.tools

@@ -148,6 +148,7 @@ async fn replay_recorded(
     };
     if !trace.is_silent() {
         trace.header("Question:", &recorded.question);
+        trace_memory(trace, recorded);
     }
     let mut episode = agent
         .run(&recorded.question, &mut environment, &mut |event| {
@@ -158,6 +159,16 @@ async fn replay_recorded(
     (episode, unrecorded)
 }
 
+/// What a trial's prompt showed of the question's failed trials: the last one, the reflections.
+fn trace_memory(trace: &mut TracePrinter, recorded: &Run) {
+    if let Some(last_trial) = &recorded.last_trial {
+        trace.header("Last trial:", last_trial);
+    }
+    for reflection in &recorded.reflections {
+        trace.header("Reflection:", reflection);
+    }
+}
+
 /// What a replayed run keeps of its recording: its identity (id, method as named, gold,
 /// docstore) and, when the
 /// replay made the same calls, the tokens they cost (recorded completions carry no counts of
@@ -165,6 +176,17 @@ async fn replay_recorded(
 fn carry_over(run: &mut Run, recorded: &Run) {
     run.id = recorded.id.clone();
     run.method = recorded.method;
+    // A trial's place and what its prompt showed; the reflection call was made before the trial.
+    run.format.clone_from(&recorded.format);
+    run.trial = recorded.trial;
+    run.epoch = recorded.epoch;
+    run.reflect = recorded.reflect;
+    run.reflections.clone_from(&recorded.reflections);
+    run.last_trial.clone_from(&recorded.last_trial);
+    run.reflection.clone_from(&recorded.reflection);
+    if recorded.reflection.is_some() {
+        run.usage.llm_calls += 1;
+    }
     run.gold = recorded.gold.clone();
     run.docstore = recorded.docstore.clone();
     let usage = &mut run.usage;
@@ -253,6 +275,7 @@ async fn replay_method(
     });
     if !trace.is_silent() {
         trace.header("Question:", &recorded.question);
+        trace_memory(trace, recorded);
     }
     let mut episode = match solver {
         Ok(solver) => {

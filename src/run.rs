@@ -7,7 +7,7 @@ use serde::{Deserialize, Serialize};
 use crate::docstore::DocstoreInfo;
 use crate::fsutil::{atomic_write, remove_stale_temporaries};
 use crate::llm::{Api, ReplyMessage, TokenUsage};
-use crate::method::Method;
+use crate::method::{Method, Reflect};
 use crate::metrics::AnswerScore;
 use crate::profile::Profile;
 
@@ -77,6 +77,21 @@ pub struct Run {
     /// The independent attempt this run was (`eval --epochs`), counted from 1.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub epoch: Option<u32>,
+    /// The strategy between trials (`--reflect`), when it was not `none`: the prompt was
+    /// Reflexion's, with what the failed trials left.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub reflect: Option<Reflect>,
+    /// The reflections this trial's prompt showed, oldest first.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub reflections: Vec<String>,
+    /// The failed trial this trial's prompt showed (`last-trial` strategies), as shown: its
+    /// scratchpad, long observations shortened.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub last_trial: Option<String>,
+    /// The model's reply to the reflection call made before this trial, as it came; the newest
+    /// of `reflections` was read from it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub reflection: Option<String>,
     #[serde(default)]
     pub answer: Option<String>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -339,6 +354,10 @@ impl Run {
             answered_by: None,
             trial: None,
             epoch: None,
+            reflect: None,
+            reflections: Vec::new(),
+            last_trial: None,
+            reflection: None,
             answer: None,
             stopped: None,
             error: None,

@@ -5,7 +5,10 @@ use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 
 use react_docstore::docstore::DocstoreKind;
-use react_docstore::eval::{self, Contexts, EvalConfig, EvalServices, Progress, Resume, Selection, Subset};
+use react_docstore::eval::{
+    self, Attempts, Contexts, EvalConfig, EvalServices, Progress, Resume, Selection, Subset,
+};
+use react_docstore::method::Reflect;
 use react_docstore::output;
 use react_docstore::report;
 use react_docstore::trace::LogOutput;
@@ -21,6 +24,8 @@ pub struct EvalArgs {
     run: AgentRunArgs,
     #[command(flatten)]
     selection: SelectionArgs,
+    #[command(flatten)]
+    attempts: AttemptArgs,
     /// Questions in flight at once.
     #[arg(long, default_value_t = 1, value_name = "N", value_parser = clap::value_parser!(u16).range(1..))]
     concurrency: u16,
@@ -50,8 +55,48 @@ struct SelectionArgs {
     limit: Option<usize>,
 }
 
+/// How many times each question is asked: Reflexion's trials or independent epochs.
+#[derive(clap::Args, Clone)]
+struct AttemptArgs {
+    /// Reflexion's protocol: up to K trials; each trial after the first asks only the questions
+    /// no trial has answered right yet (the gold decides: see docs/trials.md).
+    #[arg(long, value_name = "K", value_parser = clap::value_parser!(u32).range(1..), conflicts_with = "epochs")]
+    trials: Option<u32>,
+    /// What a failed trial leaves for the next: `none`, `last-trial`, `reflexion` or
+    /// `last-trial-and-reflexion` (Reflexion's four strategies) [default: none].
+    #[arg(long, value_name = "STRATEGY", requires = "trials")]
+    reflect: Option<Reflect>,
+    /// Ask every question K times, independently; the summary gives mean EM/F1 with their
+    /// standard errors, the majority EM and pass@k.
+    #[arg(long, value_name = "K", value_parser = clap::value_parser!(u32).range(1..))]
+    epochs: Option<u32>,
+}
+
+impl AttemptArgs {
+    fn attempts(&self) -> Attempts {
+        match (self.trials, self.epochs) {
+            (Some(trials), _) => Attempts::Trials {
+                trials,
+                reflect: self.reflect.unwrap_or_default(),
+            },
+            (None, Some(epochs)) => Attempts::Epochs(epochs),
+            (None, None) => Attempts::Once,
+        }
+    }
+}
+
 pub async fn run(args: EvalArgs, log: LogOutput) -> anyhow::Result<ExitCode> {
     args.run.check_profile()?;
+    if let Some(strategy) = args
+        .attempts
+        .reflect
+        .filter(|strategy| *strategy != Reflect::None)
+        && args.run.tools.any()
+    {
+        anyhow::bail!(
+            "`--reflect {strategy}` shows Reflexion's prompt, which offers Search, Lookup and Finish only: drop `--tools`/`--tool`, or use `--reflect none`"
+        );
+    }
     // Registered first: a job scheduler's SIGTERM during start-up is an interrupt too.
     let interrupt = stop_signals()?;
     let results = args
@@ -74,6 +119,7 @@ pub async fn run(args: EvalArgs, log: LogOutput) -> anyhow::Result<ExitCode> {
         method: args.run.agent.method_config(),
         max_steps: args.run.agent.max_steps,
         fewshot: args.run.agent.fewshot,
+        attempts: args.attempts.attempts(),
         concurrency: usize::from(args.concurrency),
         results,
         resume: if args.retry_errors {

@@ -257,6 +257,11 @@ pub struct ToolArgs {
 }
 
 impl ToolArgs {
+    /// Whether any extra tool is registered (`--tools`, `--tool`).
+    pub fn any(&self) -> bool {
+        !self.tools.is_empty() || !self.commands.is_empty()
+    }
+
     /// The `paper` profile is the ReAct repository's agent, which knows no extra tools.
     pub fn check_profile(&self, profile: Profile) -> anyhow::Result<()> {
         if profile == Profile::Paper && !(self.tools.is_empty() && self.commands.is_empty()) {
@@ -318,8 +323,7 @@ impl AgentRunArgs {
                 "`--api tools` calls the ReAct actions as functions: `--method {method}` needs `--api chat` or `--api completions`"
             );
         }
-        let has_tools = !self.tools.tools.is_empty() || !self.tools.commands.is_empty();
-        if has_tools && !method.acts() {
+        if self.tools.any() && !method.acts() {
             anyhow::bail!(
                 "`--method {method}` takes no actions, so no tools: drop `--tools`/`--tool`, or use a method that acts (`react`, `act`, a backoff)"
             );

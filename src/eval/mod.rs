@@ -4,6 +4,7 @@
 //! [`questions`] reads the files, [`selection`] picks the questions, [`results`] is the JSON Lines
 //! file that survives a crash, [`summary`] adds the outcomes up, [`score`] is the `score` command.
 
+pub mod attempts;
 pub mod failure;
 pub mod questions;
 pub mod results;
@@ -12,7 +13,7 @@ pub mod selection;
 pub mod summary;
 
 use std::cell::Cell;
-use std::collections::HashMap;
+use std::collections::{HashMap, HashSet};
 use std::fmt;
 use std::future::Future;
 use std::io::IsTerminal;
@@ -24,6 +25,7 @@ use futures::future::BoxFuture;
 use futures::{FutureExt, StreamExt};
 use indicatif::{ProgressBar, ProgressStyle};
 
+pub use attempts::{Attempts, AttemptsSummary};
 pub use failure::{FailureClass, FailureKind, FailureOrigin};
 pub use questions::{Contexts, Question, QuestionFile, QuestionFileError, Task};
 pub use results::{ResultsError, ResultsFile};
@@ -36,12 +38,12 @@ use crate::fewshot::{Bundled, Fewshot, FewshotError};
 use crate::llm::{
     Api, Completion, ConverseRequest, Llm, LlmError, LlmRequest, Reply, SampleRequest, Samples,
 };
-use crate::method::Method;
+use crate::method::{Method, Reflect};
 use crate::metrics::AnswerScore;
 use crate::profile::Profile;
 use crate::prompt::PromptOptions;
-use crate::run::Run;
-use crate::solver::{Examples, MethodConfig, Solver, SolverError};
+use crate::run::{Attempt, Run};
+use crate::solver::{Examples, MethodConfig, Solver, SolverError, Trial};
 use crate::tool::Toolbox;
 use crate::trace::LogOutput;
 
@@ -61,6 +63,8 @@ pub struct EvalConfig {
     /// Few-shot examples instead of the task's bundled ones (HotpotQA or FEVER): one file, or
     /// one per phase of a backoff method.
     pub fewshot: Vec<PathBuf>,
+    /// Once, Reflexion's trials, or independent epochs.
+    pub attempts: Attempts,
     /// Questions in flight at once.
     pub concurrency: usize,
     /// The JSON Lines file every finished run is appended to, and resumed from.
@@ -138,6 +142,36 @@ pub enum EvalError {
         recorded: Method,
         current: Method,
     },
+    #[error(
+        "results file `{}` holds {recorded}, this evaluation makes {current}: an evaluation never mixes them — pass another --out",
+        results.display()
+    )]
+    OtherAttempts {
+        results: PathBuf,
+        recorded: &'static str,
+        current: &'static str,
+    },
+    #[error(
+        "results file `{}` holds trials of `--reflect {recorded}`, this evaluation is `--reflect {current}`: pass another --out",
+        results.display()
+    )]
+    OtherReflect {
+        results: PathBuf,
+        recorded: crate::method::Reflect,
+        current: crate::method::Reflect,
+    },
+    #[error(
+        "`--reflect {strategy}` shows Reflexion's HotpotQA prompt, which asks a `Question`; `{}` is a FEVER file: run its trials with `--reflect none`",
+        questions.display()
+    )]
+    ReflectFever {
+        questions: PathBuf,
+        strategy: crate::method::Reflect,
+    },
+    #[error(
+        "`--reflect {strategy}` writes Reflexion's text prompt; `--api tools` sends no text prompt: use `--api chat` or `--api completions`, or `--reflect none`"
+    )]
+    ReflectTools { strategy: crate::method::Reflect },
     #[error("the selection holds no question")]
     NothingSelected,
     #[error(
@@ -349,6 +383,20 @@ pub async fn evaluate(
         &PromptOptions::default(),
         config.method.max_steps(config.max_steps, bundled),
     )?;
+    if let Attempts::Trials { reflect, .. } = config.attempts
+        && reflect != Reflect::None
+    {
+        solver.check_reflect(reflect)?;
+        if task == Task::Fever {
+            return Err(EvalError::ReflectFever {
+                questions: config.questions.clone(),
+                strategy: reflect,
+            });
+        }
+        if services.llm.api() == Some(Api::Tools) {
+            return Err(EvalError::ReflectTools { strategy: reflect });
+        }
+    }
     let (mut results, mut stored) = ResultsFile::open(&config.results)?;
     check_same_docstore(&stored.runs, &services.docstore.info(), &config.results)?;
     if let Some(run) = stored
@@ -362,10 +410,11 @@ pub async fn evaluate(
             current: config.method.method,
         });
     }
+    check_same_attempts(&stored.runs, config)?;
     check_same_questions(&stored.runs, &questions, config)?;
-    let progress = ProgressReporter::new(config, questions.len());
+    let notes = ProgressReporter::notes(config);
     if stored.torn_bytes > 0 {
-        progress.note(&format!(
+        notes.note(&format!(
             "{}: dropped a torn last line ({} bytes) left by an interrupted write",
             config.results.display(),
             stored.torn_bytes
@@ -374,114 +423,285 @@ pub async fn evaluate(
     if config.resume == Resume::RetryErrors {
         let n_dropped = results.drop_errors(&mut stored)?;
         if n_dropped > 0 {
-            progress.note(&format!(
+            notes.note(&format!(
                 "{}: dropped the runs that ended in an error ({n_dropped}); their questions run again",
                 config.results.display()
             ));
         }
     }
 
-    let mut stored_by_id: HashMap<String, Run> = stored
+    let mut stored_by_key: HashMap<(String, Attempt), Run> = stored
         .runs
         .into_iter()
-        .filter_map(|run| Some((run.id.clone()?, run)))
+        .filter_map(|run| Some(((run.id.clone()?, run.attempt()), run)))
         .collect();
-    let mut outcomes = Vec::with_capacity(questions.len());
-    let mut pending = Vec::new();
-    for question in &questions {
-        match stored_by_id.remove(&question.id) {
-            Some(run) => {
-                note_other_settings(&progress, &run, config, services.llm.as_ref());
-                outcomes.push(Outcome::new(&run, question));
+    let mut tally = Tally::default();
+    let llm = WatchedLlm::new(services.llm.as_ref(), config.concurrency);
+    let mut interrupt = std::pin::pin!(interrupt.fuse());
+    let mut interrupted = false;
+    let mut streak = ErrorStreak::default();
+    let mut stop = None;
+    let mut resumed_errors = 0;
+    for round in rounds(config.attempts) {
+        let mut pending = Vec::new();
+        let mut resumed_now = Vec::new();
+        for &attempt in &round {
+            for question in &questions {
+                if matches!(attempt, Attempt::Trial(_)) && tally.right.contains(&question.id) {
+                    continue;
+                }
+                match stored_by_key.remove(&(question.id.clone(), attempt)) {
+                    Some(run) => resumed_now.push((question, run)),
+                    None => pending.push(Job {
+                        question,
+                        attempt,
+                        previous: tally.latest.get(&question.id).cloned(),
+                    }),
+                }
             }
-            None => pending.push(question),
+        }
+        if resumed_now.is_empty() && pending.is_empty() {
+            // Every question is right before this trial.
+            break;
+        }
+        let progress = ProgressReporter::new(config, resumed_now.len() + pending.len());
+        if let (Attempts::Trials { trials, .. }, Some(Attempt::Trial(k))) = (config.attempts, round.first()) {
+            progress.note(&format!(
+                "trial {k} of {trials}: {} questions not yet right",
+                resumed_now.len() + pending.len()
+            ));
+        }
+        let round_start = tally.outcomes.len();
+        for (question, run) in resumed_now {
+            note_other_settings(&notes, &run, config, services.llm.as_ref());
+            resumed_errors += usize::from(run.stopped == Some(crate::run::Stopped::Error));
+            tally.record(run, question, Origin::Resumed);
+        }
+        progress.advance(&tally.outcomes[round_start..]);
+        progress.restart_eta();
+        let n_resumed = tally.outcomes.len() - round_start;
+
+        let mut runs = futures::stream::iter(pending)
+            .map(|job| run_question(&solver, &llm, job, config.attempts, services))
+            .buffer_unordered(config.concurrency.max(1));
+        let mut ticks = progress.ticks();
+        loop {
+            tokio::select! {
+                biased;
+                () = &mut interrupt => {
+                    interrupted = true;
+                    break;
+                }
+                () = llm.refused.notified() => {
+                    stop = llm.refusal().map(|error| StopReason::Refused { error });
+                    break;
+                }
+                _ = ticks.tick() => progress.line(&tally.outcomes[round_start..], n_resumed),
+                finished = runs.next() => {
+                    let Some((question, run, failure)) = finished else { break };
+                    if run.error.is_some() && llm.refusal().is_some() {
+                        // Met the refusal (or failed beside it): not recorded, it runs next time.
+                        stop = llm.refusal().map(|error| StopReason::Refused { error });
+                        break;
+                    }
+                    results.append(&run)?;
+                    if let Some(error) = &run.error {
+                        progress.note(&format!("question `{}`: {error}", question.id));
+                    }
+                    let error = run.error.clone();
+                    tally.record(run, question, Origin::RunNow);
+                    progress.advance(&tally.outcomes[round_start..]);
+                    if let Some(reason) = streak.push(failure.as_ref(), error.as_deref()) {
+                        stop = Some(reason);
+                        break;
+                    }
+                }
+            }
+        }
+        drop(runs);
+        progress.finish();
+        if interrupted || stop.is_some() {
+            break;
         }
     }
-    drop(stored_by_id);
-    let resumed = outcomes.len();
-    let resumed_errors = outcomes
-        .iter()
-        .filter(|outcome| outcome.stopped == crate::run::Stopped::Error)
-        .count();
     if resumed_errors > 0 {
-        progress.note(&format!(
+        notes.note(&format!(
             "{} holds runs that ended in an error ({resumed_errors}): they are kept, not run again; `--retry-errors` runs them again",
             config.results.display()
         ));
     }
-    progress.advance(&outcomes);
-    progress.restart_eta();
-
-    let llm = WatchedLlm::new(services.llm.as_ref(), config.concurrency);
-
-    let mut runs = futures::stream::iter(pending)
-        .map(|question| run_question(&solver, &llm, question, services))
-        .buffer_unordered(config.concurrency.max(1));
-    let mut interrupt = std::pin::pin!(interrupt.fuse());
-    let mut ticks = progress.ticks();
-    let mut interrupted = false;
-    let mut streak = ErrorStreak::default();
-    let mut stop = None;
-    loop {
-        tokio::select! {
-            biased;
-            () = &mut interrupt => {
-                interrupted = true;
-                break;
-            }
-            () = llm.refused.notified() => {
-                stop = llm.refusal().map(|error| StopReason::Refused { error });
-                break;
-            }
-            _ = ticks.tick() => progress.line(&outcomes, resumed),
-            finished = runs.next() => {
-                let Some((question, run, failure)) = finished else { break };
-                if run.error.is_some() && llm.refusal().is_some() {
-                    // Met the refusal (or failed beside it): not recorded, it runs next time.
-                    stop = llm.refusal().map(|error| StopReason::Refused { error });
-                    break;
-                }
-                results.append(&run)?;
-                if let Some(error) = &run.error {
-                    progress.note(&format!("question `{}`: {error}", question.id));
-                }
-                outcomes.push(Outcome::new(&run, question));
-                progress.advance(&outcomes);
-                if let Some(reason) = streak.push(failure.as_ref(), run.error.as_deref()) {
-                    stop = Some(reason);
-                    break;
-                }
-            }
-        }
-    }
-    drop(runs);
-    progress.finish();
     if let Some(reason) = stop {
         return Err(EvalError::Stopped {
             reason,
-            n_done: outcomes.len(),
+            n_done: tally.outcomes.len(),
             results: config.results.clone(),
         });
     }
     if interrupted {
-        progress.note(&format!(
-            "interrupted: {} of {} questions done; run the same command again to resume from {}",
-            outcomes.len(),
-            questions.len(),
+        let done = match config.attempts {
+            Attempts::Once => format!("{} of {} questions done", tally.outcomes.len(), questions.len()),
+            _ => format!(
+                "{} attempts done for {} questions",
+                tally.outcomes.len(),
+                questions.len()
+            ),
+        };
+        notes.note(&format!(
+            "interrupted: {done}; run the same command again to resume from {}",
             config.results.display()
         ));
     }
-    Ok(Summary::new(
-        &outcomes,
+    Ok(tally.summary(
+        &questions,
+        config.attempts,
         SummaryContext {
             task,
             selected: questions.len(),
-            resumed,
+            resumed: 0,
             interrupted,
             wall_time: started.elapsed(),
             results: config.results.clone(),
         },
     ))
+}
+
+/// The rounds of an evaluation, each the attempts it makes of every question it asks: one round
+/// of single attempts; one of every epoch; a round a trial, in order.
+fn rounds(attempts: Attempts) -> Vec<Vec<Attempt>> {
+    match attempts {
+        Attempts::Once => vec![vec![Attempt::Only]],
+        Attempts::Epochs(epochs) => vec![(1..=epochs).map(Attempt::Epoch).collect()],
+        Attempts::Trials { trials, .. } => (1..=trials).map(|k| vec![Attempt::Trial(k)]).collect(),
+    }
+}
+
+/// One attempt at a question to make: a trial after its failed `previous` one.
+struct Job<'q> {
+    question: &'q Question,
+    attempt: Attempt,
+    previous: Option<Run>,
+}
+
+/// Whether a finished run was found in the results file or made now.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Origin {
+    Resumed,
+    RunNow,
+}
+
+/// The finished attempts so far, and what the next trial needs of them.
+#[derive(Default)]
+struct Tally {
+    /// Every finished attempt, in the order finished (resumed ones first in each round).
+    outcomes: Vec<Outcome>,
+    origins: Vec<Origin>,
+    ids: Vec<String>,
+    scores: Vec<attempts::AttemptScore>,
+    /// Questions some attempt answered right.
+    right: HashSet<String>,
+    /// Each question's latest trial: what its next trial reflects on.
+    latest: HashMap<String, Run>,
+}
+
+impl Tally {
+    fn record(&mut self, run: Run, question: &Question, origin: Origin) {
+        let outcome = Outcome::new(&run, question);
+        if let Some(score) = &outcome.score {
+            self.scores.push(attempts::AttemptScore {
+                id: question.id.clone(),
+                attempt: run.attempt(),
+                em: score.em,
+                f1: score.f1,
+                answer: run.answer.clone(),
+            });
+            if score.em {
+                self.right.insert(question.id.clone());
+            }
+        }
+        self.outcomes.push(outcome);
+        self.origins.push(origin);
+        self.ids.push(question.id.clone());
+        if matches!(run.attempt(), Attempt::Trial(_)) {
+            self.latest.insert(question.id.clone(), run);
+        }
+    }
+
+    /// The summary: over every run, except trials, which count a question once — by its latest
+    /// trial (right if any was), its cost summed over its trials; epochs' headline is the mean
+    /// over questions of their mean over epochs.
+    fn summary(&self, questions: &[Question], attempts: Attempts, mut context: SummaryContext) -> Summary {
+        let outcomes: Vec<(Outcome, Origin)> = match attempts {
+            Attempts::Trials { .. } => {
+                let mut by_id: HashMap<&str, (Outcome, Origin)> = HashMap::new();
+                for ((outcome, origin), id) in self.outcomes.iter().zip(&self.origins).zip(&self.ids) {
+                    let mut latest = (outcome.clone(), *origin);
+                    if let Some((earlier, _)) = by_id.remove(id.as_str()) {
+                        latest.0.usage.add(&earlier.usage);
+                        latest.0.n_steps += earlier.n_steps;
+                    }
+                    by_id.insert(id, latest);
+                }
+                questions
+                    .iter()
+                    .filter_map(|question| by_id.remove(question.id.as_str()))
+                    .collect()
+            }
+            Attempts::Once | Attempts::Epochs(_) => self
+                .outcomes
+                .iter()
+                .cloned()
+                .zip(self.origins.iter().copied())
+                .collect(),
+        };
+        context.resumed = outcomes
+            .iter()
+            .filter(|(_, origin)| *origin == Origin::Resumed)
+            .count();
+        let outcomes: Vec<Outcome> = outcomes.into_iter().map(|(outcome, _)| outcome).collect();
+        let mut summary = Summary::new(&outcomes, context);
+        summary.attempts = AttemptsSummary::of(&self.scores);
+        if let Attempts::Epochs(_) = attempts {
+            let mut per_question: HashMap<&str, Vec<crate::metrics::AnswerScore>> = HashMap::new();
+            for (outcome, id) in self.outcomes.iter().zip(&self.ids) {
+                if let Some(score) = &outcome.score {
+                    per_question.entry(id.as_str()).or_default().push(*score);
+                }
+            }
+            let per_question: Vec<Vec<crate::metrics::AnswerScore>> = questions
+                .iter()
+                .filter_map(|question| per_question.remove(question.id.as_str()))
+                .collect();
+            summary.scores = summary::mean_scores(&per_question);
+            if summary.accuracy.is_some() {
+                summary.accuracy = Some(summary.scores.em);
+            }
+        }
+        summary
+    }
+}
+
+/// Refuses to resume from runs of other attempts (single runs, trials, epochs) or trials of
+/// another strategy: their counts would not add up.
+fn check_same_attempts(stored: &[Run], config: &EvalConfig) -> Result<(), EvalError> {
+    if let Some(run) = stored.iter().find(|run| !config.attempts.makes(run.attempt())) {
+        return Err(EvalError::OtherAttempts {
+            results: config.results.clone(),
+            recorded: attempts::describe(run.attempt()),
+            current: config.attempts.describe(),
+        });
+    }
+    if let Attempts::Trials { reflect, .. } = config.attempts
+        && let Some(run) = stored
+            .iter()
+            .find(|run| run.reflect.unwrap_or_default() != reflect)
+    {
+        return Err(EvalError::OtherReflect {
+            results: config.results.clone(),
+            recorded: run.reflect.unwrap_or_default(),
+            current: reflect,
+        });
+    }
+    Ok(())
 }
 
 /// Refuses to resume runs that another docstore (or another snapshot of one) answered.
@@ -563,14 +783,16 @@ fn abbreviated(text: &str) -> String {
     }
 }
 
-/// One question with its own docstore explorer and scratchpad; when it ends in an error, the
-/// class of that error, as the question's model and environment saw it typed.
+/// One attempt at a question with its own docstore explorer and scratchpad; when it ends in an
+/// error, the class of that error, as the question's model and environment saw it typed.
 async fn run_question<'q>(
     solver: &Solver,
     llm: &dyn Llm,
-    question: &'q Question,
+    job: Job<'q>,
+    attempts: Attempts,
     services: &EvalServices,
 ) -> (&'q Question, Run, Option<FailureClass>) {
+    let question = job.question;
     // The solver ends a run at its first error, from the model or the environment: both are
     // watched, so the class seen is that of the error the run records.
     let failure = OnceLock::new();
@@ -583,12 +805,35 @@ async fn run_question<'q>(
     let mut environment = Inspected::new(workbench, |error: &EnvironmentError| {
         let _ = failure.set(FailureClass::of_environment(error));
     });
-    let episode = solver
-        .solve(&llm, &question.question, &mut environment, &mut |_| {})
-        .await;
+    let episode = match (job.attempt, attempts) {
+        (Attempt::Trial(trial), Attempts::Trials { reflect, .. }) => {
+            solver
+                .solve_trial(
+                    &llm,
+                    &question.question,
+                    Trial {
+                        number: trial,
+                        strategy: reflect,
+                        previous: job.previous.as_ref(),
+                    },
+                    &mut environment,
+                    &mut |_| {},
+                )
+                .await
+        }
+        _ => {
+            solver
+                .solve(&llm, &question.question, &mut environment, &mut |_| {})
+                .await
+        }
+    };
     let mut run = episode.run;
     // Every results line names its method, `react` included.
     run.method = Some(solver.method());
+    if let Attempt::Epoch(epoch) = job.attempt {
+        run.epoch = Some(epoch);
+        run.format = crate::run::RUN_FORMAT_V2.to_owned();
+    }
     run.id = Some(question.id.clone());
     run.docstore = Some(services.docstore.info());
     run.gold = question.gold().map(str::to_owned);
@@ -694,6 +939,18 @@ impl ProgressReporter {
             },
             log: config.log.clone(),
             n_questions,
+            run_started: Cell::new(Instant::now()),
+            warned_settings: Cell::new(false),
+        }
+    }
+
+    /// A reporter of notes only, without a bar or progress lines.
+    fn notes(config: &EvalConfig) -> ProgressReporter {
+        ProgressReporter {
+            bar: None,
+            line_every: None,
+            log: config.log.clone(),
+            n_questions: 0,
             run_started: Cell::new(Instant::now()),
             warned_settings: Cell::new(false),
         }

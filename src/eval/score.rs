@@ -8,11 +8,13 @@ use std::path::{Path, PathBuf};
 use serde::Serialize;
 use serde_json::Value;
 
+use super::attempts::{AttemptScore, AttemptsSummary};
 use super::questions::{QuestionFile, QuestionFileError, Task};
 use super::results::{ResultsError, ResultsFile};
-use super::summary::Scores;
+use super::summary::{Scores, mean_scores};
 use crate::json::type_name;
 use crate::metrics::AnswerScore;
+use crate::run::Attempt;
 
 /// The answer metric over a gold file (`--json`: `{"n", "em", "f1", "prec", "recall", "missing"}`,
 /// and `accuracy` for FEVER).
@@ -31,6 +33,9 @@ pub struct ScoreReport {
     /// The first few of them.
     #[serde(skip)]
     pub missing_examples: Vec<String>,
+    /// Trials' rows, or epochs' reductions, when the results asked questions more than once.
+    #[serde(flatten)]
+    pub attempts: AttemptsSummary,
 }
 
 #[derive(Debug, thiserror::Error)]
@@ -59,8 +64,17 @@ pub enum ScoreError {
     NoGold { path: PathBuf, id: String },
 }
 
-/// Reads predictions: the official `{"answer": {id: text}, ...}` object, or `eval` results JSON Lines.
-pub fn read_predictions(path: &Path) -> Result<HashMap<String, String>, ScoreError> {
+/// One prediction: a question's answer in one attempt.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Prediction {
+    pub id: String,
+    pub attempt: Attempt,
+    pub answer: String,
+}
+
+/// Reads predictions: the official `{"answer": {id: text}, ...}` object, or `eval` results JSON
+/// Lines (every attempt of a question a line of its own).
+pub fn read_predictions(path: &Path) -> Result<Vec<Prediction>, ScoreError> {
     let text = std::fs::read_to_string(path).map_err(|source| ScoreError::Read {
         path: path.to_owned(),
         source,
@@ -71,7 +85,11 @@ pub fn read_predictions(path: &Path) -> Result<HashMap<String, String>, ScoreErr
         return answers
             .into_iter()
             .map(|(id, answer)| match answer {
-                Value::String(text) => Ok((id, text)),
+                Value::String(answer) => Ok(Prediction {
+                    id,
+                    attempt: Attempt::Only,
+                    answer,
+                }),
                 other => Err(ScoreError::AnswerType {
                     path: path.to_owned(),
                     id,
@@ -87,15 +105,35 @@ pub fn read_predictions(path: &Path) -> Result<HashMap<String, String>, ScoreErr
     Ok(stored
         .runs
         .into_iter()
-        .filter_map(|run| Some((run.id?, run.answer.unwrap_or_default())))
+        .filter_map(|run| {
+            let attempt = run.attempt();
+            Some(Prediction {
+                id: run.id?,
+                attempt,
+                answer: run.answer.unwrap_or_default(),
+            })
+        })
         .collect())
 }
 
-/// Scores `predictions` against every question of `gold`.
+/// Scores `predictions` against every question of `gold`. A question asked more than once counts
+/// once in the headline: trials by their final state (right in any trial, else the last), epochs
+/// by the mean over epochs; the attempts' own figures come beside it.
 pub fn score(predictions: &Path, gold: &Path) -> Result<ScoreReport, ScoreError> {
-    let answers = read_predictions(predictions)?;
+    let predictions = read_predictions(predictions)?;
     let gold_file = QuestionFile::read(gold)?;
-    let mut scores = Vec::with_capacity(gold_file.questions.len());
+    let mut by_id: HashMap<&str, Vec<&Prediction>> = HashMap::new();
+    for prediction in &predictions {
+        by_id.entry(prediction.id.as_str()).or_default().push(prediction);
+    }
+    let zero = AnswerScore {
+        em: false,
+        f1: 0.0,
+        precision: 0.0,
+        recall: 0.0,
+    };
+    let mut per_question: Vec<Vec<AnswerScore>> = Vec::with_capacity(gold_file.questions.len());
+    let mut attempt_scores = Vec::new();
     let mut missing_examples = Vec::new();
     let mut missing = 0;
     for question in &gold_file.questions {
@@ -105,30 +143,56 @@ pub fn score(predictions: &Path, gold: &Path) -> Result<ScoreReport, ScoreError>
                 id: question.id.clone(),
             });
         };
-        match answers.get(&question.id) {
-            Some(answer) => scores.push(AnswerScore::new(answer, gold_answer)),
-            None => {
-                missing += 1;
-                if missing_examples.len() < 5 {
-                    missing_examples.push(question.id.clone());
-                }
-                scores.push(AnswerScore {
-                    em: false,
-                    f1: 0.0,
-                    precision: 0.0,
-                    recall: 0.0,
-                });
+        let Some(attempts) = by_id.get(question.id.as_str()) else {
+            missing += 1;
+            if missing_examples.len() < 5 {
+                missing_examples.push(question.id.clone());
             }
+            per_question.push(vec![zero]);
+            continue;
+        };
+        let scored: Vec<(&Prediction, AnswerScore)> = attempts
+            .iter()
+            .map(|prediction| (*prediction, AnswerScore::new(&prediction.answer, gold_answer)))
+            .collect();
+        for (prediction, score) in &scored {
+            attempt_scores.push(AttemptScore {
+                id: prediction.id.clone(),
+                attempt: prediction.attempt,
+                em: score.em,
+                f1: score.f1,
+                answer: Some(prediction.answer.clone()),
+            });
         }
+        per_question.push(headline_scores(&scored));
     }
-    let mean = Scores::of(scores.iter());
+    let mean = mean_scores(&per_question);
     Ok(ScoreReport {
         task: gold_file.task,
         scores: mean,
         accuracy: (gold_file.task == Task::Fever).then_some(mean.em),
         missing,
         missing_examples,
+        attempts: AttemptsSummary::of(&attempt_scores),
     })
+}
+
+/// What a question's attempts count for in the headline: every epoch (their mean); for trials
+/// the one right, else the last; for single runs the last line (a later line overrides).
+fn headline_scores(scored: &[(&Prediction, AnswerScore)]) -> Vec<AnswerScore> {
+    let attempt = |(prediction, _): &&(&Prediction, AnswerScore)| prediction.attempt;
+    if scored
+        .iter()
+        .any(|scored| matches!(attempt(&scored), Attempt::Epoch(_)))
+    {
+        return scored.iter().map(|(_, score)| *score).collect();
+    }
+    let right = scored
+        .iter()
+        .find(|scored| matches!(attempt(scored), Attempt::Trial(_)) && scored.1.em);
+    // The last of the greatest: a later line of a single run overrides an earlier one.
+    let last = scored.iter().max_by_key(attempt);
+    right.or(last).map(|(_, score)| *score).into_iter().collect()
 }
 
 impl ScoreReport {
@@ -147,6 +211,6 @@ impl ScoreReport {
                 self.missing
             )?;
         }
-        Ok(())
+        self.attempts.write_text(out)
     }
 }

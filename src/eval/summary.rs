@@ -127,6 +127,31 @@ impl Scores {
     }
 }
 
+/// Each question's mean scores over its attempts, then the mean over questions (`n` questions).
+pub fn mean_scores(per_question: &[Vec<AnswerScore>]) -> Scores {
+    let mut sums = Scores::default();
+    for attempts in per_question.iter().filter(|attempts| !attempts.is_empty()) {
+        let n = attempts.len() as f64;
+        sums.n += 1;
+        sums.em += attempts
+            .iter()
+            .map(|score| f64::from(u8::from(score.em)))
+            .sum::<f64>()
+            / n;
+        sums.f1 += attempts.iter().map(|score| score.f1).sum::<f64>() / n;
+        sums.prec += attempts.iter().map(|score| score.precision).sum::<f64>() / n;
+        sums.recall += attempts.iter().map(|score| score.recall).sum::<f64>() / n;
+    }
+    if sums.n > 0 {
+        let n = sums.n as f64;
+        sums.em /= n;
+        sums.f1 /= n;
+        sums.prec /= n;
+        sums.recall /= n;
+    }
+    sums
+}
+
 /// The mean cost of one finished question.
 #[derive(Debug, Clone, Copy, PartialEq, Default, Serialize)]
 pub struct PerQuestion {
@@ -173,6 +198,9 @@ pub struct Summary {
     /// Questions run by this invocation per minute of wall time.
     pub questions_per_minute: f64,
     pub results: PathBuf,
+    /// Trials' rows, or epochs' reductions, when questions were asked more than once.
+    #[serde(flatten)]
+    pub attempts: super::attempts::AttemptsSummary,
 }
 
 fn is_react_or_mixed(method: &Option<Method>) -> bool {
@@ -283,6 +311,7 @@ impl Summary {
                 0.0
             },
             results: context.results,
+            attempts: super::attempts::AttemptsSummary::default(),
         }
     }
 
@@ -302,6 +331,7 @@ impl Summary {
             writeln!(out, "method         {method}")?;
         }
         self.scores.write_headline(self.task, out)?;
+        self.attempts.write_text(out)?;
         if let Some(share) = self.method_summary.vote_share {
             writeln!(
                 out,

@@ -41,6 +41,8 @@ pub enum CallPurpose {
     Reminder,
     /// A CoT or Standard completion, one or several ([`Llm::sample`]).
     Sample,
+    /// Reflexion: a reflection on a failed trial, before the question's next trial.
+    Reflect,
 }
 
 /// A request for `n` completions of one prompt (CoT-SC's samples; `n` = 1 for CoT and Standard).

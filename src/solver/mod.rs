@@ -6,6 +6,7 @@
 //! and examples) is byte-identical across questions and a server's prefix cache reuses it.
 
 pub mod answer;
+pub mod reflexion;
 pub mod vote;
 
 use futures::future::join_all;
@@ -15,7 +16,7 @@ use crate::agent::{Agent, Episode, StepEvent};
 use crate::environment::Environment;
 use crate::fewshot::{Bundled, Fewshot, FewshotError, Format};
 use crate::llm::{Llm, LlmError, SampleRequest, Samples};
-use crate::method::Method;
+use crate::method::{Method, Reflect};
 use crate::profile::Profile;
 use crate::prompt::{Prompt, PromptOptions};
 use crate::run::{Backoff, BackoffReason, RUN_FORMAT_V2, Run, Sample, Stopped};
@@ -32,6 +33,17 @@ pub const DEFAULT_SAMPLE_TEMPERATURE: f64 = 0.7;
 /// The ReAct paper's step budget for FEVER when backing off ("7 and 5 steps for HotpotQA and
 /// FEVER respectively").
 pub const FEVER_BACKOFF_MAX_STEPS: usize = 5;
+
+/// One trial of a question under Reflexion's protocol.
+#[derive(Debug, Clone, Copy)]
+pub struct Trial<'a> {
+    /// Counted from 1.
+    pub number: u32,
+    /// What a failed trial leaves for the next.
+    pub strategy: Reflect,
+    /// The question's previous trial, which failed; none before the first.
+    pub previous: Option<&'a Run>,
+}
 
 /// Which method, and how CoT-SC samples.
 #[derive(Debug, Clone, Copy, PartialEq)]
@@ -87,6 +99,10 @@ pub enum SolverError {
     },
     #[error("`--samples` must be at least 1")]
     NoSamples,
+    #[error(
+        "`--reflect {strategy}` needs `--method react`: Reflexion's prompts are ReAct's (`--method {method}` runs trials with `--reflect none`)"
+    )]
+    ReflectMethod { method: Method, strategy: Reflect },
 }
 
 /// One method, set up for every question of a run or an evaluation: its phases' prompts, the
@@ -98,6 +114,8 @@ pub struct Solver {
     profile: Profile,
     /// The ReAct or Act prompt (methods that act).
     loop_prompt: Option<Prompt>,
+    /// Its examples, for Reflexion's trial prompts, which show them in a frame of their own.
+    loop_fewshot: Option<Fewshot>,
     /// The CoT or Standard prompt (methods that sample).
     answer_prompt: Option<Prompt>,
     grammar: ActionGrammar,
@@ -127,7 +145,8 @@ impl Solver {
         Ok(Solver {
             method,
             profile,
-            loop_prompt: loop_fewshot.map(prompt),
+            loop_prompt: loop_fewshot.clone().map(prompt),
+            loop_fewshot,
             answer_prompt: answer_fewshot.map(prompt),
             grammar: ActionGrammar::new(profile, toolbox.names()),
             max_steps,
@@ -231,6 +250,112 @@ impl Solver {
             run.tools = self.grammar.tool_names().to_vec();
         }
         episode
+    }
+
+    /// Trial `trial` of a question under Reflexion's protocol (`eval --trials`), after its failed
+    /// trial `previous` (none before the first). Under a strategy other than `none`, the failed
+    /// trial is reflected on first when the strategy asks (the reflection call is recorded in
+    /// this trial's run), and the ReAct prompt is Reflexion's, showing what the failed trials
+    /// left ([`reflexion::Memory`]). The run records the trial, the strategy and what its
+    /// prompt showed, so a replay rebuilds that prompt without a model.
+    pub async fn solve_trial(
+        &self,
+        llm: &dyn Llm,
+        question: &str,
+        trial: Trial<'_>,
+        environment: &mut dyn Environment,
+        on_event: &mut (dyn FnMut(StepEvent<'_>) + Send),
+    ) -> Episode {
+        let Trial {
+            number,
+            strategy,
+            previous,
+        } = trial;
+        let mut episode = match strategy {
+            Reflect::None => self.solve(llm, question, environment, on_event).await,
+            _ => {
+                self.reflect_then_act(llm, question, strategy, previous, environment, on_event)
+                    .await
+            }
+        };
+        let run = &mut episode.run;
+        run.format = RUN_FORMAT_V2.to_owned();
+        run.method = Some(self.method);
+        run.trial = Some(number);
+        episode
+    }
+
+    /// A ReAct trial in Reflexion's prompt, after the reflection its strategy asks for.
+    async fn reflect_then_act(
+        &self,
+        llm: &dyn Llm,
+        question: &str,
+        strategy: Reflect,
+        previous: Option<&Run>,
+        environment: &mut dyn Environment,
+        on_event: &mut (dyn FnMut(StepEvent<'_>) + Send),
+    ) -> Episode {
+        // Only `react` reflects (`Solver::check_reflect` refuses the others before any call).
+        let fewshot = self.loop_fewshot.as_ref();
+        // invariant: every method that acts has loop examples (`phase_formats`), and only react reflects
+        let fewshot = fewshot.expect("a method that reflects has loop examples");
+        let mut reply = None;
+        let mut usage = crate::run::Usage::default();
+        if let Some(previous) =
+            previous.filter(|previous| strategy.asks_reflection() && previous.stopped != Some(Stopped::Error))
+        {
+            match reflexion::ask_reflection(llm, previous).await {
+                Ok((text, tokens)) => {
+                    usage.count_call(tokens);
+                    reply = Some(text);
+                }
+                Err(error) => {
+                    let prompt = reflexion::trial_prompt(fewshot, "");
+                    let mut run = Run::new(question, self.profile);
+                    run.model = Some(llm.model().to_owned());
+                    run.api = llm.api();
+                    run.fewshot = Some(prompt.fewshot().to_owned());
+                    run.max_steps = Some(self.max_steps);
+                    run.reflect = Some(strategy);
+                    run.stopped = Some(Stopped::Error);
+                    run.error = Some(format!(
+                        "the reflection call failed: {}",
+                        crate::agent::error_chain(&error)
+                    ));
+                    let scratchpad = prompt.scratchpad(question);
+                    return Episode::new(run, scratchpad, prompt.text().len());
+                }
+            }
+        }
+        let reflection = reply
+            .as_deref()
+            .map(|reply| reflexion::read_reflection(reply, self.profile));
+        let memory = previous.map_or_else(reflexion::Memory::default, |previous| {
+            reflexion::next_memory(previous, strategy, reflection)
+        });
+        let prompt = reflexion::trial_prompt(fewshot, &memory.block(question, strategy));
+        let mut episode = Agent::new(llm, &prompt, &self.grammar, self.max_steps)
+            .run(question, environment, on_event)
+            .await;
+        let run = &mut episode.run;
+        run.usage.add(&usage);
+        run.reflect = Some(strategy);
+        run.reflections = memory.reflections;
+        run.last_trial = memory.last_trial;
+        run.reflection = reply;
+        episode
+    }
+
+    /// Whether `strategy` can run with this method: Reflexion's prompts are ReAct's (HotpotQA's
+    /// examples, or the user's ReAct file); `none` goes with every method.
+    pub fn check_reflect(&self, strategy: Reflect) -> Result<(), SolverError> {
+        if strategy == Reflect::None || self.method == Method::React {
+            return Ok(());
+        }
+        Err(SolverError::ReflectMethod {
+            method: self.method,
+            strategy,
+        })
     }
 
     /// The ReAct or Act loop.

@@ -85,6 +85,7 @@ mod replay_live;
 mod report;
 mod serve;
 mod tools;
+mod trials;
 
 /// `text` as a regex matching itself, for insta filters of server URLs and temp paths.
 pub fn regex_escape(text: &str) -> String {

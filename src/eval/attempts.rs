@@ -1,0 +1,444 @@
+//! `Attempts`: how many times an evaluation asks each question — once, in Reflexion's trials
+//! (trial k+1 asks only what is not yet right), or in independent epochs — and what repeated
+//! attempts add up to: right so far by trial; mean EM/F1 with their standard error, the
+//! strict-majority EM and the unbiased pass@k over epochs.
+
+use std::collections::{BTreeMap, HashMap};
+
+use serde::Serialize;
+use serde::ser::SerializeMap;
+
+use crate::method::Reflect;
+use crate::metrics::normalize_answer;
+use crate::run::Attempt;
+
+/// How many times each question is asked.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum Attempts {
+    /// Once (no `--trials`, no `--epochs`).
+    #[default]
+    Once,
+    /// Reflexion's protocol (`--trials K --reflect S`): trial 1 asks every question, trial k+1
+    /// only those no trial has answered right yet, up to `trials`.
+    Trials { trials: u32, reflect: Reflect },
+    /// Every question `epochs` times, independently (`--epochs K`).
+    Epochs(u32),
+}
+
+impl Attempts {
+    /// Whether `attempt` is one this evaluation makes (the kind, not the number).
+    pub fn makes(self, attempt: Attempt) -> bool {
+        matches!(
+            (self, attempt),
+            (Attempts::Once, Attempt::Only)
+                | (Attempts::Trials { .. }, Attempt::Trial(_))
+                | (Attempts::Epochs(_), Attempt::Epoch(_))
+        )
+    }
+
+    /// The attempts' kind in words, for messages.
+    pub fn describe(self) -> &'static str {
+        match self {
+            Attempts::Once => "one attempt a question",
+            Attempts::Trials { .. } => "trials (`--trials`)",
+            Attempts::Epochs(_) => "epochs (`--epochs`)",
+        }
+    }
+}
+
+/// The kind of attempts `attempt` belongs to, in words, for messages.
+pub fn describe(attempt: Attempt) -> &'static str {
+    match attempt {
+        Attempt::Only => Attempts::Once.describe(),
+        Attempt::Trial(_) => "trials (`--trials`)",
+        Attempt::Epoch(_) => "epochs (`--epochs`)",
+    }
+}
+
+/// One attempt at a question, scored.
+#[derive(Debug, Clone, PartialEq)]
+pub struct AttemptScore {
+    pub id: String,
+    pub attempt: Attempt,
+    pub em: bool,
+    pub f1: f64,
+    /// The answer given, if any.
+    pub answer: Option<String>,
+}
+
+/// One trial's row: the questions it asked, how many it answered right, and how many are right
+/// after it (Reflexion's "correct after trial k": right in this trial or an earlier one).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+pub struct TrialRow {
+    pub trial: u32,
+    pub ran: usize,
+    pub right: usize,
+    pub right_so_far: usize,
+}
+
+/// What independent epochs add up to.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct EpochStats {
+    /// The most epochs a question had.
+    pub epochs: u32,
+    /// The mean over questions of each question's mean EM over its epochs.
+    pub mean_em: f64,
+    /// Its standard error over questions (`null` under two questions).
+    pub mean_em_stderr: Option<f64>,
+    pub mean_f1: f64,
+    pub mean_f1_stderr: Option<f64>,
+    /// The EM of each question's strict-majority answer (more than half its epochs gave it,
+    /// once normalised); no strict majority is no answer, scored zero.
+    pub majority_em: f64,
+    /// Unbiased pass@k (Chen et al. 2021) for k = 1, 2, 4, 8, … up to the epochs, and the epochs.
+    pub pass_at: PassAt,
+}
+
+/// pass@k by k, in the order of k; serialised as an object with string keys.
+#[derive(Debug, Clone, PartialEq, Default)]
+pub struct PassAt(pub Vec<(u32, f64)>);
+
+impl Serialize for PassAt {
+    fn serialize<S: serde::Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        let mut map = serializer.serialize_map(Some(self.0.len()))?;
+        for (k, value) in &self.0 {
+            map.serialize_entry(&k.to_string(), value)?;
+        }
+        map.end()
+    }
+}
+
+/// What the attempts of an evaluation add up to, beside its headline (`--json`: `trials`, or
+/// `mean_em`, `majority_em`, `pass_at` and their kin).
+#[derive(Debug, Clone, PartialEq, Default, Serialize)]
+pub struct AttemptsSummary {
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub trials: Vec<TrialRow>,
+    #[serde(flatten, skip_serializing_if = "Option::is_none")]
+    pub epochs: Option<EpochStats>,
+}
+
+impl AttemptsSummary {
+    /// Sums up `scores` (every attempt of every question, any order): the trial rows when they
+    /// are trials, the epoch statistics when they are epochs; nothing for single attempts.
+    pub fn of(scores: &[AttemptScore]) -> AttemptsSummary {
+        let trials: Vec<&AttemptScore> = scores
+            .iter()
+            .filter(|score| matches!(score.attempt, Attempt::Trial(_)))
+            .collect();
+        let epochs: Vec<&AttemptScore> = scores
+            .iter()
+            .filter(|score| matches!(score.attempt, Attempt::Epoch(_)))
+            .collect();
+        AttemptsSummary {
+            trials: trial_rows(&trials),
+            epochs: (!epochs.is_empty()).then(|| epoch_stats(&epochs)),
+        }
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.trials.is_empty() && self.epochs.is_none()
+    }
+
+    /// The summary's lines for people.
+    pub fn write_text(&self, out: &mut dyn std::io::Write) -> std::io::Result<()> {
+        if !self.trials.is_empty() {
+            writeln!(out, "trials         trial    ran  right  right so far")?;
+            for row in &self.trials {
+                writeln!(
+                    out,
+                    "               {:>5}  {:>5}  {:>5}  {:>12}",
+                    row.trial, row.ran, row.right, row.right_so_far
+                )?;
+            }
+        }
+        if let Some(epochs) = &self.epochs {
+            let stderr = |value: Option<f64>| value.map_or_else(String::new, |se| format!(" ± {se:.4}"));
+            writeln!(
+                out,
+                "epochs         {}: mean EM {:.4}{}  mean F1 {:.4}{}  majority EM {:.4}",
+                epochs.epochs,
+                epochs.mean_em,
+                stderr(epochs.mean_em_stderr),
+                epochs.mean_f1,
+                stderr(epochs.mean_f1_stderr),
+                epochs.majority_em
+            )?;
+            let pass: Vec<String> = epochs
+                .pass_at
+                .0
+                .iter()
+                .map(|(k, value)| format!("pass@{k} {value:.4}"))
+                .collect();
+            writeln!(out, "               {}", pass.join("  "))?;
+        }
+        Ok(())
+    }
+}
+
+/// The rows of trials 1 to the last one any question reached.
+fn trial_rows(scores: &[&AttemptScore]) -> Vec<TrialRow> {
+    let last = scores
+        .iter()
+        .filter_map(|score| match score.attempt {
+            Attempt::Trial(k) => Some(k),
+            _ => None,
+        })
+        .max()
+        .unwrap_or(0);
+    // The first trial each question was right in.
+    let mut right_in: HashMap<&str, u32> = HashMap::new();
+    for score in scores {
+        if let (Attempt::Trial(k), true) = (score.attempt, score.em) {
+            let first = right_in.entry(score.id.as_str()).or_insert(k);
+            *first = (*first).min(k);
+        }
+    }
+    (1..=last)
+        .map(|trial| {
+            let this: Vec<&&AttemptScore> = scores
+                .iter()
+                .filter(|score| score.attempt == Attempt::Trial(trial))
+                .collect();
+            TrialRow {
+                trial,
+                ran: this.len(),
+                right: this.iter().filter(|score| score.em).count(),
+                right_so_far: right_in.values().filter(|&&first| first <= trial).count(),
+            }
+        })
+        .collect()
+}
+
+/// Each question's epochs, in the order first met.
+fn by_question<'a>(scores: &[&'a AttemptScore]) -> Vec<Vec<&'a AttemptScore>> {
+    let mut order: Vec<&str> = Vec::new();
+    let mut groups: HashMap<&str, Vec<&AttemptScore>> = HashMap::new();
+    for score in scores {
+        let group = groups.entry(score.id.as_str()).or_insert_with(|| {
+            order.push(score.id.as_str());
+            Vec::new()
+        });
+        group.push(score);
+    }
+    order.into_iter().filter_map(|id| groups.remove(id)).collect()
+}
+
+fn epoch_stats(scores: &[&AttemptScore]) -> EpochStats {
+    let questions = by_question(scores);
+    let em_means: Vec<f64> = questions
+        .iter()
+        .map(|attempts| mean(attempts.iter().map(|score| f64::from(u8::from(score.em)))))
+        .collect();
+    let f1_means: Vec<f64> = questions
+        .iter()
+        .map(|attempts| mean(attempts.iter().map(|score| score.f1)))
+        .collect();
+    let most = questions.iter().map(Vec::len).max().unwrap_or(0);
+    let pass_at = pass_ks(most)
+        .into_iter()
+        .map(|k| {
+            let values = questions
+                .iter()
+                .filter(|attempts| attempts.len() >= k)
+                .map(|attempts| {
+                    pass_at_k(
+                        attempts.len(),
+                        attempts.iter().filter(|score| score.em).count(),
+                        k,
+                    )
+                });
+            (k as u32, mean(values))
+        })
+        .collect();
+    EpochStats {
+        epochs: most as u32,
+        mean_em: mean(em_means.iter().copied()),
+        mean_em_stderr: standard_error(&em_means),
+        mean_f1: mean(f1_means.iter().copied()),
+        mean_f1_stderr: standard_error(&f1_means),
+        majority_em: mean(questions.iter().map(|attempts| {
+            let answers: Vec<(Option<&str>, bool)> = attempts
+                .iter()
+                .map(|score| (score.answer.as_deref(), score.em))
+                .collect();
+            f64::from(u8::from(strict_majority(&answers).is_some_and(|(_, em)| em)))
+        })),
+        pass_at: PassAt(pass_at),
+    }
+}
+
+/// The mean, 0 for nothing.
+fn mean(values: impl Iterator<Item = f64>) -> f64 {
+    let (sum, n) = values.fold((0.0, 0usize), |(sum, n), value| (sum + value, n + 1));
+    if n == 0 { 0.0 } else { sum / n as f64 }
+}
+
+/// The standard error of the mean of `values` (sample standard deviation over √n).
+fn standard_error(values: &[f64]) -> Option<f64> {
+    let n = values.len();
+    if n < 2 {
+        return None;
+    }
+    let mean = mean(values.iter().copied());
+    let variance = values.iter().map(|value| (value - mean).powi(2)).sum::<f64>() / (n - 1) as f64;
+    Some((variance / n as f64).sqrt())
+}
+
+/// The k that pass@k is given for, with `n` attempts: 1, 2, 4, 8, … up to `n`, and `n`.
+pub fn pass_ks(n: usize) -> Vec<usize> {
+    let mut ks: Vec<usize> = std::iter::successors(Some(1usize), |k| k.checked_mul(2))
+        .take_while(|&k| k <= n)
+        .collect();
+    if n > 0 && ks.last() != Some(&n) {
+        ks.push(n);
+    }
+    ks
+}
+
+/// Unbiased pass@k of a question with `n` attempts, `c` of them right: `1 - C(n-c, k) / C(n, k)`,
+/// as the product `1 - Π_{i=n-c+1..n} (1 - k/i)` (Chen et al. 2021), which never overflows.
+pub fn pass_at_k(n: usize, c: usize, k: usize) -> f64 {
+    if n - c < k {
+        return 1.0;
+    }
+    1.0 - ((n - c + 1)..=n)
+        .map(|i| 1.0 - k as f64 / i as f64)
+        .product::<f64>()
+}
+
+/// The strict majority of `answers` (each with its EM): the normalised answer more than half of
+/// them gave (attempts without an answer count in the half but do not vote), with its EM, and
+/// the index of its first giver.
+pub fn strict_majority(answers: &[(Option<&str>, bool)]) -> Option<(usize, bool)> {
+    let mut counts: BTreeMap<String, (usize, usize, bool)> = BTreeMap::new();
+    for (idx, (answer, em)) in answers.iter().enumerate() {
+        let Some(answer) = answer.filter(|answer| !answer.trim().is_empty()) else {
+            continue;
+        };
+        let entry = counts.entry(normalize_answer(answer)).or_insert((0, idx, *em));
+        entry.0 += 1;
+    }
+    counts
+        .into_values()
+        .find(|(count, _, _)| count * 2 > answers.len())
+        .map(|(_, first, em)| (first, em))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn score(id: &str, attempt: Attempt, em: bool, answer: &str) -> AttemptScore {
+        AttemptScore {
+            id: id.into(),
+            attempt,
+            em,
+            f1: if em { 1.0 } else { 0.0 },
+            answer: (!answer.is_empty()).then(|| answer.to_owned()),
+        }
+    }
+
+    #[test]
+    fn pass_at_k_is_chens_estimator() {
+        // n = 5, c = 2: pass@1 = 2/5; pass@2 = 1 - C(3,2)/C(5,2) = 1 - 3/10; pass@4 = 1 (3 < 4).
+        assert!((pass_at_k(5, 2, 1) - 0.4).abs() < 1e-12);
+        assert!((pass_at_k(5, 2, 2) - 0.7).abs() < 1e-12);
+        assert_eq!(pass_at_k(5, 2, 4), 1.0);
+        assert_eq!(pass_at_k(5, 0, 5), 0.0);
+        assert_eq!(pass_ks(5), vec![1, 2, 4, 5]);
+        assert_eq!(pass_ks(8), vec![1, 2, 4, 8]);
+        assert_eq!(pass_ks(1), vec![1]);
+    }
+
+    #[test]
+    fn a_majority_must_be_strict() {
+        assert_eq!(
+            strict_majority(&[
+                (Some("Paris"), true),
+                (Some("the paris"), true),
+                (Some("Rome"), false)
+            ]),
+            Some((0, true))
+        );
+        // Two of four is no strict majority; answerless attempts count but do not vote.
+        assert_eq!(
+            strict_majority(&[
+                (Some("a"), true),
+                (Some("a"), true),
+                (Some("b"), false),
+                (None, false)
+            ]),
+            None
+        );
+        assert_eq!(
+            strict_majority(&[(None, false), (None, false), (Some("b"), false)]),
+            None
+        );
+    }
+
+    #[test]
+    fn trials_count_right_so_far() {
+        let scores = vec![
+            score("q1", Attempt::Trial(1), true, "x"),
+            score("q2", Attempt::Trial(1), false, "y"),
+            score("q3", Attempt::Trial(1), false, "z"),
+            score("q2", Attempt::Trial(2), true, "y2"),
+            score("q3", Attempt::Trial(2), false, "z2"),
+            score("q3", Attempt::Trial(3), false, "z3"),
+        ];
+        let summary = AttemptsSummary::of(&scores);
+        assert_eq!(
+            summary.trials,
+            vec![
+                TrialRow {
+                    trial: 1,
+                    ran: 3,
+                    right: 1,
+                    right_so_far: 1
+                },
+                TrialRow {
+                    trial: 2,
+                    ran: 2,
+                    right: 1,
+                    right_so_far: 2
+                },
+                TrialRow {
+                    trial: 3,
+                    ran: 1,
+                    right: 0,
+                    right_so_far: 2
+                },
+            ]
+        );
+        assert!(summary.epochs.is_none());
+    }
+
+    #[test]
+    fn epochs_reduce_by_hand() {
+        // q1: right, right, wrong (majority right); q2: wrong, right, wrong (majority "b", wrong).
+        let scores = vec![
+            score("q1", Attempt::Epoch(1), true, "a"),
+            score("q1", Attempt::Epoch(2), true, "A"),
+            score("q1", Attempt::Epoch(3), false, "c"),
+            score("q2", Attempt::Epoch(1), false, "b"),
+            score("q2", Attempt::Epoch(2), true, "gold"),
+            score("q2", Attempt::Epoch(3), false, "b"),
+        ];
+        let epochs = AttemptsSummary::of(&scores).epochs.unwrap();
+        assert_eq!(epochs.epochs, 3);
+        assert!((epochs.mean_em - 0.5).abs() < 1e-12);
+        // Question means 2/3 and 1/3: sd = √((1/6)² · 2 / 1) = 0.2357; over √2: 0.1667.
+        assert!((epochs.mean_em_stderr.unwrap() - 1.0 / 6.0).abs() < 1e-12);
+        assert_eq!(epochs.majority_em, 0.5);
+        // pass@1 = mean(2/3, 1/3) = 0.5; pass@2: q1 1 - C(1,2)/C(3,2) = 1, q2 1 - C(2,2)/C(3,2) = 2/3.
+        let pass: Vec<(u32, f64)> = epochs.pass_at.0.clone();
+        assert_eq!(pass.iter().map(|(k, _)| *k).collect::<Vec<_>>(), vec![1, 2, 3]);
+        assert!((pass[0].1 - 0.5).abs() < 1e-12);
+        assert!((pass[1].1 - (1.0 + 2.0 / 3.0) / 2.0).abs() < 1e-12);
+        assert!((pass[2].1 - 1.0).abs() < 1e-12);
+        let json = serde_json::to_value(AttemptsSummary::of(&scores)).unwrap();
+        assert_eq!(json["pass_at"]["2"], serde_json::json!(pass[1].1));
+        assert!(json.get("trials").is_none());
+    }
+}

@@ -1,0 +1,355 @@
+//! Reflexion's trials (Shinn et al., 2023): what a failed trial leaves for the next one — the
+//! failed trial itself, a reflection the model writes on it, or both — and the prompt that shows
+//! it, byte for byte as Reflexion's HotpotQA agent builds it.
+//!
+//! The texts are Reflexion's (`fewshot/reflexion/`, MIT, see its SOURCE.md); the code is ours.
+//! Reflexion's agent asks for the thought and the action in two calls; ours asks for both in one
+//! (the ReAct notebook's way), so each of our prompts is the one Reflexion sends for the thought.
+
+use crate::fewshot::Fewshot;
+use crate::llm::{CallPurpose, Llm, LlmError, LlmRequest, TokenUsage};
+use crate::method::Reflect;
+use crate::profile::Profile;
+use crate::prompt::Prompt;
+use crate::run::{Run, Stopped};
+
+/// `REACT_REFLECT_INSTRUCTION`: the ReAct prompt of a trial under any strategy but `none`.
+const REACT_REFLECT_INSTRUCTION: &str = include_str!("../../fewshot/reflexion/react_reflect_instruction.txt");
+/// `REFLECT_INSTRUCTION`: the prompt that asks for a reflection on a failed trial.
+const REFLECT_INSTRUCTION: &str = include_str!("../../fewshot/reflexion/reflect_instruction.txt");
+/// `WEBTHINK_SIMPLE6`: ReAct's HotpotQA examples as Reflexion lays them out.
+pub const WEBTHINK_SIMPLE6: &str = include_str!("../../fewshot/reflexion/webthink_simple6.txt");
+/// `REFLECTIONS`: the two few-shot reflections of the reflection prompt.
+pub const REFLECTIONS: &str = include_str!("../../fewshot/reflexion/reflections.txt");
+/// `REFLECTION_HEADER`.
+pub const REFLECTION_HEADER: &str = "You have attempted to answer following question before and failed. The following reflection(s) give a plan to avoid failing to answer the question in the same way you did previously. Use them to improve your strategy of correctly answering the given question.\n";
+/// `REFLECTION_AFTER_LAST_TRIAL_HEADER`.
+pub const REFLECTION_AFTER_LAST_TRIAL_HEADER: &str = "The following reflection(s) give a plan to avoid failing to answer the question in the same way you did previously. Use them to improve your strategy of correctly answering the given question.\n";
+/// `LAST_TRIAL_HEADER`.
+pub const LAST_TRIAL_HEADER: &str = "You have attempted to answer the following question before and failed. Below is the last trial you attempted to answer the question.\n";
+
+/// Reflexion shortens a failed trial to this many tokens before showing it (`truncate_scratchpad`).
+pub const SCRATCHPAD_TOKENS: usize = 1600;
+/// What a shortened observation reads after its label.
+const TRUNCATED: &str = "[truncated wikipedia excerpt]";
+
+/// The examples the Reflexion prompt shows: `WEBTHINK_SIMPLE6` for the bundled HotpotQA ones,
+/// else the user's file without the blank lines around it.
+pub fn examples_text(fewshot: &Fewshot) -> &str {
+    if fewshot.name == "hotpotqa" {
+        WEBTHINK_SIMPLE6
+    } else {
+        fewshot.examples.trim_matches('\n')
+    }
+}
+
+/// What a question's trial shows of its failed trials.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Memory {
+    /// The reflections, oldest first.
+    pub reflections: Vec<String>,
+    /// The failed trial, as shown (`last-trial` strategies).
+    pub last_trial: Option<String>,
+}
+
+impl Memory {
+    /// What `run`'s prompt showed.
+    pub fn of_run(run: &Run) -> Memory {
+        Memory {
+            reflections: run.reflections.clone(),
+            last_trial: run.last_trial.clone(),
+        }
+    }
+
+    /// The `{reflections}` block of the prompt under `strategy` (`format_reflections`,
+    /// `format_last_attempt`); empty in the first trial.
+    pub fn block(&self, question: &str, strategy: Reflect) -> String {
+        let mut block = String::new();
+        if let Some(last_trial) = &self.last_trial {
+            block.push_str(LAST_TRIAL_HEADER);
+            block.push_str("Question: ");
+            block.push_str(question);
+            block.push('\n');
+            block.push_str(last_trial);
+            block.push_str("\n(END PREVIOUS TRIAL)\n");
+        }
+        if !self.reflections.is_empty() {
+            block.push_str(match strategy {
+                Reflect::LastTrialAndReflexion => REFLECTION_AFTER_LAST_TRIAL_HEADER,
+                _ => REFLECTION_HEADER,
+            });
+            block.push_str("Reflections:\n- ");
+            let trimmed: Vec<&str> = self
+                .reflections
+                .iter()
+                .map(|reflection| reflection.trim())
+                .collect();
+            block.push_str(&trimmed.join("\n- "));
+        }
+        block
+    }
+}
+
+/// The ReAct prompt of one trial: `REACT_REFLECT_INSTRUCTION` with the examples and the block,
+/// up to the question (the agent's scratchpad then adds `Question: …` and the steps).
+pub fn trial_prompt(fewshot: &Fewshot, block: &str) -> Prompt {
+    let (head, tail) = split_template(REACT_REFLECT_INSTRUCTION, "{examples}");
+    let (between, _) = split_template(tail, "{reflections}");
+    let mut text = String::with_capacity(head.len() + WEBTHINK_SIMPLE6.len() + block.len() + 64);
+    text.push_str(head);
+    text.push_str(examples_text(fewshot));
+    text.push_str(between);
+    text.push_str(block);
+    text.push_str("\n\n");
+    Prompt::with_text(text, fewshot)
+}
+
+/// The template's text before and after `slot`.
+fn split_template<'a>(template: &'a str, slot: &str) -> (&'a str, &'a str) {
+    let parts = template.split_once(slot);
+    // invariant: the templates are bundled (`include_str!`) with each slot once; a unit test fills them
+    parts.expect("a bundled Reflexion template holds its slot")
+}
+
+/// A finished trial as Reflexion's scratchpad holds it: `\nThought n: …\nAction n: …\nObservation
+/// n: …` for each step, the `Finish` step observed as `Answer is CORRECT` or `Answer is
+/// INCORRECT` (the gold decides: this is where Reflexion shows the model the grade). Act steps
+/// have no thought line.
+pub fn scratchpad(run: &Run) -> String {
+    let mut text = String::new();
+    let right = run.em == Some(1);
+    for step in &run.steps {
+        let n = step.n;
+        if let Some(thought) = &step.thought {
+            text.push_str(&format!("\nThought {n}: {thought}"));
+        }
+        text.push_str(&format!("\nAction {n}: {}", step.action.as_deref().unwrap_or("")));
+        let observation = match (&step.observation, run.stopped) {
+            (Some(observation), _) => observation.as_str(),
+            (None, Some(Stopped::Finish)) if right => "Answer is CORRECT",
+            (None, Some(Stopped::Finish)) => "Answer is INCORRECT",
+            (None, _) => continue,
+        };
+        text.push_str(&format!("\nObservation {n}: {observation}"));
+    }
+    text
+}
+
+/// Reflexion's token count, estimated: a token for every four bytes of UTF-8, rounded up (its
+/// `text-davinci-003` tokenizer averages about four characters a token on English prose).
+pub fn estimate_tokens(text: &str) -> usize {
+    text.len().div_ceil(4)
+}
+
+/// `truncate_scratchpad`: while the scratchpad is over `budget` tokens, its longest observation
+/// (the later of equals) is replaced by `Observation n: [truncated wikipedia excerpt]` — in the
+/// first line that reads the same, as Reflexion's `lines.index` finds it.
+pub fn truncate_scratchpad(scratchpad: &str, budget: usize) -> String {
+    let mut lines: Vec<String> = scratchpad.split('\n').map(str::to_owned).collect();
+    let mut observations: Vec<String> = lines
+        .iter()
+        .filter(|line| line.starts_with("Observation"))
+        .cloned()
+        .collect();
+    // A stable sort, as Python's `sorted`: equals keep their order, the later pops first.
+    observations.sort_by_key(|line| estimate_tokens(line));
+    while estimate_tokens(&lines.join("\n")) > budget {
+        let Some(largest) = observations.pop() else { break };
+        if let Some(line) = lines.iter_mut().find(|line| **line == largest) {
+            let label = largest.split(':').next().unwrap_or_default();
+            *line = format!("{label}: {TRUNCATED}");
+        }
+    }
+    lines.join("\n")
+}
+
+/// The failed trial as the next prompt shows it (`format_last_attempt`'s middle): shortened, then
+/// without the blank lines and spaces around it.
+pub fn last_trial(run: &Run) -> String {
+    truncate_scratchpad(&scratchpad(run), SCRATCHPAD_TOKENS)
+        .trim_matches('\n')
+        .trim()
+        .to_owned()
+}
+
+/// The prompt that asks for a reflection on the failed `run` (`REFLECT_INSTRUCTION` with
+/// `REFLECTIONS`, the question and the shortened scratchpad).
+pub fn reflection_prompt(run: &Run) -> String {
+    let (head, tail) = split_template(REFLECT_INSTRUCTION, "{examples}");
+    let (middle, tail) = split_template(tail, "{question}");
+    let (between, end) = split_template(tail, "{scratchpad}");
+    // Filled slot by slot, as Python's `format` does: a question that reads `{scratchpad}` stays
+    // what it reads.
+    [
+        head,
+        REFLECTIONS,
+        middle,
+        &run.question,
+        between,
+        &truncate_scratchpad(&scratchpad(run), SCRATCHPAD_TOKENS),
+        end,
+    ]
+    .concat()
+}
+
+/// The reflection read from the model's reply: the `paper` profile as Reflexion's `format_step`
+/// does (ends trimmed, line breaks removed); the `default` profile joins the reply's lines with a
+/// space, so two sentences on two lines do not run together.
+pub fn read_reflection(reply: &str, profile: Profile) -> String {
+    match profile {
+        Profile::Paper => reply.trim_matches('\n').trim().replace('\n', ""),
+        Profile::Default => reply
+            .lines()
+            .map(str::trim)
+            .filter(|line| !line.is_empty())
+            .collect::<Vec<_>>()
+            .join(" "),
+    }
+}
+
+/// The model's reflection on the failed `run`: the reply as it came, and its cost.
+pub async fn ask_reflection(llm: &dyn Llm, run: &Run) -> Result<(String, Option<TokenUsage>), LlmError> {
+    let prompt = reflection_prompt(run);
+    let completion = llm
+        .complete(LlmRequest {
+            prompt: &prompt,
+            stop: &[],
+            step: 0,
+            purpose: CallPurpose::Reflect,
+        })
+        .await?;
+    Ok((completion.text, completion.usage))
+}
+
+/// What the next trial of a question shows, from its previous trial: nothing new after an
+/// error (the trial said nothing about the question), else the strategy's, with `reflection`
+/// (the newest, read from the reply) where the strategy asks for one.
+pub fn next_memory(previous: &Run, strategy: Reflect, reflection: Option<String>) -> Memory {
+    if previous.stopped == Some(Stopped::Error) {
+        return Memory::of_run(previous);
+    }
+    let last_trial = strategy.shows_last_trial().then(|| last_trial(previous));
+    let reflections = match (strategy, reflection) {
+        (Reflect::Reflexion, Some(reflection)) => {
+            let mut reflections = previous.reflections.clone();
+            reflections.push(reflection);
+            reflections
+        }
+        (Reflect::LastTrialAndReflexion, Some(reflection)) => vec![reflection],
+        _ => Vec::new(),
+    };
+    Memory {
+        reflections,
+        last_trial,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::run::RunStep;
+
+    fn failed_run() -> Run {
+        let mut run = Run::new("Which magazine was started first?", Profile::Paper);
+        run.steps = vec![
+            RunStep {
+                n: 1,
+                completions: Vec::new(),
+                replies: Vec::new(),
+                thought: Some("I need to search.".into()),
+                action: Some("Search[Arthur's Magazine]".into()),
+                observation: Some(
+                    "Arthur's Magazine (1844–1846) was an American literary periodical.".into(),
+                ),
+            },
+            RunStep {
+                n: 2,
+                completions: Vec::new(),
+                replies: Vec::new(),
+                thought: Some("So it was First for Women.".into()),
+                action: Some("Finish[First for Women]".into()),
+                observation: None,
+            },
+        ];
+        run.answer = Some("First for Women".into());
+        run.gold = Some("Arthur's Magazine".into());
+        run.stopped = Some(Stopped::Finish);
+        run.score();
+        run
+    }
+
+    #[test]
+    fn the_scratchpad_grades_the_finish_as_reflexion_does() {
+        assert_eq!(
+            scratchpad(&failed_run()),
+            "\nThought 1: I need to search.\nAction 1: Search[Arthur's Magazine]\nObservation 1: Arthur's Magazine (1844–1846) was an American literary periodical.\nThought 2: So it was First for Women.\nAction 2: Finish[First for Women]\nObservation 2: Answer is INCORRECT"
+        );
+    }
+
+    #[test]
+    fn truncation_shortens_the_longest_observations_first() {
+        let long = "x".repeat(400);
+        let text =
+            format!("\nThought 1: a\nObservation 1: {long}\nObservation 2: {long}y\nObservation 3: short");
+        let cut = truncate_scratchpad(&text, 120);
+        assert_eq!(
+            cut,
+            format!(
+                "\nThought 1: a\nObservation 1: [truncated wikipedia excerpt]\nObservation 2: [truncated wikipedia excerpt]\nObservation 3: short"
+            )
+        );
+        // Under the budget, nothing changes; with nothing left to cut, it stops.
+        assert_eq!(truncate_scratchpad(&text, 10_000), text);
+        assert_eq!(truncate_scratchpad("Thought 1: long", 1), "Thought 1: long");
+    }
+
+    #[test]
+    fn the_blocks_are_reflexions() {
+        let memory = Memory {
+            reflections: vec![" first plan ".into(), "second plan".into()],
+            last_trial: None,
+        };
+        assert_eq!(
+            memory.block("Q?", Reflect::Reflexion),
+            format!("{REFLECTION_HEADER}Reflections:\n- first plan\n- second plan")
+        );
+        let both = Memory {
+            reflections: vec!["plan".into()],
+            last_trial: Some("Thought 1: t".into()),
+        };
+        assert_eq!(
+            both.block("Q?", Reflect::LastTrialAndReflexion),
+            format!(
+                "{LAST_TRIAL_HEADER}Question: Q?\nThought 1: t\n(END PREVIOUS TRIAL)\n{REFLECTION_AFTER_LAST_TRIAL_HEADER}Reflections:\n- plan"
+            )
+        );
+        assert_eq!(Memory::default().block("Q?", Reflect::Reflexion), "");
+    }
+
+    #[test]
+    fn the_templates_fill_every_slot() {
+        let prompt = reflection_prompt(&failed_run());
+        assert!(!prompt.contains("{scratchpad}") && !prompt.contains("{examples}"));
+        let mut odd = failed_run();
+        odd.question = "What is {scratchpad}?".into();
+        assert!(reflection_prompt(&odd).contains("Question: What is {scratchpad}?\nThought 1:"));
+        assert!(prompt.starts_with("You are an advanced reasoning agent"));
+        assert!(prompt.ends_with("Observation 2: Answer is INCORRECT\n\nReflection:"));
+        let trial = trial_prompt(&Fewshot::hotpotqa(), "");
+        assert!(trial.text().ends_with("Finish[yes]\n(END OF EXAMPLES)\n\n\n\n"));
+        assert!(trial.text().starts_with("Solve a question answering task"));
+    }
+
+    #[test]
+    fn reflections_are_read_per_profile() {
+        let reply = "\n I failed.\nNext time I will search B. \n";
+        assert_eq!(
+            read_reflection(reply, Profile::Paper),
+            "I failed.Next time I will search B."
+        );
+        assert_eq!(
+            read_reflection(reply, Profile::Default),
+            "I failed. Next time I will search B."
+        );
+    }
+}

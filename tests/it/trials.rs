@@ -1,0 +1,542 @@
+//! `eval --trials` and `--epochs` against a local scripted model server: which questions each
+//! trial asks, Reflexion's reflection prompt and trial prompts byte for byte (the templates read
+//! out of Reflexion's own files in `fixtures/reflexion/`), resume after a kill mid-trial, the
+//! epochs' reductions against hand-computed values, and replay of a trials file with no model.
+
+use std::collections::{BTreeMap, BTreeSet};
+use std::path::Path;
+use std::sync::{Arc, Mutex};
+
+use serde_json::{Value, json};
+use wiremock::{Mock, MockServer, Request, Respond, ResponseTemplate};
+
+const QUESTIONS: &str = "fixtures/hotpotqa/official.json";
+const MISSOURI: &str = "Where was the first governor after the The Missouri Compromise from?";
+const WALLACE: &str = "The creator of \"Wallace and Gromit\" also created what animation comedy that matched animated zoo animals with a soundtrack of people talking about their homes? ";
+const WOMANS_ERA: &str = "Woman's Era and Naj are what kind of magazines?";
+const REFLECTION_REPLY: &str =
+    " I answered from the wrong page.\nNext time I will search the creator's other films. \n";
+
+/// What the scripted model answers a question with: what it searches, then its answer in each
+/// epoch (by the count of its questions' answers so far) — after a failed trial shown to it, the
+/// second answer list.
+struct Script {
+    search: &'static str,
+    answers: &'static [&'static str],
+    after_failure: &'static [&'static str],
+}
+
+fn script(question: &str) -> Script {
+    match question {
+        // Right at once.
+        q if q.starts_with("Where was the first governor") => Script {
+            search: "William King (governor)",
+            answers: &["Bath, Maine"],
+            after_failure: &["Bath, Maine"],
+        },
+        // Wrong, then right once a reflection or the last trial is shown.
+        q if q.starts_with("The creator of") => Script {
+            search: "Nick Park",
+            answers: &["Wallace"],
+            after_failure: &["Creature Comforts"],
+        },
+        // Never right.
+        _ => Script {
+            search: "Be Love",
+            answers: &["weekly"],
+            after_failure: &["monthly"],
+        },
+    }
+}
+
+/// An OpenAI-compatible `/completions` server answering from [`script`], every prompt kept.
+#[derive(Clone, Default)]
+struct ScriptedServer {
+    prompts: Arc<Mutex<Vec<String>>>,
+    /// Answers given so far, by question: the epochs' answer lists are walked with it.
+    answered: Arc<Mutex<BTreeMap<String, usize>>>,
+    /// Per question, the answers of each epoch instead of the script's (the epochs test).
+    epochs: Arc<BTreeMap<&'static str, Vec<&'static str>>>,
+}
+
+impl Respond for ScriptedServer {
+    fn respond(&self, request: &Request) -> ResponseTemplate {
+        let body: Value = serde_json::from_slice(&request.body).unwrap();
+        let prompt = body["prompt"].as_str().unwrap().to_owned();
+        self.prompts.lock().unwrap().push(prompt.clone());
+        let text = if prompt.ends_with("\n\nReflection:") {
+            REFLECTION_REPLY.to_owned()
+        } else {
+            let at = prompt.rfind("\nQuestion: ").unwrap() + "\nQuestion: ".len();
+            let question = prompt[at..].split('\n').next().unwrap().to_owned();
+            let step = prompt[at..].matches("\nObservation ").count() + 1;
+            let script = script(&question);
+            let failed_before =
+                prompt.contains("Reflections:\n- ") || prompt.contains("(END PREVIOUS TRIAL)");
+            match step {
+                1 => format!(
+                    " I need to search {}.\nAction 1: Search[{}]",
+                    script.search, script.search
+                ),
+                _ => {
+                    let mut answered = self.answered.lock().unwrap();
+                    let count = answered.entry(question.clone()).or_insert(0);
+                    let answer = match self.epochs.iter().find(|(q, _)| question.starts_with(**q)) {
+                        Some((_, answers)) => answers[*count % answers.len()],
+                        None if failed_before => script.after_failure[0],
+                        None => script.answers[0],
+                    };
+                    *count += 1;
+                    format!(" So the answer is {answer}.\nAction {step}: Finish[{answer}]")
+                }
+            }
+        };
+        ResponseTemplate::new(200).set_body_json(json!({
+            "choices": [{"text": text}],
+            "usage": {"prompt_tokens": 100, "completion_tokens": 10},
+        }))
+    }
+}
+
+impl ScriptedServer {
+    fn prompts(&self) -> Vec<String> {
+        self.prompts.lock().unwrap().clone()
+    }
+
+    async fn start(&self) -> MockServer {
+        let server = MockServer::start().await;
+        Mock::given(wiremock::matchers::method("POST"))
+            .respond_with(self.clone())
+            .mount(&server)
+            .await;
+        server
+    }
+}
+
+fn eval(server: &MockServer, results: &Path, args: &[&str]) -> (Value, String, i32) {
+    let output = crate::binary()
+        .args(["eval", QUESTIONS, "--docstore", "distractor", "--json"])
+        .args([
+            "--model",
+            "m",
+            "--api",
+            "completions",
+            "--base-url",
+            &server.uri(),
+        ])
+        .args(args)
+        .arg("--out")
+        .arg(results)
+        .current_dir(env!("CARGO_MANIFEST_DIR"))
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&output.stderr).into_owned();
+    let summary = serde_json::from_slice(&output.stdout).unwrap_or(Value::Null);
+    (summary, stderr, output.status.code().unwrap_or(-1))
+}
+
+fn lines(results: &Path) -> Vec<Value> {
+    std::fs::read_to_string(results)
+        .unwrap()
+        .lines()
+        .map(|line| serde_json::from_str(line).unwrap())
+        .collect()
+}
+
+/// The (question, trial) pairs of a results file.
+fn attempts(results: &Path) -> BTreeSet<(String, u64)> {
+    lines(results)
+        .iter()
+        .map(|run| {
+            (
+                run["question"].as_str().unwrap().to_owned(),
+                run["trial"].as_u64().unwrap(),
+            )
+        })
+        .collect()
+}
+
+/// A string of Reflexion's Python files: a `"""…"""` literal verbatim, a `'…'` one with its `\n`.
+fn reflexion_string(file: &str, name: &str) -> String {
+    let text = format!(
+        "\n{}",
+        std::fs::read_to_string(crate::fixture(&format!("reflexion/{file}"))).unwrap()
+    );
+    let start = text.find(&format!("\n{name} = ")).unwrap() + name.len() + 4;
+    let rest = &text[start..];
+    if let Some(body) = rest.strip_prefix("\"\"\"") {
+        body[..body.find("\"\"\"").unwrap()].to_owned()
+    } else {
+        let body = rest.strip_prefix('\'').unwrap();
+        body[..body.find('\'').unwrap()].replace("\\n", "\n")
+    }
+}
+
+/// Reflexion's `format_reflections`.
+fn format_reflections(reflections: &[&str], header: &str) -> String {
+    let trimmed: Vec<&str> = reflections.iter().map(|reflection| reflection.trim()).collect();
+    format!("{header}Reflections:\n- {}", trimmed.join("\n- "))
+}
+
+/// Reflexion's trial prompt at its first step: `REACT_REFLECT_INSTRUCTION` filled.
+fn reflexion_trial_prompt(reflections: &str, question: &str) -> String {
+    reflexion_string("prompts.py", "REACT_REFLECT_INSTRUCTION")
+        .replace("{examples}", &reflexion_string("fewshots.py", "WEBTHINK_SIMPLE6"))
+        .replace("{reflections}", reflections)
+        .replace("{question}", question)
+        .replace("{scratchpad}", "\nThought 1:")
+}
+
+/// The scratchpad of a recorded failed trial as Reflexion keeps it.
+fn reflexion_scratchpad(run: &Value) -> String {
+    let mut text = String::new();
+    for step in run["steps"].as_array().unwrap() {
+        let n = step["n"].as_u64().unwrap();
+        text.push_str(&format!(
+            "\nThought {n}: {}\nAction {n}: {}\nObservation {n}: {}",
+            step["thought"].as_str().unwrap(),
+            step["action"].as_str().unwrap(),
+            step["observation"].as_str().unwrap_or("Answer is INCORRECT")
+        ));
+    }
+    text
+}
+
+fn run_of<'a>(lines: &'a [Value], question: &str, trial: u64) -> &'a Value {
+    lines
+        .iter()
+        .find(|run| run["question"] == question && run["trial"] == trial)
+        .unwrap()
+}
+
+/// The prompts of the first step of `question`'s trials, in order.
+fn first_step_prompts(prompts: &[String], question: &str) -> Vec<String> {
+    prompts
+        .iter()
+        .filter(|prompt| prompt.ends_with(&format!("\nQuestion: {question}\nThought 1:")))
+        .cloned()
+        .collect()
+}
+
+#[tokio::test]
+async fn each_trial_asks_only_what_is_not_yet_right_and_reflexion_prompts_are_byte_equal() {
+    let model = ScriptedServer::default();
+    let server = model.start().await;
+    let dir = tempfile::tempdir().unwrap();
+    let results = dir.path().join("trials.jsonl");
+    let (summary, stderr, code) = eval(&server, &results, &["--trials", "3", "--reflect", "reflexion"]);
+    assert_eq!(code, 0, "{stderr}");
+    assert_eq!(
+        summary["trials"],
+        json!([
+            {"trial": 1, "ran": 3, "right": 1, "right_so_far": 1},
+            {"trial": 2, "ran": 2, "right": 1, "right_so_far": 2},
+            {"trial": 3, "ran": 1, "right": 0, "right_so_far": 2},
+        ]),
+        "{summary}"
+    );
+    // The headline counts each question once, by its final state: 2 of 3 right.
+    assert!(
+        (summary["em"].as_f64().unwrap() - 2.0 / 3.0).abs() < 1e-9,
+        "{summary}"
+    );
+    let expected: BTreeSet<(String, u64)> = [
+        (MISSOURI, 1),
+        (WALLACE, 1),
+        (WOMANS_ERA, 1),
+        (WALLACE, 2),
+        (WOMANS_ERA, 2),
+        (WOMANS_ERA, 3),
+    ]
+    .into_iter()
+    .map(|(question, trial)| (question.to_owned(), trial))
+    .collect();
+    assert_eq!(attempts(&results), expected);
+
+    let prompts = model.prompts();
+    let lines = lines(&results);
+    // One reflection before each trial after a failure: Wallace and Woman's Era before trial 2,
+    // Woman's Era before trial 3.
+    let reflection_prompts: Vec<&String> = prompts
+        .iter()
+        .filter(|prompt| prompt.ends_with("\n\nReflection:"))
+        .collect();
+    assert_eq!(reflection_prompts.len(), 3);
+    // The reflection on Wallace's first trial, byte for byte Reflexion's.
+    let failed = run_of(&lines, WALLACE, 1);
+    let expected_reflection_prompt = reflexion_string("prompts.py", "REFLECT_INSTRUCTION")
+        .replace("{examples}", &reflexion_string("fewshots.py", "REFLECTIONS"))
+        .replace("{question}", WALLACE)
+        .replace("{scratchpad}", &reflexion_scratchpad(failed));
+    assert!(
+        reflection_prompts
+            .iter()
+            .any(|prompt| **prompt == expected_reflection_prompt),
+        "no reflection prompt equals Reflexion's:\n{expected_reflection_prompt}"
+    );
+
+    // Trial 1 is Reflexion's prompt with no reflection yet; trial 3 shows both reflections.
+    let womans_era = first_step_prompts(&prompts, WOMANS_ERA);
+    assert_eq!(womans_era.len(), 3);
+    assert_eq!(womans_era[0], reflexion_trial_prompt("", WOMANS_ERA));
+    let reflection = "I answered from the wrong page. Next time I will search the creator's other films.";
+    let header = reflexion_string("prompts.py", "REFLECTION_HEADER");
+    assert_eq!(
+        womans_era[2],
+        reflexion_trial_prompt(
+            &format_reflections(&[reflection, reflection], &header),
+            WOMANS_ERA
+        )
+    );
+    // Each run records what its prompt showed and the reflection call's reply.
+    let third = run_of(&lines, WOMANS_ERA, 3);
+    assert_eq!(third["reflect"], "reflexion");
+    assert_eq!(third["reflections"], json!([reflection, reflection]));
+    assert_eq!(third["reflection"], REFLECTION_REPLY);
+    assert_eq!(third["format"], "react-docstore.run.v2");
+    assert!(run_of(&lines, MISSOURI, 1).get("reflections").is_none());
+}
+
+#[tokio::test]
+async fn the_paper_profile_reads_a_reflection_as_reflexions_format_step() {
+    let model = ScriptedServer::default();
+    let server = model.start().await;
+    let dir = tempfile::tempdir().unwrap();
+    let results = dir.path().join("paper.jsonl");
+    let (_, stderr, code) = eval(
+        &server,
+        &results,
+        &["--trials", "2", "--reflect", "reflexion", "--profile", "paper"],
+    );
+    assert_eq!(code, 0, "{stderr}");
+    let lines = lines(&results);
+    // `format_step`: the ends trimmed, the line break removed (two sentences run together).
+    assert_eq!(
+        run_of(&lines, WOMANS_ERA, 2)["reflections"],
+        json!(["I answered from the wrong page.Next time I will search the creator's other films."])
+    );
+}
+
+#[tokio::test]
+async fn last_trial_strategies_show_the_failed_trial() {
+    for strategy in ["last-trial", "last-trial-and-reflexion"] {
+        let model = ScriptedServer::default();
+        let server = model.start().await;
+        let dir = tempfile::tempdir().unwrap();
+        let results = dir.path().join("last.jsonl");
+        let (summary, stderr, code) = eval(&server, &results, &["--trials", "2", "--reflect", strategy]);
+        assert_eq!(code, 0, "{stderr}");
+        assert_eq!(summary["trials"][1]["right_so_far"], 2, "{strategy}: {summary}");
+        let lines = lines(&results);
+        let failed = run_of(&lines, WALLACE, 1);
+        let last_trial = format!(
+            "{}Question: {WALLACE}\n{}\n(END PREVIOUS TRIAL)\n",
+            reflexion_string("prompts.py", "LAST_TRIAL_HEADER"),
+            reflexion_scratchpad(failed).trim()
+        );
+        let prompts = model.prompts();
+        let reflections = prompts
+            .iter()
+            .filter(|prompt| prompt.ends_with("\n\nReflection:"))
+            .count();
+        let block = if strategy == "last-trial" {
+            assert_eq!(reflections, 0, "{strategy} asks for no reflection");
+            last_trial
+        } else {
+            assert_eq!(reflections, 2, "{strategy}");
+            let header = reflexion_string("prompts.py", "REFLECTION_AFTER_LAST_TRIAL_HEADER");
+            let reflection =
+                "I answered from the wrong page. Next time I will search the creator's other films.";
+            format!("{last_trial}{}", format_reflections(&[reflection], &header))
+        };
+        assert_eq!(
+            first_step_prompts(&prompts, WALLACE)[1],
+            reflexion_trial_prompt(&block, WALLACE),
+            "{strategy}"
+        );
+    }
+}
+
+#[tokio::test]
+async fn a_killed_evaluation_resumes_in_its_trial_and_asks_nothing_twice() {
+    let model = ScriptedServer::default();
+    let server = model.start().await;
+    let dir = tempfile::tempdir().unwrap();
+    let whole = dir.path().join("whole.jsonl");
+    let (_, stderr, code) = eval(&server, &whole, &["--trials", "3", "--reflect", "reflexion"]);
+    assert_eq!(code, 0, "{stderr}");
+    // Killed during trial 2: trial 1, one question of trial 2, and half a line.
+    let text = std::fs::read_to_string(&whole).unwrap();
+    let kept: Vec<&str> = text
+        .lines()
+        .filter(|line| {
+            let run: Value = serde_json::from_str(line).unwrap();
+            run["trial"] == 1 || (run["trial"] == 2 && run["question"] == WALLACE)
+        })
+        .collect();
+    assert_eq!(kept.len(), 4);
+    let killed = dir.path().join("killed.jsonl");
+    let torn = &text
+        .lines()
+        .find(|line| line.contains("\"trial\":2") && line.contains("Woman"))
+        .unwrap()[..40];
+    std::fs::write(&killed, format!("{}\n{torn}", kept.join("\n"))).unwrap();
+
+    let model = ScriptedServer::default();
+    let server = model.start().await;
+    let (summary, stderr, code) = eval(&server, &killed, &["--trials", "3", "--reflect", "reflexion"]);
+    assert_eq!(code, 0, "{stderr}");
+    assert!(stderr.contains("dropped a torn last line"), "{stderr}");
+    assert_eq!(attempts(&killed), attempts(&whole));
+    assert_eq!(
+        summary["trials"][2],
+        json!({"trial": 3, "ran": 1, "right": 0, "right_so_far": 2})
+    );
+    // Only Woman's Era was asked: its trials 2 and 3 and the two reflections before them.
+    let prompts = model.prompts();
+    assert!(
+        prompts.iter().all(|prompt| prompt.contains(WOMANS_ERA)),
+        "a finished attempt was asked again"
+    );
+    assert_eq!(prompts.len(), 2 + 2 + 2);
+}
+
+#[tokio::test]
+async fn epochs_reduce_to_mean_majority_and_pass_at_k_as_computed_by_hand() {
+    let model = ScriptedServer {
+        epochs: Arc::new(BTreeMap::from([
+            (
+                "Where was the first governor",
+                vec!["Bath, Maine", "Bath, Maine", "Boston"],
+            ),
+            ("The creator of", vec!["Wallace", "Creature Comforts", "Wallace"]),
+            ("Woman's Era", vec!["weekly", "monthly", "daily"]),
+        ])),
+        ..ScriptedServer::default()
+    };
+    let server = model.start().await;
+    let dir = tempfile::tempdir().unwrap();
+    let results = dir.path().join("epochs.jsonl");
+    let (summary, stderr, code) = eval(&server, &results, &["--epochs", "3"]);
+    assert_eq!(code, 0, "{stderr}");
+    let close = |field: &Value, expected: f64| {
+        assert!(
+            (field.as_f64().unwrap() - expected).abs() < 1e-9,
+            "{field} != {expected}: {summary}"
+        );
+    };
+    // Question means 2/3, 1/3, 0.
+    close(&summary["mean_em"], 1.0 / 3.0);
+    close(&summary["em"], 1.0 / 3.0);
+    // Sample sd 1/3, over √3.
+    close(&summary["mean_em_stderr"], 1.0 / 3.0 / 3f64.sqrt());
+    // Majorities: Bath, Maine (right); Wallace (wrong); none of three different answers.
+    close(&summary["majority_em"], 1.0 / 3.0);
+    close(&summary["pass_at"]["1"], 1.0 / 3.0);
+    // 1 - C(3-c, 2)/C(3, 2): 1, 2/3, 0.
+    close(&summary["pass_at"]["2"], (1.0 + 2.0 / 3.0) / 3.0);
+    close(&summary["pass_at"]["3"], 2.0 / 3.0);
+    assert_eq!(lines(&results).len(), 9);
+    assert!(lines(&results).iter().all(|run| run["epoch"].is_u64()));
+
+    // `score` reduces the same file alike.
+    let output = crate::binary()
+        .args(["score"])
+        .arg(&results)
+        .arg(QUESTIONS)
+        .arg("--json")
+        .current_dir(env!("CARGO_MANIFEST_DIR"))
+        .output()
+        .unwrap();
+    let scored: Value = serde_json::from_slice(&output.stdout).unwrap();
+    for field in ["mean_em", "majority_em", "pass_at", "em"] {
+        assert_eq!(scored[field], summary[field], "{field}: {scored}");
+    }
+}
+
+#[tokio::test]
+async fn attempts_are_refused_where_they_cannot_work() {
+    let model = ScriptedServer::default();
+    let server = model.start().await;
+    let dir = tempfile::tempdir().unwrap();
+    let results = dir.path().join("r.jsonl");
+    let cases: [(&[&str], &str); 4] = [
+        (&["--trials", "2", "--epochs", "2"], "cannot be used with"),
+        (&["--reflect", "reflexion"], "--trials"),
+        (
+            &["--trials", "2", "--reflect", "reflexion", "--method", "cot"],
+            "`--reflect reflexion` needs `--method react`",
+        ),
+        (
+            &["--trials", "2", "--reflect", "reflexion", "--tools", "calculate"],
+            "drop `--tools`",
+        ),
+    ];
+    for (args, message) in cases {
+        let (_, stderr, code) = eval(&server, &results, args);
+        assert_eq!(code, 2, "{args:?}: {stderr}");
+        assert!(stderr.contains(message), "{args:?}: {stderr}");
+    }
+    assert!(model.prompts().is_empty());
+    // A results file of single runs is not resumed as trials.
+    let (_, stderr, code) = eval(&server, &results, &[]);
+    assert_eq!(code, 0, "{stderr}");
+    let (_, stderr, code) = eval(&server, &results, &["--trials", "2"]);
+    assert_eq!(code, 2);
+    assert!(
+        stderr.contains("holds one attempt a question, this evaluation makes trials"),
+        "{stderr}"
+    );
+}
+
+#[tokio::test]
+async fn a_trials_file_replays_with_no_model() {
+    let model = ScriptedServer::default();
+    let server = model.start().await;
+    let dir = tempfile::tempdir().unwrap();
+    let results = dir.path().join("trials.jsonl");
+    let (_, stderr, code) = eval(&server, &results, &["--trials", "3", "--reflect", "reflexion"]);
+    assert_eq!(code, 0, "{stderr}");
+    drop(server);
+    let replay = |json: &[&str]| {
+        crate::binary()
+            .arg("replay")
+            .args(json)
+            .arg(&results)
+            .current_dir(env!("CARGO_MANIFEST_DIR"))
+            .output()
+            .unwrap()
+    };
+    let output = replay(&["--json"]);
+    let stdout = String::from_utf8_lossy(&output.stdout);
+    assert_eq!(
+        output.status.code(),
+        Some(0),
+        "{stdout}{}",
+        String::from_utf8_lossy(&output.stderr)
+    );
+    let replayed: Vec<Value> = stdout
+        .lines()
+        .map(|line| serde_json::from_str(line).unwrap())
+        .collect();
+    let summary = &replayed.last().unwrap()["summary"];
+    assert_eq!(
+        (summary["runs"].as_u64(), summary["changed"].as_u64()),
+        (Some(6), Some(0)),
+        "{stdout}"
+    );
+    // Each replayed run keeps its trial and what its prompt showed.
+    let recorded = lines(&results);
+    for (run, recorded) in replayed.iter().zip(&recorded) {
+        for field in ["trial", "reflect", "reflections", "reflection", "answer", "em"] {
+            assert_eq!(run[field], recorded[field], "{field}: {run}");
+        }
+    }
+    // The trace shows a trial's reflections before its steps.
+    let output = replay(&[]);
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert!(
+        stderr.contains("Reflection: I answered from the wrong page. Next time"),
+        "{stderr}"
+    );
+}
