@@ -15,7 +15,8 @@ use serde::Serialize;
 use crate::eval::Task;
 use crate::eval::results::{ResultsError, RunLine, parse_run_lines};
 use crate::metrics::{AnswerScore, normalize_answer};
-use crate::run::{Run, Stopped};
+use crate::eval::attempts::{Reduce, Reduced, Seen};
+use crate::run::{Attempt, Run, Stopped};
 
 /// How many times the questions are resampled for each interval.
 pub const BOOTSTRAP_RESAMPLES: usize = 10_000;
@@ -30,11 +31,20 @@ pub struct ScoredRun {
     pub id: String,
     pub run: Run,
     pub score: AnswerScore,
+    /// `--reduce mean`: the share of the question's attempts that were right (`score` holds the
+    /// mean F1 then).
+    pub em_share: Option<f64>,
 }
 
 impl ScoredRun {
+    /// Right: EM 1; under `--reduce mean`, right in most attempts.
     pub fn is_right(&self) -> bool {
-        self.score.em
+        self.em_share.map_or(self.score.em, |share| share > 0.5)
+    }
+
+    /// EM as a number: 0 or 1, or the share of attempts right under `--reduce mean`.
+    pub fn em(&self) -> f64 {
+        self.em_share.unwrap_or(f64::from(u8::from(self.score.em)))
     }
 
     /// How the run stopped: as it recorded, else as its fields tell (the run file does not require
@@ -60,7 +70,12 @@ pub struct ScoredFile {
     pub path: PathBuf,
     /// FEVER when every run used the FEVER few-shot examples.
     pub task: Task,
+    /// One run a question: a file of several attempts a question reduced ([`Reduce`]).
     pub runs: Vec<ScoredRun>,
+    /// Every line of a file of trials or epochs, in file order (empty for single runs).
+    pub attempts: Vec<ScoredRun>,
+    /// How the attempts were reduced, in words, when there were several a question.
+    pub reduced: Option<String>,
 }
 
 #[derive(Debug, thiserror::Error)]
@@ -73,8 +88,10 @@ pub enum CompareError {
     MissingId { path: PathBuf, line: usize },
     #[error("results file `{}`, line {line}: field `gold` is missing, so the run cannot be scored", path.display())]
     MissingGold { path: PathBuf, line: usize },
-    #[error("results file `{}`, line {line}: question `{id}` was already run on line {first_line}", path.display())]
+    #[error("results file `{}`, line {line}: question `{id}` was already run{attempt} on line {first_line}", path.display())]
     DuplicateId {
+        /// ` in trial k` / ` in epoch k`, or nothing.
+        attempt: String,
         path: PathBuf,
         line: usize,
         first_line: usize,
@@ -141,14 +158,83 @@ pub struct QuestionMismatch {
 }
 
 impl ScoredFile {
-    /// Reads a results file with the results reader `eval` uses and scores every run.
+    /// Reads a results file with the results reader `eval` uses and scores every run; several
+    /// attempts a question are reduced to their final state.
     pub fn read(path: &Path) -> Result<ScoredFile, CompareError> {
+        ScoredFile::read_reduced(path, Reduce::Final)
+    }
+
+    /// [`ScoredFile::read`], several attempts a question reduced by `reduce`.
+    pub fn read_reduced(path: &Path, reduce: Reduce) -> Result<ScoredFile, CompareError> {
         let bytes = std::fs::read(path).map_err(|source| ResultsError::Read {
             path: path.to_owned(),
             source,
         })?;
         let lines = parse_run_lines(&bytes, path)?;
-        ScoredFile::from_lines(path, lines.runs)
+        let mut file = ScoredFile::from_lines(path, lines.runs)?;
+        file.reduce(reduce);
+        Ok(file)
+    }
+
+    /// Reduces several attempts a question to one run a question, in the order questions first
+    /// appear; a file of single runs stays as it is.
+    fn reduce(&mut self, reduce: Reduce) {
+        if self.runs.iter().all(|scored| scored.run.attempt() == Attempt::Only) {
+            return;
+        }
+        let epochs = self
+            .runs
+            .iter()
+            .any(|scored| matches!(scored.run.attempt(), Attempt::Epoch(_)));
+        self.attempts = std::mem::take(&mut self.runs);
+        self.reduced = Some(reduce.describe(epochs));
+        let mut order: Vec<&str> = Vec::new();
+        let mut by_id: HashMap<&str, Vec<&ScoredRun>> = HashMap::new();
+        for scored in &self.attempts {
+            by_id
+                .entry(scored.id.as_str())
+                .or_insert_with(|| {
+                    order.push(scored.id.as_str());
+                    Vec::new()
+                })
+                .push(scored);
+        }
+        for id in order {
+            let attempts = &by_id[id];
+            let seen: Vec<Seen<'_>> = attempts
+                .iter()
+                .map(|scored| Seen {
+                    attempt: scored.run.attempt(),
+                    em: scored.score.em,
+                    f1: scored.score.f1,
+                    answer: scored.run.answer.as_deref(),
+                })
+                .collect();
+            let reduced = match reduce.reduce(&seen) {
+                Some(Reduced::Attempt(idx)) => attempts[idx].clone(),
+                Some(Reduced::NoAnswer(idx)) => {
+                    let mut scored = attempts[idx].clone();
+                    scored.run.answer = None;
+                    let gold = scored.run.gold.as_deref().unwrap_or("");
+                    scored.score = AnswerScore::new("", gold);
+                    scored
+                }
+                Some(Reduced::Mean { first, em, f1 }) => {
+                    let mut scored = attempts[first].clone();
+                    let n = attempts.len() as f64;
+                    scored.score = AnswerScore {
+                        em: em > 0.5,
+                        f1,
+                        precision: attempts.iter().map(|run| run.score.precision).sum::<f64>() / n,
+                        recall: attempts.iter().map(|run| run.score.recall).sum::<f64>() / n,
+                    };
+                    scored.em_share = Some(em);
+                    scored
+                }
+                None => continue,
+            };
+            self.runs.push(reduced);
+        }
     }
 
     fn from_lines(path: &Path, lines: Vec<RunLine>) -> Result<ScoredFile, CompareError> {
@@ -157,7 +243,7 @@ impl ScoredFile {
                 path: path.to_owned(),
             });
         }
-        let mut first_lines: HashMap<String, usize> = HashMap::with_capacity(lines.len());
+        let mut first_lines: HashMap<(String, Attempt), usize> = HashMap::with_capacity(lines.len());
         let mut runs = Vec::with_capacity(lines.len());
         for RunLine { line, run } in lines {
             let Some(id) = run.id.clone() else {
@@ -166,15 +252,21 @@ impl ScoredFile {
                     line,
                 });
             };
-            if let Some(&first_line) = first_lines.get(&id) {
+            let attempt = run.attempt();
+            if let Some(&first_line) = first_lines.get(&(id.clone(), attempt)) {
                 return Err(CompareError::DuplicateId {
                     path: path.to_owned(),
                     line,
                     first_line,
                     id,
+                    attempt: match attempt {
+                        Attempt::Only => String::new(),
+                        Attempt::Trial(k) => format!(" in trial {k}"),
+                        Attempt::Epoch(k) => format!(" in epoch {k}"),
+                    },
                 });
             }
-            first_lines.insert(id.clone(), line);
+            first_lines.insert((id.clone(), attempt), line);
             let Some(gold) = run.gold.as_deref() else {
                 return Err(CompareError::MissingGold {
                     path: path.to_owned(),
@@ -182,7 +274,13 @@ impl ScoredFile {
                 });
             };
             let score = AnswerScore::new(run.answer.as_deref().unwrap_or(""), gold);
-            runs.push(ScoredRun { line, id, run, score });
+            runs.push(ScoredRun {
+                line,
+                id,
+                run,
+                score,
+                em_share: None,
+            });
         }
         let task = if runs
             .iter()
@@ -196,6 +294,8 @@ impl ScoredFile {
             path: path.to_owned(),
             task,
             runs,
+            attempts: Vec::new(),
+            reduced: None,
         })
     }
 
@@ -219,6 +319,9 @@ pub struct Side {
     pub errors: usize,
     /// The method of the side's runs (`--method`), `, `-joined when they mix.
     pub method: String,
+    /// How a file of several attempts a question was reduced to one, in words.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub reduced: Option<String>,
 }
 
 /// A difference B − A with its paired bootstrap 95% interval.
@@ -307,6 +410,11 @@ impl Comparison {
         }
         if self.a.method != self.b.method {
             writeln!(out, "methods        A {}, B {}", self.a.method, self.b.method)?;
+        }
+        for (name, side) in [("A", &self.a), ("B", &self.b)] {
+            if let Some(reduced) = &side.reduced {
+                writeln!(out, "reduced        {name}: each question by the {reduced}")?;
+            }
         }
         writeln!(
             out,
@@ -459,7 +567,7 @@ pub fn compare(a: &ScoredFile, b: &ScoredFile, seed: u64, golds: Golds) -> Resul
     let [both_right, a_only, b_only, both_wrong] = counts;
     let em_diffs: Vec<f64> = pairs
         .iter()
-        .map(|pair| f64::from(u8::from(pair.b.is_right())) - f64::from(u8::from(pair.a.is_right())))
+        .map(|pair| pair.b.em() - pair.a.em())
         .collect();
     let f1_diffs: Vec<f64> = pairs
         .iter()
@@ -492,7 +600,7 @@ pub fn compare(a: &ScoredFile, b: &ScoredFile, seed: u64, golds: Golds) -> Resul
         let n = runs.len() as f64;
         let mean = |value: &dyn Fn(&ScoredRun) -> f64| runs.iter().map(|run| value(run)).sum::<f64>() / n;
         Side {
-            em: mean(&|run| f64::from(u8::from(run.is_right()))),
+            em: mean(&|run| run.em()),
             f1: mean(&|run| run.score.f1),
             path: file.path.clone(),
             mean_steps: mean(&|run| run.run.steps.len() as f64),
@@ -504,6 +612,7 @@ pub fn compare(a: &ScoredFile, b: &ScoredFile, seed: u64, golds: Golds) -> Resul
                 methods.dedup();
                 methods.join(", ")
             },
+            reduced: file.reduced.clone(),
         }
     };
     Ok(Comparison {

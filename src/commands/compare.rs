@@ -6,6 +6,7 @@ use std::path::PathBuf;
 use std::process::ExitCode;
 
 use react_docstore::compare::{self, DEFAULT_SEED, Golds, ScoredFile};
+use react_docstore::eval::attempts::Reduce;
 use react_docstore::output;
 
 #[derive(clap::Args)]
@@ -24,9 +25,24 @@ pub struct CompareArgs {
     /// such a pair is an error naming both golds).
     #[arg(long)]
     ignore_gold: bool,
+    /// A file of trials (`eval --trials`): compare the state after trial N.
+    #[arg(long, value_name = "N", value_parser = clap::value_parser!(u32).range(1..), conflicts_with = "reduce")]
+    trial: Option<u32>,
+    /// How a file of several attempts a question becomes one answer a question: `final` (trials:
+    /// right in any; epochs: the majority), `majority`, `pass@K` or `mean` [default: final].
+    #[arg(long, value_name = "HOW")]
+    reduce: Option<Reduce>,
 }
 
 impl CompareArgs {
+    fn reduction(&self) -> Reduce {
+        match (self.trial, self.reduce) {
+            (Some(trial), _) => Reduce::Trial(trial),
+            (None, Some(reduce)) => reduce,
+            (None, None) => Reduce::Final,
+        }
+    }
+
     fn golds(&self) -> Golds {
         if self.ignore_gold {
             Golds::EachFileItsOwn
@@ -37,8 +53,8 @@ impl CompareArgs {
 }
 
 pub fn run(args: CompareArgs) -> anyhow::Result<ExitCode> {
-    let a = ScoredFile::read(&args.a)?;
-    let b = ScoredFile::read(&args.b)?;
+    let a = ScoredFile::read_reduced(&args.a, args.reduction())?;
+    let b = ScoredFile::read_reduced(&args.b, args.reduction())?;
     let comparison = compare::compare(&a, &b, args.seed, args.golds())?;
     let mut stdout = output::stdout();
     if args.json {

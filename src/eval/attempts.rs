@@ -325,6 +325,142 @@ pub fn strict_majority(answers: &[(Option<&str>, bool)]) -> Option<(usize, bool)
         .map(|(_, first, em)| (first, em))
 }
 
+/// How a question's several attempts become one answer, to pair it with another file's
+/// (`compare`, `report`): `final`, `--trial N`, `majority`, `pass@K`, `mean`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum Reduce {
+    /// Trials: the state after the last trial (right in any, else the last); epochs: the strict
+    /// majority.
+    #[default]
+    Final,
+    /// The state after trial N (right in a trial up to N, else trial N's, else the latest before).
+    Trial(u32),
+    /// The strict-majority answer (none: no answer).
+    Majority,
+    /// Right when one of the first K attempts is: that one, else the K-th.
+    PassAt(u32),
+    /// EM and F1 averaged over the attempts; right when most attempts are.
+    Mean,
+}
+
+impl std::fmt::Display for Reduce {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Reduce::Final => f.write_str("final"),
+            Reduce::Trial(n) => write!(f, "trial {n}"),
+            Reduce::Majority => f.write_str("majority"),
+            Reduce::PassAt(k) => write!(f, "pass@{k}"),
+            Reduce::Mean => f.write_str("mean"),
+        }
+    }
+}
+
+impl std::str::FromStr for Reduce {
+    type Err = String;
+
+    fn from_str(s: &str) -> Result<Self, Self::Err> {
+        match s {
+            "final" => Ok(Reduce::Final),
+            "majority" => Ok(Reduce::Majority),
+            "mean" => Ok(Reduce::Mean),
+            _ => s
+                .strip_prefix("pass@")
+                .and_then(|k| k.parse::<u32>().ok())
+                .filter(|&k| k > 0)
+                .map(Reduce::PassAt)
+                .ok_or_else(|| {
+                    format!("unknown reduction `{s}`: expected `final`, `majority`, `mean` or `pass@K` (K ≥ 1)")
+                }),
+        }
+    }
+}
+
+/// One attempt as a reduction sees it.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct Seen<'a> {
+    pub attempt: Attempt,
+    pub em: bool,
+    pub f1: f64,
+    pub answer: Option<&'a str>,
+}
+
+/// A question's attempts reduced to one.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub enum Reduced {
+    /// This attempt (an index into the attempts given).
+    Attempt(usize),
+    /// No strict majority: no answer (shown with this attempt's question and gold).
+    NoAnswer(usize),
+    /// The means over the attempts (shown with the first attempt's question and gold).
+    Mean { first: usize, em: f64, f1: f64 },
+}
+
+impl Reduce {
+    /// Reduces one question's attempts (at least one); `None` when the reduction keeps none of
+    /// them (`--trial N` of a question that started after trial N: never happens in a trials file).
+    pub fn reduce(self, attempts: &[Seen<'_>]) -> Option<Reduced> {
+        let number = |seen: &Seen<'_>| match seen.attempt {
+            Attempt::Only => 0,
+            Attempt::Trial(k) | Attempt::Epoch(k) => k,
+        };
+        let is_epochs = attempts.iter().any(|seen| matches!(seen.attempt, Attempt::Epoch(_)));
+        let mut order: Vec<usize> = (0..attempts.len()).collect();
+        order.sort_by_key(|&idx| number(&attempts[idx]));
+        // The first right among `kept` (in attempt order), else the last of them.
+        let right_else_last = |kept: &[usize]| {
+            kept.iter()
+                .copied()
+                .find(|&idx| attempts[idx].em)
+                .or(kept.last().copied())
+                .map(Reduced::Attempt)
+        };
+        match self {
+            Reduce::Final if is_epochs => Reduce::Majority.reduce(attempts),
+            Reduce::Final => right_else_last(&order),
+            Reduce::Trial(n) => {
+                let kept: Vec<usize> = order.into_iter().filter(|&idx| number(&attempts[idx]) <= n).collect();
+                right_else_last(&kept)
+            }
+            Reduce::PassAt(k) => {
+                let kept: Vec<usize> = order.into_iter().take(k as usize).collect();
+                right_else_last(&kept)
+            }
+            Reduce::Majority => {
+                let answers: Vec<(Option<&str>, bool)> = order
+                    .iter()
+                    .map(|&idx| (attempts[idx].answer, attempts[idx].em))
+                    .collect();
+                Some(match strict_majority(&answers) {
+                    Some((first, _)) => Reduced::Attempt(order[first]),
+                    None => Reduced::NoAnswer(order[0]),
+                })
+            }
+            Reduce::Mean => {
+                let n = attempts.len() as f64;
+                Some(Reduced::Mean {
+                    first: order[0],
+                    em: attempts.iter().filter(|seen| seen.em).count() as f64 / n,
+                    f1: attempts.iter().map(|seen| seen.f1).sum::<f64>() / n,
+                })
+            }
+        }
+    }
+
+    /// What the reduction keeps, in words, for a file of trials or of epochs.
+    pub fn describe(self, epochs: bool) -> String {
+        match (self, epochs) {
+            (Reduce::Final, false) => "final state of its trials (right in any)".to_owned(),
+            (Reduce::Final | Reduce::Majority, true) => {
+                "strict majority of its epochs (none: no answer)".to_owned()
+            }
+            (Reduce::Majority, false) => "strict majority of its trials (none: no answer)".to_owned(),
+            (Reduce::Trial(n), _) => format!("state after trial {n}"),
+            (Reduce::PassAt(k), _) => format!("pass@{k}: right when one of the first {k} attempts is"),
+            (Reduce::Mean, _) => "mean EM and F1 over its attempts (right when most are)".to_owned(),
+        }
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -337,6 +473,41 @@ mod tests {
             f1: if em { 1.0 } else { 0.0 },
             answer: (!answer.is_empty()).then(|| answer.to_owned()),
         }
+    }
+
+    #[test]
+    fn reductions_pick_by_hand() {
+        let seen = |attempt, em, answer| Seen {
+            attempt,
+            em,
+            f1: if em { 1.0 } else { 0.5 },
+            answer: Some(answer),
+        };
+        // Given out of order: trials 3, 1, 2; right in trial 2.
+        let trials = [
+            seen(Attempt::Trial(3), false, "c"),
+            seen(Attempt::Trial(1), false, "a"),
+            seen(Attempt::Trial(2), true, "b"),
+        ];
+        assert_eq!(Reduce::Final.reduce(&trials), Some(Reduced::Attempt(2)));
+        assert_eq!(Reduce::Trial(1).reduce(&trials), Some(Reduced::Attempt(1)));
+        assert_eq!(Reduce::Trial(2).reduce(&trials), Some(Reduced::Attempt(2)));
+        assert_eq!(Reduce::PassAt(1).reduce(&trials), Some(Reduced::Attempt(1)));
+        let epochs = [
+            seen(Attempt::Epoch(1), false, "x"),
+            seen(Attempt::Epoch(2), true, "gold"),
+            seen(Attempt::Epoch(3), false, "X"),
+        ];
+        assert_eq!(Reduce::Final.reduce(&epochs), Some(Reduced::Attempt(0)));
+        assert_eq!(Reduce::PassAt(2).reduce(&epochs), Some(Reduced::Attempt(1)));
+        let Some(Reduced::Mean { first: 0, em, f1 }) = Reduce::Mean.reduce(&epochs) else {
+            panic!("mean")
+        };
+        assert!((em - 1.0 / 3.0).abs() < 1e-12 && (f1 - 2.0 / 3.0).abs() < 1e-12);
+        let split = [seen(Attempt::Epoch(1), false, "x"), seen(Attempt::Epoch(2), true, "y")];
+        assert_eq!(Reduce::Majority.reduce(&split), Some(Reduced::NoAnswer(0)));
+        assert_eq!("pass@4".parse(), Ok(Reduce::PassAt(4)));
+        assert!("pass@0".parse::<Reduce>().is_err() && "best".parse::<Reduce>().is_err());
     }
 
     #[test]

@@ -285,6 +285,25 @@ struct RunData<'a> {
     backoff: Option<[&'static str; 3]>,
     /// The phase that samples came first (`cot-sc-then-react`).
     samples_first: bool,
+    /// Every attempt at the question, in order, when the file made several (trials, epochs).
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    attempts: Vec<AttemptData<'a>>,
+}
+
+/// One attempt at a question, beside the others.
+#[derive(Serialize)]
+struct AttemptData<'a> {
+    /// `trial 2`, `epoch 1`.
+    label: String,
+    answer: Option<&'a str>,
+    em: u8,
+    stop: &'static str,
+    steps: Vec<[Option<&'a str>; 3]>,
+    /// What the attempt's prompt showed of the failed trials before it.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    last_trial: Option<&'a str>,
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    reflections: Vec<&'a str>,
 }
 
 fn page_data<'a>(
@@ -299,6 +318,19 @@ fn page_data<'a>(
     let by_id: Vec<HashMap<&str, &ScoredRun>> = files
         .iter()
         .map(|file| file.runs.iter().map(|run| (run.id.as_str(), run)).collect())
+        .collect();
+    let attempts_by_id: Vec<HashMap<&str, Vec<&ScoredRun>>> = files
+        .iter()
+        .map(|file| {
+            let mut attempts: HashMap<&str, Vec<&ScoredRun>> = HashMap::new();
+            for run in &file.attempts {
+                attempts.entry(run.id.as_str()).or_default().push(run);
+            }
+            for runs in attempts.values_mut() {
+                runs.sort_by_key(|run| run.run.attempt());
+            }
+            attempts
+        })
         .collect();
     let mut seen = HashSet::new();
     let mut questions = Vec::new();
@@ -319,7 +351,16 @@ fn page_data<'a>(
                 flipped: flipped.contains(first.id.as_str()),
                 runs: by_id
                     .iter()
-                    .map(|runs| runs.get(first.id.as_str()).map(|run| run_data(run)))
+                    .zip(&attempts_by_id)
+                    .map(|(runs, attempts)| {
+                        runs.get(first.id.as_str()).map(|run| {
+                            let mut data = run_data(run);
+                            if let Some(attempts) = attempts.get(first.id.as_str()) {
+                                data.attempts = attempts.iter().map(|run| attempt_data(run)).collect();
+                            }
+                            data
+                        })
+                    })
                     .collect(),
             });
         }
@@ -336,6 +377,37 @@ fn page_data<'a>(
     }
 }
 
+/// Each step as `[thought, action, observation]`.
+fn step_data(run: &crate::run::Run) -> Vec<[Option<&str>; 3]> {
+    run.steps
+        .iter()
+        .map(|step| {
+            [
+                step.thought.as_deref(),
+                step.action.as_deref(),
+                step.observation.as_deref(),
+            ]
+        })
+        .collect()
+}
+
+fn attempt_data(scored: &ScoredRun) -> AttemptData<'_> {
+    let run = &scored.run;
+    AttemptData {
+        label: match run.attempt() {
+            crate::run::Attempt::Trial(k) => format!("trial {k}"),
+            crate::run::Attempt::Epoch(k) => format!("epoch {k}"),
+            crate::run::Attempt::Only => "run".to_owned(),
+        },
+        answer: run.answer.as_deref(),
+        em: u8::from(scored.score.em),
+        stop: scored.stopped().as_str(),
+        steps: step_data(run),
+        last_trial: run.last_trial.as_deref(),
+        reflections: run.reflections.iter().map(String::as_str).collect(),
+    }
+}
+
 fn run_data(scored: &ScoredRun) -> RunData<'_> {
     let run = &scored.run;
     RunData {
@@ -346,17 +418,7 @@ fn run_data(scored: &ScoredRun) -> RunData<'_> {
         error: run.error.as_deref(),
         tokens: scored.tokens(),
         calls: run.usage.llm_calls,
-        steps: run
-            .steps
-            .iter()
-            .map(|step| {
-                [
-                    step.thought.as_deref(),
-                    step.action.as_deref(),
-                    step.observation.as_deref(),
-                ]
-            })
-            .collect(),
+        steps: step_data(run),
         samples: run
             .samples
             .iter()
@@ -377,6 +439,7 @@ fn run_data(scored: &ScoredRun) -> RunData<'_> {
             run.method(),
             crate::method::Method::CotScThenReact | crate::method::Method::CotSc | crate::method::Method::Cot
         ),
+        attempts: Vec::new(),
     }
 }
 

@@ -8,6 +8,7 @@ use super::charts::{BarChart, Layout, Series, Unit, histogram};
 use super::{FileView, Report};
 use crate::compare::{Comparison, Difference};
 use crate::eval::Task;
+use crate::eval::attempts::{AttemptScore, AttemptsSummary};
 use crate::eval::summary::Scores;
 use crate::run::Stopped;
 
@@ -70,6 +71,9 @@ pub(super) fn render(report: &Report) -> String {
                         h3 { span.letter { (letter(idx)) } " " (names[idx]) }
                         div.charts {
                             @for chart in charts(file, report.has_questions) { (chart.render()) }
+                            @if let Some(reduced) = &file.scored.reduced {
+                                p.note { "Several attempts a question: the figures count each question by the " (reduced) "." }
+                            }
                             @if file.scored.runs.iter().all(|run| run.tokens() == 0) {
                                 p.note { "No token counts recorded in this file (its model server did not report usage)." }
                             }
@@ -307,7 +311,58 @@ fn charts(file: &FileView, has_questions: bool) -> Vec<BarChart> {
             charts.push(scores_chart(title, groups.iter()));
         }
     }
+    charts.extend(attempt_charts(file));
     charts
+}
+
+/// A file of trials: the share of its questions right so far after each trial (Reflexion's
+/// figure); of epochs: pass@k for each k.
+fn attempt_charts(file: &FileView) -> Option<BarChart> {
+    let scores: Vec<AttemptScore> = file
+        .scored
+        .attempts
+        .iter()
+        .map(|run| AttemptScore {
+            id: run.id.clone(),
+            attempt: run.run.attempt(),
+            em: run.score.em,
+            f1: run.score.f1,
+            answer: run.run.answer.clone(),
+        })
+        .collect();
+    let summary = AttemptsSummary::of(&scores);
+    let n_questions = file.scored.runs.len().max(1) as f64;
+    if !summary.trials.is_empty() {
+        return Some(BarChart {
+            title: "Right so far, by trial".to_owned(),
+            x_label: "trial",
+            labels: summary.trials.iter().map(|row| row.trial.to_string()).collect(),
+            series: vec![Series {
+                name: "right so far",
+                class: "bar-right",
+                values: summary
+                    .trials
+                    .iter()
+                    .map(|row| row.right_so_far as f64 / n_questions)
+                    .collect(),
+            }],
+            layout: Layout::Stacked,
+            unit: Unit::Fraction,
+        });
+    }
+    let epochs = summary.epochs?;
+    Some(BarChart {
+        title: format!("pass@k over {} epochs", epochs.epochs),
+        x_label: "k",
+        labels: epochs.pass_at.0.iter().map(|(k, _)| k.to_string()).collect(),
+        series: vec![Series {
+            name: "pass@k",
+            class: "bar-right",
+            values: epochs.pass_at.0.iter().map(|(_, value)| *value).collect(),
+        }],
+        layout: Layout::Stacked,
+        unit: Unit::Fraction,
+    })
 }
 
 fn scores_chart<'a>(title: &str, groups: impl Iterator<Item = (&'a String, &'a Scores)>) -> BarChart {

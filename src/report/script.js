@@ -181,10 +181,43 @@
     if (run.backoff) {
       box.appendChild(el('p', 'backoff', 'Backed off from ' + run.backoff[0] + ' to ' + run.backoff[1] + ' (' + run.backoff[2] + '): both phases below, in order.'));
     }
+    if (run.attempts && run.attempts.length > 1) {
+      attempts(run, box, gold);
+      return box;
+    }
     var phases = [steps, samples];
     if (run.samples_first) phases.reverse();
     phases.forEach(function (phase) { phase(run, box, gold); });
     return box;
+  }
+
+  // Every attempt at the question side by side, each with what its prompt showed of the failed
+  // trials before it (the last trial, the reflections), then its steps.
+  function attempts(run, box, gold) {
+    box.appendChild(el('p', 'hint', run.attempts.length + ' attempts, side by side; the answer above counts for the question.'));
+    var grid = el('div', 'attempts');
+    grid.style.gridTemplateColumns = 'repeat(' + run.attempts.length + ', minmax(0, 1fr))';
+    run.attempts.forEach(function (attempt) {
+      var column = el('div', 'attempt');
+      column.appendChild(el('h5', null, attempt.label));
+      column.appendChild(el('p', attempt.em ? 'right' : 'wrong',
+        'Answer: ' + (attempt.answer === null ? '(none)' : attempt.answer) + ' — EM ' + attempt.em + ', stopped: ' + attempt.stop));
+      if (attempt.last_trial) {
+        var last = el('details', 'last-trial');
+        last.appendChild(el('summary', null, 'Last trial shown'));
+        last.appendChild(el('pre', null, attempt.last_trial));
+        column.appendChild(last);
+      }
+      (attempt.reflections || []).forEach(function (reflection, idx) {
+        var line = el('div', 'step reflection');
+        line.appendChild(el('span', 'label', 'Reflection ' + (idx + 1) + ': '));
+        line.appendChild(el('span', 'text', reflection));
+        column.appendChild(line);
+      });
+      steps(attempt, column, gold);
+      grid.appendChild(column);
+    });
+    box.appendChild(grid);
   }
 
   // A ReAct or Act phase: each step's thought, action and observation.

@@ -657,3 +657,48 @@ fn a_backed_off_question_shows_both_phases_and_the_vote_in_the_browser() {
     let react = detail.rfind("Action 4: Finish[Bath, Maine]").expect(detail);
     assert!(backoff < sample && sample < vote && vote < react, "{detail}");
 }
+
+#[test]
+fn a_trials_file_draws_right_so_far_and_shows_the_attempts_side_by_side_with_their_reflections() {
+    let dir = tempfile::tempdir().unwrap();
+    let out = dir.path().join("trials.html");
+    let trials = crate::fixture("runs/trials/reflexion.results.jsonl");
+    write_report(&[&trials], &out, &[]);
+    let html = std::fs::read_to_string(&out).unwrap();
+    // Reflexion's figure: right so far after each trial, 1, 2, 2 of the 3 questions.
+    assert!(html.contains("Right so far, by trial"), "no trial curve");
+    for (trial, share) in [(1, "33.3%"), (2, "66.7%"), (3, "66.7%")] {
+        assert!(
+            html.contains(&format!("<title>{trial} · right so far: {share}</title>")),
+            "trial {trial}"
+        );
+    }
+    assert!(html.contains("each question by the final state of its trials"));
+    let under_test = html
+        .replacen("<head>", &format!("<head>{CATCH_ERRORS}"), 1)
+        .replacen(
+            "</body>",
+            &format!(
+                "{}</body>",
+                SHOW_QUESTION.replace("QUESTION_ID", "\"5a78bc6b554299148911f979\"")
+            ),
+            1,
+        );
+    let page = dir.path().join("under-test.html");
+    std::fs::write(&page, under_test).unwrap();
+    let (dom, _) = run_in_chromium(&page, &dir.path().join("profile"));
+    let seen = self_test_output(&dom);
+    assert_eq!(seen.get("exception"), None, "{seen}");
+    assert_eq!(seen["errors"], serde_json::json!([]));
+    let detail = seen["detail"].as_str().unwrap();
+    // Three trials in order, the reflections each one's prompt showed before its steps.
+    let at = |needle: &str, from: usize| from + detail[from..].find(needle).expect(needle);
+    let trial1 = at("trial 1", 0);
+    let weekly = at("Finish[weekly]", trial1);
+    let trial2 = at("trial 2", weekly);
+    let reflection = at("Reflection 1: I answered from the wrong page.", trial2);
+    let monthly = at("Finish[monthly]", reflection);
+    let trial3 = at("trial 3", monthly);
+    let second = at("Reflection 2: ", trial3);
+    at("Finish[monthly]", second);
+}

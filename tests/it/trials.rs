@@ -540,3 +540,67 @@ async fn a_trials_file_replays_with_no_model() {
         "{stderr}"
     );
 }
+
+/// `fixtures/runs/trials/reflexion.results.jsonl` (the README's and the report tests' trials file)
+/// is what `eval --trials 3 --reflect reflexion` writes against the scripted server;
+/// `REACT_WRITE_FIXTURES=1` writes it again.
+#[tokio::test]
+async fn the_recorded_trials_file_is_what_eval_writes() {
+    let model = ScriptedServer::default();
+    let server = model.start().await;
+    let dir = tempfile::tempdir().unwrap();
+    let results = dir.path().join("trials.jsonl");
+    let (_, stderr, code) = eval(&server, &results, &["--trials", "3", "--reflect", "reflexion"]);
+    assert_eq!(code, 0, "{stderr}");
+    let written = std::fs::read_to_string(&results).unwrap();
+    let fixture = crate::fixture("runs/trials/reflexion.results.jsonl");
+    if std::env::var_os("REACT_WRITE_FIXTURES").is_some() {
+        std::fs::write(&fixture, &written).unwrap();
+    }
+    assert_eq!(std::fs::read_to_string(&fixture).unwrap(), written);
+}
+
+#[test]
+fn compare_reduces_a_trials_file_to_its_final_state_or_a_trial() {
+    let trials = crate::fixture("runs/trials/reflexion.results.jsonl");
+    let dir = tempfile::tempdir().unwrap();
+    // The first trial alone, as a file of single runs.
+    let first = dir.path().join("first.jsonl");
+    let text = std::fs::read_to_string(&trials).unwrap();
+    let singles: Vec<String> = text
+        .lines()
+        .filter_map(|line| {
+            let mut run: Value = serde_json::from_str(line).unwrap();
+            (run["trial"] == 1).then(|| {
+                for field in ["trial", "reflect", "reflections", "reflection"] {
+                    run.as_object_mut().unwrap().remove(field);
+                }
+                run.to_string()
+            })
+        })
+        .collect();
+    std::fs::write(&first, singles.join("\n") + "\n").unwrap();
+    let compare = |extra: &[&str]| {
+        let output = crate::binary()
+            .arg("compare")
+            .arg(&first)
+            .arg(&trials)
+            .args(extra)
+            .output()
+            .unwrap();
+        assert_eq!(output.status.code(), Some(0), "{}", String::from_utf8_lossy(&output.stderr));
+        String::from_utf8(output.stdout).unwrap()
+    };
+    let text = compare(&[]);
+    assert!(text.contains("both right 1   only A 0   only B 1   neither 1"), "{text}");
+    assert!(
+        text.contains("reduced        B: each question by the final state of its trials (right in any)"),
+        "{text}"
+    );
+    let text = compare(&["--trial", "1"]);
+    assert!(text.contains("both right 1   only A 0   only B 0   neither 2"), "{text}");
+    assert!(text.contains("B: each question by the state after trial 1"), "{text}");
+    let json: Value = serde_json::from_str(&compare(&["--trial", "2", "--json"])).unwrap();
+    assert_eq!(json["b_only"], 1);
+    assert_eq!(json["b"]["reduced"], "state after trial 2");
+}
