@@ -13,9 +13,9 @@ use std::path::{Path, PathBuf};
 use serde::Serialize;
 
 use crate::eval::Task;
+use crate::eval::attempts::{Reduce, Reduced, Seen};
 use crate::eval::results::{ResultsError, RunLine, parse_run_lines};
 use crate::metrics::{AnswerScore, normalize_answer};
-use crate::eval::attempts::{Reduce, Reduced, Seen};
 use crate::run::{Attempt, Run, Stopped};
 
 /// How many times the questions are resampled for each interval.
@@ -177,9 +177,14 @@ impl ScoredFile {
     }
 
     /// Reduces several attempts a question to one run a question, in the order questions first
-    /// appear; a file of single runs stays as it is.
+    /// appear, its usage summed over the attempts the reduction looked at (the steps are the
+    /// chosen attempt's); a file of single runs stays as it is.
     fn reduce(&mut self, reduce: Reduce) {
-        if self.runs.iter().all(|scored| scored.run.attempt() == Attempt::Only) {
+        if self
+            .runs
+            .iter()
+            .all(|scored| scored.run.attempt() == Attempt::Only)
+        {
             return;
         }
         let epochs = self
@@ -210,7 +215,7 @@ impl ScoredFile {
                     answer: scored.run.answer.as_deref(),
                 })
                 .collect();
-            let reduced = match reduce.reduce(&seen) {
+            let mut reduced = match reduce.reduce(&seen) {
                 Some(Reduced::Attempt(idx)) => attempts[idx].clone(),
                 Some(Reduced::NoAnswer(idx)) => {
                     let mut scored = attempts[idx].clone();
@@ -233,6 +238,12 @@ impl ScoredFile {
                 }
                 None => continue,
             };
+            // What the question cost: every attempt the reduction looked at.
+            let mut usage = crate::run::Usage::default();
+            for idx in reduce.considered(&seen) {
+                usage.add(&attempts[idx].run.usage);
+            }
+            reduced.run.usage = usage;
             self.runs.push(reduced);
         }
     }
@@ -565,10 +576,7 @@ pub fn compare(a: &ScoredFile, b: &ScoredFile, seed: u64, golds: Golds) -> Resul
         counts[idx] += 1;
     }
     let [both_right, a_only, b_only, both_wrong] = counts;
-    let em_diffs: Vec<f64> = pairs
-        .iter()
-        .map(|pair| pair.b.em() - pair.a.em())
-        .collect();
+    let em_diffs: Vec<f64> = pairs.iter().map(|pair| pair.b.em() - pair.a.em()).collect();
     let f1_diffs: Vec<f64> = pairs
         .iter()
         .map(|pair| pair.b.score.f1 - pair.a.score.f1)

@@ -161,6 +161,11 @@ async fn replay_recorded(
 
 /// What a trial's prompt showed of the question's failed trials: the last one, the reflections.
 fn trace_memory(trace: &mut TracePrinter, recorded: &Run) {
+    match recorded.attempt() {
+        crate::run::Attempt::Trial(k) => trace.header("Trial:", &k.to_string()),
+        crate::run::Attempt::Epoch(k) => trace.header("Epoch:", &k.to_string()),
+        crate::run::Attempt::Only => {}
+    }
     if let Some(last_trial) = &recorded.last_trial {
         trace.header("Last trial:", last_trial);
     }

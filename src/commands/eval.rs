@@ -44,7 +44,8 @@ pub struct EvalArgs {
 /// Which questions of the file to run: subset, then ids, then limit.
 #[derive(clap::Args, Clone)]
 struct SelectionArgs {
-    /// `paper500`: the 500 dev questions the ReAct paper scores, in its order (needs the full dev file).
+    /// `paper500`: the 500 dev questions the ReAct paper scores, in its order; `reflexion100`: the 100
+    /// of Reflexion's HotpotQA runs (each needs the full dev file).
     #[arg(long, value_name = "SUBSET")]
     subset: Option<Subset>,
     /// Only the questions whose ids this file lists, one a line.

@@ -369,7 +369,9 @@ impl std::str::FromStr for Reduce {
                 .filter(|&k| k > 0)
                 .map(Reduce::PassAt)
                 .ok_or_else(|| {
-                    format!("unknown reduction `{s}`: expected `final`, `majority`, `mean` or `pass@K` (K ≥ 1)")
+                    format!(
+                        "unknown reduction `{s}`: expected `final`, `majority`, `mean` or `pass@K` (K ≥ 1)"
+                    )
                 }),
         }
     }
@@ -403,7 +405,9 @@ impl Reduce {
             Attempt::Only => 0,
             Attempt::Trial(k) | Attempt::Epoch(k) => k,
         };
-        let is_epochs = attempts.iter().any(|seen| matches!(seen.attempt, Attempt::Epoch(_)));
+        let is_epochs = attempts
+            .iter()
+            .any(|seen| matches!(seen.attempt, Attempt::Epoch(_)));
         let mut order: Vec<usize> = (0..attempts.len()).collect();
         order.sort_by_key(|&idx| number(&attempts[idx]));
         // The first right among `kept` (in attempt order), else the last of them.
@@ -418,7 +422,10 @@ impl Reduce {
             Reduce::Final if is_epochs => Reduce::Majority.reduce(attempts),
             Reduce::Final => right_else_last(&order),
             Reduce::Trial(n) => {
-                let kept: Vec<usize> = order.into_iter().filter(|&idx| number(&attempts[idx]) <= n).collect();
+                let kept: Vec<usize> = order
+                    .into_iter()
+                    .filter(|&idx| number(&attempts[idx]) <= n)
+                    .collect();
                 right_else_last(&kept)
             }
             Reduce::PassAt(k) => {
@@ -443,6 +450,22 @@ impl Reduce {
                     f1: attempts.iter().map(|seen| seen.f1).sum::<f64>() / n,
                 })
             }
+        }
+    }
+
+    /// The attempts the reduction looks at (what the question cost under it): all of them, the
+    /// trials up to N, or the first K.
+    pub fn considered(self, attempts: &[Seen<'_>]) -> Vec<usize> {
+        let number = |idx: &usize| match attempts[*idx].attempt {
+            Attempt::Only => 0,
+            Attempt::Trial(k) | Attempt::Epoch(k) => k,
+        };
+        let mut order: Vec<usize> = (0..attempts.len()).collect();
+        order.sort_by_key(number);
+        match self {
+            Reduce::Trial(n) => order.into_iter().filter(|idx| number(idx) <= n).collect(),
+            Reduce::PassAt(k) => order.into_iter().take(k as usize).collect(),
+            Reduce::Final | Reduce::Majority | Reduce::Mean => order,
         }
     }
 
@@ -504,7 +527,10 @@ mod tests {
             panic!("mean")
         };
         assert!((em - 1.0 / 3.0).abs() < 1e-12 && (f1 - 2.0 / 3.0).abs() < 1e-12);
-        let split = [seen(Attempt::Epoch(1), false, "x"), seen(Attempt::Epoch(2), true, "y")];
+        let split = [
+            seen(Attempt::Epoch(1), false, "x"),
+            seen(Attempt::Epoch(2), true, "y"),
+        ];
         assert_eq!(Reduce::Majority.reduce(&split), Some(Reduced::NoAnswer(0)));
         assert_eq!("pass@4".parse(), Ok(Reduce::PassAt(4)));
         assert!("pass@0".parse::<Reduce>().is_err() && "best".parse::<Reduce>().is_err());

@@ -9,34 +9,38 @@ use super::questions::{Contexts, Question, QuestionFile, QuestionFileError, Reco
 
 /// The ReAct notebook's 500 dev indices (`random.Random(233).shuffle`), in its order.
 const PAPER500: &str = include_str!("../../data/paper500.json");
+/// Reflexion's 100 HotpotQA dev questions, in its sample's order.
+const REFLEXION100: &str = include_str!("../../data/reflexion100.json");
 
 /// A named subset of a dataset split.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Subset {
     /// The 500 HotpotQA dev questions the ReAct paper scores, in the notebook's order.
     Paper500,
+    /// The 100 HotpotQA dev questions of Reflexion's HotpotQA runs, in its sample's order.
+    Reflexion100,
 }
 
 impl Subset {
     /// The dataset positions of the subset, in the order the reference runs them.
     pub fn positions(self) -> Vec<usize> {
-        match self {
-            Subset::Paper500 => {
-                #[derive(serde::Deserialize)]
-                struct Indices {
-                    idxs: Vec<usize>,
-                }
-                let indices: Indices =
-                    // invariant: `PAPER500` is compiled in (`include_str!`), and a test reads it
-                    serde_json::from_str(PAPER500).expect("the bundled paper500 indices are valid JSON");
-                indices.idxs
-            }
+        #[derive(serde::Deserialize)]
+        struct Indices {
+            idxs: Vec<usize>,
         }
+        let json = match self {
+            Subset::Paper500 => PAPER500,
+            Subset::Reflexion100 => REFLEXION100,
+        };
+        // invariant: both index files are compiled in (`include_str!`), and a test reads each
+        let indices: Indices = serde_json::from_str(json).expect("the bundled subset indices are valid JSON");
+        indices.idxs
     }
 
     pub fn as_str(self) -> &'static str {
         match self {
             Subset::Paper500 => "paper500",
+            Subset::Reflexion100 => "reflexion100",
         }
     }
 }
@@ -53,7 +57,10 @@ impl FromStr for Subset {
     fn from_str(s: &str) -> Result<Self, Self::Err> {
         match s {
             "paper500" => Ok(Subset::Paper500),
-            other => Err(format!("unknown subset `{other}`, expected `paper500`")),
+            "reflexion100" => Ok(Subset::Reflexion100),
+            other => Err(format!(
+                "unknown subset `{other}`, expected `paper500` or `reflexion100`"
+            )),
         }
     }
 }
@@ -220,5 +227,15 @@ mod tests {
         assert_eq!(positions[..5], [3687, 6238, 5388, 3522, 3824]);
         assert_eq!(positions.iter().collect::<HashSet<_>>().len(), 500);
         assert!(positions.iter().all(|&position| position < 7405));
+    }
+
+    #[test]
+    fn reflexion100_is_its_samples_rows() {
+        let positions = Subset::Reflexion100.positions();
+        assert_eq!(positions.len(), 100);
+        assert_eq!(positions[..3], [4367, 1867, 3504]);
+        assert_eq!(positions.iter().collect::<HashSet<_>>().len(), 100);
+        assert!(positions.iter().all(|&position| position < 7405));
+        assert_eq!("reflexion100".parse(), Ok(Subset::Reflexion100));
     }
 }

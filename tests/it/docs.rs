@@ -962,6 +962,17 @@ fn every_recorded_run_validates_against_the_run_schema() {
         }
     }
     assert_eq!(methods.len(), 7, "{methods:?}");
+    // The recorded trials: v2 runs carrying their trial and what their prompt showed.
+    let trials = std::fs::read_to_string(crate::fixture("runs/trials/reflexion.results.jsonl")).unwrap();
+    let mut n_reflections = 0;
+    for line in trials.lines() {
+        let run: Value = serde_json::from_str(line).unwrap();
+        assert_eq!(run["format"], "react-docstore.run.v2");
+        let errors = validate_run(&run);
+        assert!(errors.is_empty(), "trials: {errors:?}");
+        n_reflections += run["reflections"].as_array().map_or(0, Vec::len);
+    }
+    assert!(n_reflections > 0);
 }
 
 // ---------------------------------------------------------------------------------------------

@@ -224,6 +224,16 @@ fn selection_by_subset_ids_and_limit() {
     .unwrap();
     assert_eq!(paper500.len(), 500);
     assert_eq!(paper500[..3], ["3687", "6238", "5388"], "the notebook's order");
+    let reflexion100 = select(
+        Selection {
+            subset: Some(Subset::Reflexion100),
+            ..Selection::default()
+        },
+        &dev_path,
+    )
+    .unwrap();
+    assert_eq!(reflexion100.len(), 100);
+    assert_eq!(reflexion100[..3], ["4367", "1867", "3504"], "the sample's order");
     let narrowed = select(
         Selection {
             subset: Some(Subset::Paper500),

@@ -541,23 +541,25 @@ async fn a_trials_file_replays_with_no_model() {
     );
 }
 
-/// `fixtures/runs/trials/reflexion.results.jsonl` (the README's and the report tests' trials file)
-/// is what `eval --trials 3 --reflect reflexion` writes against the scripted server;
-/// `REACT_WRITE_FIXTURES=1` writes it again.
+/// `fixtures/runs/trials/{reflexion,none}.results.jsonl` (the README's, the docs' and the report
+/// tests' trials files) are what `eval --trials 3 --reflect reflexion|none` writes against the
+/// scripted server; `REACT_WRITE_FIXTURES=1` writes them again.
 #[tokio::test]
-async fn the_recorded_trials_file_is_what_eval_writes() {
-    let model = ScriptedServer::default();
-    let server = model.start().await;
-    let dir = tempfile::tempdir().unwrap();
-    let results = dir.path().join("trials.jsonl");
-    let (_, stderr, code) = eval(&server, &results, &["--trials", "3", "--reflect", "reflexion"]);
-    assert_eq!(code, 0, "{stderr}");
-    let written = std::fs::read_to_string(&results).unwrap();
-    let fixture = crate::fixture("runs/trials/reflexion.results.jsonl");
-    if std::env::var_os("REACT_WRITE_FIXTURES").is_some() {
-        std::fs::write(&fixture, &written).unwrap();
+async fn the_recorded_trials_files_are_what_eval_writes() {
+    for strategy in ["reflexion", "none"] {
+        let model = ScriptedServer::default();
+        let server = model.start().await;
+        let dir = tempfile::tempdir().unwrap();
+        let results = dir.path().join("trials.jsonl");
+        let (_, stderr, code) = eval(&server, &results, &["--trials", "3", "--reflect", strategy]);
+        assert_eq!(code, 0, "{stderr}");
+        let written = std::fs::read_to_string(&results).unwrap();
+        let fixture = crate::fixture(&format!("runs/trials/{strategy}.results.jsonl"));
+        if std::env::var_os("REACT_WRITE_FIXTURES").is_some() {
+            std::fs::write(&fixture, &written).unwrap();
+        }
+        assert_eq!(std::fs::read_to_string(&fixture).unwrap(), written, "{strategy}");
     }
-    assert_eq!(std::fs::read_to_string(&fixture).unwrap(), written);
 }
 
 #[test]
@@ -588,18 +590,32 @@ fn compare_reduces_a_trials_file_to_its_final_state_or_a_trial() {
             .args(extra)
             .output()
             .unwrap();
-        assert_eq!(output.status.code(), Some(0), "{}", String::from_utf8_lossy(&output.stderr));
+        assert_eq!(
+            output.status.code(),
+            Some(0),
+            "{}",
+            String::from_utf8_lossy(&output.stderr)
+        );
         String::from_utf8(output.stdout).unwrap()
     };
     let text = compare(&[]);
-    assert!(text.contains("both right 1   only A 0   only B 1   neither 1"), "{text}");
+    assert!(
+        text.contains("both right 1   only A 0   only B 1   neither 1"),
+        "{text}"
+    );
     assert!(
         text.contains("reduced        B: each question by the final state of its trials (right in any)"),
         "{text}"
     );
     let text = compare(&["--trial", "1"]);
-    assert!(text.contains("both right 1   only A 0   only B 0   neither 2"), "{text}");
-    assert!(text.contains("B: each question by the state after trial 1"), "{text}");
+    assert!(
+        text.contains("both right 1   only A 0   only B 0   neither 2"),
+        "{text}"
+    );
+    assert!(
+        text.contains("B: each question by the state after trial 1"),
+        "{text}"
+    );
     let json: Value = serde_json::from_str(&compare(&["--trial", "2", "--json"])).unwrap();
     assert_eq!(json["b_only"], 1);
     assert_eq!(json["b"]["reduced"], "state after trial 2");
