@@ -36,7 +36,7 @@ pub struct ReadCompletion {
 /// `Standard`: after `Answer:`).
 ///
 /// CoT: the answer is the first line that starts with `Answer:` (a model's `**Answer:**`
-/// included); the thought is what comes before it, without a repeated `Thought:` label. With no
+/// included) or reads `Action: Finish[…]` (Reflexion's CoT format); the thought is what comes before it, without a repeated `Thought:` label. With no
 /// such line, the answer is what follows the last "so the answer is" up to the end of its line
 /// (without a closing period or quotes). Standard: the first line that is not blank, without a
 /// repeated `Answer:` label. An empty answer is no answer. FEVER answers are normalised to its
@@ -65,14 +65,15 @@ pub fn read_completion(completion: &str, format: Format, kind: AnswerKind) -> Re
 
 fn read_cot(completion: &str) -> ReadCompletion {
     let lines: Vec<&str> = completion.lines().collect();
-    let answer_line = lines
-        .iter()
-        .position(|line| strip_label(line.trim(), "Answer:").is_some());
+    // `Answer: …`, or `Action: Finish[…]` as Reflexion's CoT examples end.
+    let answer_line = lines.iter().enumerate().find_map(|(idx, line)| {
+        let line = line.trim();
+        strip_label(line, "Answer:")
+            .or_else(|| finish_argument(line))
+            .map(|answer| (idx, answer))
+    });
     let (thought_lines, answer) = match answer_line {
-        Some(idx) => {
-            let answer = strip_label(lines[idx].trim(), "Answer:").unwrap_or_default();
-            (&lines[..idx], Some(answer.trim().to_owned()))
-        }
+        Some((idx, answer)) => (&lines[..idx], Some(answer.trim().to_owned())),
         None => (&lines[..], so_the_answer_is(completion)),
     };
     let thought = crate::action::joined_lines(thought_lines);
@@ -94,6 +95,14 @@ fn strip_label<'l>(line: &'l str, label: &str) -> Option<&'l str> {
         return None;
     }
     Some(unwrapped[label.len()..].trim_start_matches(['*', '_']))
+}
+
+/// The argument of an `Action: Finish[…]` line (Reflexion's CoT format).
+fn finish_argument(line: &str) -> Option<&str> {
+    strip_label(line, "Action:")?
+        .trim()
+        .strip_prefix("Finish[")?
+        .strip_suffix(']')
 }
 
 /// What follows the last "so the answer is" (case-insensitive) to the end of its line.
@@ -174,6 +183,14 @@ mod tests {
             Text,
             Some("Let's think. So the answer is Paris, or so the answer is \"Lyon\"."),
             Some("Lyon"),
+        );
+        // Reflexion's CoT format: the thought, then `Action: Finish[…]`.
+        check(
+            " Let's think step by step. It was started in 1844, so the answer is Arthur's Magazine.\nAction: Finish[Arthur's Magazine]\n",
+            Cot,
+            Text,
+            Some("Let's think step by step. It was started in 1844, so the answer is Arthur's Magazine."),
+            Some("Arthur's Magazine"),
         );
         // A chat model repeating the label, markdown, and blank lines.
         check(

@@ -100,7 +100,7 @@ pub enum SolverError {
     #[error("`--samples` must be at least 1")]
     NoSamples,
     #[error(
-        "`--reflect {strategy}` needs `--method react`: Reflexion's prompts are ReAct's (`--method {method}` runs trials with `--reflect none`)"
+        "`--reflect {strategy}` needs `--method react` or `cot`: Reflexion's prompts are theirs (`--method {method}` runs trials with `--reflect none`)"
     )]
     ReflectMethod { method: Method, strategy: Reflect },
 }
@@ -116,6 +116,8 @@ pub struct Solver {
     loop_prompt: Option<Prompt>,
     /// Its examples, for Reflexion's trial prompts, which show them in a frame of their own.
     loop_fewshot: Option<Fewshot>,
+    /// The CoT prompt's examples, likewise.
+    answer_fewshot: Option<Fewshot>,
     /// The CoT or Standard prompt (methods that sample).
     answer_prompt: Option<Prompt>,
     grammar: ActionGrammar,
@@ -147,7 +149,8 @@ impl Solver {
             profile,
             loop_prompt: loop_fewshot.clone().map(prompt),
             loop_fewshot,
-            answer_prompt: answer_fewshot.map(prompt),
+            answer_prompt: answer_fewshot.clone().map(prompt),
+            answer_fewshot,
             grammar: ActionGrammar::new(profile, toolbox.names()),
             max_steps,
             samples: config.samples,
@@ -285,7 +288,8 @@ impl Solver {
         episode
     }
 
-    /// A ReAct trial in Reflexion's prompt, after the reflection its strategy asks for.
+    /// A trial in Reflexion's prompt (its ReAct agent's, or its CoT agent's for `cot`), after
+    /// the reflection its strategy asks for.
     async fn reflect_then_act(
         &self,
         llm: &dyn Llm,
@@ -295,27 +299,29 @@ impl Solver {
         environment: &mut dyn Environment,
         on_event: &mut (dyn FnMut(StepEvent<'_>) + Send),
     ) -> Episode {
-        // Only `react` reflects (`Solver::check_reflect` refuses the others before any call).
-        let fewshot = self.loop_fewshot.as_ref();
-        // invariant: every method that acts has loop examples (`phase_formats`), and only react reflects
-        let fewshot = fewshot.expect("a method that reflects has loop examples");
+        // Only `react` and `cot` reflect (`Solver::check_reflect` refuses the others before any call).
+        let (fewshot, frame) = match self.method {
+            Method::Cot => (self.answer_fewshot.as_ref(), reflexion::Frame::Cot),
+            _ => (self.loop_fewshot.as_ref(), reflexion::Frame::React),
+        };
+        // invariant: react has loop examples and cot answer examples (`phase_formats`), and only they reflect
+        let fewshot = fewshot.expect("a method that reflects has its examples");
         let mut reply = None;
         let mut usage = crate::run::Usage::default();
         if let Some(previous) =
             previous.filter(|previous| strategy.asks_reflection() && previous.stopped != Some(Stopped::Error))
         {
-            match reflexion::ask_reflection(llm, previous).await {
+            match reflexion::ask_reflection(llm, previous, frame).await {
                 Ok((text, tokens)) => {
                     usage.count_call(tokens);
                     reply = Some(text);
                 }
                 Err(error) => {
-                    let prompt = reflexion::trial_prompt(fewshot, "");
+                    let prompt = reflexion::trial_prompt(fewshot, frame, "");
                     let mut run = Run::new(question, self.profile);
                     run.model = Some(llm.model().to_owned());
                     run.api = llm.api();
                     run.fewshot = Some(prompt.fewshot().to_owned());
-                    run.max_steps = Some(self.max_steps);
                     run.reflect = Some(strategy);
                     run.stopped = Some(Stopped::Error);
                     run.error = Some(format!(
@@ -333,10 +339,18 @@ impl Solver {
         let memory = previous.map_or_else(reflexion::Memory::default, |previous| {
             reflexion::next_memory(previous, strategy, reflection)
         });
-        let prompt = reflexion::trial_prompt(fewshot, &memory.block(question, strategy));
-        let mut episode = Agent::new(llm, &prompt, &self.grammar, self.max_steps)
-            .run(question, environment, on_event)
-            .await;
+        let prompt = reflexion::trial_prompt(fewshot, frame, &memory.block(question, strategy, frame));
+        let mut episode = match frame {
+            reflexion::Frame::React => {
+                Agent::new(llm, &prompt, &self.grammar, self.max_steps)
+                    .run(question, environment, on_event)
+                    .await
+            }
+            reflexion::Frame::Cot => {
+                self.sample_phase(llm, question, &prompt, Sampling::Once, on_event)
+                    .await
+            }
+        };
         let run = &mut episode.run;
         run.usage.add(&usage);
         run.reflect = Some(strategy);
@@ -346,10 +360,10 @@ impl Solver {
         episode
     }
 
-    /// Whether `strategy` can run with this method: Reflexion's prompts are ReAct's (HotpotQA's
-    /// examples, or the user's ReAct file); `none` goes with every method.
+    /// Whether `strategy` can run with this method: Reflexion has prompts for ReAct and for CoT
+    /// (HotpotQA's examples, or the user's file); `none` goes with every method.
     pub fn check_reflect(&self, strategy: Reflect) -> Result<(), SolverError> {
-        if strategy == Reflect::None || self.method == Method::React {
+        if strategy == Reflect::None || matches!(self.method, Method::React | Method::Cot) {
             return Ok(());
         }
         Err(SolverError::ReflectMethod {
@@ -381,7 +395,8 @@ impl Solver {
         question: &str,
         on_event: &mut (dyn FnMut(StepEvent<'_>) + Send),
     ) -> Episode {
-        self.sample_phase(llm, question, Sampling::Once, on_event).await
+        self.sample_phase(llm, question, self.sampled_prompt(), Sampling::Once, on_event)
+            .await
     }
 
     /// CoT-SC: N CoT samples at the sampling temperature; the answer is the majority.
@@ -391,8 +406,14 @@ impl Solver {
         question: &str,
         on_event: &mut (dyn FnMut(StepEvent<'_>) + Send),
     ) -> Episode {
-        self.sample_phase(llm, question, Sampling::SelfConsistent, on_event)
-            .await
+        self.sample_phase(
+            llm,
+            question,
+            self.sampled_prompt(),
+            Sampling::SelfConsistent,
+            on_event,
+        )
+        .await
     }
 
     /// A sampling phase: its completions asked in one request (`n`); where the server sends fewer
@@ -403,10 +424,11 @@ impl Solver {
         &self,
         llm: &dyn Llm,
         question: &str,
+        prompt: &Prompt,
         sampling: Sampling,
         on_event: &mut (dyn FnMut(StepEvent<'_>) + Send),
     ) -> Episode {
-        let (mut episode, prompt) = self.start_sampling(llm, question);
+        let mut episode = self.start_sampling(llm, question, prompt);
         let stop = [format!("\n{}:", prompt.input_label())];
         let kind = AnswerKind::of_input(prompt.input_label());
         let (wanted, temperature) = match sampling {
@@ -513,16 +535,20 @@ impl Solver {
     }
 
     /// The run record and scratchpad of a sampling phase, and its prompt.
-    fn start_sampling(&self, llm: &dyn Llm, question: &str) -> (Episode, &Prompt) {
+    /// The CoT or Standard prompt of a method that samples.
+    fn sampled_prompt(&self) -> &Prompt {
         let prompt = self.answer_prompt.as_ref();
         // invariant: every method that samples has an answer prompt (`phase_formats`)
-        let prompt = prompt.expect("a method that samples has an answer prompt");
+        prompt.expect("a method that samples has an answer prompt")
+    }
+
+    fn start_sampling(&self, llm: &dyn Llm, question: &str, prompt: &Prompt) -> Episode {
         let mut run = Run::new(question, self.profile);
         run.model = Some(llm.model().to_owned());
         run.api = llm.api();
         run.fewshot = Some(prompt.fewshot().to_owned());
         let scratchpad = Scratchpad::new(prompt.answer_request(question));
-        (Episode::new(run, scratchpad, prompt.text().len()), prompt)
+        Episode::new(run, scratchpad, prompt.text().len())
     }
 
     /// A backoff: the first phase's episode kept when `reason` is `None`, else the second phase

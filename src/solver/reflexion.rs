@@ -2,11 +2,13 @@
 //! failed trial itself, a reflection the model writes on it, or both — and the prompt that shows
 //! it, byte for byte as Reflexion's HotpotQA agent builds it.
 //!
-//! The texts are Reflexion's (`fewshot/reflexion/`, MIT, see its SOURCE.md); the code is ours.
-//! Reflexion's agent asks for the thought and the action in two calls; ours asks for both in one
-//! (the ReAct notebook's way), so each of our prompts is the one Reflexion sends for the thought.
+//! Reflexion has two such agents for HotpotQA, and so do we: its ReAct agent ([`Frame::React`])
+//! and its CoT agent without context ([`Frame::Cot`]). The texts are Reflexion's
+//! (`fewshot/reflexion/`, MIT, see its SOURCE.md); the code is ours. Reflexion's agents ask for
+//! the thought and the action in two calls; ours ask for both in one, so each of our prompts is
+//! the one Reflexion sends for the thought.
 
-use crate::fewshot::Fewshot;
+use crate::fewshot::{Fewshot, Format};
 use crate::llm::{CallPurpose, Llm, LlmError, LlmRequest, TokenUsage};
 use crate::method::Reflect;
 use crate::profile::Profile;
@@ -17,6 +19,16 @@ use crate::run::{Run, Stopped};
 const REACT_REFLECT_INSTRUCTION: &str = include_str!("../../fewshot/reflexion/react_reflect_instruction.txt");
 /// `REFLECT_INSTRUCTION`: the prompt that asks for a reflection on a failed trial.
 const REFLECT_INSTRUCTION: &str = include_str!("../../fewshot/reflexion/reflect_instruction.txt");
+/// `COT_SIMPLE_AGENT_REFLECT_INSTRUCTION`: the CoT prompt (no context) of a trial.
+const COT_REFLECT_AGENT_INSTRUCTION: &str =
+    include_str!("../../fewshot/reflexion/cot_simple_agent_reflect_instruction.txt");
+/// `COT_SIMPLE_REFLECT_INSTRUCTION`: the CoT agent's reflection prompt.
+const COT_REFLECT_INSTRUCTION: &str =
+    include_str!("../../fewshot/reflexion/cot_simple_reflect_instruction.txt");
+/// `COTQA_SIMPLE6`: the CoT agent's six examples (`Thought:`, then `Action: Finish[…]`).
+pub const COTQA_SIMPLE6: &str = include_str!("../../fewshot/reflexion/cotqa_simple6.txt");
+/// `COT_SIMPLE_REFLECTION`: the CoT agent's few-shot reflection.
+pub const COT_SIMPLE_REFLECTION: &str = include_str!("../../fewshot/reflexion/cot_simple_reflection.txt");
 /// `WEBTHINK_SIMPLE6`: ReAct's HotpotQA examples as Reflexion lays them out.
 pub const WEBTHINK_SIMPLE6: &str = include_str!("../../fewshot/reflexion/webthink_simple6.txt");
 /// `REFLECTIONS`: the two few-shot reflections of the reflection prompt.
@@ -33,13 +45,42 @@ pub const SCRATCHPAD_TOKENS: usize = 1600;
 /// What a shortened observation reads after its label.
 const TRUNCATED: &str = "[truncated wikipedia excerpt]";
 
-/// The examples the Reflexion prompt shows: `WEBTHINK_SIMPLE6` for the bundled HotpotQA ones,
-/// else the user's file without the blank lines around it.
-pub fn examples_text(fewshot: &Fewshot) -> &str {
-    if fewshot.name == "hotpotqa" {
-        WEBTHINK_SIMPLE6
-    } else {
-        fewshot.examples.trim_matches('\n')
+/// Which of Reflexion's agents a trial follows.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Frame {
+    /// Its ReAct agent: Thought / Action / Observation steps.
+    React,
+    /// Its CoT agent without context: one thought, then `Action: Finish[…]`.
+    Cot,
+}
+
+impl Frame {
+    /// The frame of a prompt in `format`; none for Act and Standard, which Reflexion never ran.
+    pub fn of(format: Format) -> Option<Frame> {
+        match format {
+            Format::React => Some(Frame::React),
+            Format::Cot => Some(Frame::Cot),
+            Format::Act | Format::Standard => None,
+        }
+    }
+
+    /// The trial prompt's template.
+    fn agent_template(self) -> &'static str {
+        match self {
+            Frame::React => REACT_REFLECT_INSTRUCTION,
+            Frame::Cot => COT_REFLECT_AGENT_INSTRUCTION,
+        }
+    }
+}
+
+/// The examples the Reflexion prompt shows: Reflexion's own for the bundled HotpotQA ones
+/// (`WEBTHINK_SIMPLE6`, `COTQA_SIMPLE6`), else the user's file without the blank lines around it.
+pub fn examples_text(fewshot: &Fewshot, frame: Frame) -> &str {
+    match (fewshot.name.as_str(), frame) {
+        ("hotpotqa", Frame::React) => WEBTHINK_SIMPLE6,
+        // Reflexion's CoT examples start with a blank line, as its template expects.
+        ("hotpotqa", Frame::Cot) => COTQA_SIMPLE6,
+        _ => fewshot.examples.trim_matches('\n'),
     }
 }
 
@@ -62,8 +103,9 @@ impl Memory {
     }
 
     /// The `{reflections}` block of the prompt under `strategy` (`format_reflections`,
-    /// `format_last_attempt`); empty in the first trial.
-    pub fn block(&self, question: &str, strategy: Reflect) -> String {
+    /// `format_last_attempt`); empty in the first trial. Reflexion's CoT agent puts a line break
+    /// between the last trial and its reflection.
+    pub fn block(&self, question: &str, strategy: Reflect, frame: Frame) -> String {
         let mut block = String::new();
         if let Some(last_trial) = &self.last_trial {
             block.push_str(LAST_TRIAL_HEADER);
@@ -74,6 +116,9 @@ impl Memory {
             block.push_str("\n(END PREVIOUS TRIAL)\n");
         }
         if !self.reflections.is_empty() {
+            if self.last_trial.is_some() && frame == Frame::Cot {
+                block.push('\n');
+            }
             block.push_str(match strategy {
                 Reflect::LastTrialAndReflexion => REFLECTION_AFTER_LAST_TRIAL_HEADER,
                 _ => REFLECTION_HEADER,
@@ -90,34 +135,77 @@ impl Memory {
     }
 }
 
-/// The ReAct prompt of one trial: `REACT_REFLECT_INSTRUCTION` with the examples and the block,
-/// up to the question (the agent's scratchpad then adds `Question: …` and the steps).
-pub fn trial_prompt(fewshot: &Fewshot, block: &str) -> Prompt {
-    let (head, tail) = split_template(REACT_REFLECT_INSTRUCTION, "{examples}");
-    let (between, _) = split_template(tail, "{reflections}");
-    let mut text = String::with_capacity(head.len() + WEBTHINK_SIMPLE6.len() + block.len() + 64);
-    text.push_str(head);
-    text.push_str(examples_text(fewshot));
-    text.push_str(between);
-    text.push_str(block);
-    text.push_str("\n\n");
+/// Where every trial prompt ends: the question, then the scratchpad (`Thought 1:` or `Thought:`).
+const QUESTION_SLOT: &str = "Question: {question}{scratchpad}";
+
+/// The prompt of one trial: the frame's template with the examples and the block (no context),
+/// up to the question (the scratchpad then adds `Question: …` and what the model writes).
+pub fn trial_prompt(fewshot: &Fewshot, frame: Frame, block: &str) -> Prompt {
+    let filled = fill(
+        frame.agent_template(),
+        &[
+            ("examples", examples_text(fewshot, frame)),
+            ("context", ""),
+            ("reflections", block),
+        ],
+    );
+    let text = filled
+        .strip_suffix(QUESTION_SLOT)
+        .map_or_else(|| filled.clone(), str::to_owned);
     Prompt::with_text(text, fewshot)
 }
 
-/// The template's text before and after `slot`.
-fn split_template<'a>(template: &'a str, slot: &str) -> (&'a str, &'a str) {
-    let parts = template.split_once(slot);
-    // invariant: the templates are bundled (`include_str!`) with each slot once; a unit test fills them
-    parts.expect("a bundled Reflexion template holds its slot")
+/// `template` with each `{slot}` of `values` replaced, in one pass as Python's `format` does: a
+/// value that reads `{scratchpad}` stays what it reads. Other braces stay as they are.
+fn fill(template: &str, values: &[(&str, &str)]) -> String {
+    let mut filled =
+        String::with_capacity(template.len() + values.iter().map(|(_, value)| value.len()).sum::<usize>());
+    let mut rest = template;
+    while let Some(open) = rest.find('{') {
+        let slot = rest[open + 1..].find('}').and_then(|close| {
+            let name = &rest[open + 1..open + 1 + close];
+            values
+                .iter()
+                .find(|(slot, _)| *slot == name)
+                .map(|(_, value)| (open + 1 + close, *value))
+        });
+        match slot {
+            Some((close, value)) => {
+                filled.push_str(&rest[..open]);
+                filled.push_str(value);
+                rest = &rest[close + 1..];
+            }
+            None => {
+                filled.push_str(&rest[..=open]);
+                rest = &rest[open + 1..];
+            }
+        }
+    }
+    filled.push_str(rest);
+    filled
 }
 
 /// A finished trial as Reflexion's scratchpad holds it: `\nThought n: …\nAction n: …\nObservation
 /// n: …` for each step, the `Finish` step observed as `Answer is CORRECT` or `Answer is
 /// INCORRECT` (the gold decides: this is where Reflexion shows the model the grade). Act steps
-/// have no thought line.
+/// have no thought line. A CoT trial is `\nThought:` and its completion, then `\nObservation: `
+/// and the grade when it answered.
 pub fn scratchpad(run: &Run) -> String {
     let mut text = String::new();
     let right = run.em == Some(1);
+    if let Some(sample) = run.samples.first() {
+        text.push_str("\nThought:");
+        text.push_str(sample.completion.trim_end());
+        text.push_str("\nObservation: ");
+        if run.stopped == Some(Stopped::Finish) {
+            text.push_str(if right {
+                "Answer is CORRECT"
+            } else {
+                "Answer is INCORRECT"
+            });
+        }
+        return text;
+    }
     for step in &run.steps {
         let n = step.n;
         if let Some(thought) = &step.thought {
@@ -172,24 +260,28 @@ pub fn last_trial(run: &Run) -> String {
         .to_owned()
 }
 
-/// The prompt that asks for a reflection on the failed `run` (`REFLECT_INSTRUCTION` with
-/// `REFLECTIONS`, the question and the shortened scratchpad).
-pub fn reflection_prompt(run: &Run) -> String {
-    let (head, tail) = split_template(REFLECT_INSTRUCTION, "{examples}");
-    let (middle, tail) = split_template(tail, "{question}");
-    let (between, end) = split_template(tail, "{scratchpad}");
-    // Filled slot by slot, as Python's `format` does: a question that reads `{scratchpad}` stays
-    // what it reads.
-    [
-        head,
-        REFLECTIONS,
-        middle,
-        &run.question,
-        between,
-        &truncate_scratchpad(&scratchpad(run), SCRATCHPAD_TOKENS),
-        end,
-    ]
-    .concat()
+/// The prompt that asks for a reflection on the failed `run`: the ReAct agent's
+/// `REFLECT_INSTRUCTION` with `REFLECTIONS`, the question and the shortened scratchpad; the CoT
+/// agent's `COT_SIMPLE_REFLECT_INSTRUCTION` with `COT_SIMPLE_REFLECTION`, no context, the question
+/// and the whole scratchpad (Reflexion shortens only the ReAct agent's).
+pub fn reflection_prompt(run: &Run, frame: Frame) -> String {
+    let (template, examples, scratchpad) = match frame {
+        Frame::React => (
+            REFLECT_INSTRUCTION,
+            REFLECTIONS,
+            truncate_scratchpad(&scratchpad(run), SCRATCHPAD_TOKENS),
+        ),
+        Frame::Cot => (COT_REFLECT_INSTRUCTION, COT_SIMPLE_REFLECTION, scratchpad(run)),
+    };
+    fill(
+        template,
+        &[
+            ("examples", examples),
+            ("context", ""),
+            ("question", &run.question),
+            ("scratchpad", &scratchpad),
+        ],
+    )
 }
 
 /// The reflection read from the model's reply: the `paper` profile as Reflexion's `format_step`
@@ -208,8 +300,12 @@ pub fn read_reflection(reply: &str, profile: Profile) -> String {
 }
 
 /// The model's reflection on the failed `run`: the reply as it came, and its cost.
-pub async fn ask_reflection(llm: &dyn Llm, run: &Run) -> Result<(String, Option<TokenUsage>), LlmError> {
-    let prompt = reflection_prompt(run);
+pub async fn ask_reflection(
+    llm: &dyn Llm,
+    run: &Run,
+    frame: Frame,
+) -> Result<(String, Option<TokenUsage>), LlmError> {
+    let prompt = reflection_prompt(run, frame);
     let completion = llm
         .complete(LlmRequest {
             prompt: &prompt,
@@ -310,7 +406,7 @@ mod tests {
             last_trial: None,
         };
         assert_eq!(
-            memory.block("Q?", Reflect::Reflexion),
+            memory.block("Q?", Reflect::Reflexion, Frame::React),
             format!("{REFLECTION_HEADER}Reflections:\n- first plan\n- second plan")
         );
         let both = Memory {
@@ -318,26 +414,39 @@ mod tests {
             last_trial: Some("Thought 1: t".into()),
         };
         assert_eq!(
-            both.block("Q?", Reflect::LastTrialAndReflexion),
+            both.block("Q?", Reflect::LastTrialAndReflexion, Frame::React),
             format!(
                 "{LAST_TRIAL_HEADER}Question: Q?\nThought 1: t\n(END PREVIOUS TRIAL)\n{REFLECTION_AFTER_LAST_TRIAL_HEADER}Reflections:\n- plan"
             )
         );
-        assert_eq!(Memory::default().block("Q?", Reflect::Reflexion), "");
+        assert!(
+            both.block("Q?", Reflect::LastTrialAndReflexion, Frame::Cot)
+                .contains("(END PREVIOUS TRIAL)\n\nThe following reflection(s)")
+        );
+        assert_eq!(
+            Memory::default().block("Q?", Reflect::Reflexion, Frame::React),
+            ""
+        );
     }
 
     #[test]
     fn the_templates_fill_every_slot() {
-        let prompt = reflection_prompt(&failed_run());
+        let prompt = reflection_prompt(&failed_run(), Frame::React);
         assert!(!prompt.contains("{scratchpad}") && !prompt.contains("{examples}"));
         let mut odd = failed_run();
         odd.question = "What is {scratchpad}?".into();
-        assert!(reflection_prompt(&odd).contains("Question: What is {scratchpad}?\nThought 1:"));
+        assert!(
+            reflection_prompt(&odd, Frame::React).contains("Question: What is {scratchpad}?\nThought 1:")
+        );
         assert!(prompt.starts_with("You are an advanced reasoning agent"));
         assert!(prompt.ends_with("Observation 2: Answer is INCORRECT\n\nReflection:"));
-        let trial = trial_prompt(&Fewshot::hotpotqa(), "");
+        let trial = trial_prompt(&Fewshot::hotpotqa(), Frame::React, "");
         assert!(trial.text().ends_with("Finish[yes]\n(END OF EXAMPLES)\n\n\n\n"));
         assert!(trial.text().starts_with("Solve a question answering task"));
+        let cot = Fewshot::bundled(crate::fewshot::Bundled::HotpotQa, Format::Cot, Profile::Paper);
+        let trial = trial_prompt(&cot, Frame::Cot, "");
+        assert!(trial.text().ends_with("Finish[Yes]\n(END OF EXAMPLES)\n\n\n\n"));
+        assert_eq!(fill("{a} {b} {c}", &[("a", "{b}"), ("b", "2")]), "{b} 2 {c}");
     }
 
     #[test]

@@ -66,6 +66,19 @@ impl Respond for ScriptedServer {
         self.prompts.lock().unwrap().push(prompt.clone());
         let text = if prompt.ends_with("\n\nReflection:") {
             REFLECTION_REPLY.to_owned()
+        } else if prompt.ends_with("\nThought:") {
+            // Reflexion's CoT agent: a thought, then `Action: Finish[…]`.
+            let at = prompt.rfind("\nQuestion: ").unwrap() + "\nQuestion: ".len();
+            let question = prompt[at..].split('\n').next().unwrap();
+            let script = script(question);
+            let failed_before =
+                prompt.contains("Reflections:\n- ") || prompt.contains("(END PREVIOUS TRIAL)");
+            let answer = if failed_before {
+                script.after_failure[0]
+            } else {
+                script.answers[0]
+            };
+            format!(" Let's think step by step. So the answer is {answer}.\nAction: Finish[{answer}]\n")
         } else {
             let at = prompt.rfind("\nQuestion: ").unwrap() + "\nQuestion: ".len();
             let question = prompt[at..].split('\n').next().unwrap().to_owned();
@@ -464,8 +477,8 @@ async fn attempts_are_refused_where_they_cannot_work() {
         (&["--trials", "2", "--epochs", "2"], "cannot be used with"),
         (&["--reflect", "reflexion"], "--trials"),
         (
-            &["--trials", "2", "--reflect", "reflexion", "--method", "cot"],
-            "`--reflect reflexion` needs `--method react`",
+            &["--trials", "2", "--reflect", "reflexion", "--method", "cot-sc"],
+            "`--reflect reflexion` needs `--method react` or `cot`",
         ),
         (
             &["--trials", "2", "--reflect", "reflexion", "--tools", "calculate"],
@@ -619,4 +632,57 @@ fn compare_reduces_a_trials_file_to_its_final_state_or_a_trial() {
     let json: Value = serde_json::from_str(&compare(&["--trial", "2", "--json"])).unwrap();
     assert_eq!(json["b_only"], 1);
     assert_eq!(json["b"]["reduced"], "state after trial 2");
+}
+
+#[tokio::test]
+async fn cot_trials_follow_reflexions_cot_agent_byte_for_byte() {
+    let model = ScriptedServer::default();
+    let server = model.start().await;
+    let dir = tempfile::tempdir().unwrap();
+    let results = dir.path().join("cot.jsonl");
+    let (summary, stderr, code) = eval(
+        &server,
+        &results,
+        &["--method", "cot", "--trials", "2", "--reflect", "reflexion"],
+    );
+    assert_eq!(code, 0, "{stderr}");
+    assert_eq!(
+        summary["trials"],
+        json!([
+            {"trial": 1, "ran": 3, "right": 1, "right_so_far": 1},
+            {"trial": 2, "ran": 2, "right": 1, "right_so_far": 2},
+        ]),
+        "{summary}"
+    );
+    let prompts = model.prompts();
+    let failed = "\nThought: Let's think step by step. So the answer is Wallace.\nAction: Finish[Wallace]\nObservation: Answer is INCORRECT";
+    let reflection_prompt = reflexion_string("prompts.py", "COT_SIMPLE_REFLECT_INSTRUCTION")
+        .replace(
+            "{examples}",
+            &reflexion_string("fewshots.py", "COT_SIMPLE_REFLECTION"),
+        )
+        .replace("{context}", "")
+        .replace("{question}", WALLACE)
+        .replace("{scratchpad}", failed);
+    assert!(
+        prompts.contains(&reflection_prompt),
+        "no reflection prompt equals Reflexion's CoT one"
+    );
+    let reflection = "I answered from the wrong page. Next time I will search the creator's other films.";
+    let header = reflexion_string("prompts.py", "REFLECTION_HEADER");
+    let trial_prompt = reflexion_string("prompts.py", "COT_SIMPLE_AGENT_REFLECT_INSTRUCTION")
+        .replace("{examples}", &reflexion_string("fewshots.py", "COTQA_SIMPLE6"))
+        .replace("{context}", "")
+        .replace("{reflections}", &format_reflections(&[reflection], &header))
+        .replace("{question}", WALLACE)
+        .replace("{scratchpad}", "\nThought:");
+    assert!(
+        prompts.contains(&trial_prompt),
+        "no trial prompt equals Reflexion's CoT one"
+    );
+    let lines = lines(&results);
+    let second = run_of(&lines, WALLACE, 2);
+    assert_eq!(second["answer"], "Creature Comforts");
+    assert_eq!(second["method"], "cot");
+    assert_eq!(second["reflections"], json!([reflection]));
 }
