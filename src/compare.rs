@@ -9,11 +9,13 @@
 use std::collections::HashMap;
 use std::io::{self, Write};
 use std::path::{Path, PathBuf};
+use std::sync::Arc;
 
 use serde::Serialize;
 
 use crate::eval::Task;
-use crate::eval::results::{ResultsError, RunLine, parse_run_lines};
+use crate::eval::merge::{self, EvaluatedRun, Evaluation, MergeError};
+use crate::eval::results::ResultsError;
 use crate::metrics::{AnswerScore, normalize_answer};
 use crate::run::{Run, Stopped};
 
@@ -22,9 +24,11 @@ pub const BOOTSTRAP_RESAMPLES: usize = 10_000;
 /// The default `--seed`: the output is the same on every machine and every run.
 pub const DEFAULT_SEED: u64 = 15;
 
-/// One run of a results file, scored, with the line it came from.
+/// One run of a results file, scored, with the file and line it came from.
 #[derive(Debug, Clone)]
 pub struct ScoredRun {
+    /// The results file the run was read from (one of an evaluation's shards).
+    pub file: Arc<Path>,
     pub line: usize,
     /// The question id (every results line has one).
     pub id: String,
@@ -54,19 +58,25 @@ impl ScoredRun {
     }
 }
 
-/// The runs of one results file, each scored against its gold answer, in file order.
+/// The runs of one evaluation (a results file, or several read as one: [`merge::read_evaluation`]),
+/// each scored against its gold answer, in the evaluation's order.
 #[derive(Debug, Clone)]
 pub struct ScoredFile {
+    /// The evaluation as named: a file, a directory, or comma-joined files.
     pub path: PathBuf,
     /// FEVER when every run used the FEVER few-shot examples.
     pub task: Task,
     pub runs: Vec<ScoredRun>,
+    /// What the evaluation lacks (missing shards and questions) or held twice ([`Evaluation::gaps`]).
+    pub gaps: Vec<String>,
 }
 
 #[derive(Debug, thiserror::Error)]
 pub enum CompareError {
     #[error(transparent)]
     Results(#[from] ResultsError),
+    #[error(transparent)]
+    Merge(#[from] MergeError),
     #[error("`{}` holds no runs: not a results file of `eval`", path.display())]
     Empty { path: PathBuf },
     #[error("results file `{}`, line {line}: field `id` is missing", path.display())]
@@ -141,17 +151,16 @@ pub struct QuestionMismatch {
 }
 
 impl ScoredFile {
-    /// Reads a results file with the results reader `eval` uses and scores every run.
+    /// Reads an evaluation — a results file, a directory of them, or comma-joined files
+    /// ([`merge::evaluation_paths`]) — with the results reader `eval` uses, and scores every run.
     pub fn read(path: &Path) -> Result<ScoredFile, CompareError> {
-        let bytes = std::fs::read(path).map_err(|source| ResultsError::Read {
-            path: path.to_owned(),
-            source,
-        })?;
-        let lines = parse_run_lines(&bytes, path)?;
-        ScoredFile::from_lines(path, lines.runs)
+        let evaluation = merge::read_evaluation(&merge::evaluation_paths(path))?;
+        ScoredFile::from_evaluation(path, evaluation)
     }
 
-    fn from_lines(path: &Path, lines: Vec<RunLine>) -> Result<ScoredFile, CompareError> {
+    fn from_evaluation(path: &Path, evaluation: Evaluation) -> Result<ScoredFile, CompareError> {
+        let gaps = evaluation.gaps();
+        let lines = evaluation.runs;
         if lines.is_empty() {
             return Err(CompareError::Empty {
                 path: path.to_owned(),
@@ -159,16 +168,10 @@ impl ScoredFile {
         }
         let mut first_lines: HashMap<String, usize> = HashMap::with_capacity(lines.len());
         let mut runs = Vec::with_capacity(lines.len());
-        for RunLine { line, run } in lines {
-            let Some(id) = run.id.clone() else {
-                return Err(CompareError::MissingId {
-                    path: path.to_owned(),
-                    line,
-                });
-            };
+        for EvaluatedRun { file, line, id, run } in lines {
             if let Some(&first_line) = first_lines.get(&id) {
                 return Err(CompareError::DuplicateId {
-                    path: path.to_owned(),
+                    path: file.to_path_buf(),
                     line,
                     first_line,
                     id,
@@ -177,12 +180,18 @@ impl ScoredFile {
             first_lines.insert(id.clone(), line);
             let Some(gold) = run.gold.as_deref() else {
                 return Err(CompareError::MissingGold {
-                    path: path.to_owned(),
+                    path: file.to_path_buf(),
                     line,
                 });
             };
             let score = AnswerScore::new(run.answer.as_deref().unwrap_or(""), gold);
-            runs.push(ScoredRun { line, id, run, score });
+            runs.push(ScoredRun {
+                file,
+                line,
+                id,
+                run,
+                score,
+            });
         }
         let task = if runs
             .iter()
@@ -196,7 +205,14 @@ impl ScoredFile {
             path: path.to_owned(),
             task,
             runs,
+            gaps,
         })
+    }
+
+    /// [`ScoredFile::gaps`], each sentence naming the evaluation.
+    pub fn gap_notes(&self) -> Vec<String> {
+        let path = self.path.display();
+        self.gaps.iter().map(|gap| format!("`{path}`: {gap}")).collect()
     }
 
     /// The file's name as a reader would say it (its last component).
@@ -396,16 +412,16 @@ pub fn pair<'a>(
         if a_run.run.question.trim() != b_run.run.question.trim() {
             return Err(CompareError::DifferentQuestion(Box::new(QuestionMismatch {
                 id: a_run.id.clone(),
-                a: a.path.clone(),
+                a: a_run.file.to_path_buf(),
                 a_line: a_run.line,
                 a_question: a_run.run.question.clone(),
-                b: b.path.clone(),
+                b: b_run.file.to_path_buf(),
                 b_line: b_run.line,
                 b_question: b_run.run.question.clone(),
             })));
         }
         if golds == Golds::MustAgree {
-            check_same_gold(a, a_run, b, b_run)?;
+            check_same_gold(a_run, b_run)?;
         }
         pairs.push(Pair { a: a_run, b: b_run });
     }
@@ -420,12 +436,7 @@ pub fn pair<'a>(
 }
 
 /// Refuses a pair whose runs were scored against golds the metric reads differently.
-fn check_same_gold(
-    a: &ScoredFile,
-    a_run: &ScoredRun,
-    b: &ScoredFile,
-    b_run: &ScoredRun,
-) -> Result<(), CompareError> {
+fn check_same_gold(a_run: &ScoredRun, b_run: &ScoredRun) -> Result<(), CompareError> {
     let gold = |run: &ScoredRun| run.run.gold.clone().unwrap_or_default();
     let (a_gold, b_gold) = (gold(a_run), gold(b_run));
     if normalize_answer(&a_gold) == normalize_answer(&b_gold) {
@@ -433,10 +444,10 @@ fn check_same_gold(
     }
     Err(CompareError::DifferentGold(Box::new(GoldMismatch {
         id: a_run.id.clone(),
-        a: a.path.clone(),
+        a: a_run.file.to_path_buf(),
         a_line: a_run.line,
         a_gold,
-        b: b.path.clone(),
+        b: b_run.file.to_path_buf(),
         b_line: b_run.line,
         b_gold,
     })))

@@ -1,5 +1,6 @@
-//! `score`: the official HotpotQA answer metric of a predictions file against a gold question file,
-//! as `hotpot_evaluate_v1.py` computes it — every gold question counts, a missing prediction scores zero.
+//! `score`: the official HotpotQA answer metric of a predictions file (or of an evaluation's
+//! shards, read as one) against a gold question file, as `hotpot_evaluate_v1.py` computes it —
+//! every gold question counts, a missing prediction scores zero.
 
 use std::collections::HashMap;
 use std::io::{self, Write};
@@ -8,8 +9,8 @@ use std::path::{Path, PathBuf};
 use serde::Serialize;
 use serde_json::Value;
 
+use super::merge::{MergeError, read_evaluation};
 use super::questions::{QuestionFile, QuestionFileError, Task};
-use super::results::{ResultsError, ResultsFile};
 use super::summary::Scores;
 use crate::json::type_name;
 use crate::metrics::AnswerScore;
@@ -31,6 +32,12 @@ pub struct ScoreReport {
     /// The first few of them.
     #[serde(skip)]
     pub missing_examples: Vec<String>,
+    /// Sharded predictions: the shards no file holds (present, maybe empty, when sharded).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub missing_shards: Option<Vec<u32>>,
+    /// What the predictions lack or held twice, one sentence each (several files or shards).
+    #[serde(skip)]
+    pub gaps: Vec<String>,
 }
 
 #[derive(Debug, thiserror::Error)]
@@ -51,16 +58,55 @@ pub enum ScoreError {
     Format {
         path: PathBuf,
         #[source]
-        source: ResultsError,
+        source: MergeError,
     },
+    #[error(transparent)]
+    Merge(#[from] MergeError),
     #[error(transparent)]
     Gold(#[from] QuestionFileError),
     #[error("gold file `{}`: question `{id}` has no answer to score against", path.display())]
     NoGold { path: PathBuf, id: String },
 }
 
-/// Reads predictions: the official `{"answer": {id: text}, ...}` object, or `eval` results JSON Lines.
-pub fn read_predictions(path: &Path) -> Result<HashMap<String, String>, ScoreError> {
+/// Predictions by question id, and what the evaluation they came from lacks.
+#[derive(Debug, Default)]
+pub struct Predictions {
+    pub answers: HashMap<String, String>,
+    pub missing_shards: Option<Vec<u32>>,
+    pub gaps: Vec<String>,
+}
+
+/// Reads predictions: one official `{"answer": {id: text}, ...}` file, or `eval` results JSON
+/// Lines — one file, or several (and directories) read as one evaluation.
+pub fn read_predictions(paths: &[PathBuf]) -> Result<Predictions, ScoreError> {
+    let results = match paths {
+        [path] if !path.is_dir() => match read_official(path)? {
+            Some(answers) => {
+                return Ok(Predictions {
+                    answers,
+                    ..Predictions::default()
+                });
+            }
+            None => read_evaluation(paths).map_err(|source| ScoreError::Format {
+                path: path.clone(),
+                source,
+            })?,
+        },
+        _ => read_evaluation(paths)?,
+    };
+    Ok(Predictions {
+        gaps: results.gaps(),
+        missing_shards: results.shards.map(|coverage| coverage.missing_shards),
+        answers: results
+            .runs
+            .into_iter()
+            .map(|evaluated| (evaluated.id, evaluated.run.answer.unwrap_or_default()))
+            .collect(),
+    })
+}
+
+/// The answers of an official predictions file; `None` when it is not one.
+fn read_official(path: &Path) -> Result<Option<HashMap<String, String>>, ScoreError> {
     let text = std::fs::read_to_string(path).map_err(|source| ScoreError::Read {
         path: path.to_owned(),
         source,
@@ -78,22 +124,25 @@ pub fn read_predictions(path: &Path) -> Result<HashMap<String, String>, ScoreErr
                     found: type_name(&other),
                 }),
             })
-            .collect();
+            .collect::<Result<_, _>>()
+            .map(Some);
     }
-    let stored = ResultsFile::read(path).map_err(|source| ScoreError::Format {
-        path: path.to_owned(),
-        source,
-    })?;
-    Ok(stored
-        .runs
-        .into_iter()
-        .filter_map(|run| Some((run.id?, run.answer.unwrap_or_default())))
-        .collect())
+    Ok(None)
 }
 
 /// Scores `predictions` against every question of `gold`.
 pub fn score(predictions: &Path, gold: &Path) -> Result<ScoreReport, ScoreError> {
-    let answers = read_predictions(predictions)?;
+    score_evaluation(&[predictions.to_owned()], gold)
+}
+
+/// Scores predictions read from several files (an evaluation's shards, or directories of them)
+/// against every question of `gold`.
+pub fn score_evaluation(predictions: &[PathBuf], gold: &Path) -> Result<ScoreReport, ScoreError> {
+    let Predictions {
+        answers,
+        missing_shards,
+        gaps,
+    } = read_predictions(predictions)?;
     let gold_file = QuestionFile::read(gold)?;
     let mut scores = Vec::with_capacity(gold_file.questions.len());
     let mut missing_examples = Vec::new();
@@ -128,6 +177,8 @@ pub fn score(predictions: &Path, gold: &Path) -> Result<ScoreReport, ScoreError>
         accuracy: (gold_file.task == Task::Fever).then_some(mean.em),
         missing,
         missing_examples,
+        missing_shards,
+        gaps,
     })
 }
 
