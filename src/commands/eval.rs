@@ -51,10 +51,10 @@ struct SelectionArgs {
     /// At most this many questions.
     #[arg(long, value_name = "N")]
     limit: Option<usize>,
-    /// Only shard I of N (0 ≤ I < N) of the selected questions, the same part on every machine;
+    /// `I/N`: only shard I of N (0 ≤ I < N) of the selected questions, the same on every machine;
     /// `auto`: from a Slurm job array (`SLURM_ARRAY_TASK_ID`, `SLURM_ARRAY_TASK_COUNT`), or
     /// `auto/N` in a Kubernetes Indexed Job (`JOB_COMPLETION_INDEX`; N = its completions).
-    #[arg(long, value_name = "I/N|auto|auto/N")]
+    #[arg(long, value_name = "SHARD")]
     shard: Option<ShardArg>,
 }
 

@@ -32,9 +32,9 @@ pub struct ScoreReport {
     /// The first few of them.
     #[serde(skip)]
     pub missing_examples: Vec<String>,
-    /// Sharded predictions: the shards no file holds (present, maybe empty, when sharded).
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub missing_shards: Option<Vec<u32>>,
+    /// Sharded predictions: the shards no file holds (left out when none is missing).
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub missing_shards: Vec<u32>,
     /// What the predictions lack or held twice, one sentence each (several files or shards).
     #[serde(skip)]
     pub gaps: Vec<String>,
@@ -72,7 +72,7 @@ pub enum ScoreError {
 #[derive(Debug, Default)]
 pub struct Predictions {
     pub answers: HashMap<String, String>,
-    pub missing_shards: Option<Vec<u32>>,
+    pub missing_shards: Vec<u32>,
     pub gaps: Vec<String>,
 }
 
@@ -96,7 +96,10 @@ pub fn read_predictions(paths: &[PathBuf]) -> Result<Predictions, ScoreError> {
     };
     Ok(Predictions {
         gaps: results.gaps(),
-        missing_shards: results.shards.map(|coverage| coverage.missing_shards),
+        missing_shards: results
+            .shards
+            .map(|coverage| coverage.missing_shards)
+            .unwrap_or_default(),
         answers: results
             .runs
             .into_iter()

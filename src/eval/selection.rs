@@ -113,13 +113,35 @@ impl Selection {
     /// Reads the question file once and returns it with only the selected questions, in the
     /// selection's order. Questions the selection cannot pick are dropped as they are read, so
     /// memory follows the selection, not the file.
+    /// A shard's part may be empty (a few questions, many shards).
     pub fn read(&self, path: &Path, contexts: Contexts) -> Result<QuestionFile, SelectionError> {
-        self.read_sharded(path, contexts).map(|(file, _)| file)
+        self.read_with_plan(path, contexts).map(|(file, _)| file)
     }
 
-    /// [`Selection::read`], and with a shard, its part of the selection: every selected question
-    /// is read (the partition needs the whole selection's order), then only the shard's are kept.
+    /// [`Selection::read`] for an evaluation: with a shard, its plan too (where each of its
+    /// questions sits in the whole selection), and a shard that holds none is refused.
     pub fn read_sharded(
+        &self,
+        path: &Path,
+        contexts: Contexts,
+    ) -> Result<(QuestionFile, Option<ShardPlan>), SelectionError> {
+        let (file, plan) = self.read_with_plan(path, contexts)?;
+        if let Some(plan) = &plan
+            && plan.is_empty()
+            && plan.selected > 0
+        {
+            return Err(SelectionError::EmptyShard {
+                shard: plan.shard,
+                selected: plan.selected,
+                questions: file.path.clone(),
+            });
+        }
+        Ok((file, plan))
+    }
+
+    /// Every selected question is read (the partition needs the whole selection's order), then
+    /// only the shard's are kept.
+    fn read_with_plan(
         &self,
         path: &Path,
         contexts: Contexts,
@@ -129,13 +151,6 @@ impl Selection {
             return Ok((file, None));
         };
         let plan = ShardPlan::new(shard, file.questions.iter().map(|question| question.id.as_str()));
-        if plan.is_empty() && !file.questions.is_empty() {
-            return Err(SelectionError::EmptyShard {
-                shard,
-                selected: file.questions.len(),
-                questions: file.path.clone(),
-            });
-        }
         file.questions.retain(|question| plan.holds(&question.id));
         Ok((file, Some(plan)))
     }
