@@ -177,7 +177,8 @@ impl Respond for ParityModel {
         let prompt = body["prompt"].as_str().unwrap();
         let question = prompt.rsplit_once("\nQuestion: Is ").unwrap().1;
         let number: usize = question.split_once(' ').unwrap().0.parse().unwrap();
-        let even = (number % 2 == 0) != (self.wrong_every > 0 && number % self.wrong_every == 0);
+        let even =
+            number.is_multiple_of(2) != (self.wrong_every > 0 && number.is_multiple_of(self.wrong_every));
         let answer = if even { "yes" } else { "no" };
         ResponseTemplate::new(200).set_body_json(serde_json::json!({
             "id": "cmpl", "object": "text_completion", "model": self.name,
@@ -197,8 +198,8 @@ async fn parity_model(wrong_every: usize, name: &'static str) -> MockServer {
     server
 }
 
-fn n_requests(server: &MockServer) -> impl std::future::Future<Output = usize> + '_ {
-    async move { server.received_requests().await.unwrap().len() }
+async fn n_requests(server: &MockServer) -> usize {
+    server.received_requests().await.unwrap().len()
 }
 
 /// `react-docstore eval QUESTIONS --out RESULTS [--shard SHARD]` against `model`, in `dir`, with
