@@ -19,7 +19,8 @@ use crate::run::{Run, ShardRecord};
 /// The Slurm variables `--shard auto` reads: the task's index in its array, and the array's size.
 pub const SLURM_TASK_ID: &str = "SLURM_ARRAY_TASK_ID";
 pub const SLURM_TASK_COUNT: &str = "SLURM_ARRAY_TASK_COUNT";
-/// The array's first index (`--array=1-8` starts at 1) and its step (`0-15:2`).
+/// The array's first index (`--array=1-8` starts at 1; a resubmitted `--array=3` at 3) and its
+/// step (`0-15:2`).
 pub const SLURM_TASK_MIN: &str = "SLURM_ARRAY_TASK_MIN";
 pub const SLURM_TASK_STEP: &str = "SLURM_ARRAY_TASK_STEP";
 /// The variable Kubernetes sets in each pod of an Indexed Job. No variable carries the Job's
@@ -115,11 +116,15 @@ pub enum ShardError {
     #[error("`--shard auto`: `{name}` is `{value}`, expected a number")]
     NotANumber { name: &'static str, value: String },
     #[error(
-        "`--shard auto`: the Slurm array steps by {step} (`{SLURM_TASK_STEP}`); shards need consecutive indices, e.g. `sbatch --array=0-{last}`"
+        "`--shard auto`: the Slurm array steps by {step} (`{SLURM_TASK_STEP}`); shards need consecutive indices from 0, e.g. `sbatch --array=0-{last}`"
     )]
     SlurmStep { step: u32, last: u32 },
     #[error(
-        "`--shard auto`: the scheduler's index {index} (`{variable}`, counted from the array's first index) is not below the shard count {count}; the indices must be consecutive, e.g. `sbatch --array=0-{last}` or `completions: {count}`"
+        "`--shard auto`: the Slurm array starts at {first} (`{SLURM_TASK_MIN}`), so its size is not the shard count; run the whole array from 0 (`sbatch --array=0-N`), or give the count: `--shard auto/N` (a task resubmitted alone keeps its index)"
+    )]
+    SlurmNotFromZero { first: u32 },
+    #[error(
+        "`--shard auto`: the scheduler's index {index} (`{variable}`) is not below the shard count {count}; the indices must run from 0, e.g. `sbatch --array=0-{last}` or `completions: {count}`"
     )]
     OutOfRange {
         variable: &'static str,
@@ -127,8 +132,6 @@ pub enum ShardError {
         count: u32,
         last: u32,
     },
-    #[error("`--shard auto/{given}`, but `{SLURM_TASK_COUNT}` is {slurm}: the array has {slurm} tasks")]
-    CountMismatch { given: u32, slurm: u32 },
     #[error(
         "results file `{}` holds runs of {recorded}, this evaluation is {current}: each shard has its results file — pass another --out",
         results.display()
@@ -155,7 +158,9 @@ impl fmt::Display for ShardName {
 
 impl ShardArg {
     /// The shard: as given, or from the scheduler's variables, read through `var`: Slurm's when
-    /// `SLURM_ARRAY_TASK_ID` is set, else Kubernetes'.
+    /// `SLURM_ARRAY_TASK_ID` is set, else Kubernetes'. The index is the task's own
+    /// (`SLURM_ARRAY_TASK_ID`, `JOB_COMPLETION_INDEX`); the count is `auto/N`'s, else the size of
+    /// a Slurm array that runs from 0 with step 1 (`SLURM_ARRAY_TASK_COUNT`).
     pub fn resolve(self, var: impl Fn(&str) -> Option<String>) -> Result<Shard, ShardError> {
         let given = match self {
             ShardArg::Fixed(shard) => return Ok(shard),
@@ -172,23 +177,25 @@ impl ShardArg {
                 .transpose()
         };
         let (variable, index, count) = if let Some(task_id) = number(SLURM_TASK_ID)? {
-            let slurm_count = number(SLURM_TASK_COUNT)?;
-            let count = match (given, slurm_count) {
-                (Some(given), Some(slurm)) if given != slurm => {
-                    return Err(ShardError::CountMismatch { given, slurm });
+            let count = match given {
+                Some(count) => count,
+                None => {
+                    let count = number(SLURM_TASK_COUNT)?.ok_or(ShardError::SlurmCountMissing)?;
+                    let step = number(SLURM_TASK_STEP)?.unwrap_or(1);
+                    if step != 1 {
+                        return Err(ShardError::SlurmStep {
+                            step,
+                            last: count.saturating_sub(1),
+                        });
+                    }
+                    let first = number(SLURM_TASK_MIN)?.unwrap_or(0);
+                    if first != 0 {
+                        return Err(ShardError::SlurmNotFromZero { first });
+                    }
+                    count
                 }
-                (_, Some(count)) | (Some(count), None) => count,
-                (None, None) => return Err(ShardError::SlurmCountMissing),
             };
-            let step = number(SLURM_TASK_STEP)?.unwrap_or(1);
-            if step != 1 {
-                return Err(ShardError::SlurmStep {
-                    step,
-                    last: count.saturating_sub(1),
-                });
-            }
-            let first = number(SLURM_TASK_MIN)?.unwrap_or(0);
-            (SLURM_TASK_ID, task_id.saturating_sub(first), count)
+            (SLURM_TASK_ID, task_id, count)
         } else if let Some(index) = var(KUBERNETES_INDEX) {
             let Some(count) = given else {
                 return Err(ShardError::KubernetesCountMissing { index });

@@ -116,15 +116,22 @@ fn shard_auto_reads_slurm_and_kubernetes_variables() {
     let slurm = [("SLURM_ARRAY_TASK_ID", "2"), ("SLURM_ARRAY_TASK_COUNT", "4")];
     assert_eq!(resolve("auto", &slurm), shard(2, 4));
     assert_eq!(resolve("auto/4", &slurm), shard(2, 4));
+    assert_eq!(resolve("auto/8", &slurm), shard(2, 8), "the count given wins");
     assert_eq!(resolve("1/3", &slurm), shard(1, 3), "a shard given wins");
-    // `--array=1-4`: counted from the array's first index.
-    let from_one = [
-        ("SLURM_ARRAY_TASK_ID", "4"),
-        ("SLURM_ARRAY_TASK_COUNT", "4"),
-        ("SLURM_ARRAY_TASK_MIN", "1"),
+    // A task resubmitted alone (`SHARDS=4 sbatch --array=2`): its own index, the count given.
+    let resubmitted = [
+        ("SLURM_ARRAY_TASK_ID", "2"),
+        ("SLURM_ARRAY_TASK_COUNT", "1"),
+        ("SLURM_ARRAY_TASK_MIN", "2"),
         ("SLURM_ARRAY_TASK_STEP", "1"),
     ];
-    assert_eq!(resolve("auto", &from_one), shard(3, 4));
+    assert_eq!(resolve("auto/4", &resubmitted), shard(2, 4));
+    let not_from_zero = resolve("auto", &resubmitted).unwrap_err();
+    assert!(
+        not_from_zero.contains("the Slurm array starts at 2 (`SLURM_ARRAY_TASK_MIN`)")
+            && not_from_zero.contains("give the count: `--shard auto/N`"),
+        "{not_from_zero}"
+    );
     let kubernetes = [("JOB_COMPLETION_INDEX", "5")];
     assert_eq!(resolve("auto/8", &kubernetes), shard(5, 8));
 
@@ -157,8 +164,10 @@ fn shard_auto_reads_slurm_and_kubernetes_variables() {
     ];
     assert!(error("auto", &stepped).contains("steps by 2"));
     let gappy = [("SLURM_ARRAY_TASK_ID", "9"), ("SLURM_ARRAY_TASK_COUNT", "3")];
-    assert!(error("auto", &gappy).contains("index 9 (`SLURM_ARRAY_TASK_ID`"));
-    assert!(error("auto/5", &slurm).contains("`SLURM_ARRAY_TASK_COUNT` is 4"));
+    assert!(error("auto", &gappy).contains("index 9 (`SLURM_ARRAY_TASK_ID`) is not below the shard count 3"));
+    assert!(
+        error("auto/2", &slurm).contains("index 2 (`SLURM_ARRAY_TASK_ID`) is not below the shard count 2")
+    );
     let not_a_number = error("auto/3", &[("JOB_COMPLETION_INDEX", "two")]);
     assert!(not_a_number.contains("`JOB_COMPLETION_INDEX` is `two`, expected a number"));
     assert!(error("auto/3", &[("JOB_COMPLETION_INDEX", "3")]).contains("is not below the shard count 3"));
