@@ -348,6 +348,22 @@ async fn shard_auto_runs_the_schedulers_shard_records_it_and_resumes_only_it() {
         "the refused runs wrote nothing"
     );
 
+    // A shard that holds none of the selected questions is refused.
+    let (_, stderr, code) = eval(
+        dir.path(),
+        &questions,
+        &model,
+        &dir.path().join("empty.jsonl"),
+        Some("14/16"),
+        &[],
+    );
+    assert_eq!(code, 2);
+    assert!(
+        stderr.contains("shard 14/16 holds none of the 40 selected questions of `")
+            && stderr.contains("split them into fewer shards"),
+        "{stderr}"
+    );
+
     // Without --out, each shard gets its own default file.
     let (_, stderr, code) = eval_default_out(dir.path(), &questions, &model, "0/3");
     assert_eq!(code, 0, "{stderr}");
