@@ -15,6 +15,9 @@
 //! at high concurrency, with the CPU time the process (client and mock server) spent a call.
 //! Every run prints the load average beside its figures.
 
+#[path = "common/cpu.rs"]
+mod cpu;
+
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
@@ -32,6 +35,8 @@ use react_docstore::tool::Toolbox;
 use react_docstore::trace::LogOutput;
 use wiremock::matchers::{method, path};
 use wiremock::{Mock, MockServer, Request, Respond, ResponseTemplate};
+
+use cpu::cpu_seconds;
 
 const LATENCY: Duration = Duration::from_millis(200);
 const STEPS_PER_QUESTION: usize = 4;
@@ -199,18 +204,6 @@ fn peak_rss_mb() -> f64 {
         .find_map(|line| line.strip_prefix("VmHWM:"))
         .and_then(|value| value.trim().trim_end_matches("kB").trim().parse::<f64>().ok())
         .map_or(f64::NAN, |kb| kb / 1024.0)
-}
-
-/// User and system CPU time of the whole process so far, in seconds.
-fn cpu_seconds() -> f64 {
-    // SAFETY: `getrusage` fills the zeroed struct it is given and keeps nothing.
-    let usage = unsafe {
-        let mut usage: libc::rusage = std::mem::zeroed();
-        libc::getrusage(libc::RUSAGE_SELF, &mut usage);
-        usage
-    };
-    let seconds = |time: libc::timeval| time.tv_sec as f64 + time.tv_usec as f64 / 1e6;
-    seconds(usage.ru_utime) + seconds(usage.ru_stime)
 }
 
 /// The load average (1, 5, 15 minutes), to print beside a figure.

@@ -215,8 +215,11 @@ impl ScoredFile {
         self.gaps.iter().map(|gap| format!("`{path}`: {gap}")).collect()
     }
 
-    /// The file's name as a reader would say it (its last component).
+    /// The file's name as a reader would say it (its last component; comma-joined files whole).
     pub fn name(&self) -> String {
+        if merge::evaluation_paths(&self.path).len() > 1 {
+            return self.path.display().to_string();
+        }
         self.path.file_name().map_or_else(
             || self.path.display().to_string(),
             |name| name.to_string_lossy().into_owned(),

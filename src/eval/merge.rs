@@ -76,27 +76,17 @@ pub enum MergeError {
     #[error("no results file given")]
     NoFiles,
     #[error(
-        "question `{}` ({}) is in two files that disagree on its {}: `{}` line {} says {:?}, `{}` line {} says {:?}",
+        "question `{}` ({}) is in two files that disagree on its {}: {}",
         .0.id,
         .0.attempt,
         .0.field,
-        .0.first.display(),
-        .0.first_line,
-        .0.first_value,
-        .0.second.display(),
-        .0.second_line,
-        .0.second_value
+        .0
     )]
     Conflict(Box<Disagreement>),
     #[error(
-        "the files are not one evaluation: their runs differ in {}: `{}` line {} has {}, `{}` line {} has {}; merge only the shards of one evaluation",
+        "the files are not one evaluation: their runs differ in {}: {}; merge only the shards of one evaluation",
         .0.field,
-        .0.first.display(),
-        .0.first_line,
-        .0.first_value,
-        .0.second.display(),
-        .0.second_line,
-        .0.second_value
+        .0
     )]
     MixedSettings(Box<Disagreement>),
     #[error(
@@ -125,17 +115,35 @@ pub enum MergeError {
 /// Two lines that should agree and do not.
 #[derive(Debug)]
 pub struct Disagreement {
-    /// The question (a conflict) or the setting (mixed settings).
+    /// The question (a conflict; empty for mixed settings).
     pub id: String,
     /// The attempt (a conflict).
     pub attempt: AttemptName,
+    /// What differs: `answer`, `model`, `shards`, ...
     pub field: &'static str,
     pub first: PathBuf,
     pub first_line: usize,
+    /// As messages show it (quoted where it is text).
     pub first_value: String,
     pub second: PathBuf,
     pub second_line: usize,
     pub second_value: String,
+}
+
+/// `` `first` line 3 has X, `second` line 9 has Y ``.
+impl fmt::Display for Disagreement {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(
+            f,
+            "`{}` line {} has {}, `{}` line {} has {}",
+            self.first.display(),
+            self.first_line,
+            self.first_value,
+            self.second.display(),
+            self.second_line,
+            self.second_value
+        )
+    }
 }
 
 /// An attempt as messages name it.
@@ -278,8 +286,8 @@ fn same_run(first: &EvaluatedRun, second: &EvaluatedRun) -> Result<(), MergeErro
     let differs = if first.run.question != second.run.question {
         Some((
             "question",
-            first.run.question.clone(),
-            second.run.question.clone(),
+            format!("{:?}", first.run.question),
+            format!("{:?}", second.run.question),
         ))
     } else if first.run.answer != second.run.answer {
         Some(("answer", answer(first), answer(second)))

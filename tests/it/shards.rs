@@ -527,7 +527,7 @@ async fn merging_refuses_what_disagrees_and_reports_what_is_missing() {
     let (_, stderr, code) = merge(&["shards/A", "changed.jsonl"]);
     assert_eq!(code, 2);
     let expected = format!(
-        "error: question `{id}` (its only attempt) is in two files that disagree on its answer: `shards/A/1.jsonl` line 1 says \"\\\"{}\\\"\", `changed.jsonl` line 1 says \"\\\"maybe\\\"\"\n",
+        "error: question `{id}` (its only attempt) is in two files that disagree on its answer: `shards/A/1.jsonl` line 1 has \"{}\", `changed.jsonl` line 1 has \"maybe\"\n",
         shard(1)[0]["answer"].as_str().unwrap()
     );
     assert_eq!(stderr, expected);
