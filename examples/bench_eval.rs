@@ -10,8 +10,13 @@
 //! title with a letter dropped, a Lookup), after timing how long a question's paragraphs take to
 //! open; with `-- --cot-sc`, `--method cot-sc` (21 samples a question) is timed against a server
 //! answering in 500 ms that honours `n` (one request a question), then one that ignores it (21
-//! requests a question, never more in flight than `--concurrency`). Every run prints the load
-//! average beside its figures.
+//! requests a question, never more in flight than `--concurrency`); with `-- --ceiling`, the
+//! client-side ceiling: model calls per second against a server answering at once (then in 20 ms)
+//! at high concurrency, with the CPU time the process (client and mock server) spent a call.
+//! Every run prints the load average beside its figures.
+
+#[path = "common/cpu.rs"]
+mod cpu;
 
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
@@ -31,6 +36,8 @@ use react_docstore::trace::LogOutput;
 use wiremock::matchers::{method, path};
 use wiremock::{Mock, MockServer, Request, Respond, ResponseTemplate};
 
+use cpu::cpu_seconds;
+
 const LATENCY: Duration = Duration::from_millis(200);
 const STEPS_PER_QUESTION: usize = 4;
 
@@ -41,6 +48,7 @@ const DISTRACTOR_QUESTIONS: &str = "fixtures/docstore/hotpotqa-distractor-100.js
 /// `Search[Entity {step}]`; with them, the question's own (found by its text in the prompt).
 struct SlowModel {
     scripts: HashMap<String, Script>,
+    latency: Duration,
 }
 
 /// What the model does for one question: its three actions, then its answer.
@@ -82,15 +90,20 @@ impl Respond for SlowModel {
                 "choices": [{"index": 0, "text": text, "finish_reason": "stop"}],
                 "usage": {"prompt_tokens": prompt.len() / 4, "completion_tokens": 16, "total_tokens": prompt.len() / 4 + 16}
             }))
-            .set_delay(LATENCY)
+            .set_delay(self.latency)
     }
 }
 
 async fn slow_model_server(scripts: HashMap<String, Script>) -> MockServer {
+    model_server(scripts, LATENCY).await
+}
+
+/// The scripted model answering every call after `latency`.
+async fn model_server(scripts: HashMap<String, Script>, latency: Duration) -> MockServer {
     let server = MockServer::builder().disable_request_recording().start().await;
     Mock::given(method("POST"))
         .and(path("/v1/completions"))
-        .respond_with(SlowModel { scripts })
+        .respond_with(SlowModel { scripts, latency })
         .mount(&server)
         .await;
     server
@@ -366,6 +379,8 @@ enum Mode {
     Index(PathBuf),
     /// Each question over its own context paragraphs.
     Distractor,
+    /// Model calls per second against a server that answers at once (or in 20 ms).
+    Ceiling,
 }
 
 fn main() {
@@ -374,8 +389,9 @@ fn main() {
         [flag, dir] if flag == "--index" => Mode::Index(PathBuf::from(dir)),
         [flag] if flag == "--distractor" => Mode::Distractor,
         [flag] if flag == "--cot-sc" => Mode::CotSc,
+        [flag] if flag == "--ceiling" => Mode::Ceiling,
         _ => {
-            eprintln!("usage: bench_eval [--index DIR | --distractor | --cot-sc]");
+            eprintln!("usage: bench_eval [--index DIR | --distractor | --cot-sc | --ceiling]");
             std::process::exit(2);
         }
     };
@@ -395,6 +411,28 @@ fn main() {
         );
     };
     match mode {
+        Mode::Ceiling => runtime.block_on(async {
+            for (latency_ms, concurrency, n_questions) in [(0, 32, 1000), (0, 256, 2000), (20, 256, 2000), (20, 1024, 4000)] {
+                let model = model_server(HashMap::new(), Duration::from_millis(latency_ms)).await;
+                // A directory of its own: no run resumes another's results file.
+                let run_dir = dir.path().join(format!("ceiling-{latency_ms}-{concurrency}"));
+                std::fs::create_dir(&run_dir).unwrap();
+                let questions = write_questions(&run_dir, n_questions);
+                let cpu_before = cpu_seconds();
+                let elapsed = time_run(&run_dir, &model, Arc::new(InstantDocstore), &questions, Contexts::Unused, n_questions, concurrency).await;
+                let cpu = cpu_seconds() - cpu_before;
+                let calls = (n_questions * STEPS_PER_QUESTION) as f64;
+                println!(
+                    "{n_questions} questions x {STEPS_PER_QUESTION} calls, server answering in {latency_ms} ms, --concurrency {concurrency}: {:.2} s, {:.0} model calls/s; CPU (client + mock server) {:.2} s, {:.0} µs a call; peak memory {:.1} MB; {}",
+                    elapsed.as_secs_f64(),
+                    calls / elapsed.as_secs_f64(),
+                    cpu,
+                    cpu / calls * 1e6,
+                    peak_rss_mb(),
+                    load_average()
+                );
+            }
+        }),
         Mode::CotSc => runtime.block_on(async {
             time_cot_sc(dir.path(), true, n, concurrency).await;
             time_cot_sc(dir.path(), false, concurrency, concurrency).await;

@@ -27,6 +27,9 @@
 //! The server is the release binary beside this example (`target/release/react-docstore`),
 //! started on a free loopback port and stopped with SIGTERM at the end.
 
+#[path = "common/cpu.rs"]
+mod cpu;
+
 use std::io::BufRead;
 use std::path::PathBuf;
 use std::process::{Command, ExitCode, Stdio};
@@ -162,18 +165,6 @@ fn cpu_seconds(pid: u32) -> f64 {
     };
     // utime and stime are fields 14 and 15 of the line, 12 and 13 after the name; USER_HZ is 100.
     (ticks(11) + ticks(12)) / 100.0
-}
-
-/// The CPU time this process (the load generator) has used so far.
-fn own_cpu_seconds() -> f64 {
-    // SAFETY: getrusage(2) fills the struct it is given.
-    let usage = unsafe {
-        let mut usage: libc::rusage = std::mem::zeroed();
-        libc::getrusage(libc::RUSAGE_SELF, &mut usage);
-        usage
-    };
-    let seconds = |time: libc::timeval| time.tv_sec as f64 + time.tv_usec as f64 / 1e6;
-    seconds(usage.ru_utime) + seconds(usage.ru_stime)
 }
 
 /// The four actions of a step episode, apart; retrievals are one kind.
@@ -454,7 +445,7 @@ fn main() -> ExitCode {
         for rate in &rates {
             let rss_before = resident(server.id());
             let cpu_before = cpu_seconds(server.id());
-            let own_cpu_before = own_cpu_seconds();
+            let own_cpu_before = cpu::cpu_seconds();
             let stop_sampling = Arc::new(AtomicBool::new(false));
             let sampler = options
                 .sample_every
@@ -509,7 +500,7 @@ fn main() -> ExitCode {
             errors_in_all += errors;
             let rss_after = resident(server.id());
             let cpu = cpu_seconds(server.id()) - cpu_before;
-            let own_cpu = own_cpu_seconds() - own_cpu_before;
+            let own_cpu = cpu::cpu_seconds() - own_cpu_before;
             let mode = match rate {
                 Some(rate) => format!("open loop at {rate:.0}/s"),
                 None => "closed loop".to_owned(),

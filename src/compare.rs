@@ -9,12 +9,14 @@
 use std::collections::HashMap;
 use std::io::{self, Write};
 use std::path::{Path, PathBuf};
+use std::sync::Arc;
 
 use serde::Serialize;
 
 use crate::eval::Task;
 use crate::eval::attempts::{Reduce, Reduced, Seen};
-use crate::eval::results::{ResultsError, RunLine, parse_run_lines};
+use crate::eval::merge::{self, EvaluatedRun, Evaluation, MergeError};
+use crate::eval::results::ResultsError;
 use crate::metrics::{AnswerScore, normalize_answer};
 use crate::run::{Attempt, Run, Stopped};
 
@@ -23,9 +25,11 @@ pub const BOOTSTRAP_RESAMPLES: usize = 10_000;
 /// The default `--seed`: the output is the same on every machine and every run.
 pub const DEFAULT_SEED: u64 = 15;
 
-/// One run of a results file, scored, with the line it came from.
+/// One run of a results file, scored, with the file and line it came from.
 #[derive(Debug, Clone)]
 pub struct ScoredRun {
+    /// The results file the run was read from (one of an evaluation's shards).
+    pub file: Arc<Path>,
     pub line: usize,
     /// The question id (every results line has one).
     pub id: String,
@@ -64,9 +68,11 @@ impl ScoredRun {
     }
 }
 
-/// The runs of one results file, each scored against its gold answer, in file order.
+/// The runs of one evaluation (a results file, or several read as one: [`merge::read_evaluation`]),
+/// each scored against its gold answer, in the evaluation's order.
 #[derive(Debug, Clone)]
 pub struct ScoredFile {
+    /// The evaluation as named: a file, a directory, or comma-joined files.
     pub path: PathBuf,
     /// FEVER when every run used the FEVER few-shot examples.
     pub task: Task,
@@ -76,12 +82,16 @@ pub struct ScoredFile {
     pub attempts: Vec<ScoredRun>,
     /// How the attempts were reduced, in words, when there were several a question.
     pub reduced: Option<String>,
+    /// What the evaluation lacks (missing shards and questions) or held twice ([`Evaluation::gaps`]).
+    pub gaps: Vec<String>,
 }
 
 #[derive(Debug, thiserror::Error)]
 pub enum CompareError {
     #[error(transparent)]
     Results(#[from] ResultsError),
+    #[error(transparent)]
+    Merge(#[from] MergeError),
     #[error("`{}` holds no runs: not a results file of `eval`", path.display())]
     Empty { path: PathBuf },
     #[error("results file `{}`, line {line}: field `id` is missing", path.display())]
@@ -164,14 +174,12 @@ impl ScoredFile {
         ScoredFile::read_reduced(path, Reduce::Final)
     }
 
-    /// [`ScoredFile::read`], several attempts a question reduced by `reduce`.
+    /// [`ScoredFile::read`], several attempts a question reduced by `reduce`. `path` is an
+    /// evaluation: a results file, a directory of them, or comma-joined files
+    /// ([`merge::evaluation_paths`]), read as one.
     pub fn read_reduced(path: &Path, reduce: Reduce) -> Result<ScoredFile, CompareError> {
-        let bytes = std::fs::read(path).map_err(|source| ResultsError::Read {
-            path: path.to_owned(),
-            source,
-        })?;
-        let lines = parse_run_lines(&bytes, path)?;
-        let mut file = ScoredFile::from_lines(path, lines.runs)?;
+        let evaluation = merge::read_evaluation(&merge::evaluation_paths(path))?;
+        let mut file = ScoredFile::from_evaluation(path, evaluation)?;
         file.reduce(reduce);
         Ok(file)
     }
@@ -248,7 +256,9 @@ impl ScoredFile {
         }
     }
 
-    fn from_lines(path: &Path, lines: Vec<RunLine>) -> Result<ScoredFile, CompareError> {
+    fn from_evaluation(path: &Path, evaluation: Evaluation) -> Result<ScoredFile, CompareError> {
+        let gaps = evaluation.gaps();
+        let lines = evaluation.runs;
         if lines.is_empty() {
             return Err(CompareError::Empty {
                 path: path.to_owned(),
@@ -256,17 +266,11 @@ impl ScoredFile {
         }
         let mut first_lines: HashMap<(String, Attempt), usize> = HashMap::with_capacity(lines.len());
         let mut runs = Vec::with_capacity(lines.len());
-        for RunLine { line, run } in lines {
-            let Some(id) = run.id.clone() else {
-                return Err(CompareError::MissingId {
-                    path: path.to_owned(),
-                    line,
-                });
-            };
+        for EvaluatedRun { file, line, id, run } in lines {
             let attempt = run.attempt();
             if let Some(&first_line) = first_lines.get(&(id.clone(), attempt)) {
                 return Err(CompareError::DuplicateId {
-                    path: path.to_owned(),
+                    path: file.to_path_buf(),
                     line,
                     first_line,
                     id,
@@ -280,12 +284,13 @@ impl ScoredFile {
             first_lines.insert((id.clone(), attempt), line);
             let Some(gold) = run.gold.as_deref() else {
                 return Err(CompareError::MissingGold {
-                    path: path.to_owned(),
+                    path: file.to_path_buf(),
                     line,
                 });
             };
             let score = AnswerScore::new(run.answer.as_deref().unwrap_or(""), gold);
             runs.push(ScoredRun {
+                file,
                 line,
                 id,
                 run,
@@ -307,11 +312,21 @@ impl ScoredFile {
             runs,
             attempts: Vec::new(),
             reduced: None,
+            gaps,
         })
     }
 
-    /// The file's name as a reader would say it (its last component).
+    /// [`ScoredFile::gaps`], each sentence naming the evaluation.
+    pub fn gap_notes(&self) -> Vec<String> {
+        let path = self.path.display();
+        self.gaps.iter().map(|gap| format!("`{path}`: {gap}")).collect()
+    }
+
+    /// The file's name as a reader would say it (its last component; comma-joined files whole).
     pub fn name(&self) -> String {
+        if merge::evaluation_paths(&self.path).len() > 1 {
+            return self.path.display().to_string();
+        }
         self.path.file_name().map_or_else(
             || self.path.display().to_string(),
             |name| name.to_string_lossy().into_owned(),
@@ -515,16 +530,16 @@ pub fn pair<'a>(
         if a_run.run.question.trim() != b_run.run.question.trim() {
             return Err(CompareError::DifferentQuestion(Box::new(QuestionMismatch {
                 id: a_run.id.clone(),
-                a: a.path.clone(),
+                a: a_run.file.to_path_buf(),
                 a_line: a_run.line,
                 a_question: a_run.run.question.clone(),
-                b: b.path.clone(),
+                b: b_run.file.to_path_buf(),
                 b_line: b_run.line,
                 b_question: b_run.run.question.clone(),
             })));
         }
         if golds == Golds::MustAgree {
-            check_same_gold(a, a_run, b, b_run)?;
+            check_same_gold(a_run, b_run)?;
         }
         pairs.push(Pair { a: a_run, b: b_run });
     }
@@ -539,12 +554,7 @@ pub fn pair<'a>(
 }
 
 /// Refuses a pair whose runs were scored against golds the metric reads differently.
-fn check_same_gold(
-    a: &ScoredFile,
-    a_run: &ScoredRun,
-    b: &ScoredFile,
-    b_run: &ScoredRun,
-) -> Result<(), CompareError> {
+fn check_same_gold(a_run: &ScoredRun, b_run: &ScoredRun) -> Result<(), CompareError> {
     let gold = |run: &ScoredRun| run.run.gold.clone().unwrap_or_default();
     let (a_gold, b_gold) = (gold(a_run), gold(b_run));
     if normalize_answer(&a_gold) == normalize_answer(&b_gold) {
@@ -552,10 +562,10 @@ fn check_same_gold(
     }
     Err(CompareError::DifferentGold(Box::new(GoldMismatch {
         id: a_run.id.clone(),
-        a: a.path.clone(),
+        a: a_run.file.to_path_buf(),
         a_line: a_run.line,
         a_gold,
-        b: b.path.clone(),
+        b: b_run.file.to_path_buf(),
         b_line: b_run.line,
         b_gold,
     })))

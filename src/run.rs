@@ -92,6 +92,10 @@ pub struct Run {
     /// of `reflections` was read from it.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub reflection: Option<String>,
+    /// The shard of the evaluation this run was (`eval --shard I/N`): its part of the selected
+    /// questions and the question's place in the whole selection. Absent when unsharded.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub shard: Option<ShardRecord>,
     #[serde(default)]
     pub answer: Option<String>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -217,6 +221,21 @@ impl BackoffReason {
             BackoffReason::WeakMajority => "the majority holds fewer than half of the samples",
         }
     }
+}
+
+/// Where a run of a sharded evaluation (`eval --shard I/N`) belongs: shard `index` of `count`,
+/// and its question's `position` among the `selected` questions before they were split.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+pub struct ShardRecord {
+    /// The shard, from 0.
+    pub index: u32,
+    /// How many shards the selection was split into.
+    pub count: u32,
+    /// The question's place in the whole selection (after `--subset`, `--ids`, `--limit`), from 0:
+    /// merged shards are put back in this order.
+    pub position: usize,
+    /// How many questions the whole selection held: merging says which are missing.
+    pub selected: usize,
 }
 
 /// Which attempt at its question a run was.
@@ -358,6 +377,7 @@ impl Run {
             reflections: Vec::new(),
             last_trial: None,
             reflection: None,
+            shard: None,
             answer: None,
             stopped: None,
             error: None,

@@ -11,9 +11,10 @@ use react_docstore::output;
 
 #[derive(clap::Args)]
 pub struct CompareArgs {
-    /// The first results file (A): differences are B − A.
+    /// The first evaluation (A): a results file, a directory of them or comma-joined files
+    /// (shards merged as one). Differences are B − A.
     a: PathBuf,
-    /// The second results file (B).
+    /// The second evaluation (B), as A.
     b: PathBuf,
     /// Seed of the bootstrap's resampling (the same seed prints the same intervals).
     #[arg(long, default_value_t = DEFAULT_SEED, value_name = "N")]
@@ -56,6 +57,9 @@ pub fn run(args: CompareArgs) -> anyhow::Result<ExitCode> {
     let a = ScoredFile::read_reduced(&args.a, args.reduction())?;
     let b = ScoredFile::read_reduced(&args.b, args.reduction())?;
     let comparison = compare::compare(&a, &b, args.seed, args.golds())?;
+    for side in [&a, &b] {
+        super::merge::warn_gaps(&side.gap_notes())?;
+    }
     let mut stdout = output::stdout();
     if args.json {
         writeln!(stdout, "{}", serde_json::to_string(&comparison)?)?;

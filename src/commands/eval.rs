@@ -6,7 +6,7 @@ use std::process::ExitCode;
 
 use react_docstore::docstore::DocstoreKind;
 use react_docstore::eval::{
-    self, Attempts, Contexts, EvalConfig, EvalServices, Progress, Resume, Selection, Subset,
+    self, Attempts, Contexts, EvalConfig, EvalServices, Progress, Resume, Selection, Shard, ShardArg, Subset,
 };
 use react_docstore::method::Reflect;
 use react_docstore::output;
@@ -30,7 +30,8 @@ pub struct EvalArgs {
     #[arg(long, default_value_t = 1, value_name = "N", value_parser = clap::value_parser!(u16).range(1..))]
     concurrency: u16,
     /// Every finished run is appended here; running the same command again resumes from it.
-    /// Default: `<questions file stem>.results.jsonl` in the current directory.
+    /// Default: `<questions file stem>.results.jsonl` in the current directory
+    /// (`<stem>.shard-I-of-N.results.jsonl` with `--shard`).
     #[arg(long, value_name = "FILE")]
     out: Option<PathBuf>,
     /// Run again the questions whose run ended in an error (the results file drops them first).
@@ -41,7 +42,7 @@ pub struct EvalArgs {
     json: bool,
 }
 
-/// Which questions of the file to run: subset, then ids, then limit.
+/// Which questions of the file to run: subset, then ids, then limit, then the shard.
 #[derive(clap::Args, Clone)]
 struct SelectionArgs {
     /// `paper500`: the 500 dev questions the ReAct paper scores, in its order; `reflexion100`: the 100
@@ -54,6 +55,11 @@ struct SelectionArgs {
     /// At most this many questions.
     #[arg(long, value_name = "N")]
     limit: Option<usize>,
+    /// `I/N`: only shard I of N (0 ≤ I < N) of the selected questions, the same on every machine;
+    /// `auto`: from a Slurm job array (`SLURM_ARRAY_TASK_ID`, `SLURM_ARRAY_TASK_COUNT`), or
+    /// `auto/N` in a Kubernetes Indexed Job (`JOB_COMPLETION_INDEX`; N = its completions).
+    #[arg(long, value_name = "SHARD")]
+    shard: Option<ShardArg>,
 }
 
 /// How many times each question is asked: Reflexion's trials or independent epochs.
@@ -100,16 +106,22 @@ pub async fn run(args: EvalArgs, log: LogOutput) -> anyhow::Result<ExitCode> {
     }
     // Registered first: a job scheduler's SIGTERM during start-up is an interrupt too.
     let interrupt = stop_signals()?;
+    let shard = args
+        .selection
+        .shard
+        .map(|shard| shard.resolve(|name| std::env::var(name).ok()))
+        .transpose()?;
     let results = args
         .out
         .clone()
-        .unwrap_or_else(|| default_results_path(&args.questions));
+        .unwrap_or_else(|| default_results_path(&args.questions, shard));
     let config = EvalConfig {
         questions: args.questions,
         selection: Selection {
             subset: args.selection.subset,
             ids: args.selection.ids,
             limit: args.selection.limit,
+            shard,
         },
         contexts: if args.run.docstore.docstore == DocstoreKind::Distractor {
             Contexts::Required
@@ -153,11 +165,18 @@ pub async fn run(args: EvalArgs, log: LogOutput) -> anyhow::Result<ExitCode> {
     Ok(ExitCode::from(summary.exit_code()))
 }
 
-/// `dev.json` → `dev.results.jsonl` in the current directory.
-fn default_results_path(questions: &Path) -> PathBuf {
+/// `dev.json` → `dev.results.jsonl` in the current directory (shard 3 of 8:
+/// `dev.shard-3-of-8.results.jsonl`).
+fn default_results_path(questions: &Path, shard: Option<Shard>) -> PathBuf {
     let stem = questions
         .file_stem()
         .map(|stem| stem.to_string_lossy().into_owned())
         .unwrap_or_else(|| "questions".to_owned());
-    PathBuf::from(format!("{stem}.results.jsonl"))
+    match shard {
+        Some(shard) => PathBuf::from(format!(
+            "{stem}.shard-{}-of-{}.results.jsonl",
+            shard.index, shard.count
+        )),
+        None => PathBuf::from(format!("{stem}.results.jsonl")),
+    }
 }

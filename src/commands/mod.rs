@@ -11,6 +11,7 @@ pub mod eval;
 pub mod explore;
 pub mod index;
 pub mod mcp;
+pub mod merge;
 pub mod replay;
 pub mod report;
 pub mod score;

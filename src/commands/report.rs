@@ -10,7 +10,9 @@ use react_docstore::report::{self, ReportConfig};
 
 #[derive(clap::Args)]
 pub struct ReportArgs {
-    /// Results files of `eval`; with two or more, the first is compared with each other one.
+    /// Results of `eval`, one evaluation each: a results file, a directory of them or
+    /// comma-joined files (shards merged as one); with two or more, the first is compared with
+    /// each other one.
     #[arg(required = true, value_name = "RESULTS")]
     results: Vec<PathBuf>,
     /// Where to write the page.
@@ -54,5 +56,6 @@ pub fn run(args: ReportArgs) -> anyhow::Result<ExitCode> {
         "report         {} ({questions}, {size})",
         written.path.display()
     )?;
+    super::merge::warn_gaps(&written.gaps)?;
     Ok(ExitCode::SUCCESS)
 }

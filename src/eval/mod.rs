@@ -6,10 +6,12 @@
 
 pub mod attempts;
 pub mod failure;
+pub mod merge;
 pub mod questions;
 pub mod results;
 pub mod score;
 pub mod selection;
+pub mod shard;
 pub mod summary;
 
 use std::cell::Cell;
@@ -30,6 +32,7 @@ pub use failure::{FailureClass, FailureKind, FailureOrigin};
 pub use questions::{Contexts, Question, QuestionFile, QuestionFileError, Task};
 pub use results::{ResultsError, ResultsFile};
 pub use selection::{Selection, SelectionError, Subset};
+pub use shard::{Shard, ShardArg, ShardError};
 pub use summary::{Outcome, Summary, SummaryContext};
 
 use crate::docstore::{DocstoreInfo, DocstoreSource};
@@ -133,6 +136,8 @@ pub enum EvalError {
     Fewshot(#[from] FewshotError),
     #[error(transparent)]
     Method(#[from] SolverError),
+    #[error(transparent)]
+    Shard(#[from] ShardError),
     #[error(
         "results file `{}` holds runs of `--method {recorded}`, this evaluation is `--method {current}`: an evaluation never mixes methods — pass another --out",
         results.display()
@@ -349,7 +354,10 @@ pub async fn evaluate(
     interrupt: impl Future<Output = ()>,
 ) -> Result<Summary, EvalError> {
     let started = Instant::now();
-    let file = config.selection.read(&config.questions, config.contexts)?;
+    // With `--shard`, only the shard's questions; the plan says where each sits in the selection.
+    let (file, shard) = config
+        .selection
+        .read_sharded(&config.questions, config.contexts)?;
     let task = file.task;
     let questions = file.questions;
     if questions.is_empty() {
@@ -399,6 +407,9 @@ pub async fn evaluate(
     }
     let (mut results, mut stored) = ResultsFile::open(&config.results)?;
     check_same_docstore(&stored.runs, &services.docstore.info(), &config.results)?;
+    // Each shard resumes its own file, and every line it appends records the shard.
+    shard::check_resume(&stored.runs, shard.as_ref(), &config.results)?;
+    results.record_shard(shard);
     if let Some(run) = stored
         .runs
         .iter()

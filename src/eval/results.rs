@@ -12,6 +12,7 @@ use std::fs::{File, OpenOptions, TryLockError};
 use std::io::{Read, Write};
 use std::path::{Path, PathBuf};
 
+use super::shard::ShardPlan;
 use crate::fsutil::AtomicFile;
 use crate::run::{Run, Stopped};
 
@@ -20,6 +21,8 @@ use crate::run::{Run, Stopped};
 pub struct ResultsFile {
     path: PathBuf,
     file: File,
+    /// A shard's file: every line appended records the shard.
+    shard: Option<ShardPlan>,
 }
 
 /// What a results file already held.
@@ -117,6 +120,7 @@ impl ResultsFile {
         let results = ResultsFile {
             path: path.to_owned(),
             file,
+            shard: None,
         };
         Ok((results, stored))
     }
@@ -164,10 +168,23 @@ impl ResultsFile {
         Ok(n_dropped)
     }
 
-    /// Appends one run as a line, in one write.
+    /// A shard's results file: each run appended from now on records `shard` (`eval --shard`).
+    pub fn record_shard(&mut self, shard: Option<ShardPlan>) {
+        self.shard = shard;
+    }
+
+    /// Appends one run as a line, in one write (a shard's file: the run with its shard).
     pub fn append(&mut self, run: &Run) -> Result<(), ResultsError> {
+        let line = match &self.shard {
+            Some(plan) => {
+                let mut run = run.clone();
+                plan.stamp(&mut run);
+                run_line(&run)
+            }
+            None => run_line(run),
+        };
         self.file
-            .write_all(&run_line(run))
+            .write_all(&line)
             .and_then(|()| self.file.flush())
             .map_err(|source| ResultsError::Write {
                 path: self.path.clone(),

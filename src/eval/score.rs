@@ -1,5 +1,6 @@
-//! `score`: the official HotpotQA answer metric of a predictions file against a gold question file,
-//! as `hotpot_evaluate_v1.py` computes it — every gold question counts, a missing prediction scores zero.
+//! `score`: the official HotpotQA answer metric of a predictions file (or of an evaluation's
+//! shards, read as one) against a gold question file, as `hotpot_evaluate_v1.py` computes it —
+//! every gold question counts, a missing prediction scores zero.
 
 use std::collections::HashMap;
 use std::io::{self, Write};
@@ -9,8 +10,8 @@ use serde::Serialize;
 use serde_json::Value;
 
 use super::attempts::{AttemptScore, AttemptsSummary};
+use super::merge::{MergeError, read_evaluation};
 use super::questions::{QuestionFile, QuestionFileError, Task};
-use super::results::{ResultsError, ResultsFile};
 use super::summary::{Scores, mean_scores};
 use crate::json::type_name;
 use crate::metrics::AnswerScore;
@@ -36,6 +37,12 @@ pub struct ScoreReport {
     /// Trials' rows, or epochs' reductions, when the results asked questions more than once.
     #[serde(flatten)]
     pub attempts: AttemptsSummary,
+    /// Sharded predictions: the shards no file holds (left out when none is missing).
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub missing_shards: Vec<u32>,
+    /// What the predictions lack or held twice, one sentence each (several files or shards).
+    #[serde(skip)]
+    pub gaps: Vec<String>,
 }
 
 #[derive(Debug, thiserror::Error)]
@@ -56,8 +63,10 @@ pub enum ScoreError {
     Format {
         path: PathBuf,
         #[source]
-        source: ResultsError,
+        source: MergeError,
     },
+    #[error(transparent)]
+    Merge(#[from] MergeError),
     #[error(transparent)]
     Gold(#[from] QuestionFileError),
     #[error("gold file `{}`: question `{id}` has no answer to score against", path.display())]
@@ -72,9 +81,60 @@ pub struct Prediction {
     pub answer: String,
 }
 
-/// Reads predictions: the official `{"answer": {id: text}, ...}` object, or `eval` results JSON
-/// Lines (every attempt of a question a line of its own).
-pub fn read_predictions(path: &Path) -> Result<Vec<Prediction>, ScoreError> {
+/// Predictions (every attempt of a question one of its own), and what the evaluation they came
+/// from lacks.
+#[derive(Debug, Default)]
+pub struct Predictions {
+    pub predictions: Vec<Prediction>,
+    pub missing_shards: Vec<u32>,
+    pub gaps: Vec<String>,
+}
+
+/// Reads predictions: one official `{"answer": {id: text}, ...}` file, or `eval` results JSON
+/// Lines — one file, or several (and directories) read as one evaluation.
+pub fn read_predictions(paths: &[PathBuf]) -> Result<Predictions, ScoreError> {
+    let results = match paths {
+        [path] if !path.is_dir() => match read_official(path)? {
+            Some(answers) => {
+                return Ok(Predictions {
+                    predictions: answers
+                        .into_iter()
+                        .map(|(id, answer)| Prediction {
+                            id,
+                            attempt: Attempt::Only,
+                            answer,
+                        })
+                        .collect(),
+                    ..Predictions::default()
+                });
+            }
+            None => read_evaluation(paths).map_err(|source| ScoreError::Format {
+                path: path.clone(),
+                source,
+            })?,
+        },
+        _ => read_evaluation(paths)?,
+    };
+    Ok(Predictions {
+        gaps: results.gaps(),
+        missing_shards: results
+            .shards
+            .map(|coverage| coverage.missing_shards)
+            .unwrap_or_default(),
+        predictions: results
+            .runs
+            .into_iter()
+            .map(|evaluated| Prediction {
+                attempt: evaluated.run.attempt(),
+                id: evaluated.id,
+                answer: evaluated.run.answer.unwrap_or_default(),
+            })
+            .collect(),
+    })
+}
+
+/// The answers of an official predictions file; `None` when it is not one.
+fn read_official(path: &Path) -> Result<Option<HashMap<String, String>>, ScoreError> {
     let text = std::fs::read_to_string(path).map_err(|source| ScoreError::Read {
         path: path.to_owned(),
         source,
@@ -85,42 +145,34 @@ pub fn read_predictions(path: &Path) -> Result<Vec<Prediction>, ScoreError> {
         return answers
             .into_iter()
             .map(|(id, answer)| match answer {
-                Value::String(answer) => Ok(Prediction {
-                    id,
-                    attempt: Attempt::Only,
-                    answer,
-                }),
+                Value::String(answer) => Ok((id, answer)),
                 other => Err(ScoreError::AnswerType {
                     path: path.to_owned(),
                     id,
                     found: type_name(&other),
                 }),
             })
-            .collect();
+            .collect::<Result<_, _>>()
+            .map(Some);
     }
-    let stored = ResultsFile::read(path).map_err(|source| ScoreError::Format {
-        path: path.to_owned(),
-        source,
-    })?;
-    Ok(stored
-        .runs
-        .into_iter()
-        .filter_map(|run| {
-            let attempt = run.attempt();
-            Some(Prediction {
-                id: run.id?,
-                attempt,
-                answer: run.answer.unwrap_or_default(),
-            })
-        })
-        .collect())
+    Ok(None)
 }
 
 /// Scores `predictions` against every question of `gold`. A question asked more than once counts
 /// once in the headline: trials by their final state (right in any trial, else the last), epochs
 /// by the mean over epochs; the attempts' own figures come beside it.
 pub fn score(predictions: &Path, gold: &Path) -> Result<ScoreReport, ScoreError> {
-    let predictions = read_predictions(predictions)?;
+    score_evaluation(&[predictions.to_owned()], gold)
+}
+
+/// Scores predictions read from several files (an evaluation's shards, or directories of them)
+/// against every question of `gold`.
+pub fn score_evaluation(predictions: &[PathBuf], gold: &Path) -> Result<ScoreReport, ScoreError> {
+    let Predictions {
+        predictions,
+        missing_shards,
+        gaps,
+    } = read_predictions(predictions)?;
     let gold_file = QuestionFile::read(gold)?;
     let mut by_id: HashMap<&str, Vec<&Prediction>> = HashMap::new();
     for prediction in &predictions {
@@ -174,6 +226,8 @@ pub fn score(predictions: &Path, gold: &Path) -> Result<ScoreReport, ScoreError>
         missing,
         missing_examples,
         attempts: AttemptsSummary::of(&attempt_scores),
+        missing_shards,
+        gaps,
     })
 }
 

@@ -6,6 +6,7 @@ use std::path::{Path, PathBuf};
 use std::str::FromStr;
 
 use super::questions::{Contexts, Question, QuestionFile, QuestionFileError, RecordFilter};
+use super::shard::{Shard, ShardPlan};
 
 /// The ReAct notebook's 500 dev indices (`random.Random(233).shuffle`), in its order.
 const PAPER500: &str = include_str!("../../data/paper500.json");
@@ -65,7 +66,7 @@ impl FromStr for Subset {
     }
 }
 
-/// Which questions to run, applied in this order: subset, ids, limit.
+/// Which questions to run, applied in this order: subset, ids, limit, then the shard.
 #[derive(Debug, Clone, Default)]
 pub struct Selection {
     pub subset: Option<Subset>,
@@ -73,6 +74,8 @@ pub struct Selection {
     pub ids: Option<PathBuf>,
     /// Run at most this many (the first ones after the other filters).
     pub limit: Option<usize>,
+    /// Only this shard's part of what the other filters selected (`--shard I/N`).
+    pub shard: Option<Shard>,
 }
 
 #[derive(Debug, thiserror::Error)]
@@ -102,13 +105,64 @@ pub enum SelectionError {
         n_missing: usize,
         example: usize,
     },
+    #[error(
+        "shard {shard} holds none of the {selected} selected questions of `{}`: split them into fewer shards",
+        questions.display()
+    )]
+    EmptyShard {
+        shard: Shard,
+        selected: usize,
+        questions: PathBuf,
+    },
 }
 
 impl Selection {
     /// Reads the question file once and returns it with only the selected questions, in the
     /// selection's order. Questions the selection cannot pick are dropped as they are read, so
     /// memory follows the selection, not the file.
+    /// A shard's part may be empty (a few questions, many shards).
     pub fn read(&self, path: &Path, contexts: Contexts) -> Result<QuestionFile, SelectionError> {
+        self.read_with_plan(path, contexts).map(|(file, _)| file)
+    }
+
+    /// [`Selection::read`] for an evaluation: with a shard, its plan too (where each of its
+    /// questions sits in the whole selection), and a shard that holds none is refused.
+    pub fn read_sharded(
+        &self,
+        path: &Path,
+        contexts: Contexts,
+    ) -> Result<(QuestionFile, Option<ShardPlan>), SelectionError> {
+        let (file, plan) = self.read_with_plan(path, contexts)?;
+        if let Some(plan) = &plan
+            && plan.is_empty()
+            && plan.selected > 0
+        {
+            return Err(SelectionError::EmptyShard {
+                shard: plan.shard,
+                selected: plan.selected,
+                questions: file.path.clone(),
+            });
+        }
+        Ok((file, plan))
+    }
+
+    /// Every selected question is read (the partition needs the whole selection's order), then
+    /// only the shard's are kept.
+    fn read_with_plan(
+        &self,
+        path: &Path,
+        contexts: Contexts,
+    ) -> Result<(QuestionFile, Option<ShardPlan>), SelectionError> {
+        let mut file = self.read_selection(path, contexts)?;
+        let Some(shard) = self.shard else {
+            return Ok((file, None));
+        };
+        let plan = ShardPlan::new(shard, file.questions.iter().map(|question| question.id.as_str()));
+        file.questions.retain(|question| plan.holds(&question.id));
+        Ok((file, Some(plan)))
+    }
+
+    fn read_selection(&self, path: &Path, contexts: Contexts) -> Result<QuestionFile, SelectionError> {
         let wanted = self.wanted_ids()?;
         let positions = self.subset.map(|subset| subset.positions());
         let filter = RecordFilter {

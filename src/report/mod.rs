@@ -51,6 +51,8 @@ pub struct Written {
     pub path: PathBuf,
     pub bytes: usize,
     pub questions: usize,
+    /// What the evaluations lack (missing shards and questions), each sentence naming its results.
+    pub gaps: Vec<String>,
 }
 
 /// One results file as the page shows it.
@@ -82,7 +84,7 @@ pub(crate) struct Report {
 
 /// Reads the results files, compares the first with each other one and writes the page.
 pub fn write_report(config: &ReportConfig) -> Result<Written, ReportError> {
-    let (html, questions) = render(config)?;
+    let (html, questions, gaps) = render(config)?;
     atomic_write(&config.out, html.as_bytes()).map_err(|source| ReportError::Write {
         path: config.out.clone(),
         source,
@@ -92,6 +94,7 @@ pub fn write_report(config: &ReportConfig) -> Result<Written, ReportError> {
         path: config.out.clone(),
         bytes: html.len(),
         questions,
+        gaps,
     })
 }
 
@@ -121,11 +124,11 @@ fn shell_quote(text: &str) -> String {
 
 /// The page's HTML.
 pub fn render_report(config: &ReportConfig) -> Result<String, ReportError> {
-    render(config).map(|(html, _)| html)
+    render(config).map(|(html, _, _)| html)
 }
 
-/// The page's HTML and how many questions it holds.
-fn render(config: &ReportConfig) -> Result<(String, usize), ReportError> {
+/// The page's HTML, how many questions it holds, and what its evaluations lack.
+fn render(config: &ReportConfig) -> Result<(String, usize, Vec<String>), ReportError> {
     let kinds = match &config.questions {
         Some(path) => Some(question_kinds(path)?),
         None => None,
@@ -134,6 +137,7 @@ fn render(config: &ReportConfig) -> Result<(String, usize), ReportError> {
     for path in &config.results {
         scored_files.push(ScoredFile::read(path)?);
     }
+    let gaps = scored_files.iter().flat_map(ScoredFile::gap_notes).collect();
     let mut comparisons = Vec::new();
     if let Some((first, others)) = scored_files.split_first() {
         for other in others {
@@ -154,7 +158,7 @@ fn render(config: &ReportConfig) -> Result<(String, usize), ReportError> {
         n_questions,
         data_json,
     };
-    Ok((page::render(&report), n_questions))
+    Ok((page::render(&report), n_questions, gaps))
 }
 
 /// A question's HotpotQA `type` and `level`, by id.

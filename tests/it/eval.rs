@@ -239,6 +239,7 @@ fn selection_by_subset_ids_and_limit() {
             subset: Some(Subset::Paper500),
             ids: Some(ids_path.clone()),
             limit: Some(1),
+            shard: None,
         },
         &dev_path,
     );

@@ -84,6 +84,7 @@ mod replay;
 mod replay_live;
 mod report;
 mod serve;
+mod shards;
 mod tools;
 mod trials;
 

@@ -686,3 +686,44 @@ async fn cot_trials_follow_reflexions_cot_agent_byte_for_byte() {
     assert_eq!(second["method"], "cot");
     assert_eq!(second["reflections"], json!([reflection]));
 }
+
+#[tokio::test]
+async fn sharded_trials_score_as_the_unsharded_evaluation() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut shards = Vec::new();
+    for shard in ["0/2", "1/2"] {
+        let model = ScriptedServer::default();
+        let server = model.start().await;
+        let results = dir.path().join(format!("shard-{}.jsonl", &shard[..1]));
+        let (_, stderr, code) = eval(
+            &server,
+            &results,
+            &["--trials", "3", "--reflect", "reflexion", "--shard", shard],
+        );
+        assert_eq!(code, 0, "{shard}: {stderr}");
+        shards.push(results);
+    }
+    let score = |files: &[&Path]| {
+        let output = crate::binary()
+            .arg("score")
+            .args(files)
+            .arg(QUESTIONS)
+            .arg("--json")
+            .current_dir(env!("CARGO_MANIFEST_DIR"))
+            .output()
+            .unwrap();
+        assert_eq!(
+            output.status.code(),
+            Some(0),
+            "{}",
+            String::from_utf8_lossy(&output.stderr)
+        );
+        serde_json::from_slice::<Value>(&output.stdout).unwrap()
+    };
+    let whole = crate::fixture("runs/trials/reflexion.results.jsonl");
+    let sharded = score(&[&shards[0], &shards[1]]);
+    let unsharded = score(&[&whole]);
+    for field in ["trials", "em", "f1", "missing"] {
+        assert_eq!(sharded[field], unsharded[field], "{field}: {sharded}");
+    }
+}
