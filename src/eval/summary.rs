@@ -96,13 +96,24 @@ pub struct Scores {
 
 impl Scores {
     pub(crate) fn of<'a>(scores: impl Iterator<Item = &'a AnswerScore>) -> Scores {
+        Scores::mean(scores.map(|score| Scores {
+            n: 1,
+            em: f64::from(u8::from(score.em)),
+            f1: score.f1,
+            prec: score.precision,
+            recall: score.recall,
+        }))
+    }
+
+    /// The mean of `groups`, each counted once (`n` is how many there were).
+    fn mean(groups: impl Iterator<Item = Scores>) -> Scores {
         let mut sums = Scores::default();
-        for score in scores {
+        for group in groups {
             sums.n += 1;
-            sums.em += f64::from(u8::from(score.em));
-            sums.f1 += score.f1;
-            sums.prec += score.precision;
-            sums.recall += score.recall;
+            sums.em += group.em;
+            sums.f1 += group.f1;
+            sums.prec += group.prec;
+            sums.recall += group.recall;
         }
         if sums.n > 0 {
             let n = sums.n as f64;
@@ -129,27 +140,12 @@ impl Scores {
 
 /// Each question's mean scores over its attempts, then the mean over questions (`n` questions).
 pub fn mean_scores(per_question: &[Vec<AnswerScore>]) -> Scores {
-    let mut sums = Scores::default();
-    for attempts in per_question.iter().filter(|attempts| !attempts.is_empty()) {
-        let n = attempts.len() as f64;
-        sums.n += 1;
-        sums.em += attempts
+    Scores::mean(
+        per_question
             .iter()
-            .map(|score| f64::from(u8::from(score.em)))
-            .sum::<f64>()
-            / n;
-        sums.f1 += attempts.iter().map(|score| score.f1).sum::<f64>() / n;
-        sums.prec += attempts.iter().map(|score| score.precision).sum::<f64>() / n;
-        sums.recall += attempts.iter().map(|score| score.recall).sum::<f64>() / n;
-    }
-    if sums.n > 0 {
-        let n = sums.n as f64;
-        sums.em /= n;
-        sums.f1 /= n;
-        sums.prec /= n;
-        sums.recall /= n;
-    }
-    sums
+            .filter(|attempts| !attempts.is_empty())
+            .map(|attempts| Scores::of(attempts.iter())),
+    )
 }
 
 /// The mean cost of one finished question.

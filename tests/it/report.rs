@@ -621,6 +621,28 @@ const SHOW_QUESTION: &str = r#"<script>
 })();
 </script>"#;
 
+/// Opens question `id` of the report `html` in headless Chromium (files in `dir`): what the page
+/// showed, checked free of script errors.
+fn show_question_in_chromium(html: &str, id: &str, dir: &Path) -> Value {
+    let under_test = html
+        .replacen("<head>", &format!("<head>{CATCH_ERRORS}"), 1)
+        .replacen(
+            "</body>",
+            &format!(
+                "{}</body>",
+                SHOW_QUESTION.replace("QUESTION_ID", &format!("{id:?}"))
+            ),
+            1,
+        );
+    let page = dir.join("under-test.html");
+    std::fs::write(&page, under_test).unwrap();
+    let (dom, _) = run_in_chromium(&page, &dir.join("profile"));
+    let seen = self_test_output(&dom);
+    assert_eq!(seen.get("exception"), None, "{seen}");
+    assert_eq!(seen["errors"], serde_json::json!([]));
+    seen
+}
+
 #[test]
 fn a_backed_off_question_shows_both_phases_and_the_vote_in_the_browser() {
     let dir = tempfile::tempdir().unwrap();
@@ -629,22 +651,7 @@ fn a_backed_off_question_shows_both_phases_and_the_vote_in_the_browser() {
     let b = crate::fixture("runs/methods/cot-sc-then-react.results.jsonl");
     write_report(&[&a, &b], &out, &[]);
     let html = std::fs::read_to_string(&out).unwrap();
-    let under_test = html
-        .replacen("<head>", &format!("<head>{CATCH_ERRORS}"), 1)
-        .replacen(
-            "</body>",
-            &format!(
-                "{}</body>",
-                SHOW_QUESTION.replace("QUESTION_ID", "\"5adfdef9554299025d62a36b\"")
-            ),
-            1,
-        );
-    let page = dir.path().join("under-test.html");
-    std::fs::write(&page, under_test).unwrap();
-    let (dom, _) = run_in_chromium(&page, &dir.path().join("profile"));
-    let seen = self_test_output(&dom);
-    assert_eq!(seen.get("exception"), None, "{seen}");
-    assert_eq!(seen["errors"], serde_json::json!([]));
+    let seen = show_question_in_chromium(&html, "5adfdef9554299025d62a36b", dir.path());
     let detail = seen["detail"].as_str().unwrap();
     // B's panel: the backoff said, the seven samples and their vote, then ReAct's steps.
     let backoff = detail
@@ -674,22 +681,7 @@ fn a_trials_file_draws_right_so_far_and_shows_the_attempts_side_by_side_with_the
         );
     }
     assert!(html.contains("each question by the final state of its trials"));
-    let under_test = html
-        .replacen("<head>", &format!("<head>{CATCH_ERRORS}"), 1)
-        .replacen(
-            "</body>",
-            &format!(
-                "{}</body>",
-                SHOW_QUESTION.replace("QUESTION_ID", "\"5a78bc6b554299148911f979\"")
-            ),
-            1,
-        );
-    let page = dir.path().join("under-test.html");
-    std::fs::write(&page, under_test).unwrap();
-    let (dom, _) = run_in_chromium(&page, &dir.path().join("profile"));
-    let seen = self_test_output(&dom);
-    assert_eq!(seen.get("exception"), None, "{seen}");
-    assert_eq!(seen["errors"], serde_json::json!([]));
+    let seen = show_question_in_chromium(&html, "5a78bc6b554299148911f979", dir.path());
     let detail = seen["detail"].as_str().unwrap();
     // Three trials in order, the reflections each one's prompt showed before its steps.
     let at = |needle: &str, from: usize| from + detail[from..].find(needle).expect(needle);

@@ -4,7 +4,7 @@
 //! epochs' reductions against hand-computed values, and replay of a trials file with no model.
 
 use std::collections::{BTreeMap, BTreeSet};
-use std::path::Path;
+use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex};
 
 use serde_json::{Value, json};
@@ -126,6 +126,20 @@ impl ScriptedServer {
     }
 }
 
+/// An evaluation against a fresh server playing `model` that must succeed: the model (its
+/// prompts), the directory and the results file it wrote, and its summary.
+async fn evaluated(
+    model: ScriptedServer,
+    args: &[&str],
+) -> (ScriptedServer, tempfile::TempDir, PathBuf, Value) {
+    let server = model.start().await;
+    let dir = tempfile::tempdir().unwrap();
+    let results = dir.path().join("results.jsonl");
+    let (summary, stderr, code) = eval(&server, &results, args);
+    assert_eq!(code, 0, "{args:?}: {stderr}");
+    (model, dir, results, summary)
+}
+
 fn eval(server: &MockServer, results: &Path, args: &[&str]) -> (Value, String, i32) {
     let output = crate::binary()
         .args(["eval", QUESTIONS, "--docstore", "distractor", "--json"])
@@ -233,12 +247,11 @@ fn first_step_prompts(prompts: &[String], question: &str) -> Vec<String> {
 
 #[tokio::test]
 async fn each_trial_asks_only_what_is_not_yet_right_and_reflexion_prompts_are_byte_equal() {
-    let model = ScriptedServer::default();
-    let server = model.start().await;
-    let dir = tempfile::tempdir().unwrap();
-    let results = dir.path().join("trials.jsonl");
-    let (summary, stderr, code) = eval(&server, &results, &["--trials", "3", "--reflect", "reflexion"]);
-    assert_eq!(code, 0, "{stderr}");
+    let (model, _dir, results, summary) = evaluated(
+        ScriptedServer::default(),
+        &["--trials", "3", "--reflect", "reflexion"],
+    )
+    .await;
     assert_eq!(
         summary["trials"],
         json!([
@@ -312,16 +325,11 @@ async fn each_trial_asks_only_what_is_not_yet_right_and_reflexion_prompts_are_by
 
 #[tokio::test]
 async fn the_paper_profile_reads_a_reflection_as_reflexions_format_step() {
-    let model = ScriptedServer::default();
-    let server = model.start().await;
-    let dir = tempfile::tempdir().unwrap();
-    let results = dir.path().join("paper.jsonl");
-    let (_, stderr, code) = eval(
-        &server,
-        &results,
+    let (_model, _dir, results, _) = evaluated(
+        ScriptedServer::default(),
         &["--trials", "2", "--reflect", "reflexion", "--profile", "paper"],
-    );
-    assert_eq!(code, 0, "{stderr}");
+    )
+    .await;
     let lines = lines(&results);
     // `format_step`: the ends trimmed, the line break removed (two sentences run together).
     assert_eq!(
@@ -333,12 +341,11 @@ async fn the_paper_profile_reads_a_reflection_as_reflexions_format_step() {
 #[tokio::test]
 async fn last_trial_strategies_show_the_failed_trial() {
     for strategy in ["last-trial", "last-trial-and-reflexion"] {
-        let model = ScriptedServer::default();
-        let server = model.start().await;
-        let dir = tempfile::tempdir().unwrap();
-        let results = dir.path().join("last.jsonl");
-        let (summary, stderr, code) = eval(&server, &results, &["--trials", "2", "--reflect", strategy]);
-        assert_eq!(code, 0, "{stderr}");
+        let (model, _dir, results, summary) = evaluated(
+            ScriptedServer::default(),
+            &["--trials", "2", "--reflect", strategy],
+        )
+        .await;
         assert_eq!(summary["trials"][1]["right_so_far"], 2, "{strategy}: {summary}");
         let lines = lines(&results);
         let failed = run_of(&lines, WALLACE, 1);
@@ -504,13 +511,11 @@ async fn attempts_are_refused_where_they_cannot_work() {
 
 #[tokio::test]
 async fn a_trials_file_replays_with_no_model() {
-    let model = ScriptedServer::default();
-    let server = model.start().await;
-    let dir = tempfile::tempdir().unwrap();
-    let results = dir.path().join("trials.jsonl");
-    let (_, stderr, code) = eval(&server, &results, &["--trials", "3", "--reflect", "reflexion"]);
-    assert_eq!(code, 0, "{stderr}");
-    drop(server);
+    let (_model, _dir, results, _) = evaluated(
+        ScriptedServer::default(),
+        &["--trials", "3", "--reflect", "reflexion"],
+    )
+    .await;
     let replay = |json: &[&str]| {
         crate::binary()
             .arg("replay")
@@ -560,12 +565,11 @@ async fn a_trials_file_replays_with_no_model() {
 #[tokio::test]
 async fn the_recorded_trials_files_are_what_eval_writes() {
     for strategy in ["reflexion", "none"] {
-        let model = ScriptedServer::default();
-        let server = model.start().await;
-        let dir = tempfile::tempdir().unwrap();
-        let results = dir.path().join("trials.jsonl");
-        let (_, stderr, code) = eval(&server, &results, &["--trials", "3", "--reflect", strategy]);
-        assert_eq!(code, 0, "{stderr}");
+        let (_model, _dir, results, _) = evaluated(
+            ScriptedServer::default(),
+            &["--trials", "3", "--reflect", strategy],
+        )
+        .await;
         let written = std::fs::read_to_string(&results).unwrap();
         let fixture = crate::fixture(&format!("runs/trials/{strategy}.results.jsonl"));
         if std::env::var_os("REACT_WRITE_FIXTURES").is_some() {
@@ -636,16 +640,11 @@ fn compare_reduces_a_trials_file_to_its_final_state_or_a_trial() {
 
 #[tokio::test]
 async fn cot_trials_follow_reflexions_cot_agent_byte_for_byte() {
-    let model = ScriptedServer::default();
-    let server = model.start().await;
-    let dir = tempfile::tempdir().unwrap();
-    let results = dir.path().join("cot.jsonl");
-    let (summary, stderr, code) = eval(
-        &server,
-        &results,
+    let (model, _dir, results, summary) = evaluated(
+        ScriptedServer::default(),
         &["--method", "cot", "--trials", "2", "--reflect", "reflexion"],
-    );
-    assert_eq!(code, 0, "{stderr}");
+    )
+    .await;
     assert_eq!(
         summary["trials"],
         json!([
