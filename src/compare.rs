@@ -195,12 +195,14 @@ impl ScoredFile {
         {
             return;
         }
-        let epochs = self
+        let kind = self
             .runs
             .iter()
-            .any(|scored| matches!(scored.run.attempt(), Attempt::Epoch(_)));
+            .map(|scored| scored.run.attempt())
+            .find(|attempt| *attempt != Attempt::Only)
+            .unwrap_or(Attempt::Only);
         self.attempts = std::mem::take(&mut self.runs);
-        self.reduced = Some(reduce.describe(epochs));
+        self.reduced = Some(reduce.describe(kind));
         let mut order: Vec<&str> = Vec::new();
         let mut by_id: HashMap<&str, Vec<&ScoredRun>> = HashMap::new();
         for scored in &self.attempts {

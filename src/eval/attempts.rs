@@ -469,8 +469,10 @@ impl Reduce {
         }
     }
 
-    /// What the reduction keeps, in words, for a file of trials or of epochs.
-    pub fn describe(self, epochs: bool) -> String {
+    /// What the reduction keeps, in words, for a file whose attempts are like `attempt` (trials
+    /// or epochs).
+    pub fn describe(self, attempt: Attempt) -> String {
+        let epochs = matches!(attempt, Attempt::Epoch(_));
         match (self, epochs) {
             (Reduce::Final, false) => "final state of its trials (right in any)".to_owned(),
             (Reduce::Final | Reduce::Majority, true) => {

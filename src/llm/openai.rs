@@ -288,6 +288,15 @@ impl fmt::Debug for OpenAiClient {
 }
 
 /// One failed attempt.
+/// What a request carries, so a refusal can be read for what it refuses.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Sends {
+    /// A prompt or messages, no `tools` field.
+    Text,
+    /// The `tools` field (`--api tools`): a refusal of it is permanent.
+    Tools,
+}
+
 #[derive(Debug)]
 enum AttemptError {
     Status {
@@ -512,7 +521,7 @@ impl OpenAiClient {
         &self,
         build: impl Fn() -> Value,
         stop: &[String],
-        tools: bool,
+        sends: Sends,
     ) -> Result<Vec<u8>, LlmError> {
         let url = display_url(&self.url);
         let mut adaptations = 0;
@@ -539,7 +548,7 @@ impl OpenAiClient {
                     // Servers quote the key they refused ("Incorrect API key provided: sk-..."):
                     // it must not reach an error, a run file or a log.
                     let message = self.server_words(&message).as_str().to_owned();
-                    if tools
+                    if sends == Sends::Tools
                         && status.is_client_error()
                         && !matches!(status.as_u16(), 401 | 403 | 404 | 408 | 429)
                         && wire::refuses_tools(&body)
@@ -641,7 +650,7 @@ impl OpenAiClient {
             }
             body
         };
-        let bytes = self.exchange(build, request.stop, false).await?;
+        let bytes = self.exchange(build, request.stop, Sends::Text).await?;
         let (choices, usage) = self.choices(&bytes)?;
         if choices.is_empty() {
             return Err(LlmError::NoChoices {
@@ -662,7 +671,7 @@ impl OpenAiClient {
     }
 
     async fn complete_request(&self, request: LlmRequest<'_>) -> Result<Completion, LlmError> {
-        let bytes = self.exchange(|| self.body(&request), request.stop, false).await?;
+        let bytes = self.exchange(|| self.body(&request), request.stop, Sends::Text).await?;
         let (choice, usage) = self.first_choice(&bytes)?;
         if let Some(reason) = choice.finish_reason.as_ref().and_then(Value::as_str)
             && reason == "length"
@@ -676,7 +685,7 @@ impl OpenAiClient {
     }
 
     async fn converse_request(&self, request: ConverseRequest<'_>) -> Result<Reply, LlmError> {
-        let bytes = self.exchange(|| self.converse_body(&request), &[], true).await?;
+        let bytes = self.exchange(|| self.converse_body(&request), &[], Sends::Tools).await?;
         let (choice, usage) = self.first_choice(&bytes)?;
         let mut message = choice.into_reply();
         if let Some(content) = &mut message.content {
