@@ -11,7 +11,7 @@ use clap::{Parser, Subcommand};
 use react_docstore::output;
 use react_docstore::trace::{Color, LogOutput};
 
-use commands::{ask, chat, compare, eval, explore, index, mcp, replay, report, score, serve};
+use commands::{ask, chat, compare, eval, explore, export, index, mcp, replay, report, score, serve};
 
 #[derive(Parser)]
 #[command(
@@ -42,6 +42,8 @@ enum Command {
     Compare(compare::CompareArgs),
     /// Write one self-contained HTML page of one or more results files.
     Report(report::ReportArgs),
+    /// Write results files as fine-tuning data: OpenAI chat, Alpaca or ShareGPT.
+    Export(export::ExportArgs),
     /// Index a frozen Wikipedia dump for `--docstore index:DIR`, or say what an index holds.
     #[command(subcommand)]
     Index(index::IndexCommand),
@@ -85,6 +87,7 @@ async fn dispatch(command: Command, log: LogOutput) -> anyhow::Result<ExitCode> 
         Command::Score(args) => score::run(args),
         Command::Compare(args) => compare::run(args),
         Command::Report(args) => report::run(args),
+        Command::Export(args) => export::run(args).await,
         Command::Index(command) => index::run(command).await,
         Command::Serve(args) => serve::run(args).await,
         Command::Mcp(args) => mcp::run(args).await,

@@ -10,7 +10,7 @@ use react_docstore::output;
 use react_docstore::report;
 use react_docstore::trace::LogOutput;
 
-use super::options::AgentRunArgs;
+use super::options::{AgentRunArgs, FewshotFromArgs};
 use super::signals::stop_signals;
 
 #[derive(clap::Args)]
@@ -19,6 +19,8 @@ pub struct EvalArgs {
     questions: PathBuf,
     #[command(flatten)]
     run: AgentRunArgs,
+    #[command(flatten)]
+    fewshot_from: FewshotFromArgs,
     #[command(flatten)]
     selection: SelectionArgs,
     /// Questions in flight at once.
@@ -74,6 +76,7 @@ pub async fn run(args: EvalArgs, log: LogOutput) -> anyhow::Result<ExitCode> {
         method: args.run.agent.method_config(),
         max_steps: args.run.agent.max_steps,
         fewshot: args.run.agent.fewshot,
+        fewshot_from: args.fewshot_from.open()?,
         concurrency: usize::from(args.concurrency),
         results,
         resume: if args.retry_errors {

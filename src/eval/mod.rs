@@ -33,6 +33,7 @@ pub use summary::{Outcome, Summary, SummaryContext};
 use crate::docstore::{DocstoreInfo, DocstoreSource};
 use crate::environment::{EnvironmentError, Inspected, Workbench};
 use crate::fewshot::{Bundled, Fewshot, FewshotError};
+use crate::fewshot_from::{FewshotFrom, FewshotFromError};
 use crate::llm::{
     Api, Completion, ConverseRequest, Llm, LlmError, LlmRequest, Reply, SampleRequest, Samples,
 };
@@ -61,6 +62,8 @@ pub struct EvalConfig {
     /// Few-shot examples instead of the task's bundled ones (HotpotQA or FEVER): one file, or
     /// one per phase of a backoff method.
     pub fewshot: Vec<PathBuf>,
+    /// Examples drawn from earlier runs instead (`--fewshot-from`), written beside `results`.
+    pub fewshot_from: Option<FewshotFrom>,
     /// Questions in flight at once.
     pub concurrency: usize,
     /// The JSON Lines file every finished run is appended to, and resumed from.
@@ -129,6 +132,8 @@ pub enum EvalError {
     Fewshot(#[from] FewshotError),
     #[error(transparent)]
     Method(#[from] SolverError),
+    #[error(transparent)]
+    FewshotFrom(#[from] FewshotFromError),
     #[error(
         "results file `{}` holds runs of `--method {recorded}`, this evaluation is `--method {current}`: an evaluation never mixes methods — pass another --out",
         results.display()
@@ -330,7 +335,28 @@ pub async fn evaluate(
         Task::HotpotQa => Bundled::HotpotQa,
         Task::Fever => Bundled::Fever,
     };
-    let examples = if config.fewshot.is_empty() {
+    let drawn = match &config.fewshot_from {
+        Some(from) => {
+            let mut excluded = crate::export::Excluded::default();
+            for question in &questions {
+                excluded.insert(&question.id, &question.question);
+            }
+            let drawn = from
+                .draw(
+                    config.method.method,
+                    bundled,
+                    config.profile,
+                    &excluded,
+                    &config.results,
+                )
+                .await?;
+            Some(drawn)
+        }
+        None => None,
+    };
+    let examples = if let Some(drawn) = &drawn {
+        Examples::Files(vec![drawn.fewshot.clone()])
+    } else if config.fewshot.is_empty() {
         Examples::Bundled(bundled)
     } else {
         Examples::Files(
@@ -415,7 +441,11 @@ pub async fn evaluate(
     let llm = WatchedLlm::new(services.llm.as_ref(), config.concurrency);
 
     let mut runs = futures::stream::iter(pending)
-        .map(|question| run_question(&solver, &llm, question, services))
+        .map(|question| async {
+            let (question, mut run, failure) = run_question(&solver, &llm, question, services).await;
+            run.fewshot_from = drawn.as_ref().map(|drawn| drawn.source.clone());
+            (question, run, failure)
+        })
         .buffer_unordered(config.concurrency.max(1));
     let mut interrupt = std::pin::pin!(interrupt.fuse());
     let mut ticks = progress.ticks();

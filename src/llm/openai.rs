@@ -20,6 +20,10 @@
 
 mod wire;
 
+/// A conversation message as the chat API sends it (`role`, `content`, `tool_calls`,
+/// `tool_call_id`): what `export` writes for fine-tuning, the same JSON.
+pub use wire::message as wire_message;
+
 use std::fmt;
 use std::str::FromStr;
 use std::sync::atomic::{AtomicBool, Ordering};

@@ -580,6 +580,7 @@ fn config(questions: PathBuf, results: PathBuf, concurrency: usize) -> EvalConfi
         method: react_docstore::solver::MethodConfig::default(),
         max_steps: Some(4),
         fewshot: Vec::new(),
+        fewshot_from: None,
         concurrency,
         results,
         resume: Resume::SkipDone,
