@@ -17,7 +17,7 @@ use react_docstore::fewshot_from::FewshotFrom;
 use react_docstore::input::Interaction;
 use react_docstore::llm::{Api, ApiKey, Llm, ModelSettings, OpenAiClient};
 use react_docstore::prompt::PromptOptions;
-use react_docstore::replay::read_runs;
+use react_docstore::replay::{read_runs, run_files};
 use react_docstore::solver::{DEFAULT_SAMPLE_TEMPERATURE, DEFAULT_SAMPLES, Examples, MethodConfig};
 use react_docstore::tool::Toolbox;
 use react_docstore::tools::{self, BuiltinTool, CommandToolConfig, Network, ToolsConfig, WebSearchConfig};
@@ -339,8 +339,8 @@ impl AgentRunArgs {
 /// `--fewshot-from RESULTS --shots K [--seed S]`: few-shot examples drawn from earlier right runs.
 #[derive(Args, Clone)]
 pub struct FewshotFromArgs {
-    /// Draw the few-shot examples from the right runs of this results file, never from a question
-    /// being asked; the examples are written beside the results (or run) file.
+    /// Draw the few-shot examples from the right runs of this results file (or directory of run
+    /// files), never from a question being asked; they are written beside the results (or run) file.
     #[arg(long, value_name = "RESULTS", requires = "shots", conflicts_with = "fewshot")]
     pub fewshot_from: Option<PathBuf>,
     /// How many examples `--fewshot-from` draws.
@@ -357,7 +357,10 @@ impl FewshotFromArgs {
         let Some(results) = &self.fewshot_from else {
             return Ok(None);
         };
-        let runs = read_runs(results)?.into_iter().map(|(_, run)| run).collect();
+        let mut runs = Vec::new();
+        for file in run_files(std::slice::from_ref(results))? {
+            runs.extend(read_runs(&file)?.into_iter().map(|(_, run)| run));
+        }
         Ok(Some(FewshotFrom {
             results: results.clone(),
             runs,

@@ -67,11 +67,25 @@ impl ExportFormat {
             PromptPart::Instruction => example.instruction.as_str(),
             PromptPart::WithExamples => example.prompt.as_str(),
         };
+        // A run cut short (`--all`) ends with what the model wrote last: an observation after it
+        // teaches nothing.
+        let mut turns = example.turns.as_slice();
+        while let [rest @ .., last] = turns
+            && last.speaker == Speaker::Input
+            && !rest.is_empty()
+        {
+            turns = rest;
+        }
         match self {
             ExportFormat::OpenAiChat => match &example.conversation {
                 Some(conversation) => {
-                    let messages: Vec<Message> = conversation
-                        .messages
+                    let mut sent = conversation.messages.as_slice();
+                    while let [rest @ .., Message::Tool { .. } | Message::User(_)] = sent
+                        && rest.len() > 1
+                    {
+                        sent = rest;
+                    }
+                    let messages: Vec<Message> = sent
                         .iter()
                         .filter_map(|message| match message {
                             // The system message as sent, or its instruction alone.
@@ -97,7 +111,7 @@ impl ExportFormat {
                 None => {
                     let messages: Vec<Message> = system_message(system)
                         .into_iter()
-                        .chain(example.turns.iter().map(|turn| match turn.speaker {
+                        .chain(turns.iter().map(|turn| match turn.speaker {
                             Speaker::Input => Message::User(turn.text.clone()),
                             Speaker::Model => Message::Assistant {
                                 content: turn.text.clone(),
@@ -124,7 +138,7 @@ impl ExportFormat {
                     text_bytes += system.len();
                     conversations.push(json!({"from": "system", "value": system}));
                 }
-                for turn in &example.turns {
+                for turn in turns {
                     text_bytes += turn.text.len();
                     let from = match turn.speaker {
                         Speaker::Input => "human",
