@@ -579,6 +579,9 @@ pub async fn replay(
             continue;
         };
         for (source, recorded) in runs {
+            if let Some(changed) = changed_fewshot(&recorded) {
+                trace.note(&format!("{source}: {changed}"));
+            }
             let (episode, unrecorded) =
                 replay_recorded(&recorded, config.profile, config.max_steps, live, trace).await;
             let run = &episode.run;
@@ -665,6 +668,23 @@ pub async fn replay(
         }
     }
     Ok(summary)
+}
+
+/// What differs from the prompt a run was made with, when its examples were drawn from runs
+/// (`--fewshot-from`) and the file it names is gone or changed since: the replay goes on (the
+/// recorded completions do not depend on the prompt), but its prompt is not the run's.
+fn changed_fewshot(run: &Run) -> Option<String> {
+    let source = run.fewshot_from.as_ref()?;
+    let path = run.fewshot.as_deref()?;
+    match std::fs::read(path) {
+        Ok(bytes) if crate::export::digest(&bytes) == source.digest => None,
+        Ok(_) => Some(format!(
+            "its few-shot file `{path}` changed since the run: the prompt replayed is not the one it was made with"
+        )),
+        Err(_) => Some(format!(
+            "its few-shot file `{path}` is missing: the prompt replayed is not the one it was made with"
+        )),
+    }
 }
 
 /// The summary's account of the files skipped, if any.

@@ -647,6 +647,11 @@ async fn a_run_made_with_fewshot_from_replays_and_exports_its_exact_prompt() {
     );
     assert_eq!(status, 2);
     assert!(stderr.contains("changed since the run"), "{stderr}");
+    // Replay still replays the recorded answers, and says its prompt is not the run's.
+    let replay = crate::binary().arg("replay").arg(&results).output().unwrap();
+    assert_eq!(replay.status.code(), Some(0));
+    let stderr = String::from_utf8_lossy(&replay.stderr);
+    assert_eq!(stderr.matches("changed since the run").count(), 3, "{stderr}");
 }
 
 #[test]
@@ -672,4 +677,58 @@ fn ask_fewshot_from_needs_a_run_file_to_write_beside() {
     assert_eq!(output.status.code(), Some(2));
     let stderr = String::from_utf8_lossy(&output.stderr);
     assert!(stderr.contains("give `--record FILE`"), "{stderr}");
+}
+
+/// The examples `--fewshot-from` would draw from `source` for `method`, no question excluded.
+async fn drawn(
+    source: &str,
+    method: react_docstore::Method,
+    shots: usize,
+) -> (String, react_docstore::fewshot::Fewshot) {
+    use react_docstore::fewshot::Bundled;
+    use react_docstore::fewshot_from::FewshotFrom;
+    let dir = tempfile::tempdir().unwrap();
+    let from = FewshotFrom {
+        results: fixture(source),
+        runs: read_runs(&fixture(source))
+            .unwrap()
+            .into_iter()
+            .map(|(_, run)| run)
+            .collect(),
+        shots,
+        seed: 0,
+    };
+    let beside = dir.path().join("r.results.jsonl");
+    let drawn = from
+        .draw(
+            method,
+            Bundled::HotpotQa,
+            react_docstore::Profile::Default,
+            &Default::default(),
+            &beside,
+        )
+        .await
+        .unwrap();
+    (
+        std::fs::read_to_string(dir.path().join("r.results.fewshot.txt")).unwrap(),
+        drawn.fewshot,
+    )
+}
+
+#[tokio::test]
+async fn drawn_examples_take_the_methods_few_shot_format() {
+    use react_docstore::Method;
+    use react_docstore::fewshot::Format;
+    // Act: ReAct's right runs without their thoughts.
+    let (text, fewshot) = drawn("compare/trial-1.results.jsonl", Method::Act, 4).await;
+    assert_eq!(fewshot.format, Format::Act);
+    assert_eq!(text.matches("Question: ").count(), 4);
+    assert!(!text.contains("Thought") && text.contains("\nAction 1: Search["));
+    // CoT: a right sample of each CoT-SC run, after `Thought:`.
+    let (text, fewshot) = drawn("runs/methods/cot-sc.results.jsonl", Method::Cot, 3).await;
+    assert_eq!(fewshot.format, Format::Cot);
+    assert!(text.starts_with("Question: ") && text.ends_with('\n'));
+    assert_eq!(text.matches("Question: ").count(), 3);
+    assert_eq!(text.matches("\nThought: Let's think step by step.").count(), 3);
+    assert_eq!(text.matches("\nAnswer: ").count(), 3);
 }
