@@ -8,7 +8,7 @@ use crate::docstore::DocstoreSource;
 use crate::environment::Workbench;
 use crate::export::Excluded;
 use crate::fewshot::Bundled;
-use crate::fewshot_from::{FewshotFrom, FewshotFromError};
+use crate::fewshot_from::{FewshotFrom, FewshotFromError, OtherExamples};
 use crate::fsutil::AtomicFile;
 use crate::llm::Llm;
 use crate::profile::Profile;
@@ -196,8 +196,15 @@ pub async fn ask(
             };
             let method = config.agent.method.method;
             Some(
-                from.draw(method, task, config.agent.profile, &excluded, record)
-                    .await?,
+                from.draw(
+                    method,
+                    task,
+                    config.agent.profile,
+                    &excluded,
+                    record,
+                    OtherExamples::Replace,
+                )
+                .await?,
             )
         }
     };

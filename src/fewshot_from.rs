@@ -27,6 +27,15 @@ pub struct FewshotFrom {
     pub seed: u64,
 }
 
+/// What drawing does when the examples file beside the results already holds other examples.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum OtherExamples {
+    /// Replace it (`ask`: its run file is replaced too).
+    Replace,
+    /// Refuse (`eval`: the runs of the results file it resumes were made with those examples).
+    Refuse,
+}
+
 /// Examples drawn: the few-shot examples (named by the file they were written to) and what each
 /// run records of them.
 #[derive(Debug, Clone)]
@@ -51,6 +60,11 @@ pub enum FewshotFromError {
         found: usize,
         shots: usize,
     },
+    #[error(
+        "`{}` holds other examples than this draw, which the runs of the results file beside it were made with: an evaluation never mixes prompts — pass another `--out`, or the same `--fewshot-from`, `--shots` and `--seed`",
+        path.display()
+    )]
+    OtherExamples { path: PathBuf },
     #[error("`--shots` must be at least 1")]
     NoShots,
     #[error("cannot write the drawn examples to `{}`", path.display())]
@@ -76,8 +90,9 @@ impl FewshotFrom {
     /// Draws K examples for `method` (its few-shot format) from the right runs that ended with an
     /// answer, one per question, none of `excluded`; the choice is `seed`'s alone (the K
     /// questions whose seeded hash is smallest), so the same seed draws the same examples
-    /// whatever the order of the file. Writes them beside `beside` and reads them back as the
-    /// examples every question's prompt shows.
+    /// whatever the order of the file. Writes them beside `beside` (unless other examples are
+    /// there and `other` refuses them) and reads them back as the examples every question's
+    /// prompt shows.
     pub async fn draw(
         &self,
         method: Method,
@@ -85,6 +100,7 @@ impl FewshotFrom {
         profile: Profile,
         excluded: &Excluded,
         beside: &Path,
+        other: OtherExamples,
     ) -> Result<Drawn, FewshotFromError> {
         let format = match method {
             Method::React => Format::React,
@@ -146,6 +162,10 @@ impl FewshotFrom {
             text.push_str(example);
         }
         let path = FewshotFrom::examples_path(beside);
+        if other == OtherExamples::Refuse && std::fs::read(&path).is_ok_and(|found| found != text.as_bytes())
+        {
+            return Err(FewshotFromError::OtherExamples { path });
+        }
         atomic_write(&path, text.as_bytes()).map_err(|source| FewshotFromError::Write {
             path: path.clone(),
             source,

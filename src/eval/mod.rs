@@ -33,7 +33,7 @@ pub use summary::{Outcome, Summary, SummaryContext};
 use crate::docstore::{DocstoreInfo, DocstoreSource};
 use crate::environment::{EnvironmentError, Inspected, Workbench};
 use crate::fewshot::{Bundled, Fewshot, FewshotError};
-use crate::fewshot_from::{FewshotFrom, FewshotFromError};
+use crate::fewshot_from::{FewshotFrom, FewshotFromError, OtherExamples};
 use crate::llm::{
     Api, Completion, ConverseRequest, Llm, LlmError, LlmRequest, Reply, SampleRequest, Samples,
 };
@@ -348,6 +348,7 @@ pub async fn evaluate(
                     config.profile,
                     &excluded,
                     &config.results,
+                    OtherExamples::Refuse,
                 )
                 .await?;
             Some(drawn)

@@ -580,14 +580,21 @@ async fn fewshot_from_draws_k_right_runs_never_a_question_asked_the_same_for_eve
         assert_eq!((source.shots, source.seed), (33, 7));
         assert_eq!(source.digest, react_docstore::export::digest(text.as_bytes()));
     }
-    // The same seed draws the same examples again.
-    let again = dir.path().join("again.results.jsonl");
-    let output = eval_fewshot_from(&server, &again, "33");
-    assert_eq!(output.status.code(), Some(0));
+    // The same seed draws the same examples again: resuming is allowed, and changes nothing.
+    let output = eval_fewshot_from(&server, &results, "33");
     assert_eq!(
-        std::fs::read_to_string(dir.path().join("again.results.fewshot.txt")).unwrap(),
-        text
+        output.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&output.stderr)
     );
+    assert_eq!(std::fs::read_to_string(&examples).unwrap(), text);
+    // Other examples are refused: the results file's runs were made with these.
+    let output = eval_fewshot_from(&server, &results, "32");
+    assert_eq!(output.status.code(), Some(2));
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert!(stderr.contains("an evaluation never mixes prompts"), "{stderr}");
+    assert_eq!(std::fs::read_to_string(&examples).unwrap(), text);
 }
 
 #[tokio::test(flavor = "multi_thread")]
@@ -706,6 +713,7 @@ async fn drawn(
             react_docstore::Profile::Default,
             &Default::default(),
             &beside,
+            react_docstore::fewshot_from::OtherExamples::Replace,
         )
         .await
         .unwrap();
