@@ -399,6 +399,25 @@ fn the_default_keeps_right_finished_runs_and_the_filters_say_what_they_dropped()
     assert_eq!(lines(&written).len(), 33, "{stderr}");
     assert!(!written.contains("Jonny Craig and Pete Doherty"));
     assert_eq!(dropped(&stderr), "3 excluded, 10 unfinished, 54 not right");
+    // By text, the question normalised as answers are (case, punctuation, articles), whatever its id.
+    let questions = dir.path().join("dev.jsonl");
+    std::fs::write(
+        &questions,
+        "{\"_id\": \"other\", \"question\": \"which of JONNY CRAIG and Pete Doherty has been a member of the more bands\", \"answer\": \"x\"}\n",
+    )
+    .unwrap();
+    let (_, written, stderr) = export(
+        dir.path(),
+        &[
+            trial_1,
+            "--format",
+            "sharegpt",
+            "--exclude",
+            questions.to_str().unwrap(),
+        ],
+    );
+    assert_eq!(lines(&written).len(), 33, "{stderr}");
+    assert!(stderr.contains("1 excluded"), "{stderr}");
 }
 
 #[test]
