@@ -134,15 +134,7 @@ pub fn digest(bytes: &[u8]) -> String {
 /// show (a trial's reflections) belongs here.
 pub fn run_solver(run: &Run) -> Result<(Solver, usize), RebuildError> {
     let profile = run.profile;
-    let names: Vec<&str> = [run.fewshot.as_deref(), run.cot_fewshot.as_deref()]
-        .into_iter()
-        .flatten()
-        .collect();
-    let task = if names.contains(&"fever") {
-        Bundled::Fever
-    } else {
-        Bundled::HotpotQa
-    };
+    let (names, task) = recorded_examples(run);
     let files: Vec<&str> = names
         .iter()
         .copied()
@@ -172,17 +164,7 @@ pub fn run_solver(run: &Run) -> Result<(Solver, usize), RebuildError> {
         Examples::Files(fewshots)
     };
     let toolbox = recorded_toolbox(&run.tools)?;
-    let config = MethodConfig {
-        method: run.method(),
-        samples: run
-            .vote
-            .as_ref()
-            .map_or(run.samples.len().max(1), |vote| vote.samples.max(1)),
-        sample_temperature: run
-            .vote
-            .as_ref()
-            .map_or(DEFAULT_SAMPLE_TEMPERATURE, |vote| vote.temperature),
-    };
+    let config = recorded_method(run);
     let task = match &examples {
         Examples::Files(files) if files.iter().any(|file| file.input_label == "Claim") => Bundled::Fever,
         _ => task,
@@ -203,6 +185,36 @@ pub fn run_solver(run: &Run) -> Result<(Solver, usize), RebuildError> {
         max_steps,
     )?;
     Ok((solver, max_steps))
+}
+
+/// The examples a run names (`fewshot`, and a backoff's `cot_fewshot`) and the task they are of.
+pub fn recorded_examples(run: &Run) -> (Vec<&str>, Bundled) {
+    let names: Vec<&str> = [run.fewshot.as_deref(), run.cot_fewshot.as_deref()]
+        .into_iter()
+        .flatten()
+        .collect();
+    let task = if names.contains(&"fever") {
+        Bundled::Fever
+    } else {
+        Bundled::HotpotQa
+    };
+    (names, task)
+}
+
+/// The method a run recorded and how it sampled: N and the temperature of its vote (N: its
+/// samples when it has no vote, at least 1).
+pub fn recorded_method(run: &Run) -> MethodConfig {
+    MethodConfig {
+        method: run.method(),
+        samples: run
+            .vote
+            .as_ref()
+            .map_or(run.samples.len().max(1), |vote| vote.samples.max(1)),
+        sample_temperature: run
+            .vote
+            .as_ref()
+            .map_or(DEFAULT_SAMPLE_TEMPERATURE, |vote| vote.temperature),
+    }
 }
 
 /// The tools a run registered, for their prompt lines (never called).
