@@ -439,8 +439,9 @@ fn step_turns(
     let mut turns = vec![turn(Speaker::Input, question_line)];
     at += question_line.len();
     for step in &episode.run.steps {
+        // A step the model never finished (the error that ended the run) is not in the scratchpad.
         let (Some(action), thought) = (step.action.as_deref(), step.thought.as_deref()) else {
-            return Err(differs("a step without an action"));
+            break;
         };
         let mut model = Scratchpad::new(String::new());
         let mut whole = Scratchpad::new(String::new());

@@ -759,3 +759,31 @@ async fn drawn_examples_take_the_methods_few_shot_format() {
     assert_eq!(text.matches("\nThought: Let's think step by step.").count(), 3);
     assert_eq!(text.matches("\nAnswer: ").count(), 3);
 }
+
+#[test]
+fn a_run_ended_by_an_error_gives_its_finished_steps_with_all_and_nothing_by_default() {
+    let dir = tempfile::tempdir().unwrap();
+    let text = std::fs::read_to_string(fixture("runs/methods/react.results.jsonl")).unwrap();
+    let mut run: Value = serde_json::from_str(text.lines().next().unwrap()).unwrap();
+    run["steps"] = json!([run["steps"][0].clone(), {"n": 2, "completions": []}]);
+    run["answer"] = Value::Null;
+    run["stopped"] = json!("error");
+    run["error"] = json!("model server: HTTP 500");
+    let path = dir.path().join("error.results.jsonl");
+    std::fs::write(&path, format!("{run}\n")).unwrap();
+    let path = path.to_str().unwrap();
+    let (status, _, stderr) = export(dir.path(), &[path, "--format", "openai-chat"]);
+    assert_eq!(status, 2);
+    assert!(stderr.contains("(1 unfinished)"), "{stderr}");
+    let (status, written, stderr) = export(dir.path(), &[path, "--format", "openai-chat", "--all"]);
+    assert_eq!(status, 0, "{stderr}");
+    let line = &lines(&written)[0];
+    let roles: Vec<&str> = line["messages"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|message| message["role"].as_str().unwrap())
+        .collect();
+    assert_eq!(roles, ["system", "user", "assistant"]);
+    assert!(fine_tuning_errors(line).is_empty());
+}
