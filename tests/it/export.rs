@@ -787,3 +787,46 @@ fn a_run_ended_by_an_error_gives_its_finished_steps_with_all_and_nothing_by_defa
     assert_eq!(roles, ["system", "user", "assistant"]);
     assert!(fine_tuning_errors(line).is_empty());
 }
+
+#[test]
+fn a_recorded_fewshot_from_evaluation_replays_and_exports_the_prompt_it_was_made_with() {
+    let results = "fixtures/export/fewshot-from.results.jsonl";
+    let replay = crate::binary()
+        .args(["replay", results])
+        .current_dir(env!("CARGO_MANIFEST_DIR"))
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&replay.stderr);
+    assert_eq!(replay.status.code(), Some(0), "{stderr}");
+    assert!(!stderr.contains("few-shot file"), "{stderr}");
+    // Its runs, `fewshot_from` included, fit the run file's schema.
+    for line in std::fs::read_to_string(fixture("export/fewshot-from.results.jsonl"))
+        .unwrap()
+        .lines()
+    {
+        let run: Value = serde_json::from_str(line).unwrap();
+        assert!(run["fewshot_from"]["digest"].is_string());
+        let errors = crate::docs::validate_run(&run);
+        assert!(errors.is_empty(), "{errors:?}");
+    }
+    assert!(
+        stderr.contains("3 runs replayed, 3 answered; EM 0.6667"),
+        "{stderr}"
+    );
+    let dir = tempfile::tempdir().unwrap();
+    let (status, written, stderr) = export(
+        dir.path(),
+        &[results, "--format", "openai-chat", "--with-examples"],
+    );
+    assert_eq!(status, 0, "{stderr}");
+    let examples = std::fs::read_to_string(fixture("export/fewshot-from.results.fewshot.txt")).unwrap();
+    let lines = lines(&written);
+    assert_eq!(lines.len(), 2);
+    for line in &lines {
+        // The bundled instruction, then the two drawn examples, as every question saw them.
+        let system = format!("{}\n", line["messages"][0]["content"].as_str().unwrap());
+        assert!(system.starts_with("Solve a question answering task"));
+        assert!(system.ends_with(&examples), "{system}");
+        assert_eq!(examples.matches("\nQuestion: ").count(), 2);
+    }
+}
