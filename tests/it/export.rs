@@ -830,3 +830,61 @@ fn a_recorded_fewshot_from_evaluation_replays_and_exports_the_prompt_it_was_made
         assert_eq!(examples.matches("\nQuestion: ").count(), 2);
     }
 }
+
+#[tokio::test(flavor = "multi_thread")]
+async fn ask_fewshot_from_never_draws_the_question_asked_and_writes_beside_its_run_file() {
+    let server = answering_server().await;
+    let dir = tempfile::tempdir().unwrap();
+    let record = dir.path().join("jonny.json");
+    let ask = |shots: &str| {
+        crate::binary()
+            .args([
+                "ask",
+                "Which of Jonny Craig and Pete Doherty has been a member of more bands ?",
+            ])
+            .args([
+                "--api",
+                "completions",
+                "--model",
+                "m",
+                "--base-url",
+                &server.uri(),
+            ])
+            .args([
+                "--fewshot-from",
+                "fixtures/compare/trial-1.results.jsonl",
+                "--shots",
+                shots,
+            ])
+            .arg("--record")
+            .arg(&record)
+            .current_dir(env!("CARGO_MANIFEST_DIR"))
+            .output()
+            .unwrap()
+    };
+    // Trial 1's 34 right runs hold this very question: 33 can be drawn.
+    let output = ask("34");
+    assert_eq!(output.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&output.stderr).contains("holds 33 right runs"));
+    let output = ask("33");
+    assert_eq!(
+        output.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&output.stderr)
+    );
+    let prompt = &prompts(&server).await[0];
+    assert_eq!(prompt.matches("Question: Which of Jonny Craig").count(), 1);
+    assert!(prompt.ends_with(
+        "Question: Which of Jonny Craig and Pete Doherty has been a member of more bands ?\nThought 1:"
+    ));
+    let run = Run::read(&record).unwrap();
+    let examples = dir.path().join("jonny.fewshot.txt");
+    assert_eq!(run.fewshot.as_deref(), Some(examples.to_str().unwrap()));
+    let text = std::fs::read_to_string(&examples).unwrap();
+    assert_eq!(
+        run.fewshot_from.unwrap().digest,
+        react_docstore::export::digest(text.as_bytes())
+    );
+    assert!(prompt.contains(&text));
+}
