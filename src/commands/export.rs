@@ -63,7 +63,7 @@ pub async fn run(args: ExportArgs) -> anyhow::Result<ExitCode> {
     for path in &args.exclude {
         let file = Selection::default().read(path, Contexts::Unused)?;
         for question in &file.questions {
-            excluded.insert(&question.id, &question.question);
+            excluded.insert(&question.id, question.position, &question.question);
         }
     }
     let mut runs = Vec::new();
@@ -94,14 +94,10 @@ pub async fn run(args: ExportArgs) -> anyhow::Result<ExitCode> {
     };
     let mut stderr = output::stderr();
     let mut bytes = Vec::new();
-    let exported = export::export(&runs, &config, &mut bytes, &mut |note| {
+    let summary = export::export(&runs, &config, &mut bytes, &mut |note| {
         let _ = writeln!(output::stderr(), "note: {note}");
     })
-    .await;
-    let summary = match exported {
-        Ok(summary) => summary,
-        Err(error) => return Err(error.into()),
-    };
+    .await?;
     atomic_write(&args.out, &bytes).with_context(|| format!("cannot write `{}`", args.out.display()))?;
     summary.write_text(&mut stderr)?;
     writeln!(

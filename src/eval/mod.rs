@@ -339,7 +339,7 @@ pub async fn evaluate(
         Some(from) => {
             let mut excluded = crate::export::Excluded::default();
             for question in &questions {
-                excluded.insert(&question.id, &question.question);
+                excluded.insert(&question.id, question.position, &question.question);
             }
             let drawn = from
                 .draw(

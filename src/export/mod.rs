@@ -54,9 +54,12 @@ pub struct Excluded {
 }
 
 impl Excluded {
-    /// A question of a file: its id and its text.
-    pub fn insert(&mut self, id: &str, question: &str) {
-        self.ids.insert(id.to_owned());
+    /// A question of a file: its id (unless it is only the record's position, as in a file
+    /// without ids: another such file's question at that position is another question) and its text.
+    pub fn insert(&mut self, id: &str, position: usize, question: &str) {
+        if id != position.to_string() {
+            self.ids.insert(id.to_owned());
+        }
         self.insert_question(question);
     }
 

@@ -888,3 +888,38 @@ async fn ask_fewshot_from_never_draws_the_question_asked_and_writes_beside_its_r
     );
     assert!(prompt.contains(&text));
 }
+
+#[test]
+fn exclude_reads_ids_only_where_the_file_has_them() {
+    // Runs of a file without ids are numbered by position, as are the questions of another such
+    // file: the same number is not the same question.
+    let dir = tempfile::tempdir().unwrap();
+    let text = std::fs::read_to_string(fixture("runs/methods/react.results.jsonl")).unwrap();
+    let mut run: Value = serde_json::from_str(text.lines().next().unwrap()).unwrap();
+    run["id"] = json!("0");
+    let results = dir.path().join("positions.results.jsonl");
+    std::fs::write(&results, format!("{run}\n")).unwrap();
+    let questions = dir.path().join("other.jsonl");
+    std::fs::write(
+        &questions,
+        "{\"question\": \"Who wrote Hamlet?\", \"answer\": \"Shakespeare\"}\n",
+    )
+    .unwrap();
+    let args = [
+        results.to_str().unwrap(),
+        "--format",
+        "openai-chat",
+        "--exclude",
+        questions.to_str().unwrap(),
+    ];
+    let (status, written, stderr) = export(dir.path(), &args);
+    assert_eq!(status, 0, "{stderr}");
+    assert_eq!(lines(&written).len(), 1);
+    // A question file with ids excludes by id, whatever the text.
+    let with_ids = "{\"_id\": \"a1\", \"question\": \"Who wrote Hamlet?\", \"answer\": \"Shakespeare\"}\n\
+                    {\"_id\": \"0\", \"question\": \"Who wrote Faust?\", \"answer\": \"Goethe\"}\n";
+    std::fs::write(&questions, with_ids).unwrap();
+    let (status, _, stderr) = export(dir.path(), &args);
+    assert_eq!(status, 2);
+    assert!(stderr.contains("(1 excluded)"), "{stderr}");
+}
