@@ -514,14 +514,12 @@ async fn prompts(server: &MockServer) -> Vec<String> {
         .collect()
 }
 
-fn eval_fewshot_from(server: &MockServer, results: &Path, shots: &str) -> std::process::Output {
-    crate::binary()
-        .args([
-            "eval",
-            "fixtures/docstore/hotpotqa-distractor-3.json",
-            "--docstore",
-            "distractor",
-        ])
+/// The binary in the repository root, `args` first, asking `server` through `/completions` with
+/// examples drawn from Reflexion's trial 1 (`--shots shots`).
+fn drawing_from_trial_1(server: &MockServer, args: &[&str], shots: &str) -> std::process::Command {
+    let mut command = crate::binary();
+    command
+        .args(args)
         .args([
             "--api",
             "completions",
@@ -535,12 +533,21 @@ fn eval_fewshot_from(server: &MockServer, results: &Path, shots: &str) -> std::p
             "fixtures/compare/trial-1.results.jsonl",
             "--shots",
             shots,
-            "--seed",
-            "7",
         ])
-        .arg("--out")
+        .current_dir(env!("CARGO_MANIFEST_DIR"));
+    command
+}
+
+fn eval_fewshot_from(server: &MockServer, results: &Path, shots: &str) -> std::process::Output {
+    let eval = [
+        "eval",
+        "fixtures/docstore/hotpotqa-distractor-3.json",
+        "--docstore",
+        "distractor",
+    ];
+    drawing_from_trial_1(server, &eval, shots)
+        .args(["--seed", "7", "--out"])
         .arg(results)
-        .current_dir(env!("CARGO_MANIFEST_DIR"))
         .output()
         .unwrap()
 }
@@ -836,29 +843,11 @@ async fn ask_fewshot_from_never_draws_the_question_asked_and_writes_beside_its_r
     let server = answering_server().await;
     let dir = tempfile::tempdir().unwrap();
     let record = dir.path().join("jonny.json");
+    let question = "Which of Jonny Craig and Pete Doherty has been a member of more bands ?";
     let ask = |shots: &str| {
-        crate::binary()
-            .args([
-                "ask",
-                "Which of Jonny Craig and Pete Doherty has been a member of more bands ?",
-            ])
-            .args([
-                "--api",
-                "completions",
-                "--model",
-                "m",
-                "--base-url",
-                &server.uri(),
-            ])
-            .args([
-                "--fewshot-from",
-                "fixtures/compare/trial-1.results.jsonl",
-                "--shots",
-                shots,
-            ])
+        drawing_from_trial_1(&server, &["ask", question], shots)
             .arg("--record")
             .arg(&record)
-            .current_dir(env!("CARGO_MANIFEST_DIR"))
             .output()
             .unwrap()
     };
