@@ -6,7 +6,9 @@ use std::path::{Path, PathBuf};
 
 use crate::docstore::DocstoreSource;
 use crate::environment::Workbench;
+use crate::export::Excluded;
 use crate::fewshot::Bundled;
+use crate::fewshot_from::{FewshotFrom, FewshotFromError, OtherExamples};
 use crate::fsutil::AtomicFile;
 use crate::llm::Llm;
 use crate::profile::Profile;
@@ -64,6 +66,8 @@ pub struct AskConfig {
     pub output: AskOutput,
     /// Where to write the run file.
     pub record: Option<PathBuf>,
+    /// Examples drawn from earlier runs (`--fewshot-from`), written beside `record`.
+    pub fewshot_from: Option<FewshotFrom>,
 }
 
 /// How a run ended, for the exit code: 0 answered, 1 ran but no answer, 2 error.
@@ -98,6 +102,12 @@ pub enum AskError {
     Question(#[from] QuestionError),
     #[error(transparent)]
     Method(#[from] SolverError),
+    #[error(transparent)]
+    FewshotFrom(#[from] FewshotFromError),
+    #[error(
+        "`--fewshot-from` writes the examples it draws beside the run file, so that the run replays: give `--record FILE`"
+    )]
+    FewshotFromNeedsRecord,
     /// `--record`'s path cannot be written: found before the model is called, or, when the
     /// directory changed during the run, after the answer was printed.
     #[error(transparent)]
@@ -171,12 +181,44 @@ pub async fn ask(
     trace: &mut TracePrinter,
 ) -> Result<Run, AskError> {
     check_question(&config.question)?;
-    let solver = config.agent.solver(toolbox)?;
     if let Some(path) = &config.record {
         check_record_path(path)?;
     }
+    let drawn = match (&config.fewshot_from, &config.record) {
+        (None, _) => None,
+        (Some(_), None) => return Err(AskError::FewshotFromNeedsRecord),
+        (Some(from), Some(record)) => {
+            let mut excluded = Excluded::default();
+            excluded.insert_question(&config.question);
+            let task = match &config.agent.examples {
+                Examples::Bundled(task) => *task,
+                Examples::Files(_) => Bundled::HotpotQa,
+            };
+            let method = config.agent.method.method;
+            Some(
+                from.draw(
+                    method,
+                    task,
+                    config.agent.profile,
+                    &excluded,
+                    record,
+                    OtherExamples::Replace,
+                )
+                .await?,
+            )
+        }
+    };
+    let solver = match &drawn {
+        Some(drawn) => AgentConfig {
+            examples: Examples::Files(vec![drawn.fewshot.clone()]),
+            ..config.agent.clone()
+        }
+        .solver(toolbox)?,
+        None => config.agent.solver(toolbox)?,
+    };
     trace.header("Question:", &config.question);
-    let run = run_question(&config.question, &solver, llm, docstore, toolbox, trace).await;
+    let mut run = run_question(&config.question, &solver, llm, docstore, toolbox, trace).await;
+    run.fewshot_from = drawn.map(|drawn| drawn.source);
     let answer = run.answer.as_deref().unwrap_or("");
     match Outcome::of(&run) {
         Outcome::Answered => trace.header("Answer:", answer),

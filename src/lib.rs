@@ -48,6 +48,9 @@ pub mod serve;
 
 pub mod metrics;
 
+pub mod export;
+pub mod fewshot_from;
+
 pub mod eval;
 
 pub mod compare;

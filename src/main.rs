@@ -11,7 +11,7 @@ use clap::{Parser, Subcommand};
 use react_docstore::output;
 use react_docstore::trace::{Color, LogOutput};
 
-use commands::{ask, chat, compare, eval, explore, index, mcp, merge, replay, report, score, serve};
+use commands::{ask, chat, compare, eval, explore, export, index, mcp, merge, replay, report, score, serve};
 
 #[derive(Parser)]
 #[command(
@@ -44,6 +44,8 @@ enum Command {
     Report(report::ReportArgs),
     /// Merge an evaluation's shards (results files, or directories of them) into one results file.
     Merge(merge::MergeArgs),
+    /// Write results files as fine-tuning data: OpenAI chat, Alpaca or ShareGPT.
+    Export(export::ExportArgs),
     /// Index a frozen Wikipedia dump for `--docstore index:DIR`, or say what an index holds.
     #[command(subcommand)]
     Index(index::IndexCommand),
@@ -88,6 +90,7 @@ async fn dispatch(command: Command, log: LogOutput) -> anyhow::Result<ExitCode> 
         Command::Compare(args) => compare::run(args),
         Command::Report(args) => report::run(args),
         Command::Merge(args) => merge::run(args),
+        Command::Export(args) => export::run(args).await,
         Command::Index(command) => index::run(command).await,
         Command::Serve(args) => serve::run(args).await,
         Command::Mcp(args) => mcp::run(args).await,

@@ -18,13 +18,14 @@ use crate::agent::{Agent, DEFAULT_MAX_STEPS, Episode, Repeats};
 use crate::docstore::DocstoreInfo;
 use crate::environment::{Environment, EnvironmentError, Inspected, Recording};
 use crate::eval::results::{ResultsError, RunLine, parse_run_lines};
+use crate::export::rebuild::{recorded_examples, recorded_method};
 use crate::fewshot::{Bundled, Fewshot};
 use crate::llm::{Api, ReplayLlm};
 use crate::method::Method;
 use crate::profile::Profile;
 use crate::prompt::{Prompt, PromptOptions};
 use crate::run::{Run, RunFileError, Stopped, Usage};
-use crate::solver::{DEFAULT_SAMPLE_TEMPERATURE, Examples, MethodConfig, Solver};
+use crate::solver::{Examples, Solver};
 use crate::tool::Toolbox;
 use crate::trace::TracePrinter;
 
@@ -214,17 +215,8 @@ async fn replay_method(
     trace: &mut TracePrinter,
 ) -> (Episode, Option<usize>) {
     let profile = profile.unwrap_or(recorded.profile);
-    let method = recorded.method();
     let grammar = ActionGrammar::new(profile, recorded.tools.iter().cloned());
-    let names: Vec<&str> = [recorded.fewshot.as_deref(), recorded.cot_fewshot.as_deref()]
-        .into_iter()
-        .flatten()
-        .collect();
-    let task = if names.contains(&"fever") {
-        Bundled::Fever
-    } else {
-        Bundled::HotpotQa
-    };
+    let (names, task) = recorded_examples(recorded);
     // A user's files, when they are all still there; else the bundled examples (the prompt
     // matters to a replay only for the input's label).
     let files: Option<Vec<Fewshot>> = names
@@ -236,17 +228,7 @@ async fn replay_method(
         Some(files) if !files.is_empty() => Examples::Files(files),
         _ => Examples::Bundled(task),
     };
-    let config = MethodConfig {
-        method,
-        samples: recorded
-            .vote
-            .as_ref()
-            .map_or(recorded.samples.len().max(1), |vote| vote.samples.max(1)),
-        sample_temperature: recorded
-            .vote
-            .as_ref()
-            .map_or(DEFAULT_SAMPLE_TEMPERATURE, |vote| vote.temperature),
-    };
+    let config = recorded_method(recorded);
     let max_steps = max_steps.or(recorded.max_steps).unwrap_or(DEFAULT_MAX_STEPS);
     let options = PromptOptions::default();
     let solver = Solver::new(
@@ -607,6 +589,9 @@ pub async fn replay(
             continue;
         };
         for (source, recorded) in runs {
+            if let Some(changed) = changed_fewshot(&recorded) {
+                trace.note(&format!("{source}: {changed}"));
+            }
             let (episode, unrecorded) =
                 replay_recorded(&recorded, config.profile, config.max_steps, live, trace).await;
             let run = &episode.run;
@@ -693,6 +678,23 @@ pub async fn replay(
         }
     }
     Ok(summary)
+}
+
+/// What differs from the prompt a run was made with, when its examples were drawn from runs
+/// (`--fewshot-from`) and the file it names is gone or changed since: the replay goes on (the
+/// recorded completions do not depend on the prompt), but its prompt is not the run's.
+fn changed_fewshot(run: &Run) -> Option<String> {
+    let source = run.fewshot_from.as_ref()?;
+    let path = run.fewshot.as_deref()?;
+    match std::fs::read(path) {
+        Ok(bytes) if crate::export::digest(&bytes) == source.digest => None,
+        Ok(_) => Some(format!(
+            "its few-shot file `{path}` changed since the run: the prompt replayed is not the one it was made with"
+        )),
+        Err(_) => Some(format!(
+            "its few-shot file `{path}` is missing: the prompt replayed is not the one it was made with"
+        )),
+    }
 }
 
 /// The summary's account of the files skipped, if any.

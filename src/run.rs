@@ -47,6 +47,11 @@ pub struct Run {
     /// A backoff method's CoT-SC examples (`fewshot` names its ReAct examples).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub cot_fewshot: Option<String>,
+    /// Examples drawn from earlier runs (`--fewshot-from`): the results file they came from, how
+    /// many, the seed, and the digest of the examples file `fewshot` names, so that `replay` and
+    /// `export` rebuild the exact prompt (and notice when that file changed). Absent otherwise.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub fewshot_from: Option<FewshotSource>,
     /// The step budget the run had; replay honours it.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub max_steps: Option<usize>,
@@ -113,6 +118,19 @@ pub struct Run {
 
 fn run_format() -> String {
     RUN_FORMAT.to_owned()
+}
+
+/// Where a run's few-shot examples were drawn from (`--fewshot-from`).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct FewshotSource {
+    /// The results file the examples are right runs of.
+    pub results: String,
+    /// How many examples (`--shots`).
+    pub shots: usize,
+    /// The seed that chose them (`--seed`).
+    pub seed: u64,
+    /// `sha256:` and the hex SHA-256 of the examples file's bytes.
+    pub digest: String,
 }
 
 /// One Thought / Action / Observation step.
@@ -363,6 +381,7 @@ impl Run {
             api: None,
             fewshot: None,
             cot_fewshot: None,
+            fewshot_from: None,
             max_steps: None,
             tools: Vec::new(),
             docstore: None,

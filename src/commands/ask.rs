@@ -10,7 +10,7 @@ use react_docstore::output;
 use react_docstore::prompt::PromptOptions;
 use react_docstore::trace::TracePrinter;
 
-use super::options::AgentRunArgs;
+use super::options::{AgentRunArgs, FewshotFromArgs};
 
 #[derive(clap::Args)]
 pub struct AskArgs {
@@ -18,6 +18,8 @@ pub struct AskArgs {
     question: String,
     #[command(flatten)]
     run: AgentRunArgs,
+    #[command(flatten)]
+    fewshot_from: FewshotFromArgs,
     /// Print the run as JSON on stdout.
     #[arg(long)]
     json: bool,
@@ -44,6 +46,7 @@ pub async fn run(args: AskArgs) -> anyhow::Result<ExitCode> {
             AskOutput::Answer
         },
         record: args.record,
+        fewshot_from: args.fewshot_from.open()?,
     };
     let mut stdout = output::stdout();
     let mut trace = TracePrinter::stderr();

@@ -13,7 +13,7 @@ use react_docstore::output;
 use react_docstore::report;
 use react_docstore::trace::LogOutput;
 
-use super::options::AgentRunArgs;
+use super::options::{AgentRunArgs, FewshotFromArgs};
 use super::signals::stop_signals;
 
 #[derive(clap::Args)]
@@ -22,6 +22,8 @@ pub struct EvalArgs {
     questions: PathBuf,
     #[command(flatten)]
     run: AgentRunArgs,
+    #[command(flatten)]
+    fewshot_from: FewshotFromArgs,
     #[command(flatten)]
     selection: SelectionArgs,
     #[command(flatten)]
@@ -133,6 +135,7 @@ pub async fn run(args: EvalArgs, log: LogOutput) -> anyhow::Result<ExitCode> {
         max_steps: args.run.agent.max_steps,
         fewshot: args.run.agent.fewshot,
         attempts: args.attempts.attempts(),
+        fewshot_from: args.fewshot_from.open()?,
         concurrency: usize::from(args.concurrency),
         results,
         resume: if args.retry_errors {

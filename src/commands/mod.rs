@@ -9,6 +9,7 @@ pub mod chat;
 pub mod compare;
 pub mod eval;
 pub mod explore;
+pub mod export;
 pub mod index;
 pub mod mcp;
 pub mod merge;

@@ -13,9 +13,11 @@ use react_docstore::docstore::{
 };
 use react_docstore::fewshot::Bundled;
 use react_docstore::fewshot::Fewshot;
+use react_docstore::fewshot_from::FewshotFrom;
 use react_docstore::input::Interaction;
 use react_docstore::llm::{Api, ApiKey, Llm, ModelSettings, OpenAiClient};
 use react_docstore::prompt::PromptOptions;
+use react_docstore::replay::{read_runs, run_files};
 use react_docstore::solver::{DEFAULT_SAMPLE_TEMPERATURE, DEFAULT_SAMPLES, Examples, MethodConfig};
 use react_docstore::tool::Toolbox;
 use react_docstore::tools::{self, BuiltinTool, CommandToolConfig, Network, ToolsConfig, WebSearchConfig};
@@ -335,6 +337,40 @@ impl AgentRunArgs {
     pub fn check_interactive(&self, command: &str) -> anyhow::Result<()> {
         self.check_profile()?;
         self.docstore.check_not_distractor(command)
+    }
+}
+
+/// `--fewshot-from RESULTS --shots K [--seed S]`: few-shot examples drawn from earlier right runs.
+#[derive(Args, Clone)]
+pub struct FewshotFromArgs {
+    /// Draw the few-shot examples from the right runs of this results file (or directory of run
+    /// files), never from a question being asked; they are written beside the results (or run) file.
+    #[arg(long, value_name = "RESULTS", requires = "shots", conflicts_with = "fewshot")]
+    pub fewshot_from: Option<PathBuf>,
+    /// How many examples `--fewshot-from` draws.
+    #[arg(long, value_name = "K", requires = "fewshot_from", value_parser = clap::value_parser!(u16).range(1..))]
+    pub shots: Option<u16>,
+    /// The seed that chooses `--fewshot-from`'s examples.
+    #[arg(long, default_value_t = 0, value_name = "S", requires = "fewshot_from")]
+    pub seed: u64,
+}
+
+impl FewshotFromArgs {
+    /// The runs to draw from, read once before anything runs.
+    pub fn open(&self) -> anyhow::Result<Option<FewshotFrom>> {
+        let Some(results) = &self.fewshot_from else {
+            return Ok(None);
+        };
+        let mut runs = Vec::new();
+        for file in run_files(std::slice::from_ref(results))? {
+            runs.extend(read_runs(&file)?.into_iter().map(|(_, run)| run));
+        }
+        Ok(Some(FewshotFrom {
+            results: results.clone(),
+            runs,
+            shots: usize::from(self.shots.unwrap_or(1)),
+            seed: self.seed,
+        }))
     }
 }
 

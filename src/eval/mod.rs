@@ -38,6 +38,7 @@ pub use summary::{Outcome, Summary, SummaryContext};
 use crate::docstore::{DocstoreInfo, DocstoreSource};
 use crate::environment::{EnvironmentError, Inspected, Workbench};
 use crate::fewshot::{Bundled, Fewshot, FewshotError};
+use crate::fewshot_from::{FewshotFrom, FewshotFromError, OtherExamples};
 use crate::llm::{
     Api, Completion, ConverseRequest, Llm, LlmError, LlmRequest, Reply, SampleRequest, Samples,
 };
@@ -68,6 +69,8 @@ pub struct EvalConfig {
     pub fewshot: Vec<PathBuf>,
     /// Once, Reflexion's trials, or independent epochs.
     pub attempts: Attempts,
+    /// Examples drawn from earlier runs instead (`--fewshot-from`), written beside `results`.
+    pub fewshot_from: Option<FewshotFrom>,
     /// Questions in flight at once.
     pub concurrency: usize,
     /// The JSON Lines file every finished run is appended to, and resumed from.
@@ -138,6 +141,8 @@ pub enum EvalError {
     Method(#[from] SolverError),
     #[error(transparent)]
     Shard(#[from] ShardError),
+    #[error(transparent)]
+    FewshotFrom(#[from] FewshotFromError),
     #[error(
         "results file `{}` holds runs of `--method {recorded}`, this evaluation is `--method {current}`: an evaluation never mixes methods — pass another --out",
         results.display()
@@ -372,7 +377,29 @@ pub async fn evaluate(
         Task::HotpotQa => Bundled::HotpotQa,
         Task::Fever => Bundled::Fever,
     };
-    let examples = if config.fewshot.is_empty() {
+    let drawn = match &config.fewshot_from {
+        Some(from) => {
+            let mut excluded = crate::export::Excluded::default();
+            for question in &questions {
+                excluded.insert(&question.id, question.position, &question.question);
+            }
+            let drawn = from
+                .draw(
+                    config.method.method,
+                    bundled,
+                    config.profile,
+                    &excluded,
+                    &config.results,
+                    OtherExamples::Refuse,
+                )
+                .await?;
+            Some(drawn)
+        }
+        None => None,
+    };
+    let examples = if let Some(drawn) = &drawn {
+        Examples::Files(vec![drawn.fewshot.clone()])
+    } else if config.fewshot.is_empty() {
         Examples::Bundled(bundled)
     } else {
         Examples::Files(
@@ -493,7 +520,12 @@ pub async fn evaluate(
         let n_resumed = tally.outcomes.len() - round_start;
 
         let mut runs = futures::stream::iter(pending)
-            .map(|job| run_question(&solver, &llm, job, config.attempts, services))
+            .map(|job| async {
+                let (question, mut run, failure) =
+                    run_question(&solver, &llm, job, config.attempts, services).await;
+                run.fewshot_from = drawn.as_ref().map(|drawn| drawn.source.clone());
+                (question, run, failure)
+            })
             .buffer_unordered(config.concurrency.max(1));
         let mut ticks = progress.ticks();
         loop {

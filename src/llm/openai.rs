@@ -20,6 +20,10 @@
 
 mod wire;
 
+/// A conversation message as the chat API sends it (`role`, `content`, `tool_calls`,
+/// `tool_call_id`): what `export` writes for fine-tuning, the same JSON.
+pub use wire::message as wire_message;
+
 use std::fmt;
 use std::str::FromStr;
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -671,7 +675,9 @@ impl OpenAiClient {
     }
 
     async fn complete_request(&self, request: LlmRequest<'_>) -> Result<Completion, LlmError> {
-        let bytes = self.exchange(|| self.body(&request), request.stop, Sends::Text).await?;
+        let bytes = self
+            .exchange(|| self.body(&request), request.stop, Sends::Text)
+            .await?;
         let (choice, usage) = self.first_choice(&bytes)?;
         if let Some(reason) = choice.finish_reason.as_ref().and_then(Value::as_str)
             && reason == "length"
@@ -685,7 +691,9 @@ impl OpenAiClient {
     }
 
     async fn converse_request(&self, request: ConverseRequest<'_>) -> Result<Reply, LlmError> {
-        let bytes = self.exchange(|| self.converse_body(&request), &[], Sends::Tools).await?;
+        let bytes = self
+            .exchange(|| self.converse_body(&request), &[], Sends::Tools)
+            .await?;
         let (choice, usage) = self.first_choice(&bytes)?;
         let mut message = choice.into_reply();
         if let Some(content) = &mut message.content {

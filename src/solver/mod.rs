@@ -360,6 +360,32 @@ impl Solver {
         episode
     }
 
+    /// The same method with the prompt a recorded trial showed (`reflect`, and the reflections
+    /// and last trial its run recorded): what `export` rebuilds a trial from. A method without a
+    /// Reflexion frame (Act, Standard, CoT-SC, a backoff) keeps its prompts.
+    pub fn in_trial_prompt(self, question: &str, strategy: Reflect, memory: &reflexion::Memory) -> Solver {
+        let frame_of = |fewshot: &Option<Fewshot>| {
+            let fewshot = fewshot.as_ref()?;
+            let frame = reflexion::Frame::of(fewshot.format)?;
+            Some(reflexion::trial_prompt(
+                fewshot,
+                frame,
+                &memory.block(question, strategy, frame),
+            ))
+        };
+        match self.method {
+            Method::React => Solver {
+                loop_prompt: frame_of(&self.loop_fewshot).or(self.loop_prompt.clone()),
+                ..self
+            },
+            Method::Cot => Solver {
+                answer_prompt: frame_of(&self.answer_fewshot).or(self.answer_prompt.clone()),
+                ..self
+            },
+            _ => self,
+        }
+    }
+
     /// Whether `strategy` can run with this method: Reflexion has prompts for ReAct and for CoT
     /// (HotpotQA's examples, or the user's file); `none` goes with every method.
     pub fn check_reflect(&self, strategy: Reflect) -> Result<(), SolverError> {

@@ -117,6 +117,7 @@ async fn ask_reaches_finish_records_and_replays_identically() {
         agent: agent_config(None),
         output: AskOutput::Answer,
         record: Some(record.clone()),
+        fewshot_from: None,
     };
     let trace = Captured::default();
     let (run, stdout) = ask_with(&config, &llm, &mut trace.printer()).await;
@@ -168,6 +169,7 @@ async fn ask_json_prints_the_run_and_a_failing_model_ends_it_with_the_error() {
         agent: agent_config(None),
         output: AskOutput::Run,
         record: None,
+        fewshot_from: None,
     };
     let (run, stdout) = ask_with(&config, &llm, &mut TracePrinter::silent()).await;
     let run = run.unwrap();
@@ -401,6 +403,7 @@ async fn ask_checks_the_record_path_before_calling_the_model() {
         agent: agent_config(None),
         output: AskOutput::Answer,
         record: Some(dir.path().join("missing/run.json")),
+        fewshot_from: None,
     };
     let (result, stdout) = ask_with(&config, &llm, &mut TracePrinter::silent()).await;
     let error = result.unwrap_err();
@@ -455,6 +458,7 @@ async fn ask_prints_the_answer_before_a_record_that_fails_at_the_end() {
             agent: agent_config(None),
             output,
             record: Some(record_dir.join("run.json")),
+            fewshot_from: None,
         };
         let (result, stdout) = ask_with(&config, &llm, &mut TracePrinter::silent()).await;
         let error = result.unwrap_err();

@@ -778,7 +778,7 @@ fn schema_file(path: &str) -> Value {
 }
 
 /// What `run` breaks of the schema of its format (`run.v1` or `run.v2`).
-fn validate_run(run: &Value) -> Vec<String> {
+pub(crate) fn validate_run(run: &Value) -> Vec<String> {
     match run["format"].as_str() {
         Some("react-docstore.run.v2") => validate(&schema_file("docs/run.v2.schema.json"), run),
         _ => validate(&run_schema(), run),

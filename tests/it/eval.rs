@@ -592,6 +592,7 @@ fn config(questions: PathBuf, results: PathBuf, concurrency: usize) -> EvalConfi
         max_steps: Some(4),
         fewshot: Vec::new(),
         attempts: Default::default(),
+        fewshot_from: None,
         concurrency,
         results,
         resume: Resume::SkipDone,

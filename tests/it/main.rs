@@ -73,6 +73,7 @@ mod docstore;
 mod end_to_end;
 mod eval;
 mod explore;
+mod export;
 mod function_calls;
 mod fuzz;
 mod index;

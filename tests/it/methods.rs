@@ -842,6 +842,7 @@ async fn samples_asked_one_by_one_stay_within_the_evaluations_concurrency() {
         max_steps: None,
         fewshot: Vec::new(),
         attempts: Default::default(),
+        fewshot_from: None,
         concurrency: 2,
         results: dir.path().join("r.jsonl"),
         resume: Resume::SkipDone,

@@ -726,3 +726,54 @@ async fn sharded_trials_score_as_the_unsharded_evaluation() {
         assert_eq!(sharded[field], unsharded[field], "{field}: {sharded}");
     }
 }
+
+#[test]
+fn a_trial_exports_with_what_its_prompt_showed_of_the_failed_trials() {
+    let trials = crate::fixture("runs/trials/reflexion.results.jsonl");
+    let dir = tempfile::tempdir().unwrap();
+    let export = |extra: &[&str]| {
+        let out = dir.path().join("chat.jsonl");
+        let output = crate::binary()
+            .arg("export")
+            .arg(&trials)
+            .args(["--format", "openai-chat", "--all", "--every-attempt", "--out"])
+            .arg(&out)
+            .args(extra)
+            .output()
+            .unwrap();
+        assert_eq!(
+            output.status.code(),
+            Some(0),
+            "{}",
+            String::from_utf8_lossy(&output.stderr)
+        );
+        let lines: Vec<Value> = std::fs::read_to_string(&out)
+            .unwrap()
+            .lines()
+            .map(|line| serde_json::from_str(line).unwrap())
+            .collect();
+        // Woman's Era's third trial: the last example.
+        lines.last().unwrap()["messages"].clone()
+    };
+    let reflection = "I answered from the wrong page. Next time I will search the creator's other films.";
+    let header = reflexion_string("prompts.py", "REFLECTION_HEADER");
+    let block = format_reflections(&[reflection, reflection], &header);
+    // With the examples: the system message is Reflexion's prompt up to the question, byte for byte.
+    let messages = export(&["--with-examples"]);
+    let prompt = reflexion_trial_prompt(&block, WOMANS_ERA);
+    let up_to_question = prompt
+        .strip_suffix(&format!("Question: {WOMANS_ERA}\nThought 1:"))
+        .unwrap();
+    assert_eq!(messages[0]["role"], "system");
+    assert_eq!(
+        messages[0]["content"].as_str().unwrap().trim_end(),
+        up_to_question.trim_end()
+    );
+    assert_eq!(messages[1]["content"], format!("Question: {WOMANS_ERA}"));
+    // Without: the instruction and the reflections, not the examples.
+    let messages = export(&[]);
+    let system = messages[0]["content"].as_str().unwrap();
+    assert!(system.starts_with("Solve a question answering task"), "{system}");
+    assert!(system.ends_with(&block), "{system}");
+    assert!(!system.contains("(END OF EXAMPLES)"), "{system}");
+}
