@@ -66,13 +66,32 @@ pub async fn run(args: ExportArgs) -> anyhow::Result<ExitCode> {
             excluded.insert(&question.id, question.position, &question.question);
         }
     }
+    let files = run_files(&args.results)?;
     let mut runs = Vec::new();
-    for file in run_files(&args.results)? {
-        for (source, run) in read_runs(&file)? {
+    if files
+        .iter()
+        .all(|file| file.extension().is_some_and(|ext| ext == "jsonl"))
+    {
+        // Results files are one evaluation, as `score` and `compare` read them: an evaluation's
+        // shards merged, a question answered two ways or files of other settings refused.
+        let evaluation = react_docstore::eval::merge::read_evaluation(&files)?;
+        for gap in evaluation.gaps() {
+            writeln!(output::stderr(), "note: {gap}")?;
+        }
+        for evaluated in evaluation.runs {
             runs.push(SourcedRun {
-                source: source.to_string(),
-                run,
+                source: format!("{}:{}", evaluated.file.display(), evaluated.line),
+                run: evaluated.run,
             });
+        }
+    } else {
+        for file in files {
+            for (source, run) in read_runs(&file)? {
+                runs.push(SourcedRun {
+                    source: source.to_string(),
+                    run,
+                });
+            }
         }
     }
     let config = ExportConfig {

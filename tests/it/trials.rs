@@ -725,6 +725,28 @@ async fn sharded_trials_score_as_the_unsharded_evaluation() {
     for field in ["trials", "em", "f1", "missing"] {
         assert_eq!(sharded[field], unsharded[field], "{field}: {sharded}");
     }
+    // `export` reads the shards as one evaluation too: the same examples.
+    let export = |files: &[&Path], name: &str| {
+        let out = dir.path().join(name);
+        let output = crate::binary()
+            .arg("export")
+            .args(files)
+            .args(["--format", "sharegpt", "--all", "--every-attempt", "--out"])
+            .arg(&out)
+            .output()
+            .unwrap();
+        assert_eq!(
+            output.status.code(),
+            Some(0),
+            "{}",
+            String::from_utf8_lossy(&output.stderr)
+        );
+        std::fs::read_to_string(out).unwrap()
+    };
+    assert_eq!(
+        export(&[&shards[0], &shards[1]], "sharded.jsonl"),
+        export(&[&whole], "whole.jsonl")
+    );
 }
 
 #[test]
