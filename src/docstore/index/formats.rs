@@ -19,7 +19,7 @@ use std::str::FromStr;
 use serde::Deserialize;
 use serde_json::Value;
 
-use super::schema::{IndexedPage, sanitize, sanitized};
+use super::schema::{IndexedPage, sanitize};
 use crate::docstore::python::html_unescape;
 
 /// A dump format.
@@ -393,7 +393,8 @@ fn hotpotqa(line: &str) -> Result<Record, String> {
     let title = page_title(&html_unescape(&record.title))?;
     let mut links = Vec::new();
     let mut paragraphs = match record.text {
-        Strings::Flat(sentences) => vec![sentences.into_iter().map(sanitized).collect()],
+        // `IndexedPage::split` sanitizes them.
+        Strings::Flat(sentences) => vec![sentences],
         Strings::Nested(paragraphs) => paragraphs
             .iter()
             .map(|sentences| {
