@@ -265,29 +265,18 @@ impl<'de> serde::de::Visitor<'de> for StringsVisitor {
     }
 
     fn visit_seq<A: serde::de::SeqAccess<'de>>(self, mut seq: A) -> Result<Strings, A::Error> {
-        let not_strings = || serde::de::Error::custom(NOT_STRINGS);
-        match seq.next_element::<StringsItem>()? {
+        let text = |item| match item {
+            StringsItem::Text(text) => Some(text),
+            StringsItem::List(_) => None,
+        };
+        let list = |item| match item {
+            StringsItem::List(list) => Some(list),
+            StringsItem::Text(_) => None,
+        };
+        match seq.next_element_seed(ItemDepth::Item)? {
             None => Ok(Strings::Flat(Vec::new())),
-            Some(StringsItem::Text(first)) => {
-                let mut texts = vec![first];
-                while let Some(item) = seq.next_element::<StringsItem>()? {
-                    let StringsItem::Text(text) = item else {
-                        return Err(not_strings());
-                    };
-                    texts.push(text);
-                }
-                Ok(Strings::Flat(texts))
-            }
-            Some(StringsItem::List(first)) => {
-                let mut lists = vec![first];
-                while let Some(item) = seq.next_element::<StringsItem>()? {
-                    let StringsItem::List(list) = item else {
-                        return Err(not_strings());
-                    };
-                    lists.push(list);
-                }
-                Ok(Strings::Nested(lists))
-            }
+            Some(StringsItem::Text(first)) => Ok(Strings::Flat(rest_of_list(seq, first, text)?)),
+            Some(StringsItem::List(first)) => Ok(Strings::Nested(rest_of_list(seq, first, list)?)),
         }
     }
 
@@ -298,22 +287,42 @@ impl<'de> serde::de::Visitor<'de> for StringsVisitor {
     not_strings_otherwise!(Strings);
 }
 
-/// An item of [`Strings`]: a string, or a list of strings; anything else is [`NOT_STRINGS`].
+/// `first` and the items after it, each of the kind `take` keeps (any other is [`NOT_STRINGS`]).
+fn rest_of_list<'de, A: serde::de::SeqAccess<'de>, T>(
+    mut seq: A,
+    first: T,
+    take: impl Fn(StringsItem) -> Option<T>,
+) -> Result<Vec<T>, A::Error> {
+    let mut items = vec![first];
+    while let Some(item) = seq.next_element_seed(ItemDepth::Item)? {
+        items.push(take(item).ok_or_else(|| serde::de::Error::custom(NOT_STRINGS))?);
+    }
+    Ok(items)
+}
+
+/// An item of [`Strings`]: a string, or a list of strings.
 enum StringsItem {
     Text(String),
     List(Vec<String>),
 }
 
-impl<'de> Deserialize<'de> for StringsItem {
-    fn deserialize<D: serde::Deserializer<'de>>(deserializer: D) -> Result<StringsItem, D::Error> {
-        deserializer.deserialize_any(ItemVisitor)
+/// Where a [`StringsItem`] is read: an item of the list itself (a string or a list of strings),
+/// or a string inside an item's list; anything else is [`NOT_STRINGS`].
+#[derive(Clone, Copy)]
+enum ItemDepth {
+    Item,
+    InItem,
+}
+
+impl<'de> serde::de::DeserializeSeed<'de> for ItemDepth {
+    type Value = StringsItem;
+
+    fn deserialize<D: serde::Deserializer<'de>>(self, deserializer: D) -> Result<StringsItem, D::Error> {
+        deserializer.deserialize_any(self)
     }
 }
 
-/// Reads a [`StringsItem`]; inside a list, only strings ([`TextVisitor`]).
-struct ItemVisitor;
-
-impl<'de> serde::de::Visitor<'de> for ItemVisitor {
+impl<'de> serde::de::Visitor<'de> for ItemDepth {
     type Value = StringsItem;
 
     fn expecting(&self, formatter: &mut fmt::Formatter) -> fmt::Result {
@@ -329,48 +338,21 @@ impl<'de> serde::de::Visitor<'de> for ItemVisitor {
     }
 
     fn visit_seq<A: serde::de::SeqAccess<'de>>(self, mut seq: A) -> Result<StringsItem, A::Error> {
+        let not_strings = || serde::de::Error::custom(NOT_STRINGS);
+        if let ItemDepth::InItem = self {
+            return Err(not_strings());
+        }
         let mut texts = Vec::new();
-        while let Some(TextOnly(text)) = seq.next_element()? {
+        while let Some(item) = seq.next_element_seed(ItemDepth::InItem)? {
+            let StringsItem::Text(text) = item else {
+                return Err(not_strings());
+            };
             texts.push(text);
         }
         Ok(StringsItem::List(texts))
     }
 
     not_strings_otherwise!(StringsItem);
-}
-
-/// A string inside an item's list; anything else is [`NOT_STRINGS`].
-struct TextOnly(String);
-
-impl<'de> Deserialize<'de> for TextOnly {
-    fn deserialize<D: serde::Deserializer<'de>>(deserializer: D) -> Result<TextOnly, D::Error> {
-        deserializer.deserialize_any(TextVisitor)
-    }
-}
-
-/// Reads a [`TextOnly`].
-struct TextVisitor;
-
-impl<'de> serde::de::Visitor<'de> for TextVisitor {
-    type Value = TextOnly;
-
-    fn expecting(&self, formatter: &mut fmt::Formatter) -> fmt::Result {
-        formatter.write_str(NOT_STRINGS)
-    }
-
-    fn visit_str<E: serde::de::Error>(self, text: &str) -> Result<TextOnly, E> {
-        Ok(TextOnly(text.to_owned()))
-    }
-
-    fn visit_string<E: serde::de::Error>(self, text: String) -> Result<TextOnly, E> {
-        Ok(TextOnly(text))
-    }
-
-    fn visit_seq<A: serde::de::SeqAccess<'de>>(self, _: A) -> Result<TextOnly, A::Error> {
-        Err(serde::de::Error::custom(NOT_STRINGS))
-    }
-
-    not_strings_otherwise!(TextOnly);
 }
 
 fn hotpotqa(line: &str) -> Result<Record, String> {
