@@ -273,7 +273,7 @@ impl<'de> serde::de::Visitor<'de> for StringsVisitor {
             StringsItem::List(list) => Some(list),
             StringsItem::Text(_) => None,
         };
-        match seq.next_element_seed(ItemDepth::Item)? {
+        match seq.next_element::<StringsItem>()? {
             None => Ok(Strings::Flat(Vec::new())),
             Some(StringsItem::Text(first)) => Ok(Strings::Flat(rest_of_list(seq, first, text)?)),
             Some(StringsItem::List(first)) => Ok(Strings::Nested(rest_of_list(seq, first, list)?)),
@@ -294,7 +294,7 @@ fn rest_of_list<'de, A: serde::de::SeqAccess<'de>, T>(
     take: impl Fn(StringsItem) -> Option<T>,
 ) -> Result<Vec<T>, A::Error> {
     let mut items = vec![first];
-    while let Some(item) = seq.next_element_seed(ItemDepth::Item)? {
+    while let Some(item) = seq.next_element::<StringsItem>()? {
         items.push(take(item).ok_or_else(|| serde::de::Error::custom(NOT_STRINGS))?);
     }
     Ok(items)
@@ -306,23 +306,17 @@ enum StringsItem {
     List(Vec<String>),
 }
 
-/// Where a [`StringsItem`] is read: an item of the list itself (a string or a list of strings),
-/// or a string inside an item's list; anything else is [`NOT_STRINGS`].
-#[derive(Clone, Copy)]
-enum ItemDepth {
-    Item,
-    InItem,
-}
-
-impl<'de> serde::de::DeserializeSeed<'de> for ItemDepth {
-    type Value = StringsItem;
-
-    fn deserialize<D: serde::Deserializer<'de>>(self, deserializer: D) -> Result<StringsItem, D::Error> {
-        deserializer.deserialize_any(self)
+impl<'de> Deserialize<'de> for StringsItem {
+    fn deserialize<D: serde::Deserializer<'de>>(deserializer: D) -> Result<StringsItem, D::Error> {
+        deserializer.deserialize_any(ItemVisitor)
     }
 }
 
-impl<'de> serde::de::Visitor<'de> for ItemDepth {
+/// Reads a [`StringsItem`] (inside an item's list, only a string is kept); anything else is
+/// [`NOT_STRINGS`].
+struct ItemVisitor;
+
+impl<'de> serde::de::Visitor<'de> for ItemVisitor {
     type Value = StringsItem;
 
     fn expecting(&self, formatter: &mut fmt::Formatter) -> fmt::Result {
@@ -339,11 +333,8 @@ impl<'de> serde::de::Visitor<'de> for ItemDepth {
 
     fn visit_seq<A: serde::de::SeqAccess<'de>>(self, mut seq: A) -> Result<StringsItem, A::Error> {
         let not_strings = || serde::de::Error::custom(NOT_STRINGS);
-        if let ItemDepth::InItem = self {
-            return Err(not_strings());
-        }
         let mut texts = Vec::new();
-        while let Some(item) = seq.next_element_seed(ItemDepth::InItem)? {
+        while let Some(item) = seq.next_element::<StringsItem>()? {
             let StringsItem::Text(text) = item else {
                 return Err(not_strings());
             };
