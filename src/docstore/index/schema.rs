@@ -36,8 +36,8 @@ pub struct WikiSchema {
     pub title_folded: Field,
     /// The title without case and punctuation (`arthurs magazine`): the small in-memory
     /// docstores' loose match (`TitleMatch::Loose`). A dump's index leaves it empty: its search
-    /// never reads it, and its 200,000 unique terms a 200k-page dump cost a term dictionary built
-    /// in every segment and again when they are stacked.
+    /// never reads it, and its unique terms (200,000 in a 200k-page dump) cost a term
+    /// dictionary built in every segment and again when they are stacked.
     pub title_key: Field,
     /// The page text, tokenized, not stored.
     pub text: Field,
