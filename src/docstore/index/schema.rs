@@ -34,7 +34,10 @@ pub struct WikiSchema {
     pub title_exact: Field,
     /// The normalised title in lower case: the case-insensitive match.
     pub title_folded: Field,
-    /// The title without case and punctuation (`arthurs magazine`).
+    /// The title without case and punctuation (`arthurs magazine`): the small in-memory
+    /// docstores' loose match (`TitleMatch::Loose`). A dump's index leaves it empty: its search
+    /// never reads it, and its unique terms (200,000 in a 200k-page dump) cost a term
+    /// dictionary built in every segment and again when they are stacked.
     pub title_key: Field,
     /// The page text, tokenized, not stored.
     pub text: Field,
@@ -121,12 +124,15 @@ impl WikiSchema {
         index.tokenizers().register(TOKENIZER, analyzer());
     }
 
-    /// The document for one page.
+    /// The document for one page of an in-memory index, its title key included.
     pub fn document(&self, page: &IndexedPage, ordinal: u64) -> TantivyDocument {
-        self.document_with_body(page, page.encode_body(), ordinal)
+        let mut document = self.document_with_body(page, page.encode_body(), ordinal);
+        document.add_text(self.title_key, title_key(&page.title));
+        document
     }
 
-    /// The document for one page whose stored body ([`IndexedPage::encode_body`]) is known.
+    /// The document for one page of a dump's index, whose stored body
+    /// ([`IndexedPage::encode_body`]) is known: no title key (see [`WikiSchema::title_key`]).
     pub(super) fn document_with_body(
         &self,
         page: &IndexedPage,
@@ -137,7 +143,6 @@ impl WikiSchema {
         document.add_text(self.title, &page.title);
         document.add_text(self.title_exact, mediawiki_title(&page.title));
         document.add_text(self.title_folded, folded_title(&page.title));
-        document.add_text(self.title_key, title_key(&page.title));
         // The text is the body without its marker: the separators between paragraphs and
         // sentences are not letters or digits, so it tokenizes into the words of the sentences,
         // one value instead of a copy of each sentence.
@@ -215,10 +220,10 @@ impl IndexedPage {
     /// stored body uses two as separators).
     pub fn unsplit(title: impl Into<String>, paragraphs: Vec<String>) -> IndexedPage {
         IndexedPage {
-            title: sanitize(&title.into()),
+            title: sanitized(title.into()),
             paragraphs: paragraphs
-                .iter()
-                .map(|paragraph| vec![sanitize(paragraph)])
+                .into_iter()
+                .map(|paragraph| vec![sanitized(paragraph)])
                 .collect(),
             sentences: Sentences::Unsplit,
             links: Vec::new(),
@@ -229,10 +234,10 @@ impl IndexedPage {
     /// [`IndexedPage::unsplit`].
     pub fn split(title: impl Into<String>, paragraphs: Vec<Vec<String>>) -> IndexedPage {
         IndexedPage {
-            title: sanitize(&title.into()),
+            title: sanitized(title.into()),
             paragraphs: paragraphs
-                .iter()
-                .map(|sentences| sentences.iter().map(|sentence| sanitize(sentence)).collect())
+                .into_iter()
+                .map(|sentences| sentences.into_iter().map(sanitized).collect())
                 .collect(),
             sentences: Sentences::Given,
             links: Vec::new(),
@@ -363,15 +368,35 @@ impl Digest {
 /// Text from a dump with the characters the stored body uses as separators (and other C0
 /// controls but tab and newline) turned into spaces.
 pub fn sanitize(text: &str) -> String {
+    if !has_control(text) {
+        return text.to_owned();
+    }
     text.chars()
-        .map(|c| {
-            if c.is_control() && c != '\n' && c != '\t' {
-                ' '
-            } else {
-                c
-            }
-        })
+        .map(|c| if is_replaced(c) { ' ' } else { c })
         .collect()
+}
+
+/// [`sanitize`] for a string the caller gives up: kept as it is when it holds no control
+/// character (most text), without a copy.
+pub fn sanitized(text: String) -> String {
+    if has_control(text.as_str()) {
+        sanitize(&text)
+    } else {
+        text
+    }
+}
+
+/// The characters [`sanitize`] turns into spaces.
+fn is_replaced(c: char) -> bool {
+    c.is_control() && c != '\n' && c != '\t'
+}
+
+/// Whether `text` may hold a character [`sanitize`] replaces, read a byte at a time: the
+/// controls are U+0000–U+001F, U+007F and U+0080–U+009F (UTF-8 `C2 80`–`C2 9F`); any `C2`
+/// lead byte sends the text to the slow path, which decides.
+fn has_control(text: &str) -> bool {
+    text.bytes()
+        .any(|byte| (byte < 0x20 && byte != b'\n' && byte != b'\t') || byte == 0x7f || byte == 0xc2)
 }
 
 #[cfg(test)]
@@ -405,5 +430,45 @@ mod tests {
     #[test]
     fn separators_never_survive_sanitizing() {
         assert_eq!(sanitize("a\u{1e}b\u{1f}c\u{0}d\te\nf"), "a b c d\te\nf");
+    }
+
+    #[test]
+    fn the_fast_path_replaces_exactly_the_control_characters() {
+        // C0 and C1 controls, DEL, and their neighbours that are kept (`C2` lead bytes of
+        // printable characters, accents, other scripts).
+        let samples = [
+            "plain text, nothing to replace",
+            "\u{7f}del",
+            "c1 \u{80} \u{85} \u{9f} end",
+            "kept: \u{a0}\u{a9}\u{bf} caf\u{e9} \u{65e5}\u{672c} \u{1f600}",
+            "tab\tand\nnewline kept, \r not",
+            "",
+        ];
+        for text in samples {
+            let slow: String = text
+                .chars()
+                .map(|c| {
+                    if c.is_control() && c != '\n' && c != '\t' {
+                        ' '
+                    } else {
+                        c
+                    }
+                })
+                .collect();
+            assert_eq!(sanitize(text), slow, "{text:?}");
+            assert_eq!(sanitized(text.to_owned()), slow, "{text:?}");
+        }
+        // Every character of the first 0x3000 code points, alone and between letters.
+        for code in 0..0x3000u32 {
+            let Some(c) = char::from_u32(code) else { continue };
+            let text = format!("a{c}b");
+            let expected = if c.is_control() && c != '\n' && c != '\t' {
+                "a b".to_owned()
+            } else {
+                text.clone()
+            };
+            assert_eq!(sanitized(text.clone()), expected, "U+{code:04X}");
+            assert_eq!(sanitize(&text), expected, "U+{code:04X}");
+        }
     }
 }

@@ -207,3 +207,63 @@ fn malformed_records_say_why() {
         "expected `id<TAB>text<TAB>title`",
     );
 }
+
+#[test]
+fn strings_read_in_one_pass_as_serdes_untagged_enum_reads_them() {
+    // What `Strings` was: serde's untagged enum, which buffers the list and tries each shape.
+    #[derive(Deserialize, Debug, PartialEq)]
+    #[serde(untagged)]
+    enum Untagged {
+        Flat(Vec<String>),
+        Nested(Vec<Vec<String>>),
+    }
+    fn shape(strings: Strings) -> Untagged {
+        match strings {
+            Strings::Flat(texts) => Untagged::Flat(texts),
+            Strings::Nested(lists) => Untagged::Nested(lists),
+        }
+    }
+    let lists = [
+        r#"[]"#,
+        r#"["a", "b\u00e9\n"]"#,
+        r#"[[], ["a"], ["b", "c"]]"#,
+        r#"[[]]"#,
+        r#"["a", ["b"]]"#,
+        r#"[["a"], "b"]"#,
+        r#"[1]"#,
+        r#"["a", null]"#,
+        r#"[["a", 1]]"#,
+        r#"[[["a"]]]"#,
+        r#"[{"a": "b"}]"#,
+        r#"[true]"#,
+        r#""a""#,
+        r#"{"a": ["b"]}"#,
+        r#"null"#,
+        r#"["a", "b""#,
+    ];
+    for list in lists {
+        let expected = serde_json::from_str::<Untagged>(list);
+        let read = serde_json::from_str::<Strings>(list).map(shape);
+        let value = serde_json::from_str::<Value>(list).map(serde_json::from_value::<Strings>);
+        match (&expected, &read) {
+            (Ok(expected), Ok(read)) => assert_eq!(read, expected, "{list}"),
+            (Err(expected), Err(read)) => {
+                let expected = expected.to_string().replace("enum Untagged", "enum Strings");
+                let untagged = expected.contains(NOT_STRINGS);
+                assert_eq!(
+                    read.to_string().contains(NOT_STRINGS),
+                    untagged,
+                    "{list}: {read} / {expected}"
+                );
+                if !untagged {
+                    // A JSON error (the list cut short) is serde_json's own, as before.
+                    assert_eq!(read.to_string(), expected, "{list}");
+                }
+            }
+            _ => panic!("{list}: {read:?} where untagged gives {expected:?}"),
+        }
+        if let Ok(Ok(from_value)) = value {
+            assert_eq!(Some(shape(from_value)), expected.ok(), "{list} as a Value");
+        }
+    }
+}
