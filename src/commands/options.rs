@@ -8,6 +8,7 @@ use std::time::Duration;
 use clap::Args;
 
 use react_docstore::ask::AgentConfig;
+use react_docstore::docstore::wikipedia::DEFAULT_WIKI_URL;
 use react_docstore::docstore::{
     DEFAULT_USER_AGENT, DocstoreConfig, DocstoreKind, DocstoreSource, default_cache_dir,
 };
@@ -187,11 +188,13 @@ pub struct DocstoreArgs {
     /// (built by `index build`).
     #[arg(long, default_value = "wikipedia", value_name = "DOCSTORE")]
     pub docstore: DocstoreKind,
-    /// The Wikipedia to search; tests and mirrors point it elsewhere.
+    /// The Wikipedia to search; tests and mirrors point it elsewhere [default: English
+    /// Wikipedia].
     #[arg(
         long,
         env = "REACT_WIKI_URL",
-        default_value = "https://en.wikipedia.org",
+        default_value = DEFAULT_WIKI_URL,
+        hide_default_value = true,
         value_name = "URL"
     )]
     pub wiki_url: String,
@@ -250,8 +253,14 @@ pub struct ToolArgs {
     /// its stdout. Repeatable.
     #[arg(long = "tool", value_name = "NAME=COMMAND", value_parser = CommandToolConfig::parse)]
     pub commands: Vec<CommandToolConfig>,
-    /// The SerpApi-compatible search endpoint of `WebSearch`.
-    #[arg(long, env = "REACT_SEARCH_URL", default_value = tools::websearch::DEFAULT_SEARCH_URL, value_name = "URL")]
+    /// The SerpApi-compatible search endpoint of `WebSearch` [default: SerpApi's].
+    #[arg(
+        long,
+        env = "REACT_SEARCH_URL",
+        default_value = tools::websearch::DEFAULT_SEARCH_URL,
+        hide_default_value = true,
+        value_name = "URL"
+    )]
     pub search_url: String,
     /// The SerpApi key of `WebSearch`. Never printed.
     #[arg(long, env = "SERPAPI_API_KEY", hide_env_values = true, value_name = "KEY")]

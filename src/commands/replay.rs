@@ -5,6 +5,7 @@ use std::path::PathBuf;
 use std::process::ExitCode;
 
 use react_docstore::docstore::DocstoreKind;
+use react_docstore::docstore::wikipedia::DEFAULT_WIKI_URL;
 use react_docstore::environment::{Environment, Workbench};
 use react_docstore::output::{self, Destinations};
 use react_docstore::replay::{self, Output, ReplayConfig, ToolsOnly};
@@ -45,11 +46,12 @@ struct ReplayDocstoreArgs {
     /// recorded against, when they say). Without it, such a step ends its run in an error.
     #[arg(long, value_name = "DOCSTORE")]
     docstore: Option<DocstoreKind>,
-    /// The Wikipedia to search (with `--docstore wikipedia`).
+    /// The Wikipedia to search (with `--docstore wikipedia`) [default: English Wikipedia].
     #[arg(
         long,
         env = "REACT_WIKI_URL",
-        default_value = "https://en.wikipedia.org",
+        default_value = DEFAULT_WIKI_URL,
+        hide_default_value = true,
         value_name = "URL"
     )]
     wiki_url: String,

@@ -10,6 +10,9 @@ use super::page::{Reader, SearchStep};
 use super::{ContextParagraph, Docstore, DocstoreError, DocstoreInfo, DocstoreSource};
 use crate::profile::Profile;
 
+/// The Wikipedia `--docstore wikipedia` searches unless told otherwise (`--wiki-url`).
+pub const DEFAULT_WIKI_URL: &str = "https://en.wikipedia.org";
+
 /// Opens one [`WikipediaExplorer`] per question over a shared client and cache.
 #[derive(Clone)]
 pub struct WikipediaSource {
