@@ -636,6 +636,19 @@ fn compare_reduces_a_trials_file_to_its_final_state_or_a_trial() {
     let json: Value = serde_json::from_str(&compare(&["--trial", "2", "--json"])).unwrap();
     assert_eq!(json["b_only"], 1);
     assert_eq!(json["b"]["reduced"], "state after trial 2");
+    // pass@1 is the first attempt; the mean counts Wallace's 1 of 2 trials as EM 0.5, not right.
+    let json: Value = serde_json::from_str(&compare(&["--reduce", "pass@1", "--json"])).unwrap();
+    assert_eq!(
+        (json["b_only"].as_u64(), json["both_wrong"].as_u64()),
+        (Some(0), Some(2))
+    );
+    let json: Value = serde_json::from_str(&compare(&["--reduce", "mean", "--json"])).unwrap();
+    assert_eq!(json["b_only"], 0);
+    let mean_em = (1.0 + 0.5 + 0.0) / 3.0;
+    assert!(
+        (json["b"]["em"].as_f64().unwrap() - mean_em).abs() < 1e-9,
+        "{json}"
+    );
 }
 
 #[tokio::test]
@@ -684,6 +697,22 @@ async fn cot_trials_follow_reflexions_cot_agent_byte_for_byte() {
     assert_eq!(second["answer"], "Creature Comforts");
     assert_eq!(second["method"], "cot");
     assert_eq!(second["reflections"], json!([reflection]));
+    // The CoT trials replay with no model, to the same answers.
+    let output = crate::binary()
+        .args(["replay", "--json"])
+        .arg(&results)
+        .output()
+        .unwrap();
+    let stdout = String::from_utf8_lossy(&output.stdout);
+    assert_eq!(output.status.code(), Some(0), "{stdout}");
+    let summary: Value = serde_json::from_str(stdout.lines().last().unwrap()).unwrap();
+    assert_eq!(
+        (
+            summary["summary"]["runs"].as_u64(),
+            summary["summary"]["changed"].as_u64()
+        ),
+        (Some(5), Some(0))
+    );
 }
 
 #[tokio::test]
