@@ -779,18 +779,8 @@ async fn eval_in_each_format_makes_results_compare_can_pair() {
     let comparison: Value = serde_json::from_slice(&compared.stdout).unwrap();
     // The report says which format each file was asked in.
     let page = dir.path().join("formats.html");
-    let reported = Command::new(env!("CARGO_BIN_EXE_react-docstore"))
-        .arg("report")
-        .args(&outs)
-        .arg("--out")
-        .arg(&page)
-        .output()
-        .unwrap();
-    assert!(
-        reported.status.success(),
-        "{}",
-        String::from_utf8_lossy(&reported.stderr)
-    );
+    let reported: Vec<&std::path::Path> = outs.iter().map(|out| out.as_path()).collect();
+    crate::report::write_report(&reported, &page, &[]);
     let html = std::fs::read_to_string(&page).unwrap();
     assert!(
         html.contains("<tr><th>API</th><td>tools</td><td>chat</td></tr>"),

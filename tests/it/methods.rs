@@ -752,18 +752,13 @@ fn every_method_replays_its_recorded_evaluation_with_no_model() {
 fn the_report_shows_the_method_the_votes_and_both_phases() {
     let dir = tempfile::tempdir().unwrap();
     let page = dir.path().join("methods.html");
-    let output = crate::binary()
-        .arg("report")
-        .arg(crate::fixture("runs/methods/react.results.jsonl"))
-        .arg(crate::fixture("runs/methods/cot-sc-then-react.results.jsonl"))
-        .arg("--out")
-        .arg(&page)
-        .output()
-        .unwrap();
-    assert!(
-        output.status.success(),
-        "{}",
-        String::from_utf8_lossy(&output.stderr)
+    crate::report::write_report(
+        &[
+            &crate::fixture("runs/methods/react.results.jsonl"),
+            &crate::fixture("runs/methods/cot-sc-then-react.results.jsonl"),
+        ],
+        &page,
+        &[],
     );
     let html = std::fs::read_to_string(&page).unwrap();
     assert!(

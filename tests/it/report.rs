@@ -106,7 +106,8 @@ fn hostile_pair(dir: &Path) -> (PathBuf, PathBuf, PathBuf, String) {
     (a, b, questions_path, id)
 }
 
-fn write_report(results: &[&Path], out: &Path, extra: &[&str]) -> String {
+/// Runs `report` on `results` into `out` (it must succeed); what it printed.
+pub(crate) fn write_report(results: &[&Path], out: &Path, extra: &[&str]) -> String {
     let mut args = vec!["report".to_owned()];
     args.extend(results.iter().map(|path| path.to_str().unwrap().to_owned()));
     args.extend(["--out".to_owned(), out.to_str().unwrap().to_owned()]);
