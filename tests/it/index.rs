@@ -7,7 +7,8 @@ use std::sync::atomic::AtomicBool;
 
 use react_docstore::Profile;
 use react_docstore::docstore::index::{
-    BuildConfig, BuildReport, DumpFormat, IndexError, IndexExplorer, IndexSource, MalformedRecords, build,
+    BuildConfig, BuildReport, DumpFormat, IndexError, IndexExplorer, IndexSource, MalformedRecords,
+    PageIndex, build,
 };
 use react_docstore::docstore::{Docstore, DocstoreConfig, DocstoreKind};
 
@@ -484,7 +485,7 @@ fn cli_builds_describes_and_explores_an_index() {
     assert_eq!(code, 0);
     let json: serde_json::Value = serde_json::from_str(&json).unwrap();
     assert_eq!(json["pages"], 1006);
-    assert_eq!(json["format"], "react-docstore.index.v2");
+    assert_eq!(json["format"], "react-docstore.index.v3");
     assert_eq!(json["dump_formats"], serde_json::json!(["hotpotqa"]));
     assert!(json["index_bytes"].as_u64().unwrap() > 0);
 
@@ -836,11 +837,11 @@ fn an_index_of_an_older_format_is_refused() {
     let report = build_jsonl(dir.path(), "old", &jsonl_pages(10), 1);
     let manifest = report.dir.join("react-docstore-index.json");
     let text = std::fs::read_to_string(&manifest).unwrap();
-    assert!(text.contains("\"react-docstore.index.v2\""), "{text}");
+    assert!(text.contains("\"react-docstore.index.v3\""), "{text}");
     // An index of the first format: segments in any order, ties read from a fast field.
     std::fs::write(
         &manifest,
-        text.replace("react-docstore.index.v2", "react-docstore.index.v1"),
+        text.replace("react-docstore.index.v3", "react-docstore.index.v1"),
     )
     .unwrap();
     let error = IndexSource::open(&report.dir, Profile::Default)
@@ -849,10 +850,52 @@ fn an_index_of_an_older_format_is_refused() {
     assert_eq!(
         error.to_string(),
         format!(
-            "index `{}` has format `react-docstore.index.v1`, this version reads `react-docstore.index.v2`: build it again",
+            "index `{}` has format `react-docstore.index.v1`, this version reads `react-docstore.index.v3` and `react-docstore.index.v2`: build it again",
             report.dir.display()
         )
     );
+}
+
+/// An index of format v2 (title terms, no title table), built by the release before format v3
+/// from `fixtures/index/v2/hotpotqa-titles.jsonl`, still opens, and answers every search and
+/// lookup as the v3 index of the same pages does.
+#[test]
+fn an_index_of_format_v2_searches_as_format_v3() {
+    let v2 = fixture("index/v2/index");
+    let dir = tempfile::tempdir().unwrap();
+    let v3 = build_index(dir.path(), "v3", &["v2/hotpotqa-titles.jsonl"]);
+    let (_, old_manifest) = PageIndex::open(&v2).unwrap();
+    assert_eq!(
+        (old_manifest.format.as_str(), v3.manifest.format.as_str()),
+        ("react-docstore.index.v2", "react-docstore.index.v3")
+    );
+    assert_eq!(old_manifest.snapshot, v3.manifest.snapshot);
+    let entities = [
+        "Viva Media",
+        "VIVA Media",
+        "viva media",
+        "Viva_Media",
+        "  viva   MEDIA ",
+        "Viva (disambiguation)",
+        "Mercury",
+        "mercury (PLANET)",
+        "Nashville Terminal Subdivision",
+        "nashville terminal subdivision",
+        "Nashvile Terminal",
+        "Mercury (moon)",
+    ];
+    for profile in [Profile::Default, Profile::Paper] {
+        let mut old = explorer(&v2, profile);
+        let mut new = explorer(&v3.dir, profile);
+        for entity in entities {
+            assert_eq!(
+                search(&mut old, entity),
+                search(&mut new, entity),
+                "{profile:?}: {entity}"
+            );
+            assert_eq!(old.lookup("the"), new.lookup("the"), "{profile:?}: {entity}");
+        }
+    }
 }
 
 // ------------------------------------------------------- replay against an index; replacing an index

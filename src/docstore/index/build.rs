@@ -17,13 +17,14 @@ use std::time::{Duration, Instant, SystemTime};
 
 use tantivy::directory::MmapDirectory;
 use tantivy::indexer::{AddOperation, SegmentWriter};
-use tantivy::{Index, IndexWriter, Segment, TantivyDocument};
+use tantivy::{Index, IndexWriter, Segment, SegmentReader, TantivyDocument, TantivyError};
 
 use super::IndexError;
 use super::formats::{DumpFormat, Record, dpr_page, parse_record};
 use super::input::{Feeder, Ranges, ReadIssue, Work, for_each_line};
 use super::manifest::{INDEX_FORMAT, Manifest, SourceInfo, thousands};
 use super::schema::{Digest, IndexedPage, WikiSchema};
+use super::titles::TitleTableBuilder;
 
 /// The writer's memory budget unless `--memory` says otherwise.
 pub const DEFAULT_MEMORY_BYTES: usize = 512 << 20;
@@ -442,20 +443,36 @@ struct Part {
 /// are (compressed blocks of stored pages copied, not recompressed) instead of sorting every
 /// page; document ids follow the dump, and the ranked search breaks its ties by document id — the
 /// page earlier in the dump, on every machine and whatever the threads — without reading a fast
-/// field per match.
+/// field per match. Meanwhile, on the core the merge leaves idle, the segments' title columns
+/// give the index's [`TitleTable`](super::titles::TitleTable).
 fn stack_parts(mut parts: Vec<Part>, dir: &Path) -> tantivy::Result<()> {
     parts.sort_by_key(|part| (part.range, part.part));
     let segments: Vec<Segment> = parts.into_iter().map(|part| part.segment).collect();
     let alive = segments.iter().map(|_| None).collect();
-    // `merge_filtered_segments` is how tantivy merges segments of another index into a new one
-    // (`merge_indices` is the same for whole indexes).
-    tantivy::indexer::merge_filtered_segments(
-        &segments,
-        WikiSchema::settings(),
-        alive,
-        MmapDirectory::open(dir)?,
-    )?;
-    Ok(())
+    std::thread::scope(|scope| {
+        let titles = scope.spawn(|| -> tantivy::Result<()> {
+            let mut table = TitleTableBuilder::default();
+            for segment in &segments {
+                table.add_segment(&SegmentReader::open(segment)?)?;
+            }
+            Ok(table.write(dir)?)
+        });
+        // `merge_filtered_segments` is how tantivy merges segments of another index into a new one
+        // (`merge_indices` is the same for whole indexes).
+        let merged = tantivy::indexer::merge_filtered_segments(
+            &segments,
+            WikiSchema::settings(),
+            alive,
+            MmapDirectory::open(dir)?,
+        );
+        let titles = titles.join().unwrap_or_else(|_| {
+            Err(TantivyError::InternalError(
+                "the title table's thread panicked".into(),
+            ))
+        });
+        merged?;
+        titles
+    })
 }
 
 /// An indexing thread's segments: it writes each range it is dealt into segments of its own (a
@@ -1050,7 +1067,7 @@ mod range_tests {
                 ordinals.windows(2).all(|pair| pair[0] < pair[1]),
                 "{threads} threads: dump order"
             );
-            // The title key is left empty: a dump's search never reads it.
+            // The title terms are left empty: a dump's search finds titles in its title table.
             let schema = WikiSchema::of(&index).unwrap();
             let terms = |field| {
                 searcher
@@ -1060,8 +1077,17 @@ mod range_tests {
                     .terms()
                     .num_terms()
             };
-            assert_eq!((terms(schema.title_exact), terms(schema.title_key)), (30_000, 0));
+            let title_terms = [schema.title_exact, schema.title_folded, schema.title_key].map(terms);
+            assert_eq!(title_terms, [0, 0, 0]);
             let (pages, _) = super::super::PageIndex::open(&report.dir).unwrap();
+            // The table, gathered from every range's segment, finds each page by its title.
+            for idx in (0..30_000).step_by(7).chain([29_999]) {
+                let title = format!("Generated page {idx}");
+                match pages.search(&title.to_uppercase()).unwrap() {
+                    super::super::SearchHit::Page(page) => assert_eq!(page.title, title, "{threads} threads"),
+                    other => panic!("{threads} threads, {title}: {other:?}"),
+                }
+            }
             first_similar.push(pages.search("Generated pages").unwrap());
         }
         assert!(first_similar.iter().all(|hit| *hit == first_similar[0]));

@@ -12,8 +12,11 @@ use crate::fsutil::atomic_write;
 /// The manifest's file name inside an index directory.
 pub const MANIFEST_FILE: &str = "react-docstore-index.json";
 /// The manifest's `format` field: changes when an index of this version cannot be read.
-/// v2: one segment, its documents in dump order (the ranked search's ties read no fast field).
-pub const INDEX_FORMAT: &str = "react-docstore.index.v2";
+/// v3: one segment, its documents in dump order (the ranked search's ties read no fast field),
+/// and a table of folded titles ([`super::titles`]) instead of two title terms a page.
+pub const INDEX_FORMAT: &str = "react-docstore.index.v3";
+/// v2, still read: its title terms (`title_exact`, `title_folded`) find a page by title.
+pub const INDEX_FORMAT_V2: &str = "react-docstore.index.v2";
 
 /// One source a build read.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -77,7 +80,7 @@ impl Manifest {
             path: path.clone(),
             source,
         })?;
-        if manifest.format != INDEX_FORMAT {
+        if manifest.format != INDEX_FORMAT && manifest.format != INDEX_FORMAT_V2 {
             return Err(IndexError::Version {
                 dir: dir.to_owned(),
                 found: manifest.format,

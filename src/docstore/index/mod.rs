@@ -4,6 +4,7 @@
 //! a question's ten pages (`corpus::ContextIndex`, held equal to it by a differential test).
 //!
 //! - [`title`]: MediaWiki title normalisation and title similarity (pure).
+//! - [`titles`]: a dump index's table of folded titles (Wikipedia's "Go", format v3).
 //! - [`schema`]: the fields, the tokenizer, [`IndexedPage`] and its stored form.
 //! - [`formats`]: HotpotQA, KILT, FEVER, DPR and JSON Lines records → pages (pure).
 //! - [`input`]: files, directories, compressed streams, tar and zip → lines.
@@ -29,6 +30,7 @@ mod read_only;
 pub mod schema;
 pub mod search;
 pub mod title;
+pub mod titles;
 
 pub use build::{BuildConfig, BuildProgress, BuildReport, MalformedRecords, build};
 pub use formats::DumpFormat;
@@ -106,7 +108,7 @@ pub enum IndexError {
         #[source]
         source: serde_json::Error,
     },
-    #[error("index `{}` has format `{found}`, this version reads `{}`: build it again", .dir.display(), manifest::INDEX_FORMAT)]
+    #[error("index `{}` has format `{found}`, this version reads `{}` and `{}`: build it again", .dir.display(), manifest::INDEX_FORMAT, manifest::INDEX_FORMAT_V2)]
     Version { dir: PathBuf, found: String },
     #[error("search failed")]
     Search {

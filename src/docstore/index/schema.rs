@@ -30,9 +30,11 @@ pub struct WikiSchema {
     /// The title as the dump writes it: tokenized (ranked search), stored, and a column (the
     /// Similar list; indexes built before the column read the stored title).
     pub title: Field,
-    /// The MediaWiki-normalised title, untokenized: Wikipedia's "Go".
+    /// The MediaWiki-normalised title, untokenized: Wikipedia's "Go" (the in-memory docstores and
+    /// format v2; a dump's index leaves it empty and finds titles in its
+    /// [`TitleTable`](super::titles::TitleTable)).
     pub title_exact: Field,
-    /// The normalised title in lower case: the case-insensitive match.
+    /// The normalised title in lower case: the case-insensitive match (as `title_exact`).
     pub title_folded: Field,
     /// The title without case and punctuation (`arthurs magazine`): the small in-memory
     /// docstores' loose match (`TitleMatch::Loose`). A dump's index leaves it empty: its search
@@ -124,15 +126,18 @@ impl WikiSchema {
         index.tokenizers().register(TOKENIZER, analyzer());
     }
 
-    /// The document for one page of an in-memory index, its title key included.
+    /// The document for one page of an in-memory index, its title terms included.
     pub fn document(&self, page: &IndexedPage, ordinal: u64) -> TantivyDocument {
         let mut document = self.document_with_body(page, page.encode_body(), ordinal);
+        document.add_text(self.title_exact, mediawiki_title(&page.title));
+        document.add_text(self.title_folded, folded_title(&page.title));
         document.add_text(self.title_key, title_key(&page.title));
         document
     }
 
     /// The document for one page of a dump's index, whose stored body
-    /// ([`IndexedPage::encode_body`]) is known: no title key (see [`WikiSchema::title_key`]).
+    /// ([`IndexedPage::encode_body`]) is known: no title terms, which are unique to their page
+    /// (its [`TitleTable`](super::titles::TitleTable) finds titles; see [`WikiSchema::title_key`]).
     pub(super) fn document_with_body(
         &self,
         page: &IndexedPage,
@@ -141,8 +146,6 @@ impl WikiSchema {
     ) -> TantivyDocument {
         let mut document = TantivyDocument::default();
         document.add_text(self.title, &page.title);
-        document.add_text(self.title_exact, mediawiki_title(&page.title));
-        document.add_text(self.title_folded, folded_title(&page.title));
         // The text is the body without its marker: the separators between paragraphs and
         // sentences are not letters or digits, so it tokenizes into the words of the sentences,
         // one value instead of a copy of each sentence.

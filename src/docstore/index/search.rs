@@ -26,10 +26,11 @@ use tantivy::{
 };
 
 use super::IndexError;
-use super::manifest::{Manifest, read_error};
+use super::manifest::{INDEX_FORMAT_V2, Manifest, read_error};
 use super::read_only::ReadOnlyDirectory;
 use super::schema::{Digest, IndexedPage, WikiSchema, analyzer};
 use super::title::{folded_title, is_possible_title, mediawiki_title, title_key, title_similarity};
+use super::titles::{TITLES_FILE, TitleTable};
 use crate::docstore::page::{DISAMBIGUATION_ENTRIES, SIMILAR_TITLES};
 
 /// How many ranked candidates are re-ranked by title similarity.
@@ -113,6 +114,9 @@ pub struct PageIndex {
     titles: Vec<Option<StrColumn>>,
     /// Each segment's column of dump positions (by segment ordinal).
     ordinals: Vec<Column<u64>>,
+    /// A dump's folded titles (format v3), where the in-memory indexes and format v2 search
+    /// their title terms.
+    title_table: Option<TitleTable>,
     schema: WikiSchema,
     pages: u64,
     snapshot: String,
@@ -139,14 +143,28 @@ impl PageIndex {
             },
         };
         let directory = ReadOnlyDirectory::open(dir).map_err(|error| tantivy_error(error.into()))?;
+        let title_table = match manifest.format.as_str() {
+            INDEX_FORMAT_V2 => None,
+            _ => Some(
+                TitleTable::open(&directory)
+                    .map_err(|source| read_error(dir, &dir.join(TITLES_FILE), source))?,
+            ),
+        };
         let index = Index::open(directory).map_err(tantivy_error)?;
-        let index = PageIndex::from_index(
+        let mut index = PageIndex::from_index(
             index,
             manifest.snapshot.clone(),
             TitleMatch::Wikipedia,
             FuzzyTitles::FrequentNeighbours,
         )
         .map_err(tantivy_error)?;
+        if title_table.is_some() && index.ordinals.len() != 1 {
+            return Err(tantivy_error(TantivyError::InternalError(format!(
+                "a title table belongs to an index of one segment, this one has {}",
+                index.ordinals.len()
+            ))));
+        }
+        index.title_table = title_table;
         Ok((index, manifest))
     }
 
@@ -222,6 +240,7 @@ impl PageIndex {
             reader,
             titles,
             ordinals,
+            title_table: None,
             schema,
             pages,
             snapshot,
@@ -258,6 +277,9 @@ impl PageIndex {
             return Ok(None);
         }
         let exact = mediawiki_title(entity);
+        if let Some(table) = &self.title_table {
+            return self.title_in_table(searcher, table, &exact);
+        }
         let mut candidates = vec![
             (self.schema.title_exact, exact.clone()),
             (self.schema.title_folded, folded_title(&exact)),
@@ -275,6 +297,24 @@ impl PageIndex {
             }
         }
         Ok(None)
+    }
+
+    /// The page titled `exact` (MediaWiki-normalised), else one titled so ignoring case: the
+    /// earliest in the dump, from the table's pages with its folded title.
+    fn title_in_table(
+        &self,
+        searcher: &Searcher,
+        table: &TitleTable,
+        exact: &str,
+    ) -> Result<Option<DocAddress>, IndexError> {
+        let folded = table.titled(&folded_title(exact)).map_err(table_error)?;
+        let address = |doc| DocAddress::new(0, doc);
+        for &doc in &folded {
+            if mediawiki_title(&self.title(searcher, address(doc))?) == exact {
+                return Ok(Some(address(doc)));
+            }
+        }
+        Ok(folded.first().map(|&doc| address(doc)))
     }
 
     /// The page earliest in the dump that `query` matches, its position read from the columns
@@ -538,19 +578,27 @@ impl PageIndex {
         let base = page.title.trim_end_matches("(disambiguation)").trim();
         let prefix = format!("{} (", folded_title(base));
         let upper = format!("{} )", folded_title(base));
-        let query = RangeQuery::new(
-            Bound::Included(Term::from_field_text(self.schema.title_folded, &prefix)),
-            Bound::Excluded(Term::from_field_text(self.schema.title_folded, &upper)),
-        );
-        let found = searcher
-            .search(
-                &query,
-                &TopDocs::with_limit(DISAMBIGUATION_ENTRIES + 1).order_by_u64_field("ordinal", Order::Asc),
-            )
-            .map_err(search_error)?;
-        for (_, address) in found {
-            let document: TantivyDocument = searcher.doc(address).map_err(search_error)?;
-            offer(self.schema.title_of(&document), &mut entries);
+        if let Some(table) = &self.title_table {
+            let docs = table.in_range(&prefix, &upper).map_err(table_error)?;
+            for doc in docs.into_iter().take(DISAMBIGUATION_ENTRIES + 1) {
+                offer(self.title(&searcher, DocAddress::new(0, doc))?, &mut entries);
+            }
+        } else {
+            let query = RangeQuery::new(
+                Bound::Included(Term::from_field_text(self.schema.title_folded, &prefix)),
+                Bound::Excluded(Term::from_field_text(self.schema.title_folded, &upper)),
+            );
+            let found = searcher
+                .search(
+                    &query,
+                    &TopDocs::with_limit(DISAMBIGUATION_ENTRIES + 1)
+                        .order_by_u64_field("ordinal", Order::Asc),
+                )
+                .map_err(search_error)?;
+            for (_, address) in found {
+                let document: TantivyDocument = searcher.doc(address).map_err(search_error)?;
+                offer(self.schema.title_of(&document), &mut entries);
+            }
         }
         let base_key = title_key(base);
         let base_words: Vec<&str> = base_key.split(' ').filter(|word| !word.is_empty()).collect();
@@ -587,6 +635,10 @@ impl PageIndex {
 
 fn search_error(source: tantivy::TantivyError) -> IndexError {
     IndexError::Search { source }
+}
+
+fn table_error(source: std::io::Error) -> IndexError {
+    search_error(source.into())
 }
 
 mod retrieval;
