@@ -35,9 +35,10 @@ pub struct IndexBuildArgs {
     /// `auto` (recognised from each source's first record), `hotpotqa`, `kilt`, `fever`, `dpr` or `jsonl`.
     #[arg(long, default_value = "auto", value_parser = parse_dump_format, value_name = "FORMAT")]
     format: FormatChoice,
-    /// Memory of the indexing threads together (`512M`, `2G`): bounds the build's memory.
-    #[arg(long, default_value = "512M", value_parser = index::parse_size, value_name = "SIZE")]
-    memory: usize,
+    /// Memory of the indexing threads together (`512M`, `2G`): bounds the build's memory (default:
+    /// an eighth of the memory the build may use, the machine's or its job's limit, from 512M to 2G).
+    #[arg(long, value_parser = index::parse_size, value_name = "SIZE")]
+    memory: Option<usize>,
     /// Parsing and indexing threads (default: the number of cores).
     #[arg(long, value_name = "N")]
     threads: Option<std::num::NonZeroUsize>,
@@ -81,7 +82,9 @@ pub async fn run(command: IndexCommand) -> anyhow::Result<ExitCode> {
 async fn build(args: IndexBuildArgs) -> anyhow::Result<ExitCode> {
     let mut config = BuildConfig::new(args.sources, args.out);
     config.format = args.format.0;
-    config.memory_bytes = args.memory;
+    if let Some(memory) = args.memory {
+        config.memory_bytes = memory;
+    }
     if let Some(threads) = args.threads {
         config.threads = threads.get();
     }

@@ -26,8 +26,10 @@ use super::manifest::{INDEX_FORMAT, Manifest, SourceInfo, thousands};
 use super::schema::{Digest, IndexedPage, WikiSchema};
 use super::titles::TitleTableBuilder;
 
-/// The writer's memory budget unless `--memory` says otherwise.
-pub const DEFAULT_MEMORY_BYTES: usize = 512 << 20;
+/// The least and the most memory budget a build takes unless `--memory` says otherwise.
+const DEFAULT_MEMORY: std::ops::RangeInclusive<usize> = (512 << 20)..=(2 << 30);
+/// The share of the memory this process may use that the default budget takes: an eighth.
+const DEFAULT_MEMORY_SHARE: usize = 8;
 /// The most indexing threads a build runs.
 pub const MAX_THREADS: usize = 8;
 /// The most memory tantivy accepts for one indexing thread (just under 4 GiB).
@@ -44,10 +46,13 @@ const PROGRESS_LINE_EVERY: Duration = Duration::from_secs(5);
 /// them all (at 200k pages, half rather than a quarter: 4 segments instead of 8, the stacking
 /// 2.7 → 2.1 CPU-seconds).
 const QUEUED_SHARE: usize = 2;
+/// The fewest ranges each thread is dealt (by the dump's size on disk): ranges of a quarter of a
+/// 2 GiB budget gave a 534 MB dump (200,000 pages) nearly whole to one thread, 6.8 s, not 4.3.
+const RANGES_PER_THREAD: usize = 2;
 /// The fewest and the most bytes of lines in a range: a range is at least one segment, so
 /// smaller ranges mean more segments to stack at the end.
 const MIN_RANGE_BYTES: usize = 4 << 20;
-const MAX_RANGE_BYTES: usize = 128 << 20;
+const MAX_RANGE_BYTES: usize = 512 << 20;
 /// A segment is written out when its writer's memory comes this close to the thread's budget
 /// (tantivy's own margin).
 const FLUSH_MARGIN: usize = 1_000_000;
@@ -76,12 +81,74 @@ impl BuildConfig {
             sources,
             out,
             format: None,
-            memory_bytes: DEFAULT_MEMORY_BYTES,
+            memory_bytes: default_memory_bytes(),
             threads: std::thread::available_parallelism().map_or(2, usize::from),
             malformed: MalformedRecords::Skip,
             progress: BuildProgress::Quiet,
         }
     }
+}
+
+/// The bytes of lines in a range: a share of the `memory` budget for each of the `threads` (half
+/// of it queued), yet at least [`RANGES_PER_THREAD`] ranges for each thread in a dump of
+/// `dump_bytes` on disk.
+fn default_range_bytes(memory: usize, threads: usize, dump_bytes: u64) -> usize {
+    let by_dump = usize::try_from(dump_bytes).unwrap_or(usize::MAX) / (threads * RANGES_PER_THREAD);
+    (memory / QUEUED_SHARE / threads)
+        .min(by_dump)
+        .clamp(MIN_RANGE_BYTES, MAX_RANGE_BYTES)
+}
+
+/// The memory budget unless `--memory` says otherwise: an eighth of the memory this process may
+/// use (the machine's, or its cgroup's limit when lower: a Slurm job, a container), from 512 MiB
+/// to 2 GiB. A larger budget is larger ranges, so fewer segments for the last merge to read: the
+/// 5,233,330 pages of `examples/gen_wiki.rs` built in 211 s at 512 MiB and 176 s at 2 GiB.
+pub fn default_memory_bytes() -> usize {
+    let available = [physical_memory(), cgroup_memory_limit()]
+        .into_iter()
+        .flatten()
+        .min();
+    available.map_or(*DEFAULT_MEMORY.start(), |bytes| {
+        (bytes / DEFAULT_MEMORY_SHARE).clamp(*DEFAULT_MEMORY.start(), *DEFAULT_MEMORY.end())
+    })
+}
+
+/// The machine's memory, in bytes.
+fn physical_memory() -> Option<usize> {
+    // SAFETY: `sysconf` only reads a system constant.
+    let (pages, page_bytes) = unsafe {
+        (
+            libc::sysconf(libc::_SC_PHYS_PAGES),
+            libc::sysconf(libc::_SC_PAGESIZE),
+        )
+    };
+    usize::try_from(pages)
+        .ok()?
+        .checked_mul(usize::try_from(page_bytes).ok()?)
+}
+
+/// The memory limit of this process's cgroup, if it has one.
+fn cgroup_memory_limit() -> Option<usize> {
+    let membership = std::fs::read_to_string("/proc/self/cgroup").ok()?;
+    cgroup_limit(&membership, |path| std::fs::read_to_string(path).ok())
+}
+
+/// The memory limit that `/proc/self/cgroup`'s `membership` leads to, each file read by `read`:
+/// cgroup v2 (`0::/path`, its `memory.max`), else v1's memory controller (`N:memory:/path`, its
+/// `memory.limit_in_bytes`). `max` (no limit) and unreadable files give none.
+fn cgroup_limit(membership: &str, read: impl Fn(&str) -> Option<String>) -> Option<usize> {
+    membership.lines().find_map(|line| {
+        let mut fields = line.splitn(3, ':');
+        let (_, controllers, path) = (fields.next()?, fields.next()?, fields.next()?);
+        let file = if controllers.is_empty() {
+            format!("/sys/fs/cgroup{path}/memory.max")
+        } else if controllers.split(',').any(|controller| controller == "memory") {
+            format!("/sys/fs/cgroup/memory{path}/memory.limit_in_bytes")
+        } else {
+            return None;
+        };
+        read(&file)?.trim().parse().ok()
+    })
 }
 
 /// What a malformed record does to a build.
@@ -249,8 +316,7 @@ fn build_in_ranges(
         });
     }
     let memory = config.memory_bytes.max(threads * MIN_MEMORY_PER_THREAD);
-    let range_bytes = range_bytes
-        .unwrap_or_else(|| (memory / QUEUED_SHARE / threads).clamp(MIN_RANGE_BYTES, MAX_RANGE_BYTES));
+    let range_bytes = range_bytes.unwrap_or_else(|| default_range_bytes(memory, threads, total_bytes));
     let segment_budget = (memory.saturating_sub(threads * range_bytes) / threads).max(MIN_MEMORY_PER_THREAD);
     // The ranges' segments, in an index of their own: their pages come in dump order, so they are
     // written as they come, never sorted.
@@ -1039,6 +1105,34 @@ mod range_tests {
             serde_json::json!({ "title": title, "text": text }).to_string() + "\n"
         };
         (0..n).map(page).collect()
+    }
+
+    #[test]
+    fn ranges_follow_the_budget_yet_give_every_thread_two_of_a_small_dump() {
+        const MIB: usize = 1 << 20;
+        // 5.2 M pages (14.2 GB): the budget decides, up to 512 MiB.
+        assert_eq!(default_range_bytes(2048 * MIB, 2, 14_216_943_235), 512 * MIB);
+        assert_eq!(default_range_bytes(512 * MIB, 2, 14_216_943_235), 128 * MIB);
+        // 200k pages (534 MB) under 2 GiB: four ranges, two a thread, not one of 512 MiB.
+        assert_eq!(default_range_bytes(2048 * MIB, 2, 534_248_460), 534_248_460 / 4);
+        assert_eq!(default_range_bytes(2048 * MIB, 1, 534_248_460), 534_248_460 / 2);
+        assert_eq!(default_range_bytes(2048 * MIB, 2, 1_000), MIN_RANGE_BYTES);
+    }
+
+    #[test]
+    fn the_default_memory_is_an_eighth_of_a_cgroup_limit_or_of_the_machine() {
+        let files = |path: &str| match path {
+            "/sys/fs/cgroup/job/memory.max" => Some("4294967296\n".to_owned()),
+            "/sys/fs/cgroup/free/memory.max" => Some("max\n".to_owned()),
+            "/sys/fs/cgroup/memory/slurm/job_7/memory.limit_in_bytes" => Some("8589934592".to_owned()),
+            _ => None,
+        };
+        assert_eq!(cgroup_limit("0::/job\n", files), Some(4 << 30));
+        assert_eq!(cgroup_limit("0::/free\n", files), None);
+        assert_eq!(cgroup_limit("0::/gone\n", files), None);
+        let v1 = "12:cpu,cpuacct:/slurm/job_7\n5:memory:/slurm/job_7\n";
+        assert_eq!(cgroup_limit(v1, files), Some(8 << 30));
+        assert!(DEFAULT_MEMORY.contains(&default_memory_bytes()));
     }
 
     #[test]

@@ -309,6 +309,10 @@ impl PageIndex {
     ) -> Result<Option<DocAddress>, IndexError> {
         let folded = table.titled(&folded_title(exact)).map_err(table_error)?;
         let address = |doc| DocAddress::new(0, doc);
+        if let [only] = folded[..] {
+            // The one page titled so ignoring case, whether or not the case is the entity's.
+            return Ok(Some(address(only)));
+        }
         for &doc in &folded {
             if mediawiki_title(&self.title(searcher, address(doc))?) == exact {
                 return Ok(Some(address(doc)));
