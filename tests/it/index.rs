@@ -898,6 +898,19 @@ fn an_index_of_format_v2_searches_as_format_v3() {
     }
 }
 
+/// A v3 index whose title table is gone opens nowhere, and says which file is missing.
+#[test]
+fn an_index_without_its_title_table_is_refused_naming_the_file() {
+    let dir = tempfile::tempdir().unwrap();
+    let report = build_jsonl(dir.path(), "no-table", &jsonl_pages(10), 1);
+    let table = report.dir.join("react-docstore-titles.sstable");
+    std::fs::remove_file(&table).unwrap();
+    let error = IndexSource::open(&report.dir, Profile::Default)
+        .err()
+        .expect("refused");
+    assert_eq!(error.to_string(), format!("cannot read `{}`", table.display()));
+}
+
 // ------------------------------------------------------- replay against an index; replacing an index
 
 #[test]

@@ -15,6 +15,7 @@ use std::io::{self, BufWriter};
 use std::path::Path;
 
 use tantivy::columnar::Dictionary;
+use tantivy::directory::error::OpenReadError;
 use tantivy::directory::{Directory, FileSlice};
 use tantivy::{DocId, SegmentReader};
 
@@ -38,7 +39,13 @@ impl TitleTable {
     pub(super) fn open(directory: &dyn Directory) -> io::Result<TitleTable> {
         let file = directory
             .open_read(Path::new(TITLES_FILE))
-            .map_err(|error| io::Error::new(io::ErrorKind::NotFound, error.to_string()))?;
+            .map_err(|error| match error {
+                // Its own kind kept: a table this user may not read says who can fix it.
+                OpenReadError::IoError { io_error, .. } => {
+                    io::Error::new(io_error.kind(), io_error.to_string())
+                }
+                other => io::Error::new(io::ErrorKind::NotFound, other.to_string()),
+            })?;
         TitleTable::from_file(file)
     }
 

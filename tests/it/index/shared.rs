@@ -233,3 +233,27 @@ fn an_index_another_user_may_not_read_says_who_can_share_it() {
         )
     );
 }
+
+#[test]
+fn a_title_table_another_user_may_not_read_says_who_can_share_it() {
+    let (_dir, index) = shared_index();
+    let table = index.join("react-docstore-titles.sstable");
+    std::fs::set_permissions(&table, std::fs::Permissions::from_mode(0o600)).unwrap();
+    let mut command = match as_nobody(&explore(&index)) {
+        Ok(command) => command,
+        Err(why) => {
+            eprintln!("skipped: another user opening the index: {why}");
+            return;
+        }
+    };
+    let output = command.output().unwrap();
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert_eq!(output.status.code(), Some(2), "{stderr}");
+    assert_eq!(
+        stderr.trim_end(),
+        format!(
+            "error: cannot read `{0}/react-docstore-titles.sstable` of index `{0}`: its owner can let everyone read it with `chmod -R a+rX {0}`: Permission denied (os error 13)",
+            index.display()
+        )
+    );
+}
