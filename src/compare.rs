@@ -94,8 +94,6 @@ pub enum CompareError {
     Merge(#[from] MergeError),
     #[error("`{}` holds no runs: not a results file of `eval`", path.display())]
     Empty { path: PathBuf },
-    #[error("results file `{}`, line {line}: field `id` is missing", path.display())]
-    MissingId { path: PathBuf, line: usize },
     #[error("results file `{}`, line {line}: field `gold` is missing, so the run cannot be scored", path.display())]
     MissingGold { path: PathBuf, line: usize },
     #[error("results file `{}`, line {line}: question `{id}` was already run{attempt} on line {first_line}", path.display())]
