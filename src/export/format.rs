@@ -128,10 +128,7 @@ impl ExportFormat {
                 }
             },
             ExportFormat::ShareGpt => {
-                let system = system_message(system).map(|message| match message {
-                    Message::System(text) => text,
-                    _ => String::new(),
-                });
+                let system = system_text(system);
                 let mut conversations: Vec<Value> = Vec::new();
                 let mut text_bytes = 0;
                 if let Some(system) = system {
@@ -152,8 +149,7 @@ impl ExportFormat {
                 }
             }
             ExportFormat::Alpaca => {
-                let (question, rest) = example
-                    .turns
+                let (question, rest) = turns
                     .split_first()
                     .map_or((None, &[][..]), |(first, rest)| (Some(first), rest));
                 let mut instruction = system.to_owned();
@@ -200,8 +196,13 @@ impl ExportFormat {
 /// The system message of an example: the prompt part without the newline that ends it (the
 /// question starts the next message); none when it is empty.
 fn system_message(system: &str) -> Option<Message> {
+    system_text(system).map(|text| Message::System(text.to_owned()))
+}
+
+/// The text of [`system_message`].
+fn system_text(system: &str) -> Option<&str> {
     let text = system.strip_suffix('\n').unwrap_or(system);
-    (!text.trim().is_empty()).then(|| Message::System(text.to_owned()))
+    (!text.trim().is_empty()).then_some(text)
 }
 
 fn message_bytes(message: &Message) -> usize {

@@ -793,6 +793,20 @@ fn a_run_ended_by_an_error_gives_its_finished_steps_with_all_and_nothing_by_defa
         .collect();
     assert_eq!(roles, ["system", "user", "assistant"]);
     assert!(fine_tuning_errors(line).is_empty());
+    // Every format ends such a run with the model's last step, never the observation after it.
+    let last_step = line["messages"][2]["content"].as_str().unwrap().to_owned();
+    let (status, written, stderr) = export(dir.path(), &[path, "--format", "sharegpt", "--all"]);
+    assert_eq!(status, 0, "{stderr}");
+    let conversation = lines(&written)[0]["conversations"].as_array().unwrap().clone();
+    let last = conversation.last().unwrap();
+    assert_eq!(
+        (last["from"].as_str(), last["value"].as_str()),
+        (Some("gpt"), Some(last_step.as_str()))
+    );
+    let (status, written, stderr) = export(dir.path(), &[path, "--format", "alpaca", "--all"]);
+    assert_eq!(status, 0, "{stderr}");
+    let alpaca: Value = serde_json::from_str(&written).unwrap();
+    assert_eq!(alpaca[0]["output"].as_str(), Some(last_step.as_str()));
 }
 
 #[test]

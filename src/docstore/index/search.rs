@@ -151,20 +151,14 @@ impl PageIndex {
             ),
         };
         let index = Index::open(directory).map_err(tantivy_error)?;
-        let mut index = PageIndex::from_index(
+        let index = PageIndex::from_index(
             index,
             manifest.snapshot.clone(),
             TitleMatch::Wikipedia,
             FuzzyTitles::FrequentNeighbours,
+            title_table,
         )
         .map_err(tantivy_error)?;
-        if title_table.is_some() && index.ordinals.len() != 1 {
-            return Err(tantivy_error(TantivyError::InternalError(format!(
-                "a title table belongs to an index of one segment, this one has {}",
-                index.ordinals.len()
-            ))));
-        }
-        index.title_table = title_table;
         Ok((index, manifest))
     }
 
@@ -203,6 +197,7 @@ impl PageIndex {
             digest.snapshot(label),
             TitleMatch::Loose,
             FuzzyTitles::UnknownWords,
+            None,
         )
         .map_err(in_memory)
     }
@@ -212,6 +207,7 @@ impl PageIndex {
         snapshot: String,
         title_match: TitleMatch,
         fuzzy_titles: FuzzyTitles,
+        title_table: Option<TitleTable>,
     ) -> tantivy::Result<PageIndex> {
         WikiSchema::register_tokenizer(&index);
         let schema = WikiSchema::of(&index)?;
@@ -221,6 +217,12 @@ impl PageIndex {
             .try_into()?;
         let searcher = reader.searcher();
         let pages = searcher.num_docs();
+        if title_table.is_some() && searcher.segment_readers().len() != 1 {
+            return Err(TantivyError::InternalError(format!(
+                "a title table belongs to an index of one segment, this one has {}",
+                searcher.segment_readers().len()
+            )));
+        }
         // Indexes built before the title column read their titles from the stored documents.
         let title_column = index.schema().get_field_entry(schema.title).is_fast();
         let titles = searcher
@@ -240,7 +242,7 @@ impl PageIndex {
             reader,
             titles,
             ordinals,
-            title_table: None,
+            title_table,
             schema,
             pages,
             snapshot,
