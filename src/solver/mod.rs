@@ -317,12 +317,18 @@ impl Solver {
                     reply = Some(text);
                 }
                 Err(error) => {
-                    let prompt = reflexion::trial_prompt(fewshot, frame, "");
+                    // The trial ends in an error and carries the memory it was given forward
+                    // unchanged: the reflections gathered so far stay for the trials after it.
+                    let memory = reflexion::Memory::of_run(previous);
+                    let prompt =
+                        reflexion::trial_prompt(fewshot, frame, &memory.block(question, strategy, frame));
                     let mut run = Run::new(question, self.profile);
                     run.model = Some(llm.model().to_owned());
                     run.api = llm.api();
                     run.fewshot = Some(prompt.fewshot().to_owned());
                     run.reflect = Some(strategy);
+                    run.reflections = memory.reflections;
+                    run.last_trial = memory.last_trial;
                     run.stopped = Some(Stopped::Error);
                     run.error = Some(format!(
                         "the reflection call failed: {}",

@@ -57,6 +57,9 @@ struct ScriptedServer {
     answered: Arc<Mutex<BTreeMap<String, usize>>>,
     /// Per question, the answers of each epoch instead of the script's (the epochs test).
     epochs: Arc<BTreeMap<&'static str, Vec<&'static str>>>,
+    /// A question whose n-th reflection call (from 1) the server refuses, and the calls so far.
+    refused_reflection: Option<(&'static str, usize)>,
+    reflections_asked: Arc<Mutex<BTreeMap<String, usize>>>,
 }
 
 impl Respond for ScriptedServer {
@@ -65,6 +68,16 @@ impl Respond for ScriptedServer {
         let prompt = body["prompt"].as_str().unwrap().to_owned();
         self.prompts.lock().unwrap().push(prompt.clone());
         let text = if prompt.ends_with("\n\nReflection:") {
+            if let Some((refused, nth)) = self.refused_reflection
+                && prompt.contains(refused)
+            {
+                let mut asked = self.reflections_asked.lock().unwrap();
+                let count = asked.entry(refused.to_owned()).or_insert(0);
+                *count += 1;
+                if *count == nth {
+                    return ResponseTemplate::new(400).set_body_string("refused on purpose");
+                }
+            }
             REFLECTION_REPLY.to_owned()
         } else if prompt.ends_with("\nThought:") {
             // Reflexion's CoT agent: a thought, then `Action: Finish[…]`.
@@ -321,6 +334,34 @@ async fn each_trial_asks_only_what_is_not_yet_right_and_reflexion_prompts_are_by
     assert_eq!(third["reflection"], REFLECTION_REPLY);
     assert_eq!(third["format"], "react-docstore.run.v2");
     assert!(run_of(&lines, MISSOURI, 1).get("reflections").is_none());
+}
+
+/// A reflection call that fails ends its trial in an error, and the trials after it keep the
+/// reflections gathered before: Woman's Era's second reflection is refused, so its third trial is
+/// an error and its fourth shows the first reflection still.
+#[tokio::test]
+async fn a_failed_reflection_call_keeps_the_reflections_gathered_before() {
+    let model = ScriptedServer {
+        refused_reflection: Some((WOMANS_ERA, 2)),
+        ..ScriptedServer::default()
+    };
+    let server = model.start().await;
+    let dir = tempfile::tempdir().unwrap();
+    let results = dir.path().join("results.jsonl");
+    let (_, stderr, _) = eval(&server, &results, &["--trials", "4", "--reflect", "reflexion"]);
+    let lines = lines(&results);
+    let third = run_of(&lines, WOMANS_ERA, 3);
+    assert_eq!(third["stopped"], "error", "{stderr}");
+    let reflection = "I answered from the wrong page. Next time I will search the creator's other films.";
+    assert_eq!(third["reflections"], json!([reflection]));
+    let fourth = run_of(&lines, WOMANS_ERA, 4);
+    assert_eq!(fourth["reflections"], json!([reflection]), "{stderr}");
+    let header = reflexion_string("prompts.py", "REFLECTION_HEADER");
+    let womans_era = first_step_prompts(&model.prompts(), WOMANS_ERA);
+    assert_eq!(
+        womans_era.last().unwrap(),
+        &reflexion_trial_prompt(&format_reflections(&[reflection], &header), WOMANS_ERA)
+    );
 }
 
 #[tokio::test]
