@@ -318,7 +318,15 @@ fn settings(run: &Run) -> [(&'static str, String); 6] {
         ("method", format!("`{}`", run.method())),
         ("profile", format!("`{}`", run.profile)),
         ("docstore", shown(run.docstore.as_ref().map(ToString::to_string))),
-        ("few-shot examples", shown(run.fewshot.clone())),
+        // Drawn by `--fewshot-from`, the examples are written beside each shard's results: the
+        // same examples have the same digest, wherever their file is.
+        (
+            "few-shot examples",
+            shown(match &run.fewshot_from {
+                Some(source) => Some(source.digest.clone()),
+                None => run.fewshot.clone(),
+            }),
+        ),
         ("CoT few-shot examples", shown(run.cot_fewshot.clone())),
     ]
 }

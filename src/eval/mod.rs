@@ -360,7 +360,7 @@ pub async fn evaluate(
 ) -> Result<Summary, EvalError> {
     let started = Instant::now();
     // With `--shard`, only the shard's questions; the plan says where each sits in the selection.
-    let (file, shard) = config
+    let (file, shard, other_shards) = config
         .selection
         .read_sharded(&config.questions, config.contexts)?;
     let task = file.task;
@@ -380,8 +380,12 @@ pub async fn evaluate(
     let drawn = match &config.fewshot_from {
         Some(from) => {
             let mut excluded = crate::export::Excluded::default();
+            // The whole selection, other shards' questions too: every shard draws the same.
             for question in &questions {
                 excluded.insert(&question.id, question.position, &question.question);
+            }
+            for other in &other_shards {
+                excluded.insert(&other.id, other.position, &other.question);
             }
             let drawn = from
                 .draw(

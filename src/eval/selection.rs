@@ -116,23 +116,33 @@ pub enum SelectionError {
     },
 }
 
+/// A selected question another shard asks: what `--fewshot-from` keeps out of its draw.
+#[derive(Debug, Clone)]
+pub struct OtherQuestion {
+    pub id: String,
+    pub position: usize,
+    pub question: String,
+}
+
 impl Selection {
     /// Reads the question file once and returns it with only the selected questions, in the
     /// selection's order. Questions the selection cannot pick are dropped as they are read, so
     /// memory follows the selection, not the file.
     /// A shard's part may be empty (a few questions, many shards).
     pub fn read(&self, path: &Path, contexts: Contexts) -> Result<QuestionFile, SelectionError> {
-        self.read_with_plan(path, contexts).map(|(file, _)| file)
+        self.read_with_plan(path, contexts).map(|(file, _, _)| file)
     }
 
     /// [`Selection::read`] for an evaluation: with a shard, its plan too (where each of its
-    /// questions sits in the whole selection), and a shard that holds none is refused.
+    /// questions sits in the whole selection) and the other shards' questions (which
+    /// `--fewshot-from` must not draw either: every shard draws the same examples), and a shard
+    /// that holds none is refused.
     pub fn read_sharded(
         &self,
         path: &Path,
         contexts: Contexts,
-    ) -> Result<(QuestionFile, Option<ShardPlan>), SelectionError> {
-        let (file, plan) = self.read_with_plan(path, contexts)?;
+    ) -> Result<(QuestionFile, Option<ShardPlan>, Vec<OtherQuestion>), SelectionError> {
+        let (file, plan, others) = self.read_with_plan(path, contexts)?;
         if let Some(plan) = &plan
             && plan.is_empty()
             && plan.selected > 0
@@ -143,7 +153,7 @@ impl Selection {
                 questions: file.path.clone(),
             });
         }
-        Ok((file, plan))
+        Ok((file, plan, others))
     }
 
     /// Every selected question is read (the partition needs the whole selection's order), then
@@ -152,14 +162,25 @@ impl Selection {
         &self,
         path: &Path,
         contexts: Contexts,
-    ) -> Result<(QuestionFile, Option<ShardPlan>), SelectionError> {
+    ) -> Result<(QuestionFile, Option<ShardPlan>, Vec<OtherQuestion>), SelectionError> {
         let mut file = self.read_selection(path, contexts)?;
         let Some(shard) = self.shard else {
-            return Ok((file, None));
+            return Ok((file, None, Vec::new()));
         };
         let plan = ShardPlan::new(shard, file.questions.iter().map(|question| question.id.as_str()));
-        file.questions.retain(|question| plan.holds(&question.id));
-        Ok((file, Some(plan)))
+        let (mine, others): (Vec<Question>, Vec<Question>) = std::mem::take(&mut file.questions)
+            .into_iter()
+            .partition(|question| plan.holds(&question.id));
+        file.questions = mine;
+        let others = others
+            .into_iter()
+            .map(|question| OtherQuestion {
+                id: question.id,
+                position: question.position,
+                question: question.question,
+            })
+            .collect();
+        Ok((file, Some(plan), others))
     }
 
     fn read_selection(&self, path: &Path, contexts: Contexts) -> Result<QuestionFile, SelectionError> {

@@ -552,6 +552,58 @@ fn eval_fewshot_from(server: &MockServer, results: &Path, shots: &str) -> std::p
         .unwrap()
 }
 
+/// Shards of one evaluation draw the same examples, none a question of any shard (Jonny Craig's
+/// right run in trial 1 is kept out of every shard's draw, not only the one that asks it), so
+/// their results merge as one evaluation.
+#[tokio::test(flavor = "multi_thread")]
+async fn shards_drawing_fewshot_from_draw_the_same_examples_and_merge() {
+    let server = answering_server().await;
+    let dir = tempfile::tempdir().unwrap();
+    let mut fewshots = Vec::new();
+    let mut files = Vec::new();
+    for shard in ["0/2", "1/2"] {
+        let results = dir.path().join(format!("shard-{}.results.jsonl", &shard[..1]));
+        let output = drawing_from_trial_1(
+            &server,
+            &[
+                "eval",
+                "fixtures/docstore/hotpotqa-distractor-3.json",
+                "--docstore",
+                "distractor",
+            ],
+            "33",
+        )
+        .args(["--seed", "7", "--shard", shard, "--out"])
+        .arg(&results)
+        .output()
+        .unwrap();
+        let stderr = String::from_utf8_lossy(&output.stderr);
+        assert_eq!(output.status.code(), Some(0), "{shard}: {stderr}");
+        for (_, run) in read_runs(&results).unwrap() {
+            // The examples written beside the shard's results, which its runs name.
+            let examples = std::fs::read_to_string(run.fewshot.unwrap()).unwrap();
+            assert!(!examples.contains("Jonny Craig"), "{shard}");
+            fewshots.push(examples);
+        }
+        files.push(results);
+    }
+    assert_eq!(fewshots.len(), 3);
+    assert!(fewshots.iter().all(|fewshot| fewshot == &fewshots[0]));
+    let merged = crate::binary()
+        .arg("merge")
+        .args(&files)
+        .arg("--out")
+        .arg(dir.path().join("merged.jsonl"))
+        .output()
+        .unwrap();
+    assert_eq!(
+        merged.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&merged.stderr)
+    );
+}
+
 #[tokio::test(flavor = "multi_thread")]
 async fn fewshot_from_draws_k_right_runs_never_a_question_asked_the_same_for_every_question() {
     let server = answering_server().await;
