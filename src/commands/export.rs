@@ -6,14 +6,12 @@ use std::process::ExitCode;
 
 use anyhow::Context;
 
+use super::options::read_results_runs;
 use react_docstore::Method;
 use react_docstore::eval::{Contexts, Selection};
-use react_docstore::export::{
-    self, Attempts, Excluded, ExportConfig, ExportFormat, Keep, PromptPart, SourcedRun,
-};
+use react_docstore::export::{self, Attempts, Excluded, ExportConfig, ExportFormat, Keep, PromptPart};
 use react_docstore::fsutil::atomic_write;
 use react_docstore::output;
-use react_docstore::replay::{read_runs, run_files};
 
 #[derive(clap::Args)]
 pub struct ExportArgs {
@@ -66,34 +64,7 @@ pub async fn run(args: ExportArgs) -> anyhow::Result<ExitCode> {
             excluded.insert(&question.id, question.position, &question.question);
         }
     }
-    let files = run_files(&args.results)?;
-    let mut runs = Vec::new();
-    if files
-        .iter()
-        .all(|file| file.extension().is_some_and(|ext| ext == "jsonl"))
-    {
-        // Results files are one evaluation, as `score` and `compare` read them: an evaluation's
-        // shards merged, a question answered two ways or files of other settings refused.
-        let evaluation = react_docstore::eval::merge::read_evaluation(&files)?;
-        for gap in evaluation.gaps() {
-            writeln!(output::stderr(), "note: {gap}")?;
-        }
-        for evaluated in evaluation.runs {
-            runs.push(SourcedRun {
-                source: format!("{}:{}", evaluated.file.display(), evaluated.line),
-                run: evaluated.run,
-            });
-        }
-    } else {
-        for file in files {
-            for (source, run) in read_runs(&file)? {
-                runs.push(SourcedRun {
-                    source: source.to_string(),
-                    run,
-                });
-            }
-        }
-    }
+    let runs = read_results_runs(&args.results)?;
     let config = ExportConfig {
         format: args.format,
         keep,

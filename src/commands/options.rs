@@ -1,6 +1,6 @@
 //! The option groups several commands share (agent, model, docstore, tools) and what they open.
 
-use std::io::IsTerminal;
+use std::io::{IsTerminal, Write};
 use std::path::PathBuf;
 use std::sync::Arc;
 use std::time::Duration;
@@ -12,11 +12,13 @@ use react_docstore::docstore::wikipedia::DEFAULT_WIKI_URL;
 use react_docstore::docstore::{
     DEFAULT_USER_AGENT, DocstoreConfig, DocstoreKind, DocstoreSource, default_cache_dir,
 };
+use react_docstore::export::SourcedRun;
 use react_docstore::fewshot::Bundled;
 use react_docstore::fewshot::Fewshot;
 use react_docstore::fewshot_from::FewshotFrom;
 use react_docstore::input::Interaction;
 use react_docstore::llm::{Api, ApiKey, Llm, ModelSettings, OpenAiClient};
+use react_docstore::output;
 use react_docstore::prompt::PromptOptions;
 use react_docstore::replay::{read_runs, run_files};
 use react_docstore::solver::{DEFAULT_SAMPLE_TEMPERATURE, DEFAULT_SAMPLES, Examples, MethodConfig};
@@ -370,10 +372,10 @@ impl FewshotFromArgs {
         let Some(results) = &self.fewshot_from else {
             return Ok(None);
         };
-        let mut runs = Vec::new();
-        for file in run_files(std::slice::from_ref(results))? {
-            runs.extend(read_runs(&file)?.into_iter().map(|(_, run)| run));
-        }
+        let runs = read_results_runs(std::slice::from_ref(results))?
+            .into_iter()
+            .map(|sourced| sourced.run)
+            .collect();
         Ok(Some(FewshotFrom {
             results: results.clone(),
             runs,
@@ -381,6 +383,41 @@ impl FewshotFromArgs {
             seed: self.seed,
         }))
     }
+}
+
+/// The runs of `paths` (files or directories) for `export` and `--fewshot-from`, each with where
+/// it was read. Results files are one evaluation, as `score` and `compare` read them: an
+/// evaluation's shards merged (what is missing noted on stderr), a question answered two ways or
+/// files of other settings refused. Other run files (`ask --save`) are read one by one.
+pub fn read_results_runs(paths: &[PathBuf]) -> anyhow::Result<Vec<SourcedRun>> {
+    let files = run_files(paths)?;
+    if !files
+        .iter()
+        .all(|file| file.extension().is_some_and(|ext| ext == "jsonl"))
+    {
+        let mut runs = Vec::new();
+        for file in files {
+            for (source, run) in read_runs(&file)? {
+                runs.push(SourcedRun {
+                    source: source.to_string(),
+                    run,
+                });
+            }
+        }
+        return Ok(runs);
+    }
+    let evaluation = react_docstore::eval::merge::read_evaluation(&files)?;
+    for gap in evaluation.gaps() {
+        writeln!(output::stderr(), "note: {gap}")?;
+    }
+    Ok(evaluation
+        .runs
+        .into_iter()
+        .map(|evaluated| SourcedRun {
+            source: format!("{}:{}", evaluated.file.display(), evaluated.line),
+            run: evaluated.run,
+        })
+        .collect())
 }
 
 /// Whether a person types on stdin.

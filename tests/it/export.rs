@@ -604,6 +604,51 @@ async fn shards_drawing_fewshot_from_draw_the_same_examples_and_merge() {
     );
 }
 
+/// `--fewshot-from` reads a directory of results files as one evaluation, as `export` and
+/// `score` do: two files answering one question two ways are refused before any call.
+#[tokio::test(flavor = "multi_thread")]
+async fn fewshot_from_refuses_results_that_are_not_one_evaluation() {
+    let server = answering_server().await;
+    let dir = tempfile::tempdir().unwrap();
+    let text = std::fs::read_to_string(fixture("compare/trial-1.results.jsonl")).unwrap();
+    let first = text.lines().next().unwrap();
+    let mut other: Value = serde_json::from_str(first).unwrap();
+    other["answer"] = json!("another answer");
+    let shards = dir.path().join("shards");
+    std::fs::create_dir(&shards).unwrap();
+    std::fs::write(shards.join("a.jsonl"), format!("{first}\n")).unwrap();
+    std::fs::write(shards.join("b.jsonl"), format!("{other}\n")).unwrap();
+    let output = crate::binary()
+        .args([
+            "eval",
+            "fixtures/docstore/hotpotqa-distractor-3.json",
+            "--docstore",
+            "distractor",
+        ])
+        .args([
+            "--api",
+            "completions",
+            "--model",
+            "m",
+            "--base-url",
+            &server.uri(),
+        ])
+        .arg("--fewshot-from")
+        .arg(&shards)
+        .args(["--shots", "1", "--out"])
+        .arg(dir.path().join("dev.results.jsonl"))
+        .current_dir(env!("CARGO_MANIFEST_DIR"))
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert_eq!(output.status.code(), Some(2), "{stderr}");
+    assert!(
+        stderr.contains("a.jsonl") && stderr.contains("b.jsonl"),
+        "{stderr}"
+    );
+    assert!(prompts(&server).await.is_empty());
+}
+
 #[tokio::test(flavor = "multi_thread")]
 async fn fewshot_from_draws_k_right_runs_never_a_question_asked_the_same_for_every_question() {
     let server = answering_server().await;
