@@ -440,7 +440,6 @@ pub async fn evaluate(
     check_same_docstore(&stored.runs, &services.docstore.info(), &config.results)?;
     // Each shard resumes its own file, and every line it appends records the shard.
     shard::check_resume(&stored.runs, shard.as_ref(), &config.results)?;
-    results.record_shard(shard);
     if let Some(run) = stored
         .runs
         .iter()
@@ -545,11 +544,14 @@ pub async fn evaluate(
                 }
                 _ = ticks.tick() => progress.line(&tally.outcomes[round_start..], n_resumed),
                 finished = runs.next() => {
-                    let Some((question, run, failure)) = finished else { break };
+                    let Some((question, mut run, failure)) = finished else { break };
                     if run.error.is_some() && llm.refusal().is_some() {
                         // Met the refusal (or failed beside it): not recorded, it runs next time.
                         stop = llm.refusal().map(|error| StopReason::Refused { error });
                         break;
+                    }
+                    if let Some(plan) = &shard {
+                        plan.stamp(&mut run);
                     }
                     results.append(&run)?;
                     if let Some(error) = &run.error {

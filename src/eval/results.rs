@@ -12,7 +12,6 @@ use std::fs::{File, OpenOptions, TryLockError};
 use std::io::{Read, Write};
 use std::path::{Path, PathBuf};
 
-use super::shard::ShardPlan;
 use crate::fsutil::AtomicFile;
 use crate::run::{Run, Stopped};
 
@@ -21,8 +20,6 @@ use crate::run::{Run, Stopped};
 pub struct ResultsFile {
     path: PathBuf,
     file: File,
-    /// A shard's file: every line appended records the shard.
-    shard: Option<ShardPlan>,
 }
 
 /// What a results file already held.
@@ -120,7 +117,6 @@ impl ResultsFile {
         let results = ResultsFile {
             path: path.to_owned(),
             file,
-            shard: None,
         };
         Ok((results, stored))
     }
@@ -168,21 +164,9 @@ impl ResultsFile {
         Ok(n_dropped)
     }
 
-    /// A shard's results file: each run appended from now on records `shard` (`eval --shard`).
-    pub fn record_shard(&mut self, shard: Option<ShardPlan>) {
-        self.shard = shard;
-    }
-
-    /// Appends one run as a line, in one write (a shard's file: the run with its shard).
+    /// Appends one run as a line, in one write.
     pub fn append(&mut self, run: &Run) -> Result<(), ResultsError> {
-        let line = match &self.shard {
-            Some(plan) => {
-                let mut run = run.clone();
-                plan.stamp(&mut run);
-                run_line(&run)
-            }
-            None => run_line(run),
-        };
+        let line = run_line(run);
         self.file
             .write_all(&line)
             .and_then(|()| self.file.flush())

@@ -249,11 +249,6 @@ impl ShardPlan {
         self.positions.contains_key(id)
     }
 
-    /// How many questions the shard holds.
-    pub fn len(&self) -> usize {
-        self.positions.len()
-    }
-
     pub fn is_empty(&self) -> bool {
         self.positions.is_empty()
     }
