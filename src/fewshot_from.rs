@@ -8,11 +8,10 @@ use std::path::{Path, PathBuf};
 
 use xxhash_rust::xxh3::xxh3_64_with_seed;
 
-use crate::export::{Excluded, digest, rebuild};
+use crate::export::{Excluded, Keep, digest, is_kept, question_key, rebuild};
 use crate::fewshot::{Bundled, Fewshot, FewshotError, Format, without_thoughts};
 use crate::fsutil::atomic_write;
 use crate::method::Method;
-use crate::metrics::normalize_answer;
 use crate::profile::Profile;
 use crate::run::{FewshotSource, Run};
 
@@ -117,7 +116,7 @@ impl FewshotFrom {
         let mut given = HashSet::new();
         let mut candidates: Vec<(u64, String)> = Vec::new();
         for run in &self.runs {
-            let key = run.id.clone().unwrap_or_else(|| normalize_answer(&run.question));
+            let key = question_key(run);
             if excluded.contains(run) || given.contains(&key) {
                 continue;
             }
@@ -125,15 +124,14 @@ impl FewshotFrom {
             let Ok(examples) = rebuild(run).await else {
                 continue;
             };
-            let text = examples.iter().find_map(|example| {
-                let right = example.finished && example.score.as_ref().is_some_and(|score| score.em);
-                match (right, example.format, format) {
-                    (false, _, _) => None,
-                    (true, found, wanted) if found == wanted => Some(example.trajectory()),
-                    (true, Format::React, Format::Act) => Some(without_thoughts(&example.trajectory())),
+            let text = examples
+                .iter()
+                .filter(|example| example.finished && is_kept(Keep::Right, example))
+                .find_map(|example| match (example.format, format) {
+                    (found, wanted) if found == wanted => Some(example.trajectory()),
+                    (Format::React, Format::Act) => Some(without_thoughts(&example.trajectory())),
                     _ => None,
-                }
-            });
+                });
             if let Some(text) = text {
                 candidates.push((xxh3_64_with_seed(key.as_bytes(), self.seed), text));
                 given.insert(key);

@@ -53,6 +53,11 @@ pub struct Excluded {
     questions: HashSet<String>,
 }
 
+/// Which question a run asks: its id, else its normalised text (a run of `ask`).
+pub(crate) fn question_key(run: &Run) -> String {
+    run.id.clone().unwrap_or_else(|| normalize_answer(&run.question))
+}
+
 impl Excluded {
     /// A question of a file: its id (unless it is only the record's position, as in a file
     /// without ids: another such file's question at that position is another question) and its text.
@@ -208,7 +213,7 @@ pub async fn export(
             summary.dropped_excluded += 1;
             continue;
         }
-        let key = run.id.clone().unwrap_or_else(|| normalize_answer(&run.question));
+        let key = question_key(run);
         if config.attempts == Attempts::OnePerQuestion && given.contains(&key) {
             summary.dropped_repeated += 1;
             continue;
@@ -284,7 +289,7 @@ pub async fn export(
 }
 
 /// Whether an example that ended with an answer is right enough to keep.
-fn is_kept(keep: Keep, example: &Example) -> bool {
+pub(crate) fn is_kept(keep: Keep, example: &Example) -> bool {
     match (keep, &example.score) {
         (Keep::All, _) => true,
         (Keep::Right, Some(score)) => score.em,
