@@ -517,6 +517,16 @@ async fn prompts(server: &MockServer) -> Vec<String> {
 /// The binary in the repository root, `args` first, asking `server` through `/completions` with
 /// examples drawn from Reflexion's trial 1 (`--shots shots`).
 fn drawing_from_trial_1(server: &MockServer, args: &[&str], shots: &str) -> std::process::Command {
+    drawing_from(
+        server,
+        args,
+        Path::new("fixtures/compare/trial-1.results.jsonl"),
+        shots,
+    )
+}
+
+/// [`drawing_from_trial_1`] with the examples drawn from `source`.
+fn drawing_from(server: &MockServer, args: &[&str], source: &Path, shots: &str) -> std::process::Command {
     let mut command = crate::binary();
     command
         .args(args)
@@ -528,12 +538,9 @@ fn drawing_from_trial_1(server: &MockServer, args: &[&str], shots: &str) -> std:
             "--base-url",
             &server.uri(),
         ])
-        .args([
-            "--fewshot-from",
-            "fixtures/compare/trial-1.results.jsonl",
-            "--shots",
-            shots,
-        ])
+        .arg("--fewshot-from")
+        .arg(source)
+        .args(["--shots", shots])
         .current_dir(env!("CARGO_MANIFEST_DIR"));
     command
 }
@@ -618,26 +625,15 @@ async fn fewshot_from_refuses_results_that_are_not_one_evaluation() {
     std::fs::create_dir(&shards).unwrap();
     std::fs::write(shards.join("a.jsonl"), format!("{first}\n")).unwrap();
     std::fs::write(shards.join("b.jsonl"), format!("{other}\n")).unwrap();
-    let output = crate::binary()
-        .args([
-            "eval",
-            "fixtures/docstore/hotpotqa-distractor-3.json",
-            "--docstore",
-            "distractor",
-        ])
-        .args([
-            "--api",
-            "completions",
-            "--model",
-            "m",
-            "--base-url",
-            &server.uri(),
-        ])
-        .arg("--fewshot-from")
-        .arg(&shards)
-        .args(["--shots", "1", "--out"])
+    let eval = [
+        "eval",
+        "fixtures/docstore/hotpotqa-distractor-3.json",
+        "--docstore",
+        "distractor",
+    ];
+    let output = drawing_from(&server, &eval, &shards, "1")
+        .arg("--out")
         .arg(dir.path().join("dev.results.jsonl"))
-        .current_dir(env!("CARGO_MANIFEST_DIR"))
         .output()
         .unwrap();
     let stderr = String::from_utf8_lossy(&output.stderr);
