@@ -7,7 +7,6 @@ use std::path::{Path, PathBuf};
 use crate::docstore::DocstoreSource;
 use crate::environment::Workbench;
 use crate::export::Excluded;
-use crate::fewshot::Bundled;
 use crate::fewshot_from::{FewshotFrom, FewshotFromError, OtherExamples};
 use crate::fsutil::AtomicFile;
 use crate::llm::Llm;
@@ -41,11 +40,7 @@ pub struct AgentConfig {
 impl AgentConfig {
     /// The method set up with these examples and tools: built once, before any model call.
     pub fn solver(&self, toolbox: &Toolbox) -> Result<Solver, SolverError> {
-        let task = match &self.examples {
-            Examples::Bundled(task) => *task,
-            Examples::Files(files) if files.iter().any(|file| file.input_label == "Claim") => Bundled::Fever,
-            Examples::Files(_) => Bundled::HotpotQa,
-        };
+        let task = self.examples.task();
         let max_steps = self.method.max_steps(self.max_steps, task);
         Solver::new(
             &self.method,
@@ -190,10 +185,7 @@ pub async fn ask(
         (Some(from), Some(record)) => {
             let mut excluded = Excluded::default();
             excluded.insert_question(&config.question);
-            let task = match &config.agent.examples {
-                Examples::Bundled(task) => *task,
-                Examples::Files(_) => Bundled::HotpotQa,
-            };
+            let task = config.agent.examples.task();
             let method = config.agent.method.method;
             Some(
                 from.draw(

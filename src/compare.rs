@@ -174,9 +174,9 @@ impl ScoredFile {
 
     /// [`ScoredFile::read`], several attempts a question reduced by `reduce`. `path` is an
     /// evaluation: a results file, a directory of them, or comma-joined files
-    /// ([`merge::evaluation_paths`]), read as one.
+    /// ([`crate::run::files::recorded_files`]), read as one.
     pub fn read_reduced(path: &Path, reduce: Reduce) -> Result<ScoredFile, CompareError> {
-        let evaluation = merge::read_evaluation(&merge::evaluation_paths(path))?;
+        let evaluation = merge::read_evaluation(&[path.to_owned()])?;
         let mut file = ScoredFile::from_evaluation(path, evaluation)?;
         file.reduce(reduce);
         Ok(file)
@@ -318,13 +318,12 @@ impl ScoredFile {
 
     /// [`ScoredFile::gaps`], each sentence naming the evaluation.
     pub fn gap_notes(&self) -> Vec<String> {
-        let path = self.path.display();
-        self.gaps.iter().map(|gap| format!("`{path}`: {gap}")).collect()
+        gap_notes(std::slice::from_ref(self))
     }
 
     /// The file's name as a reader would say it (its last component; comma-joined files whole).
     pub fn name(&self) -> String {
-        if merge::evaluation_paths(&self.path).len() > 1 {
+        if crate::run::files::is_list(&self.path) {
             return self.path.display().to_string();
         }
         self.path.file_name().map_or_else(
@@ -572,6 +571,24 @@ fn check_same_gold(a_run: &ScoredRun, b_run: &ScoredRun) -> Result<(), CompareEr
 }
 
 /// Pairs `a` and `b` by question id and compares them; `seed` drives the bootstrap.
+/// The gaps of several evaluations, each sentence said once, naming every evaluation it is
+/// true of (`` `a.jsonl`, `b.jsonl`: … ``), in the order first met.
+pub fn gap_notes(files: &[ScoredFile]) -> Vec<String> {
+    let mut gaps: Vec<(&str, Vec<String>)> = Vec::new();
+    for file in files {
+        for gap in &file.gaps {
+            let name = format!("`{}`", file.path.display());
+            match gaps.iter_mut().find(|(text, _)| *text == gap.as_str()) {
+                Some((_, names)) => names.push(name),
+                None => gaps.push((gap.as_str(), vec![name])),
+            }
+        }
+    }
+    gaps.into_iter()
+        .map(|(gap, names)| format!("{}: {gap}", names.join(", ")))
+        .collect()
+}
+
 pub fn compare(a: &ScoredFile, b: &ScoredFile, seed: u64, golds: Golds) -> Result<Comparison, CompareError> {
     let (pairs, only_in_a, only_in_b) = pair(a, b, golds)?;
     let n = pairs.len();

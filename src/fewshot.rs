@@ -65,31 +65,8 @@ impl fmt::Display for Format {
     }
 }
 
-/// The bundled example sets: one per task.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Bundled {
-    HotpotQa,
-    Fever,
-}
-
-impl Bundled {
-    /// The name runs record for the bundled examples of this task, in any format.
-    pub fn name(self) -> &'static str {
-        match self {
-            Bundled::HotpotQa => "hotpotqa",
-            Bundled::Fever => "fever",
-        }
-    }
-
-    /// The bundled set a recorded name refers to, if it is one.
-    pub fn named(name: &str) -> Option<Bundled> {
-        match name {
-            "hotpotqa" => Some(Bundled::HotpotQa),
-            "fever" => Some(Bundled::Fever),
-            _ => None,
-        }
-    }
-}
+/// The bundled example sets: one per task (the name will go; [`Task`] is the one type).
+pub use crate::task::Task as Bundled;
 
 /// Few-shot examples and the label the task's inputs carry (`Question` or `Claim`).
 #[derive(Debug, Clone, PartialEq, Eq)]

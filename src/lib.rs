@@ -11,6 +11,7 @@ mod json;
 pub mod method;
 pub mod profile;
 pub mod secret;
+pub mod task;
 
 mod http;
 

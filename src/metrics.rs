@@ -12,6 +12,14 @@ pub struct AnswerScore {
 }
 
 impl AnswerScore {
+    /// The score of no answer, or of an attempt not made: wrong in every measure.
+    pub const WRONG: AnswerScore = AnswerScore {
+        em: false,
+        f1: 0.0,
+        precision: 0.0,
+        recall: 0.0,
+    };
+
     /// `exact_match_score` and `f1_score` of `hotpot_evaluate_v1.py`.
     pub fn new(prediction: &str, gold: &str) -> AnswerScore {
         let prediction = normalize_answer(prediction);

@@ -24,6 +24,7 @@ use crate::llm::{Api, ReplayLlm};
 use crate::method::Method;
 use crate::profile::Profile;
 use crate::prompt::{Prompt, PromptOptions};
+use crate::run::files::{FilesError, Found, Wanted, recorded_files};
 use crate::run::{Run, RunFileError, Stopped, Usage};
 use crate::solver::{Examples, Solver};
 use crate::tool::Toolbox;
@@ -182,6 +183,9 @@ fn trace_memory(trace: &mut TracePrinter, recorded: &Run) {
 fn carry_over(run: &mut Run, recorded: &Run) {
     run.id = recorded.id.clone();
     run.method = recorded.method;
+    // The task and the evaluation as recorded (absent from older runs, and absent again).
+    run.task = recorded.task;
+    run.evaluation.clone_from(&recorded.evaluation);
     // A trial's place and what its prompt showed; the reflection call was made before the trial.
     run.format.clone_from(&recorded.format);
     run.trial = recorded.trial;
@@ -343,12 +347,8 @@ pub enum ReplayError {
     RunLines(#[from] ResultsError),
     #[error("`{}`, line {line}: the last line is cut short (a write still in progress, or interrupted)", path.display())]
     TornLine { path: PathBuf, line: usize },
-    #[error("cannot list run files in `{}`", path.display())]
-    List {
-        path: PathBuf,
-        #[source]
-        source: std::io::Error,
-    },
+    #[error(transparent)]
+    Files(#[from] FilesError),
     #[error(
         "`{}` looks like a question file (questions, no recorded steps), not a run: `replay` takes the runs `ask --record` and `eval --out` write; `react-docstore eval {}` runs its questions",
         path.display(),
@@ -387,28 +387,12 @@ pub fn run_files(paths: &[PathBuf]) -> Result<Vec<PathBuf>, ReplayError> {
         .collect())
 }
 
-/// How a file came to be replayed.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-enum Found {
-    /// Named on the command line: a file that is not a run is an error.
-    Named,
-    /// Found in a directory named there: a file that is not a run is skipped, and named.
-    InDirectory,
-}
-
 /// [`run_files`], each with how it was found.
 fn found_run_files(paths: &[PathBuf]) -> Result<Vec<(PathBuf, Found)>, ReplayError> {
-    let mut found = Vec::new();
-    for path in paths {
-        if path.is_dir() {
-            let mut files = Vec::new();
-            collect_run_files(path, &mut files)?;
-            found.extend(files.into_iter().map(|file| (file, Found::InDirectory)));
-        } else {
-            found.push((path.clone(), Found::Named));
-        }
-    }
-    Ok(found)
+    Ok(recorded_files(paths, Wanted::Runs)?
+        .into_iter()
+        .map(|file| (file.path, file.found))
+        .collect())
 }
 
 /// The runs of a file, or, for a file found in a directory that cannot be replayed, `None`
@@ -458,37 +442,6 @@ fn unless_questions(error: ReplayError, bytes: &[u8], path: &Path) -> ReplayErro
     } else {
         error
     }
-}
-
-fn collect_run_files(dir: &Path, files: &mut Vec<PathBuf>) -> Result<(), ReplayError> {
-    let list_error = |source| ReplayError::List {
-        path: dir.to_owned(),
-        source,
-    };
-    // The entries' types come with the listing: no `stat` a file, except through a symbolic link.
-    let mut entries: Vec<(PathBuf, std::fs::FileType)> = std::fs::read_dir(dir)
-        .map_err(list_error)?
-        .map(|entry| entry.and_then(|entry| Ok((entry.path(), entry.file_type()?))))
-        .collect::<Result<_, _>>()
-        .map_err(list_error)?;
-    entries.sort_by(|(a, _), (b, _)| a.cmp(b));
-    for (entry, file_type) in entries {
-        let (is_dir, is_file) = if file_type.is_symlink() {
-            (entry.is_dir(), entry.is_file())
-        } else {
-            (file_type.is_dir(), file_type.is_file())
-        };
-        if is_dir {
-            collect_run_files(&entry, files)?;
-        } else if is_file
-            && entry
-                .extension()
-                .is_some_and(|ext| ext == "json" || ext == "jsonl")
-        {
-            files.push(entry);
-        }
-    }
-    Ok(())
 }
 
 /// The runs of one file with their sources: JSON Lines (`*.jsonl`, or a `.json` file of several

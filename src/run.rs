@@ -10,6 +10,12 @@ use crate::llm::{Api, ReplyMessage, TokenUsage};
 use crate::method::{Method, Reflect};
 use crate::metrics::AnswerScore;
 use crate::profile::Profile;
+use crate::task::Task;
+
+pub mod files;
+pub mod settings;
+
+pub use settings::EvalSettings;
 
 /// The format of a ReAct run (every run before the other methods, and every `react` run since).
 pub const RUN_FORMAT: &str = "react-docstore.run.v1";
@@ -28,6 +34,10 @@ pub struct Run {
     pub question: String,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub gold: Option<String>,
+    /// The task (`hotpotqa`, `fever`): how the answer is scored. Absent from older runs, whose
+    /// task [`Run::task`] derives.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub task: Option<Task>,
     /// The method that answered (`--method`). Absent means `react`: runs from before methods
     /// existed, and `ask`'s ReAct runs, whose file is unchanged; `eval` always names it.
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -101,6 +111,11 @@ pub struct Run {
     /// questions and the question's place in the whole selection. Absent when unsharded.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub shard: Option<ShardRecord>,
+    /// The settings of the evaluation this run belongs to (`eval` writes them on every line):
+    /// what [`settings::Comparable`] compares to tell whether runs are one evaluation. Absent from
+    /// `ask`'s runs and from results lines written before they were recorded.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub evaluation: Option<Box<EvalSettings>>,
     #[serde(default)]
     pub answer: Option<String>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -108,6 +123,10 @@ pub struct Run {
     /// The infrastructure failure that ended the run (`stopped` is `error`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub error: Option<String>,
+    /// Whether that failure may fix itself (`eval` asks such a question again when resumed) or
+    /// not (kept until `--retry-errors`). Absent from older runs: lasting.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub error_kind: Option<RunErrorKind>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub em: Option<u8>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -296,6 +315,18 @@ impl Stopped {
     }
 }
 
+/// Whether the failure that ended a run may fix itself.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum RunErrorKind {
+    /// A timeout, a refused or reset connection, 408, 429, 5xx, a Wikipedia outage: asked again
+    /// when the evaluation is resumed.
+    Transient,
+    /// 401, 403, 404, a prompt the server refuses (a context-length 400), a page not cached
+    /// offline: asking again gives the same answer, so it is kept until `--retry-errors`.
+    Lasting,
+}
+
 /// What a run cost.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
 pub struct Usage {
@@ -375,6 +406,7 @@ impl Run {
             id: None,
             question: question.to_owned(),
             gold: None,
+            task: None,
             method: None,
             profile,
             model: None,
@@ -397,12 +429,32 @@ impl Run {
             last_trial: None,
             reflection: None,
             shard: None,
+            evaluation: None,
             answer: None,
             stopped: None,
             error: None,
+            error_kind: None,
             em: None,
             f1: None,
             usage: Usage::default(),
+        }
+    }
+
+    /// The run's task: recorded, else (older runs) FEVER when its examples were the bundled
+    /// FEVER ones or its gold answer is a FEVER label, else HotpotQA.
+    pub fn task(&self) -> Task {
+        if let Some(task) = self.task {
+            return task;
+        }
+        let fever_examples = [self.fewshot.as_deref(), self.cot_fewshot.as_deref()].contains(&Some("fever"));
+        let labelled = self
+            .gold
+            .as_deref()
+            .is_some_and(|gold| matches!(gold, "SUPPORTS" | "REFUTES" | "NOT ENOUGH INFO"));
+        if fever_examples || labelled {
+            Task::Fever
+        } else {
+            Task::HotpotQa
         }
     }
 

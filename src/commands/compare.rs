@@ -57,9 +57,7 @@ pub fn run(args: CompareArgs) -> anyhow::Result<ExitCode> {
     let a = ScoredFile::read_reduced(&args.a, args.reduction())?;
     let b = ScoredFile::read_reduced(&args.b, args.reduction())?;
     let comparison = compare::compare(&a, &b, args.seed, args.golds())?;
-    for side in [&a, &b] {
-        super::merge::warn_gaps(&side.gap_notes())?;
-    }
+    super::merge::warn_gaps(&compare::gap_notes(&[a, b]))?;
     let mut stdout = output::stdout();
     if args.json {
         writeln!(stdout, "{}", serde_json::to_string(&comparison)?)?;

@@ -81,6 +81,10 @@ pub struct TrialRow {
 pub struct EpochStats {
     /// The most epochs a question had.
     pub epochs: u32,
+    /// The questions every figure is over (as the headline's `n`), with no run or not.
+    pub n_questions: usize,
+    /// The attempts made of them (an attempt not made counts as wrong).
+    pub n_attempts: usize,
     /// The mean over questions of each question's mean EM over its epochs.
     pub mean_em: f64,
     /// Its standard error over questions (`null` under two questions).
@@ -114,14 +118,27 @@ impl Serialize for PassAt {
 pub struct AttemptsSummary {
     #[serde(skip_serializing_if = "Vec::is_empty")]
     pub trials: Vec<TrialRow>,
+    /// The questions the trials' rows are over (as the headline's `n`), run or not.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub trials_n: Option<usize>,
+    /// Questions with no attempt at all (counted as wrong under every figure).
+    #[serde(skip_serializing_if = "is_zero")]
+    pub no_answer: usize,
     #[serde(flatten, skip_serializing_if = "Option::is_none")]
     pub epochs: Option<EpochStats>,
 }
 
+fn is_zero(n: &usize) -> bool {
+    *n == 0
+}
+
 impl AttemptsSummary {
-    /// Sums up `scores` (every attempt of every question, any order): the trial rows when they
-    /// are trials, the epoch statistics when they are epochs; nothing for single attempts.
-    pub fn of(scores: &[AttemptScore]) -> AttemptsSummary {
+    /// Sums up `scores` (every attempt of every question, any order) over `questions`, the
+    /// questions the headline counts: the trial rows when they are trials, the epoch statistics
+    /// when they are epochs; nothing for single attempts. A question with no attempt, or fewer
+    /// epochs than the others, counts its missing attempts as wrong, so every figure is over the
+    /// same questions.
+    pub fn of(scores: &[AttemptScore], questions: &[&str]) -> AttemptsSummary {
         let trials: Vec<&AttemptScore> = scores
             .iter()
             .filter(|score| matches!(score.attempt, Attempt::Trial(_)))
@@ -130,9 +147,17 @@ impl AttemptsSummary {
             .iter()
             .filter(|score| matches!(score.attempt, Attempt::Epoch(_)))
             .collect();
+        let attempted: std::collections::HashSet<&str> =
+            scores.iter().map(|score| score.id.as_str()).collect();
+        let no_answer = questions.iter().filter(|id| !attempted.contains(*id)).count();
+        if trials.is_empty() && epochs.is_empty() {
+            return AttemptsSummary::default();
+        }
         AttemptsSummary {
+            trials_n: (!trials.is_empty()).then_some(questions.len()),
             trials: trial_rows(&trials),
-            epochs: (!epochs.is_empty()).then(|| epoch_stats(&epochs)),
+            no_answer,
+            epochs: (!epochs.is_empty()).then(|| epoch_stats(&epochs, questions)),
         }
     }
 
@@ -142,8 +167,13 @@ impl AttemptsSummary {
 
     /// The summary's lines for people.
     pub fn write_text(&self, out: &mut dyn std::io::Write) -> std::io::Result<()> {
-        if !self.trials.is_empty() {
-            writeln!(out, "trials         trial    ran  right  right so far")?;
+        if let Some(n) = self.trials_n {
+            writeln!(
+                out,
+                "trials         over n = {n} questions{}",
+                self.no_answer_text()
+            )?;
+            writeln!(out, "               trial    ran  right  right so far")?;
             for row in &self.trials {
                 writeln!(
                     out,
@@ -156,8 +186,15 @@ impl AttemptsSummary {
             let stderr = |value: Option<f64>| value.map_or_else(String::new, |se| format!(" ± {se:.4}"));
             writeln!(
                 out,
-                "epochs         {}: mean EM {:.4}{}  mean F1 {:.4}{}  majority EM {:.4}",
+                "epochs         {} epochs over n = {} questions ({} attempts made){}",
                 epochs.epochs,
+                epochs.n_questions,
+                epochs.n_attempts,
+                self.no_answer_text()
+            )?;
+            writeln!(
+                out,
+                "               mean EM {:.4}{}  mean F1 {:.4}{}  majority EM {:.4}",
                 epochs.mean_em,
                 stderr(epochs.mean_em_stderr),
                 epochs.mean_f1,
@@ -173,6 +210,15 @@ impl AttemptsSummary {
             writeln!(out, "               {}", pass.join("  "))?;
         }
         Ok(())
+    }
+}
+
+impl AttemptsSummary {
+    fn no_answer_text(&self) -> String {
+        match self.no_answer {
+            0 => String::new(),
+            n => format!(", {n} with no run (counted wrong)"),
+        }
     }
 }
 
@@ -210,58 +256,53 @@ fn trial_rows(scores: &[&AttemptScore]) -> Vec<TrialRow> {
         .collect()
 }
 
-/// Each question's epochs, in the order first met.
-fn by_question<'a>(scores: &[&'a AttemptScore]) -> Vec<Vec<&'a AttemptScore>> {
-    let mut order: Vec<&str> = Vec::new();
+/// Each of `questions`' epochs, in `questions`' order (none for a question with no run).
+fn by_question<'a>(scores: &[&'a AttemptScore], questions: &[&str]) -> Vec<Vec<&'a AttemptScore>> {
     let mut groups: HashMap<&str, Vec<&AttemptScore>> = HashMap::new();
     for score in scores {
-        let group = groups.entry(score.id.as_str()).or_insert_with(|| {
-            order.push(score.id.as_str());
-            Vec::new()
-        });
-        group.push(score);
+        groups.entry(score.id.as_str()).or_default().push(score);
     }
-    order.into_iter().filter_map(|id| groups.remove(id)).collect()
+    questions
+        .iter()
+        .map(|id| groups.remove(id).unwrap_or_default())
+        .collect()
 }
 
-fn epoch_stats(scores: &[&AttemptScore]) -> EpochStats {
-    let questions = by_question(scores);
-    let em_means: Vec<f64> = questions
+fn epoch_stats(scores: &[&AttemptScore], questions: &[&str]) -> EpochStats {
+    let groups = by_question(scores, questions);
+    let most = groups.iter().map(Vec::len).max().unwrap_or(0);
+    // Each question over `most` attempts: the ones not made are wrong, with no answer.
+    let em_means: Vec<f64> = groups
         .iter()
-        .map(|attempts| mean(attempts.iter().map(|score| f64::from(u8::from(score.em)))))
+        .map(|attempts| attempts.iter().filter(|score| score.em).count() as f64 / most.max(1) as f64)
         .collect();
-    let f1_means: Vec<f64> = questions
+    let f1_means: Vec<f64> = groups
         .iter()
-        .map(|attempts| mean(attempts.iter().map(|score| score.f1)))
+        .map(|attempts| attempts.iter().map(|score| score.f1).sum::<f64>() / most.max(1) as f64)
         .collect();
-    let most = questions.iter().map(Vec::len).max().unwrap_or(0);
     let pass_at = pass_ks(most)
         .into_iter()
         .map(|k| {
-            let values = questions
+            let values = groups
                 .iter()
-                .filter(|attempts| attempts.len() >= k)
-                .map(|attempts| {
-                    pass_at_k(
-                        attempts.len(),
-                        attempts.iter().filter(|score| score.em).count(),
-                        k,
-                    )
-                });
+                .map(|attempts| pass_at_k(most, attempts.iter().filter(|score| score.em).count(), k));
             (k as u32, mean(values))
         })
         .collect();
     EpochStats {
         epochs: most as u32,
+        n_questions: questions.len(),
+        n_attempts: scores.len(),
         mean_em: mean(em_means.iter().copied()),
         mean_em_stderr: standard_error(&em_means),
         mean_f1: mean(f1_means.iter().copied()),
         mean_f1_stderr: standard_error(&f1_means),
-        majority_em: mean(questions.iter().map(|attempts| {
-            let answers: Vec<(Option<&str>, bool)> = attempts
+        majority_em: mean(groups.iter().map(|attempts| {
+            let mut answers: Vec<(Option<&str>, bool)> = attempts
                 .iter()
                 .map(|score| (score.answer.as_deref(), score.em))
                 .collect();
+            answers.resize(most, (None, false));
             f64::from(u8::from(strict_majority(&answers).is_some_and(|(_, em)| em)))
         })),
         pass_at: PassAt(pass_at),
@@ -586,7 +627,8 @@ mod tests {
             score("q3", Attempt::Trial(2), false, "z2"),
             score("q3", Attempt::Trial(3), false, "z3"),
         ];
-        let summary = AttemptsSummary::of(&scores);
+        let summary = AttemptsSummary::of(&scores, &["q1", "q2", "q3"]);
+        assert_eq!(summary.trials_n, Some(3));
         assert_eq!(
             summary.trials,
             vec![
@@ -624,7 +666,7 @@ mod tests {
             score("q2", Attempt::Epoch(2), true, "gold"),
             score("q2", Attempt::Epoch(3), false, "b"),
         ];
-        let epochs = AttemptsSummary::of(&scores).epochs.unwrap();
+        let epochs = AttemptsSummary::of(&scores, &["q1", "q2"]).epochs.unwrap();
         assert_eq!(epochs.epochs, 3);
         assert!((epochs.mean_em - 0.5).abs() < 1e-12);
         // Question means 2/3 and 1/3: sd = √((1/6)² · 2 / 1) = 0.2357; over √2: 0.1667.
@@ -636,8 +678,32 @@ mod tests {
         assert!((pass[0].1 - 0.5).abs() < 1e-12);
         assert!((pass[1].1 - (1.0 + 2.0 / 3.0) / 2.0).abs() < 1e-12);
         assert!((pass[2].1 - 1.0).abs() < 1e-12);
-        let json = serde_json::to_value(AttemptsSummary::of(&scores)).unwrap();
+        let json = serde_json::to_value(AttemptsSummary::of(&scores, &["q1", "q2"])).unwrap();
         assert_eq!(json["pass_at"]["2"], serde_json::json!(pass[1].1));
         assert!(json.get("trials").is_none());
+    }
+
+    /// A question with no run counts as wrong under every epoch figure, as in the headline: the
+    /// figures are over the same questions.
+    #[test]
+    fn a_question_with_no_run_counts_under_every_figure() {
+        let scores = vec![
+            score("q1", Attempt::Epoch(1), true, "a"),
+            score("q1", Attempt::Epoch(2), true, "a"),
+            score("q2", Attempt::Epoch(1), true, "b"),
+            score("q2", Attempt::Epoch(2), false, "c"),
+        ];
+        let summary = AttemptsSummary::of(&scores, &["q1", "q2", "q3"]);
+        let epochs = summary.epochs.clone().unwrap();
+        assert_eq!(
+            (epochs.n_questions, epochs.n_attempts, summary.no_answer),
+            (3, 4, 1)
+        );
+        // q1 1, q2 1/2, q3 0.
+        assert!((epochs.mean_em - 0.5).abs() < 1e-12);
+        assert!((epochs.majority_em - 1.0 / 3.0).abs() < 1e-12);
+        assert!((epochs.pass_at.0[0].1 - 0.5).abs() < 1e-12);
+        // pass@2: q1 1, q2 1, q3 0.
+        assert!((epochs.pass_at.0[1].1 - 2.0 / 3.0).abs() < 1e-12);
     }
 }

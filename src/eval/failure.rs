@@ -151,6 +151,30 @@ impl FailureClass {
     }
 }
 
+impl FailureKind {
+    /// Whether a failure of this kind may fix itself, so that asking again later is worth it:
+    /// no answer (refused, reset, timed out), 408, 429 and 5xx but 501, a wait longer than the
+    /// client's. A status the server will give again (400, 401, 403, 404), a response over the
+    /// limit or of the wrong shape, a page not cached offline and local failures do not.
+    pub fn is_transient(self) -> bool {
+        match self {
+            FailureKind::Status(status) | FailureKind::WaitTooLong(status) => {
+                reqwest::StatusCode::from_u16(status).is_ok_and(crate::http::is_transient_status)
+            }
+            FailureKind::Unreachable => true,
+            FailureKind::TooLarge
+            | FailureKind::BadResponse
+            | FailureKind::NotCached
+            | FailureKind::Client
+            | FailureKind::Files
+            | FailureKind::Config
+            | FailureKind::NoCompletion
+            | FailureKind::NoObservation
+            | FailureKind::ToolFailed => false,
+        }
+    }
+}
+
 /// `503` from `503 Service Unavailable` (how [`LlmError`] keeps a status); 0 when there is none.
 fn status_code(status: &str) -> u16 {
     status

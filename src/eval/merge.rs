@@ -10,7 +10,7 @@
 //! shards of other splits, are refused naming both. Shard records say which shards and which
 //! questions of the selection no file holds.
 
-use std::collections::{HashMap, HashSet};
+use std::collections::{BTreeSet, HashMap, HashSet};
 use std::fmt;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
@@ -18,6 +18,8 @@ use std::sync::Arc;
 use super::results::{ResultsError, RunLine, parse_run_lines};
 use super::shard::{Shard, shard_of};
 use crate::fsutil::atomic_write;
+use crate::run::files::{FilesError, Wanted, recorded_paths};
+use crate::run::settings::{Comparable, NotOneEvaluation, SettingsSource, check_same, in_field_order};
 use crate::run::{Attempt, Run, ShardRecord};
 
 /// How many missing shards or question positions a message lists before `…`.
@@ -46,6 +48,8 @@ pub struct Evaluation {
     pub duplicates: usize,
     /// What the shard records say is there and missing (a sharded evaluation).
     pub shards: Option<ShardCoverage>,
+    /// Settings that lines written by earlier versions do not record, so were not compared.
+    pub unknown_settings: Vec<&'static str>,
 }
 
 /// A sharded evaluation's coverage: the split, and what no file holds.
@@ -57,24 +61,25 @@ pub struct ShardCoverage {
     pub selected: usize,
     /// Shards no file holds a run of.
     pub missing_shards: Vec<u32>,
-    /// Positions in the selection (from 0) no run answers: questions not run (yet).
-    pub missing_positions: Vec<usize>,
+    /// How many positions of the selection no run answers: questions not run (yet).
+    pub n_missing_positions: usize,
+    /// The first of those positions (from 0), [`LISTED`] at most.
+    pub first_missing_positions: Vec<usize>,
 }
+
+/// The most shards a record may name: more than any job array runs (Slurm's largest is 4M
+/// tasks only in theory; Kubernetes' Indexed Jobs stop at 100,000).
+pub const MAX_SHARDS: u32 = 1 << 20;
+/// The most questions a shard record may say the selection held (the largest question sets
+/// hold a few million).
+pub const MAX_SELECTED: usize = 1 << 26;
 
 #[derive(Debug, thiserror::Error)]
 pub enum MergeError {
     #[error(transparent)]
     Results(#[from] ResultsError),
-    #[error("cannot read directory `{}`", path.display())]
-    ReadDirectory {
-        path: PathBuf,
-        #[source]
-        source: std::io::Error,
-    },
-    #[error("directory `{}` holds no results file (`*.jsonl`)", path.display())]
-    EmptyDirectory { path: PathBuf },
-    #[error("no results file given")]
-    NoFiles,
+    #[error(transparent)]
+    Files(#[from] FilesError),
     #[error(
         "question `{}` ({}) is in two files that disagree on its {}: {}",
         .0.id,
@@ -89,8 +94,10 @@ pub enum MergeError {
         .0
     )]
     MixedSettings(Box<Disagreement>),
+    #[error(transparent)]
+    NotOneEvaluation(Box<NotOneEvaluation>),
     #[error(
-        "results file `{}`, line {line}: shard record {record} is impossible (index ≥ count, or position ≥ selected)",
+        "results file `{}`, line {line}: shard record {record} is impossible (index ≥ count, position ≥ selected, more than 1,048,576 shards or more than 67,108,864 questions)",
         path.display()
     )]
     BadShard {
@@ -160,28 +167,12 @@ impl fmt::Display for AttemptName {
     }
 }
 
-/// The files an evaluation argument names: itself when it exists (a file or a directory), else
-/// the comma-separated paths it lists (`a.jsonl,b.jsonl`).
-pub fn evaluation_paths(argument: &Path) -> Vec<PathBuf> {
-    if argument.exists() {
-        return vec![argument.to_owned()];
-    }
-    let text = argument.to_string_lossy();
-    if !text.contains(',') {
-        return vec![argument.to_owned()];
-    }
-    text.split(',')
-        .filter(|part| !part.is_empty())
-        .map(PathBuf::from)
-        .collect()
-}
-
-/// Reads `paths` (results files, or directories whose `*.jsonl` files are read in name order) as
-/// one evaluation: runs merged by (question id, attempt), duplicates kept once, disagreements,
+/// Reads `paths` (results files, directories of them at any depth, comma lists: [`crate::run::files::recorded_files`])
+/// as one evaluation: runs merged by (question id, attempt), duplicates kept once, disagreements,
 /// mixed settings and misplaced shard lines refused naming the files, missing shards and
 /// questions counted.
 pub fn read_evaluation(paths: &[PathBuf]) -> Result<Evaluation, MergeError> {
-    let files = results_files(paths)?;
+    let files = recorded_paths(paths, Wanted::Results)?;
     let mut runs: Vec<EvaluatedRun> = Vec::new();
     // Where each (id, attempt) was first read: its index in `runs`, and its file's index.
     let mut first_read: HashMap<(String, Attempt), (usize, usize)> = HashMap::new();
@@ -221,9 +212,7 @@ pub fn read_evaluation(paths: &[PathBuf]) -> Result<Evaluation, MergeError> {
             }
         }
     }
-    if files.len() > 1 {
-        check_same_settings(&runs)?;
-    }
+    let unknown_settings = check_same_settings(&runs)?;
     let shards = shard_coverage(&runs)?;
     if shards.is_some() {
         // The selection's order, whichever order the shards were read in.
@@ -239,42 +228,8 @@ pub fn read_evaluation(paths: &[PathBuf]) -> Result<Evaluation, MergeError> {
         runs,
         duplicates,
         shards,
+        unknown_settings,
     })
-}
-
-/// The files `paths` name: each file as given, each directory's `*.jsonl` files in name order.
-fn results_files(paths: &[PathBuf]) -> Result<Vec<PathBuf>, MergeError> {
-    if paths.is_empty() {
-        return Err(MergeError::NoFiles);
-    }
-    let mut files = Vec::new();
-    for path in paths {
-        if !path.is_dir() {
-            files.push(path.clone());
-            continue;
-        }
-        let read_error = |source| MergeError::ReadDirectory {
-            path: path.clone(),
-            source,
-        };
-        let mut found = Vec::new();
-        for entry in std::fs::read_dir(path).map_err(read_error)? {
-            let entry_path = entry.map_err(read_error)?.path();
-            if entry_path
-                .extension()
-                .is_some_and(|extension| extension == "jsonl")
-                && entry_path.is_file()
-            {
-                found.push(entry_path);
-            }
-        }
-        if found.is_empty() {
-            return Err(MergeError::EmptyDirectory { path: path.clone() });
-        }
-        found.sort();
-        files.extend(found);
-    }
-    Ok(files)
 }
 
 /// Refuses two reads of one (id, attempt) that ask or answer differently.
@@ -310,51 +265,33 @@ fn same_run(first: &EvaluatedRun, second: &EvaluatedRun) -> Result<(), MergeErro
     }
 }
 
-/// The settings an evaluation's runs share, each named and shown as messages show it.
-fn settings(run: &Run) -> [(&'static str, String); 6] {
-    let shown = |value: Option<String>| value.map_or_else(|| "none".to_owned(), |value| format!("`{value}`"));
-    [
-        ("model", shown(run.model.clone())),
-        ("method", format!("`{}`", run.method())),
-        ("profile", format!("`{}`", run.profile)),
-        ("docstore", shown(run.docstore.as_ref().map(ToString::to_string))),
-        // Drawn by `--fewshot-from`, the examples are written beside each shard's results: the
-        // same examples have the same digest, wherever their file is.
-        (
-            "few-shot examples",
-            shown(match &run.fewshot_from {
-                Some(source) => Some(source.digest.clone()),
-                None => run.fewshot.clone(),
-            }),
-        ),
-        ("CoT few-shot examples", shown(run.cot_fewshot.clone())),
-    ]
+/// Refuses runs that are not of one evaluation (their settings compared with the first run's,
+/// [`Comparable`]); returns the settings some line does not record (older lines).
+fn check_same_settings(runs: &[EvaluatedRun]) -> Result<Vec<&'static str>, MergeError> {
+    let Some(first) = runs.first() else {
+        return Ok(Vec::new());
+    };
+    let expected = Comparable::of_run(&first.run);
+    let mut unknown = BTreeSet::new();
+    for evaluated in &runs[1..] {
+        let found = check_same(
+            (&expected, first.source()),
+            (&Comparable::of_run(&evaluated.run), evaluated.source()),
+        )
+        .map_err(MergeError::NotOneEvaluation)?;
+        unknown.extend(found);
+    }
+    Ok(in_field_order(&unknown))
 }
 
-/// Refuses files whose runs were made with other settings than the first run read.
-fn check_same_settings(runs: &[EvaluatedRun]) -> Result<(), MergeError> {
-    let Some(first) = runs.first() else {
-        return Ok(());
-    };
-    let expected = settings(&first.run);
-    for evaluated in runs.iter().filter(|evaluated| evaluated.file != first.file) {
-        for ((field, first_value), (_, value)) in expected.iter().zip(settings(&evaluated.run)) {
-            if *first_value != value {
-                return Err(MergeError::MixedSettings(Box::new(Disagreement {
-                    id: String::new(),
-                    attempt: AttemptName(Attempt::Only),
-                    field,
-                    first: first.file.to_path_buf(),
-                    first_line: first.line,
-                    first_value: first_value.clone(),
-                    second: evaluated.file.to_path_buf(),
-                    second_line: evaluated.line,
-                    second_value: value,
-                })));
-            }
+impl EvaluatedRun {
+    /// Its file and line, as a settings difference names them.
+    fn source(&self) -> SettingsSource {
+        SettingsSource::Line {
+            file: self.file.to_path_buf(),
+            line: self.line,
         }
     }
-    Ok(())
 }
 
 /// The split as messages show it: `shard 1/4 of 100 selected questions`, or unsharded.
@@ -396,7 +333,11 @@ fn shard_coverage(runs: &[EvaluatedRun]) -> Result<Option<ShardCoverage>, MergeE
         let Some(record) = evaluated.run.shard else {
             return Err(mixed(evaluated, "shards", split_name(None)));
         };
-        if record.index >= record.count || record.position >= record.selected {
+        if record.index >= record.count
+            || record.position >= record.selected
+            || record.count > MAX_SHARDS
+            || record.selected > MAX_SELECTED
+        {
             return Err(MergeError::BadShard {
                 path: evaluated.file.to_path_buf(),
                 line: evaluated.line,
@@ -450,8 +391,10 @@ fn shard_coverage(runs: &[EvaluatedRun]) -> Result<Option<ShardCoverage>, MergeE
         missing_shards: (0..split.count)
             .filter(|index| !present.contains(index))
             .collect(),
-        missing_positions: (0..split.selected)
+        n_missing_positions: split.selected - at_position.len(),
+        first_missing_positions: (0..split.selected)
             .filter(|position| !at_position.contains_key(position))
+            .take(LISTED + 1)
             .collect(),
     }))
 }
@@ -470,14 +413,20 @@ impl Evaluation {
                     listed(&coverage.missing_shards)
                 ));
             }
-            if !coverage.missing_positions.is_empty() {
+            if coverage.n_missing_positions > 0 {
                 gaps.push(format!(
                     "{} of {} selected questions missing (positions in the selection from 0: {}): not run, or not yet",
-                    coverage.missing_positions.len(),
+                    coverage.n_missing_positions,
                     coverage.selected,
-                    listed(&coverage.missing_positions)
+                    listed(&coverage.first_missing_positions)
                 ));
             }
+        }
+        if !self.unknown_settings.is_empty() {
+            gaps.push(format!(
+                "older lines, settings not compared: {}",
+                self.unknown_settings.join(", ")
+            ));
         }
         if self.duplicates > 0 {
             gaps.push(format!(

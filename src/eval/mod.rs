@@ -9,6 +9,7 @@ pub mod failure;
 pub mod merge;
 pub mod questions;
 pub mod results;
+mod resume;
 pub mod score;
 pub mod selection;
 pub mod shard;
@@ -35,18 +36,19 @@ pub use selection::{Selection, SelectionError, Subset};
 pub use shard::{Shard, ShardArg, ShardError};
 pub use summary::{Outcome, Summary, SummaryContext};
 
-use crate::docstore::{DocstoreInfo, DocstoreSource};
+use crate::docstore::DocstoreSource;
 use crate::environment::{EnvironmentError, Inspected, Workbench};
 use crate::fewshot::{Bundled, Fewshot, FewshotError};
 use crate::fewshot_from::{FewshotFrom, FewshotFromError, OtherExamples};
 use crate::llm::{
     Api, Completion, ConverseRequest, Llm, LlmError, LlmRequest, Reply, SampleRequest, Samples,
 };
-use crate::method::{Method, Reflect};
+use crate::method::Reflect;
 use crate::metrics::AnswerScore;
 use crate::profile::Profile;
 use crate::prompt::PromptOptions;
-use crate::run::{Attempt, Run};
+use crate::run::settings::{AttemptsRecord, EvalSettings, Sampling, SelectionRecord, ShardSplit};
+use crate::run::{Attempt, Run, RunErrorKind, Stopped};
 use crate::solver::{Examples, MethodConfig, Solver, SolverError, Trial};
 use crate::tool::Toolbox;
 use crate::trace::LogOutput;
@@ -144,31 +146,19 @@ pub enum EvalError {
     #[error(transparent)]
     FewshotFrom(#[from] FewshotFromError),
     #[error(
-        "results file `{}` holds runs of `--method {recorded}`, this evaluation is `--method {current}`: an evaluation never mixes methods — pass another --out",
-        results.display()
+        "{difference}; `{}` holds another evaluation: pass another `--out`, or the same {} as its runs",
+        results.display(),
+        difference.difference.flag
     )]
-    OtherMethod {
+    OtherEvaluation {
         results: PathBuf,
-        recorded: Method,
-        current: Method,
+        difference: Box<crate::run::settings::NotOneEvaluation>,
     },
-    #[error(
-        "results file `{}` holds {recorded}, this evaluation makes {current}: an evaluation never mixes them — pass another --out",
-        results.display()
-    )]
-    OtherAttempts {
-        results: PathBuf,
-        recorded: &'static str,
-        current: &'static str,
-    },
-    #[error(
-        "results file `{}` holds trials of `--reflect {recorded}`, this evaluation is `--reflect {current}`: pass another --out",
-        results.display()
-    )]
-    OtherReflect {
-        results: PathBuf,
-        recorded: crate::method::Reflect,
-        current: crate::method::Reflect,
+    #[error("cannot read `{}` to record its digest", path.display())]
+    Digest {
+        path: PathBuf,
+        #[source]
+        source: std::io::Error,
     },
     #[error(
         "`--reflect {strategy}` shows Reflexion's HotpotQA prompt, which asks a `Question`; `{}` is a FEVER file: run its trials with `--reflect none`",
@@ -190,15 +180,6 @@ pub enum EvalError {
     )]
     NoContexts { path: PathBuf },
     #[error(
-        "`{}` holds runs answered from the docstore {recorded}, this evaluation uses {current}: an evaluation never mixes snapshots — pass another --out, or the docstore those runs used",
-        .results.display()
-    )]
-    OtherDocstore {
-        results: PathBuf,
-        recorded: DocstoreInfo,
-        current: DocstoreInfo,
-    },
-    #[error(
         "results file `{}` belongs to other questions: its run of id `{id}` asks {stored:?}, but `{}` asks {asked:?} under that id; choose another `--out` (or remove the file)",
         results.display(),
         questions.display()
@@ -212,15 +193,67 @@ pub enum EvalError {
         /// The question file's question, abbreviated.
         asked: String,
     },
-    #[error(
-        "evaluation stopped: {reason}; finished questions ({n_done}) are kept in `{}`: run the same command again to resume",
-        results.display()
-    )]
+    #[error("evaluation stopped: {reason}; {progress} in `{}`", results.display())]
     Stopped {
         reason: StopReason,
-        n_done: usize,
+        progress: StopProgress,
         results: PathBuf,
     },
+}
+
+/// What a stopped evaluation leaves: the attempts that finished, and those a resume asks again.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct StopProgress {
+    /// Attempts that ended without an error (this run's and resumed ones).
+    pub n_finished: usize,
+    /// Attempts that ended in an error that may fix itself: asked again by the same command.
+    pub n_asked_again: usize,
+    /// Attempts that ended in an error that will not: kept until `--retry-errors`.
+    pub n_kept_errors: usize,
+}
+
+impl StopProgress {
+    fn of(tally: &Tally) -> StopProgress {
+        let mut progress = StopProgress {
+            n_finished: 0,
+            n_asked_again: 0,
+            n_kept_errors: 0,
+        };
+        for (outcome, error_kind) in tally.outcomes.iter().zip(&tally.error_kinds) {
+            match (outcome.stopped, error_kind) {
+                (Stopped::Error, Some(RunErrorKind::Transient)) => progress.n_asked_again += 1,
+                (Stopped::Error, _) => progress.n_kept_errors += 1,
+                _ => progress.n_finished += 1,
+            }
+        }
+        progress
+    }
+}
+
+impl fmt::Display for StopProgress {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self.n_finished {
+            0 => f.write_str("no question finished")?,
+            1 => f.write_str("1 question finished")?,
+            n => write!(f, "{n} questions finished")?,
+        }
+        f.write_str("; run the same command again to resume")?;
+        if self.n_asked_again > 0 {
+            write!(
+                f,
+                ": it asks again the {} that failed in a way that may fix itself",
+                self.n_asked_again
+            )?;
+        }
+        if self.n_kept_errors > 0 {
+            write!(
+                f,
+                "; `--retry-errors` asks again the {} that failed in a way that will not",
+                self.n_kept_errors
+            )?;
+        }
+        f.write_str(" — every run is kept")
+    }
 }
 
 /// Why an evaluation stopped before its questions were done.
@@ -253,7 +286,7 @@ impl fmt::Display for StopReason {
                 error,
             } => write!(
                 f,
-                "the last {n_questions} questions all failed alike: {failure} (the last one: {error}); they are recorded as errors, `--retry-errors` runs them again"
+                "the last {n_questions} questions all failed alike: {failure} (the last one: {error}); they are recorded as errors"
             ),
         }
     }
@@ -346,6 +379,10 @@ impl Llm for WatchedLlm<'_> {
     fn api(&self) -> Option<Api> {
         self.llm.api()
     }
+
+    fn generation(&self) -> Option<crate::llm::Generation> {
+        self.llm.generation()
+    }
 }
 
 /// Runs every selected question that the results file does not hold yet, `concurrency` at a
@@ -364,6 +401,7 @@ pub async fn evaluate(
         .selection
         .read_sharded(&config.questions, config.contexts)?;
     let task = file.task;
+    let questions_digest = file.digest;
     let questions = file.questions;
     if questions.is_empty() {
         return Err(EvalError::NothingSelected);
@@ -373,10 +411,7 @@ pub async fn evaluate(
             path: config.questions.clone(),
         });
     }
-    let bundled = match task {
-        Task::HotpotQa => Bundled::HotpotQa,
-        Task::Fever => Bundled::Fever,
-    };
+    let bundled = task;
     let drawn = match &config.fewshot_from {
         Some(from) => {
             let mut excluded = crate::export::Excluded::default();
@@ -436,23 +471,15 @@ pub async fn evaluate(
             return Err(EvalError::ReflectTools { strategy: reflect });
         }
     }
-    let (mut results, mut stored) = ResultsFile::open(&config.results)?;
-    check_same_docstore(&stored.runs, &services.docstore.info(), &config.results)?;
-    // Each shard resumes its own file, and every line it appends records the shard.
-    shard::check_resume(&stored.runs, shard.as_ref(), &config.results)?;
-    if let Some(run) = stored
-        .runs
-        .iter()
-        .find(|run| run.method() != config.method.method)
-    {
-        return Err(EvalError::OtherMethod {
-            results: config.results.clone(),
-            recorded: run.method(),
-            current: config.method.method,
-        });
-    }
-    check_same_attempts(&stored.runs, config)?;
-    check_same_questions(&stored.runs, &questions, config)?;
+    let settings = evaluation_settings(
+        config,
+        services,
+        &solver,
+        shard.as_ref(),
+        bundled,
+        questions_digest,
+    )?;
+    let (mut results, stored) = ResultsFile::open(&config.results)?;
     let notes = ProgressReporter::notes(config);
     if stored.torn_bytes > 0 {
         notes.note(&format!(
@@ -461,18 +488,18 @@ pub async fn evaluate(
             stored.torn_bytes
         ));
     }
-    if config.resume == Resume::RetryErrors {
-        let n_dropped = results.drop_errors(&mut stored)?;
-        if n_dropped > 0 {
-            notes.note(&format!(
-                "{}: dropped the runs that ended in an error ({n_dropped}); their questions run again",
-                config.results.display()
-            ));
-        }
-    }
+    let resumed = resume::resume(
+        &mut results,
+        stored,
+        &settings,
+        shard.as_ref(),
+        &questions,
+        config,
+    )?;
+    note_resumed(&notes, &resumed, config, &settings);
+    let stored = resumed.runs;
 
     let mut stored_by_key: HashMap<(String, Attempt), Run> = stored
-        .runs
         .into_iter()
         .filter_map(|run| Some(((run.id.clone()?, run.attempt()), run)))
         .collect();
@@ -514,7 +541,6 @@ pub async fn evaluate(
         }
         let round_start = tally.outcomes.len();
         for (question, run) in resumed_now {
-            note_other_settings(&notes, &run, config, services.llm.as_ref());
             resumed_errors += usize::from(run.stopped == Some(crate::run::Stopped::Error));
             tally.record(run, question, Origin::Resumed);
         }
@@ -553,6 +579,11 @@ pub async fn evaluate(
                     if let Some(plan) = &shard {
                         plan.stamp(&mut run);
                     }
+                    run.evaluation = Some(Box::new(settings.clone()));
+                    if run.error.is_some() {
+                        let transient = failure.as_ref().is_some_and(|failure| failure.kind.is_transient());
+                        run.error_kind = Some(if transient { RunErrorKind::Transient } else { RunErrorKind::Lasting });
+                    }
                     results.append(&run)?;
                     if let Some(error) = &run.error {
                         progress.note(&format!("question `{}`: {error}", question.id));
@@ -575,14 +606,14 @@ pub async fn evaluate(
     }
     if resumed_errors > 0 {
         notes.note(&format!(
-            "{} holds runs that ended in an error ({resumed_errors}): they are kept, not run again; `--retry-errors` runs them again",
+            "{} holds runs that ended in an error that asking again will not fix ({resumed_errors}): they are kept, not run again; `--retry-errors` runs them again",
             config.results.display()
         ));
     }
     if let Some(reason) = stop {
         return Err(EvalError::Stopped {
             reason,
-            n_done: tally.outcomes.len(),
+            progress: StopProgress::of(&tally),
             results: config.results.clone(),
         });
     }
@@ -612,6 +643,99 @@ pub async fn evaluate(
             results: config.results.clone(),
         },
     ))
+}
+
+/// This evaluation's settings, as every line it appends records them.
+fn evaluation_settings(
+    config: &EvalConfig,
+    services: &EvalServices,
+    solver: &Solver,
+    plan: Option<&shard::ShardPlan>,
+    bundled: Bundled,
+    questions_digest: String,
+) -> Result<EvalSettings, EvalError> {
+    let digest_of = |path: &Path| {
+        crate::run::settings::file_digest(path).map_err(|source| EvalError::Digest {
+            path: path.to_owned(),
+            source,
+        })
+    };
+    let method = config.method.method;
+    Ok(EvalSettings {
+        model: services.llm.model().to_owned(),
+        api: services.llm.api(),
+        profile: config.profile,
+        method,
+        sampling: method.samples().then_some(Sampling {
+            samples: config.method.samples,
+            temperature: config.method.sample_temperature,
+        }),
+        generation: services.llm.generation(),
+        max_steps: method
+            .acts()
+            .then(|| config.method.max_steps(config.max_steps, bundled)),
+        prompts: solver.prompt_digests(),
+        tools: solver.grammar().tool_names().to_vec(),
+        attempts: match config.attempts {
+            Attempts::Once => AttemptsRecord::Once,
+            Attempts::Trials { trials, reflect } => AttemptsRecord::Trials {
+                count: trials,
+                reflect,
+            },
+            Attempts::Epochs(epochs) => AttemptsRecord::Epochs { count: epochs },
+        },
+        docstore: services.docstore.info(),
+        questions: questions_digest,
+        selection: SelectionRecord {
+            subset: config.selection.subset.map(|subset| subset.as_str().to_owned()),
+            ids: config.selection.ids.as_deref().map(digest_of).transpose()?,
+            limit: config.selection.limit,
+            shards: plan.map(|plan| ShardSplit {
+                count: plan.shard.count,
+                selected: plan.selected,
+            }),
+        },
+    })
+}
+
+/// Says what resuming did: runs set aside, asked again, settings older lines do not record, a
+/// widened selection.
+fn note_resumed(
+    notes: &ProgressReporter,
+    resumed: &resume::Resumed,
+    config: &EvalConfig,
+    settings: &EvalSettings,
+) {
+    let results = config.results.display();
+    if let Some(aside) = &resumed.set_aside {
+        notes.note(&format!(
+            "{results} held only runs that ended in an error, made with other settings: they are kept in `{}`, and this evaluation starts afresh",
+            aside.display()
+        ));
+    }
+    if resumed.n_asked_again > 0 {
+        notes.note(&format!(
+            "{results}: {} runs ended in an error that may fix itself{}: they are asked again",
+            resumed.n_asked_again,
+            if config.resume == Resume::RetryErrors {
+                " or were named by `--retry-errors`"
+            } else {
+                ""
+            }
+        ));
+    }
+    if !resumed.unknown.is_empty() {
+        notes.note(&format!(
+            "{results}: older lines, settings not compared: {}",
+            resumed.unknown.join(", ")
+        ));
+    }
+    if let Some(widened_from) = &resumed.widened_from {
+        notes.note(&format!(
+            "{results} held the evaluation of {widened_from}: it is now the evaluation of {}",
+            settings.selection
+        ));
+    }
 }
 
 /// The rounds of an evaluation, each the attempts it makes of every question it asks: one round
@@ -644,6 +768,8 @@ struct Tally {
     /// Every finished attempt, in the order finished (resumed ones first in each round).
     outcomes: Vec<Outcome>,
     origins: Vec<Origin>,
+    /// Whether each errored attempt may fix itself (`None`: no error, or an older run's).
+    error_kinds: Vec<Option<RunErrorKind>>,
     ids: Vec<String>,
     scores: Vec<attempts::AttemptScore>,
     /// Questions some attempt answered right.
@@ -669,6 +795,7 @@ impl Tally {
         }
         self.outcomes.push(outcome);
         self.origins.push(origin);
+        self.error_kinds.push(run.error_kind);
         self.ids.push(question.id.clone());
         if matches!(run.attempt(), Attempt::Trial(_)) {
             self.latest.insert(question.id.clone(), run);
@@ -708,7 +835,14 @@ impl Tally {
             .count();
         let outcomes: Vec<Outcome> = outcomes.into_iter().map(|(outcome, _)| outcome).collect();
         let mut summary = Summary::new(&outcomes, context);
-        summary.attempts = AttemptsSummary::of(&self.scores);
+        // Every figure is over the questions some attempt finished (all selected, once done).
+        let attempted: HashSet<&str> = self.ids.iter().map(String::as_str).collect();
+        let ids: Vec<&str> = questions
+            .iter()
+            .map(|question| question.id.as_str())
+            .filter(|id| attempted.contains(id))
+            .collect();
+        summary.attempts = AttemptsSummary::of(&self.scores, &ids);
         if let Attempts::Epochs(_) = attempts {
             let mut per_question: HashMap<&str, Vec<crate::metrics::AnswerScore>> = HashMap::new();
             for (outcome, id) in self.outcomes.iter().zip(&self.ids) {
@@ -716,55 +850,21 @@ impl Tally {
                     per_question.entry(id.as_str()).or_default().push(*score);
                 }
             }
-            let per_question: Vec<Vec<crate::metrics::AnswerScore>> = questions
+            let mut per_question: Vec<Vec<crate::metrics::AnswerScore>> = questions
                 .iter()
                 .filter_map(|question| per_question.remove(question.id.as_str()))
                 .collect();
+            // As the epochs' figures count them: an attempt not made is wrong.
+            let most = per_question.iter().map(Vec::len).max().unwrap_or(0);
+            for scores in &mut per_question {
+                scores.resize(most, crate::metrics::AnswerScore::WRONG);
+            }
             summary.scores = summary::mean_scores(&per_question);
             if summary.accuracy.is_some() {
                 summary.accuracy = Some(summary.scores.em);
             }
         }
         summary
-    }
-}
-
-/// Refuses to resume from runs of other attempts (single runs, trials, epochs) or trials of
-/// another strategy: their counts would not add up.
-fn check_same_attempts(stored: &[Run], config: &EvalConfig) -> Result<(), EvalError> {
-    if let Some(run) = stored.iter().find(|run| !config.attempts.makes(run.attempt())) {
-        return Err(EvalError::OtherAttempts {
-            results: config.results.clone(),
-            recorded: attempts::describe(run.attempt()),
-            current: config.attempts.describe(),
-        });
-    }
-    if let Attempts::Trials { reflect, .. } = config.attempts
-        && let Some(run) = stored
-            .iter()
-            .find(|run| run.reflect.unwrap_or_default() != reflect)
-    {
-        return Err(EvalError::OtherReflect {
-            results: config.results.clone(),
-            recorded: run.reflect.unwrap_or_default(),
-            current: reflect,
-        });
-    }
-    Ok(())
-}
-
-/// Refuses to resume runs that another docstore (or another snapshot of one) answered.
-fn check_same_docstore(stored: &[Run], current: &DocstoreInfo, results: &Path) -> Result<(), EvalError> {
-    match stored
-        .iter()
-        .find_map(|run| run.docstore.as_ref().filter(|info| *info != current))
-    {
-        Some(recorded) => Err(EvalError::OtherDocstore {
-            results: results.to_owned(),
-            recorded: recorded.clone(),
-            current: current.clone(),
-        }),
-        None => Ok(()),
     }
 }
 
@@ -798,33 +898,8 @@ impl ErrorStreak {
     }
 }
 
-/// Refuses a results file whose runs asked other questions under the selected ids: it was
-/// written for another question file (same stem, ids by position), and resuming from it would
-/// score its answers against this file's gold.
-fn check_same_questions(runs: &[Run], questions: &[Question], config: &EvalConfig) -> Result<(), EvalError> {
-    let asked: HashMap<&str, &str> = questions
-        .iter()
-        .map(|question| (question.id.as_str(), question.question.as_str()))
-        .collect();
-    for run in runs {
-        let Some(id) = run.id.as_deref() else { continue };
-        if let Some(&question) = asked.get(id)
-            && question != run.question
-        {
-            return Err(EvalError::OtherQuestions {
-                results: config.results.clone(),
-                questions: config.questions.clone(),
-                id: id.to_owned(),
-                stored: abbreviated(&run.question),
-                asked: abbreviated(question),
-            });
-        }
-    }
-    Ok(())
-}
-
 /// The first 60 characters of `text`, with `…` when cut.
-fn abbreviated(text: &str) -> String {
+pub(crate) fn abbreviated(text: &str) -> String {
     const MAX_CHARS: usize = 60;
     match text.char_indices().nth(MAX_CHARS) {
         Some((cut, _)) => format!("{}…", &text[..cut]),
@@ -927,26 +1002,9 @@ impl Llm for ClassifiedLlm<'_> {
     fn api(&self) -> Option<Api> {
         self.llm.api()
     }
-}
 
-/// Says once when the results file holds runs made with another model or profile.
-fn note_other_settings(progress: &ProgressReporter, run: &Run, config: &EvalConfig, llm: &dyn Llm) {
-    let model = llm.model();
-    let other_model = run.model.as_deref().is_some_and(|recorded| recorded != model);
-    // A run from before runs recorded their API says nothing about it.
-    let other_api = run.api.is_some() && llm.api().is_some() && run.api != llm.api();
-    let api = |api: Option<Api>| api.map_or("?", Api::as_str);
-    if (other_model || other_api || run.profile != config.profile) && !progress.warned_settings.replace(true)
-    {
-        progress.note(&format!(
-            "{} holds runs of model `{}`, API `{}`, profile `{}`: they are kept, not re-run (this run: model `{model}`, API `{}`, profile `{}`)",
-            config.results.display(),
-            run.model.as_deref().unwrap_or("?"),
-            api(run.api),
-            run.profile,
-            api(llm.api()),
-            config.profile
-        ));
+    fn generation(&self) -> Option<crate::llm::Generation> {
+        self.llm.generation()
     }
 }
 
@@ -959,7 +1017,6 @@ struct ProgressReporter {
     n_questions: usize,
     /// When the questions to run started: the rate and ETA count only them.
     run_started: Cell<Instant>,
-    warned_settings: Cell<bool>,
 }
 
 impl ProgressReporter {
@@ -989,7 +1046,6 @@ impl ProgressReporter {
             log: config.log.clone(),
             n_questions,
             run_started: Cell::new(Instant::now()),
-            warned_settings: Cell::new(false),
         }
     }
 
@@ -1001,7 +1057,6 @@ impl ProgressReporter {
             log: config.log.clone(),
             n_questions: 0,
             run_started: Cell::new(Instant::now()),
-            warned_settings: Cell::new(false),
         }
     }
 

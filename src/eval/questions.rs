@@ -18,24 +18,7 @@ use serde_json::{Map, Value};
 use crate::docstore::ContextParagraph;
 use crate::json::type_name;
 
-/// What a question file asks the agent to do, and how its answers are scored.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize)]
-#[serde(rename_all = "lowercase")]
-pub enum Task {
-    /// Multi-hop questions, scored by the official answer EM/F1.
-    HotpotQa,
-    /// Claims labelled SUPPORTS / REFUTES / NOT ENOUGH INFO, scored by label accuracy.
-    Fever,
-}
-
-impl Task {
-    pub fn as_str(self) -> &'static str {
-        match self {
-            Task::HotpotQa => "hotpotqa",
-            Task::Fever => "fever",
-        }
-    }
-}
+pub use crate::task::Task;
 
 /// One question (or FEVER claim) of an evaluation.
 #[derive(Debug, Clone, PartialEq)]
@@ -72,6 +55,8 @@ pub struct QuestionFile {
     pub path: PathBuf,
     pub task: Task,
     pub questions: Vec<Question>,
+    /// `sha256:` of the file's bytes (an evaluation records it), computed as the file is read.
+    pub digest: String,
 }
 
 /// Whether an evaluation's docstore reads the questions' context paragraphs.
@@ -185,6 +170,26 @@ pub enum QuestionFileError {
         path.display()
     )]
     NotJson { path: PathBuf, start: String },
+    #[error(
+        "`{}` holds runs (a run file, or `eval`'s results), not questions: `replay` runs them again, `score`, `compare` and `report` read results; `eval` takes a question file: {FORMATS}",
+        path.display()
+    )]
+    Runs { path: PathBuf },
+}
+
+/// Whether a record is a run (`react-docstore.run.*`, or a record with `steps`), not a question.
+fn is_run(value: &Value) -> bool {
+    value.get("steps").is_some_and(Value::is_array)
+        || value
+            .get("format")
+            .and_then(Value::as_str)
+            .is_some_and(|format| format.starts_with("react-docstore.run"))
+}
+
+/// Whether `bytes` read as a question file (of any layout this reader takes): what a reader of
+/// results says of a file that is one.
+pub fn is_question_file(bytes: &[u8], path: &Path) -> bool {
+    std::str::from_utf8(bytes).is_ok_and(|text| QuestionFile::parse(text, path).is_ok())
 }
 
 /// The formats a question file may have, as errors name them.
@@ -262,12 +267,13 @@ impl QuestionFile {
     }
 
     /// The file, buffered, and how it starts.
-    fn open(path: &Path) -> Result<(BufReader<File>, Start), QuestionFileError> {
+    fn open(path: &Path) -> Result<(BufReader<Hashing<File>>, Start), QuestionFileError> {
         let read_error = |source| QuestionFileError::Read {
             path: path.to_owned(),
             source,
         };
-        let mut reader = BufReader::with_capacity(1 << 16, File::open(path).map_err(read_error)?);
+        let file = Hashing::new(File::open(path).map_err(read_error)?);
+        let mut reader = BufReader::with_capacity(1 << 16, file);
         let start = Start::of(reader.fill_buf().map_err(read_error)?).check(path)?;
         Ok((reader, start))
     }
@@ -283,15 +289,21 @@ impl QuestionFile {
             // JSON Lines: read as text, which their line numbers are counted in.
             let mut text = String::new();
             reader.read_to_string(&mut text).map_err(read_error)?;
-            return QuestionFile::parse_filtered(&text, path, filter);
+            let mut file = QuestionFile::parse_filtered(&text, path, filter)?;
+            file.digest = reader.into_inner().finish();
+            return Ok(file);
         }
         // A top-level array is streamed from the file: memory follows the records kept, not the file.
         let head = reader.fill_buf().map_err(read_error)?;
         let bom = if head.starts_with(BOM) { BOM.len() } else { 0 };
         reader.consume(bom);
         let mut builder = Builder::new(path, filter);
-        builder.read_array(&mut serde_json::Deserializer::from_reader(reader))?;
-        builder.finish()
+        builder.read_array(&mut serde_json::Deserializer::from_reader(&mut reader))?;
+        // What follows the array (white space) is part of the file's digest too.
+        std::io::copy(&mut reader, &mut std::io::sink()).map_err(read_error)?;
+        let mut file = builder.finish()?;
+        file.digest = reader.into_inner().finish();
+        Ok(file)
     }
 
     /// Parses a question file's text; `path` is only named in errors.
@@ -304,6 +316,7 @@ impl QuestionFile {
         path: &Path,
         filter: &RecordFilter,
     ) -> Result<QuestionFile, QuestionFileError> {
+        let digest = crate::run::settings::digest(text.as_bytes());
         let text = text.strip_prefix('\u{feff}').unwrap_or(text);
         let start = Start::of(text.as_bytes()).check(path)?;
         let mut builder = Builder::new(path, filter);
@@ -330,7 +343,40 @@ impl QuestionFile {
                 index += 1;
             }
         }
-        builder.finish()
+        let mut file = builder.finish()?;
+        file.digest = digest;
+        Ok(file)
+    }
+}
+
+/// A reader that hashes every byte read through it: a question file's digest, in the one read.
+struct Hashing<R> {
+    inner: R,
+    hasher: sha2::Sha256,
+}
+
+impl<R> Hashing<R> {
+    fn new(inner: R) -> Hashing<R> {
+        use sha2::Digest;
+        Hashing {
+            inner,
+            hasher: sha2::Sha256::new(),
+        }
+    }
+
+    /// `sha256:` and the hex digest of the bytes read.
+    fn finish(self) -> String {
+        use sha2::Digest;
+        crate::run::settings::hex_digest(self.hasher.finalize().as_slice())
+    }
+}
+
+impl<R: Read> Read for Hashing<R> {
+    fn read(&mut self, buf: &mut [u8]) -> std::io::Result<usize> {
+        use sha2::Digest;
+        let n_read = self.inner.read(buf)?;
+        self.hasher.update(&buf[..n_read]);
+        Ok(n_read)
     }
 }
 
@@ -392,6 +438,7 @@ impl<'a> Builder<'a> {
                 path: self.path.to_owned(),
                 task,
                 questions: self.questions,
+                digest: String::new(),
             }),
             _ => Err(QuestionFileError::Empty {
                 path: self.path.to_owned(),
@@ -401,6 +448,11 @@ impl<'a> Builder<'a> {
 
     fn push(&mut self, value: Value, location: RecordLocation) -> Result<(), QuestionFileError> {
         let path = self.path;
+        if location.index == 0 && is_run(&value) {
+            return Err(QuestionFileError::Runs {
+                path: path.to_owned(),
+            });
+        }
         let question =
             question_from_record(value, location.index, &mut self.task).map_err(|error| match error {
                 RecordError::NotAnObject { found } => QuestionFileError::NotAnObject {

@@ -13,7 +13,7 @@ use std::io::{Read, Write};
 use std::path::{Path, PathBuf};
 
 use crate::fsutil::AtomicFile;
-use crate::run::{Run, Stopped};
+use crate::run::Run;
 
 /// An open results file, locked, ready to take more runs.
 #[derive(Debug)]
@@ -25,7 +25,8 @@ pub struct ResultsFile {
 /// What a results file already held.
 #[derive(Debug, Default)]
 pub struct StoredRuns {
-    pub runs: Vec<Run>,
+    /// The runs, each with its line.
+    pub runs: Vec<RunLine>,
     /// Bytes of a torn last line (a write cut short) that were dropped.
     pub torn_bytes: usize,
 }
@@ -62,6 +63,12 @@ pub enum ResultsError {
         #[source]
         source: serde_json::Error,
     },
+    #[error(
+        "`{}` is a question file, not results: `eval` answers its questions, and `score RESULTS {}` scores results against it",
+        path.display(),
+        path.display()
+    )]
+    QuestionFile { path: PathBuf },
     #[error("results file `{}`, line {line}: not valid UTF-8", path.display())]
     NotUtf8 {
         path: PathBuf,
@@ -130,22 +137,47 @@ impl ResultsFile {
         with_ids(parse_run_lines(&bytes, path)?, path)
     }
 
-    /// Removes the runs that ended in an error (`stopped: error`) from the file and from `stored`,
-    /// so `eval --retry-errors` runs their questions again; returns how many were removed. The
-    /// kept runs are written to a temporary file, locked, and renamed into place: a crash leaves
-    /// either the old file or the new one, and the lock is held throughout (an evaluation that
-    /// opened the old file before the rename finds it replaced and is refused).
-    pub fn drop_errors(&mut self, stored: &mut StoredRuns) -> Result<usize, ResultsError> {
+    /// Removes the runs `drop` picks from the file and from `stored`, so `eval` asks their
+    /// questions again; returns how many were removed. The kept runs are written to a temporary
+    /// file, locked, and renamed into place: a crash leaves either the old file or the new one,
+    /// and the lock is held throughout (an evaluation that opened the old file before the rename
+    /// finds it replaced and is refused).
+    pub fn drop_runs(
+        &mut self,
+        stored: &mut StoredRuns,
+        drop: impl Fn(&RunLine) -> bool,
+    ) -> Result<usize, ResultsError> {
         let n_before = stored.runs.len();
-        stored.runs.retain(|run| run.stopped != Some(Stopped::Error));
+        stored.runs.retain(|line| !drop(line));
         let n_dropped = n_before - stored.runs.len();
         if n_dropped == 0 {
             return Ok(0);
         }
         let mut rewritten = Vec::new();
-        for run in &stored.runs {
-            rewritten.extend(run_line(run));
+        for line in &stored.runs {
+            rewritten.extend(run_line(&line.run));
         }
+        self.replace_with(&rewritten)?;
+        Ok(n_dropped)
+    }
+
+    /// Moves every run of the file to `aside` (written whole first), leaving the file empty:
+    /// runs of another evaluation that hold no finished question, kept rather than lost.
+    pub fn set_aside(&mut self, stored: &mut StoredRuns, aside: &Path) -> Result<(), ResultsError> {
+        let mut bytes = Vec::new();
+        for line in &stored.runs {
+            bytes.extend(run_line(&line.run));
+        }
+        crate::fsutil::atomic_write(aside, &bytes).map_err(|source| ResultsError::Write {
+            path: aside.to_owned(),
+            source,
+        })?;
+        stored.runs.clear();
+        self.replace_with(&[])
+    }
+
+    /// Replaces the file's bytes, durably, keeping the lock throughout.
+    fn replace_with(&mut self, bytes: &[u8]) -> Result<(), ResultsError> {
         let write_error = |source| ResultsError::Write {
             path: self.path.clone(),
             source,
@@ -155,13 +187,13 @@ impl ResultsFile {
             path: self.path.clone(),
             source: error.into(),
         })?;
-        rewrite.write_all(&rewritten).map_err(write_error)?;
+        rewrite.write_all(bytes).map_err(write_error)?;
         let file = rewrite.commit().map_err(write_error)?;
         // The old file's lock goes with its handle, after the new file is locked in its place.
         self.file = file;
         // What an earlier rewrite killed mid-write left beside the file.
         crate::fsutil::remove_stale_temporaries(&self.path);
-        Ok(n_dropped)
+        Ok(())
     }
 
     /// Appends one run as a line, in one write.
@@ -279,6 +311,11 @@ pub fn parse_run_lines(bytes: &[u8], path: &Path) -> Result<RunLines, ResultsErr
                 lines.valid_len = line_start;
                 return Ok(lines);
             }
+            Err(_) if super::questions::is_question_file(bytes, path) => {
+                return Err(ResultsError::QuestionFile {
+                    path: path.to_owned(),
+                });
+            }
             Err(error) => return Err(error),
         }
     }
@@ -292,14 +329,14 @@ fn with_ids(lines: RunLines, path: &Path) -> Result<StoredRuns, ResultsError> {
         runs: Vec::with_capacity(lines.runs.len()),
         torn_bytes: lines.torn_bytes,
     };
-    for RunLine { line, run } in lines.runs {
-        if run.id.is_none() {
+    for run_line in lines.runs {
+        if run_line.run.id.is_none() {
             return Err(ResultsError::MissingId {
                 path: path.to_owned(),
-                line,
+                line: run_line.line,
             });
         }
-        stored.runs.push(run);
+        stored.runs.push(run_line);
     }
     Ok(stored)
 }

@@ -178,12 +178,7 @@ pub fn score_evaluation(predictions: &[PathBuf], gold: &Path) -> Result<ScoreRep
     for prediction in &predictions {
         by_id.entry(prediction.id.as_str()).or_default().push(prediction);
     }
-    let zero = AnswerScore {
-        em: false,
-        f1: 0.0,
-        precision: 0.0,
-        recall: 0.0,
-    };
+    let zero = AnswerScore::WRONG;
     let mut per_question: Vec<Vec<AnswerScore>> = Vec::with_capacity(gold_file.questions.len());
     let mut attempt_scores = Vec::new();
     let mut missing_examples = Vec::new();
@@ -218,14 +213,30 @@ pub fn score_evaluation(predictions: &[PathBuf], gold: &Path) -> Result<ScoreRep
         }
         per_question.push(headline_scores(&scored));
     }
+    // Epochs: every question over as many attempts as the most any had, those not made wrong,
+    // as the attempts' own figures count them.
+    if attempt_scores
+        .iter()
+        .any(|score| matches!(score.attempt, Attempt::Epoch(_)))
+    {
+        let most = per_question.iter().map(Vec::len).max().unwrap_or(0);
+        for scores in &mut per_question {
+            scores.resize(most, zero);
+        }
+    }
     let mean = mean_scores(&per_question);
+    let ids: Vec<&str> = gold_file
+        .questions
+        .iter()
+        .map(|question| question.id.as_str())
+        .collect();
     Ok(ScoreReport {
         task: gold_file.task,
         scores: mean,
         accuracy: (gold_file.task == Task::Fever).then_some(mean.em),
         missing,
         missing_examples,
-        attempts: AttemptsSummary::of(&attempt_scores),
+        attempts: AttemptsSummary::of(&attempt_scores, &ids),
         missing_shards,
         gaps,
     })

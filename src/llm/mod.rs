@@ -116,6 +116,23 @@ pub trait Llm: Send + Sync {
     fn api(&self) -> Option<Api> {
         None
     }
+
+    /// The request fields besides the prompt that a server's answers depend on, as evaluations
+    /// record them; `None` for a model that is not a server's (a recording, a test's).
+    fn generation(&self) -> Option<Generation> {
+        None
+    }
+}
+
+/// The request fields a model's answers depend on: the temperature, `max_tokens` and every
+/// `--llm-option` (sorted by key, as JSON).
+#[derive(Debug, Clone, PartialEq, serde::Serialize, serde::Deserialize)]
+pub struct Generation {
+    pub temperature: f64,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub max_tokens: Option<u32>,
+    #[serde(default, skip_serializing_if = "serde_json::Map::is_empty")]
+    pub options: serde_json::Map<String, serde_json::Value>,
 }
 
 /// Why a call to the model failed. Messages quote the server's own words, redacted of the API

@@ -758,6 +758,14 @@ impl Llm for OpenAiClient {
     fn api(&self) -> Option<Api> {
         Some(self.config.api)
     }
+
+    fn generation(&self) -> Option<super::Generation> {
+        Some(super::Generation {
+            temperature: self.config.temperature,
+            max_tokens: self.config.max_tokens,
+            options: self.config.options.clone(),
+        })
+    }
 }
 
 /// Cuts a completion (or a reply's text) to [`MAX_COMPLETION_BYTES`], with a warning.

@@ -137,7 +137,7 @@ fn render(config: &ReportConfig) -> Result<(String, usize, Vec<String>), ReportE
     for path in &config.results {
         scored_files.push(ScoredFile::read(path)?);
     }
-    let gaps = scored_files.iter().flat_map(ScoredFile::gap_notes).collect();
+    let gaps = compare::gap_notes(&scored_files);
     let mut comparisons = Vec::new();
     if let Some((first, others)) = scored_files.split_first() {
         for other in others {

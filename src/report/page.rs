@@ -330,7 +330,8 @@ fn attempt_charts(file: &FileView) -> Option<BarChart> {
             answer: run.run.answer.clone(),
         })
         .collect();
-    let summary = AttemptsSummary::of(&scores);
+    let ids: Vec<&str> = file.scored.runs.iter().map(|run| run.id.as_str()).collect();
+    let summary = AttemptsSummary::of(&scores, &ids);
     let n_questions = file.scored.runs.len().max(1) as f64;
     if !summary.trials.is_empty() {
         return Some(BarChart {

@@ -21,6 +21,7 @@ use crate::profile::Profile;
 use crate::prompt::{Prompt, PromptOptions};
 use crate::run::{Backoff, BackoffReason, RUN_FORMAT_V2, Run, Sample, Stopped};
 use crate::scratchpad::Scratchpad;
+use crate::task::Task;
 use crate::tool::Toolbox;
 
 pub use answer::{AnswerKind, ReadCompletion, fever_label, read_completion};
@@ -84,6 +85,18 @@ pub enum Examples {
     Files(Vec<Fewshot>),
 }
 
+impl Examples {
+    /// The task the examples teach: the bundled set's, or FEVER when a file's examples ask a
+    /// `Claim`, else HotpotQA.
+    pub fn task(&self) -> Task {
+        match self {
+            Examples::Bundled(task) => *task,
+            Examples::Files(files) if files.iter().any(|file| file.input_label == "Claim") => Task::Fever,
+            Examples::Files(_) => Task::HotpotQa,
+        }
+    }
+}
+
 /// Why a method cannot be set up.
 #[derive(Debug, thiserror::Error)]
 pub enum SolverError {
@@ -111,6 +124,7 @@ pub enum SolverError {
 #[derive(Debug, Clone)]
 pub struct Solver {
     method: Method,
+    task: Task,
     profile: Profile,
     /// The ReAct or Act prompt (methods that act).
     loop_prompt: Option<Prompt>,
@@ -146,6 +160,7 @@ impl Solver {
         let prompt = |fewshot: Fewshot| Prompt::new(profile, &fewshot, toolbox, options);
         Ok(Solver {
             method,
+            task: examples.task(),
             profile,
             loop_prompt: loop_fewshot.clone().map(prompt),
             loop_fewshot,
@@ -160,6 +175,11 @@ impl Solver {
 
     pub fn method(&self) -> Method {
         self.method
+    }
+
+    /// The task its examples teach, which its runs record.
+    pub fn task(&self) -> Task {
+        self.task
     }
 
     /// The same method reading actions with `grammar` (a replay's: the tools a run recorded,
@@ -180,6 +200,16 @@ impl Solver {
     /// The CoT or Standard prompt, for the methods that sample.
     pub fn answer_prompt(&self) -> Option<&Prompt> {
         self.answer_prompt.as_ref()
+    }
+
+    /// The digest of each phase's prompt before the question (instruction, examples, tools'
+    /// lines), as an evaluation records its few-shot examples.
+    pub fn prompt_digests(&self) -> Vec<String> {
+        [self.loop_prompt(), self.answer_prompt()]
+            .into_iter()
+            .flatten()
+            .map(|prompt| crate::run::settings::digest(prompt.text().as_bytes()))
+            .collect()
     }
 
     /// Answers one question. The run names its method, except a `react` run, whose file stays
@@ -236,6 +266,7 @@ impl Solver {
             }
         };
         let run = &mut episode.run;
+        run.task = Some(self.task);
         if self.method != Method::React {
             run.format = RUN_FORMAT_V2.to_owned();
             run.method = Some(self.method);

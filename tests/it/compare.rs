@@ -175,8 +175,13 @@ fn flipped_questions_list_only_a_first_then_only_b_in_a_order() {
     let dir = tempfile::tempdir().unwrap();
     let full = read_lines(&fixture(TRIAL_1));
     let cut = read_lines(&fixture(TRIAL_1_BUDGET_3));
+    // Each side one evaluation (one step budget on every line), half its answers from each file.
     let mix = |first: &[Value], second: &[Value]| -> Vec<Value> {
-        first[..50].iter().chain(&second[50..]).cloned().collect()
+        let mut lines: Vec<Value> = first[..50].iter().chain(&second[50..]).cloned().collect();
+        for line in &mut lines {
+            line["max_steps"] = first[0]["max_steps"].clone();
+        }
+        lines
     };
     let (a, b) = (dir.path().join("a.jsonl"), dir.path().join("b.jsonl"));
     write_lines(&a, &mix(&full, &cut));
@@ -230,9 +235,13 @@ fn bad_input_is_an_error_naming_the_file_and_line() {
     let runs = read_lines(&trial);
     let path = |name: &str| -> PathBuf { dir.path().join(name) };
 
-    // A question file is not a results file.
+    // A question file is not a results file: said so, with the argument that takes it.
     let questions = fixture("hotpotqa/official.jsonl");
-    check_error(&questions, &trial, &["official.jsonl", "line 1"]);
+    check_error(
+        &questions,
+        &trial,
+        &["official.jsonl` is a question file", "`eval`", "`score RESULTS"],
+    );
     std::fs::write(path("empty.jsonl"), "").unwrap();
     check_error(&trial, &path("empty.jsonl"), &["empty.jsonl", "holds no runs"]);
 

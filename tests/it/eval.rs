@@ -1063,7 +1063,7 @@ async fn the_same_error_on_question_after_question_stops_the_evaluation() {
     assert_eq!(
         error.to_string(),
         format!(
-            "evaluation stopped: the last 5 questions all failed alike: the recording has no completion for the step (the last one: the recording has no completion for step 1 (call 1 of that step)); they are recorded as errors, `--retry-errors` runs them again; finished questions (5) are kept in `{}`: run the same command again to resume",
+            "evaluation stopped: the last 5 questions all failed alike: the recording has no completion for the step (the last one: the recording has no completion for step 1 (call 1 of that step)); they are recorded as errors; no question finished; run the same command again to resume; `--retry-errors` asks again the 5 that failed in a way that will not — every run is kept in `{}`",
             results.display()
         )
     );
@@ -1084,7 +1084,7 @@ async fn the_same_error_on_question_after_question_stops_the_evaluation() {
     let log = captured.text();
     assert!(
         log.contains(&format!(
-            "{} holds runs that ended in an error (5): they are kept, not run again; `--retry-errors` runs them again",
+            "{} holds runs that ended in an error that asking again will not fix (5): they are kept, not run again; `--retry-errors` runs them again",
             results.display()
         )),
         "{log}"
@@ -1336,13 +1336,13 @@ async fn a_refused_key_stops_the_evaluation_at_once() {
     assert_eq!(output.status.code(), Some(2), "{stderr}");
     assert!(
         stderr.contains(&format!(
-            "error: evaluation stopped: the model server at `{}/v1/completions` rejected the request (401 Unauthorized): Incorrect API key provided (asking again will not help: check the key, the model name and the URL); finished questions (1) are kept in `{}`",
+            "error: evaluation stopped: the model server at `{}/v1/completions` rejected the request (401 Unauthorized): Incorrect API key provided (asking again will not help: check the key, the model name and the URL); no question finished; run the same command again to resume; `--retry-errors` asks again the 1 that failed in a way that will not — every run is kept in `{}`",
             model.uri(),
             results.display()
         )),
         "{stderr}"
     );
-    assert!(stderr.contains("holds runs that ended in an error (1): they are kept, not run again; `--retry-errors` runs them again"), "{stderr}");
+    assert!(stderr.contains("holds runs that ended in an error that asking again will not fix (1): they are kept, not run again; `--retry-errors` runs them again"), "{stderr}");
     // Only the questions already in flight reached the server, not the other four.
     let n_requests = model.received_requests().await.unwrap().len();
     assert!((1..=2).contains(&n_requests), "{n_requests} requests");
@@ -1376,7 +1376,7 @@ async fn which_model_errors_stop_the_evaluation() {
         let error = eval::evaluate(&config, &services, std::future::pending())
             .await
             .expect_err("the evaluation stops");
-        let EvalError::Stopped { reason, n_done, .. } = error else {
+        let EvalError::Stopped { reason, progress, .. } = error else {
             panic!("{status}: {error}")
         };
         let n_requests = server.received_requests().await.unwrap().len();
@@ -1386,7 +1386,7 @@ async fn which_model_errors_stop_the_evaluation() {
                 "{status}: {reason}"
             );
             assert_eq!(
-                (n_done, n_requests, read_results(&results).len()),
+                (progress.n_finished, n_requests, read_results(&results).len()),
                 (0, 1, 0),
                 "{status}"
             );
@@ -1395,7 +1395,15 @@ async fn which_model_errors_stop_the_evaluation() {
                 matches!(reason, eval::StopReason::Repeated { n_questions: 5, .. }),
                 "{reason}"
             );
-            assert_eq!((n_done, n_requests, read_results(&results).len()), (5, 5, 5));
+            assert_eq!(
+                (
+                    progress.n_finished,
+                    progress.n_asked_again + progress.n_kept_errors,
+                    n_requests,
+                    read_results(&results).len()
+                ),
+                (0, 5, 5, 5)
+            );
         }
     }
 }
@@ -1625,7 +1633,7 @@ async fn a_wikipedia_outage_stops_the_evaluation_though_every_question_fails_on_
         reason: eval::StopReason::Repeated {
             n_questions, failure, ..
         },
-        n_done,
+        progress,
         ..
     } = &error
     else {
@@ -1633,9 +1641,10 @@ async fn a_wikipedia_outage_stops_the_evaluation_though_every_question_fails_on_
     };
     let host = server.address().to_string();
     assert_eq!(
-        (*n_questions, *n_done, failure),
+        (*n_questions, progress.n_finished, progress.n_asked_again, failure),
         (
             5,
+            0,
             5,
             &FailureClass {
                 origin: FailureOrigin::Wikipedia { server: host.clone() },
@@ -1646,7 +1655,7 @@ async fn a_wikipedia_outage_stops_the_evaluation_though_every_question_fails_on_
     assert_eq!(
         error.to_string(),
         format!(
-            "evaluation stopped: the last 5 questions all failed alike: Wikipedia at `{host}` answered HTTP 503 (the last one: GET {}/w/index.php?search=Which+city+is+number+5%3F answered HTTP 503 after 2 attempt(s)); they are recorded as errors, `--retry-errors` runs them again; finished questions (5) are kept in `{}`: run the same command again to resume",
+            "evaluation stopped: the last 5 questions all failed alike: Wikipedia at `{host}` answered HTTP 503 (the last one: GET {}/w/index.php?search=Which+city+is+number+5%3F answered HTTP 503 after 2 attempt(s)); they are recorded as errors; no question finished; run the same command again to resume: it asks again the 5 that failed in a way that may fix itself — every run is kept in `{}`",
             server.uri(),
             results.display()
         )

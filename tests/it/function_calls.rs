@@ -753,7 +753,8 @@ async fn eval_in_each_format_makes_results_compare_can_pair() {
         assert!(runs.iter().all(|run| run["api"] == api), "{api}");
         outs.push(out);
     }
-    // Resuming the tools file with another API says so (and runs nothing again).
+    // Resuming the tools file with another API is refused, naming both (and runs nothing).
+    let before = std::fs::read(&outs[0]).unwrap();
     let resumed = react(&["eval"], &chat.uri())
         .arg(&questions)
         .args(["--docstore", "distractor", "--api", "chat", "--out"])
@@ -761,9 +762,16 @@ async fn eval_in_each_format_makes_results_compare_can_pair() {
         .output()
         .unwrap();
     let stderr = String::from_utf8_lossy(&resumed.stderr);
+    assert_eq!(resumed.status.code(), Some(2), "{stderr}");
     assert!(
-        stderr.contains("holds runs of model `gpt-4o-mini`, API `tools`, profile `default`: they are kept, not re-run (this run: model `gpt-4o-mini`, API `chat`"),
+        stderr.contains("not one evaluation: they differ in API — ")
+            && stderr.contains("line 1 has `tools`, this command has `chat` (--api sets it)"),
         "{stderr}"
+    );
+    assert_eq!(
+        std::fs::read(&outs[0]).unwrap(),
+        before,
+        "the file is left as it was"
     );
     let compared = Command::new(env!("CARGO_BIN_EXE_react-docstore"))
         .arg("compare")

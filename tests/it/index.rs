@@ -577,7 +577,8 @@ fn eval_records_the_snapshot_and_refuses_to_resume_another() {
     ]);
     assert_eq!(code, 2, "{stderr}");
     assert!(
-        stderr.contains("holds runs answered from the docstore index (snapshot hotpotqa-0000000000000000), this evaluation uses index (snapshot hotpotqa-"),
+        stderr.contains("not one evaluation: they differ in docstore — ")
+            && stderr.contains("line 1 has index (snapshot hotpotqa-0000000000000000), this command has index (snapshot hotpotqa-"),
         "{stderr}"
     );
     assert_eq!(

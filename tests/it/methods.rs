@@ -648,7 +648,9 @@ async fn eval_names_the_method_on_every_line_and_refuses_to_resume_another() {
     assert_eq!(output.status.code(), Some(2));
     let stderr = String::from_utf8_lossy(&output.stderr);
     assert!(
-        stderr.contains("holds runs of `--method cot-sc`, this evaluation is `--method react`"),
+        stderr.contains("not one evaluation: they differ in method — ")
+            && stderr.contains("line 1 has `cot-sc`, this command has `react` (--method sets it)")
+            && stderr.contains("pass another `--out`, or the same --method as its runs"),
         "{stderr}"
     );
 }

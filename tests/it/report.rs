@@ -75,14 +75,17 @@ fn hostile_pair(dir: &Path) -> (PathBuf, PathBuf, PathBuf, String) {
     for run in [&mut runs_a[idx], &mut runs_b[idx]] {
         run["question"] = Value::from(format!("{HOSTILE_QUESTION}{}", run["question"].as_str().unwrap()));
         run["gold"] = Value::from(gold.as_str());
-        run["model"] = Value::from(HOSTILE_MODEL);
-        run["docstore"] = serde_json::json!({"kind": "distractor", "snapshot": HOSTILE_SNAPSHOT});
         let step = &mut run["steps"][0];
         step["thought"] = Value::from(format!("{HOSTILE_THOUGHT}{}", step["thought"].as_str().unwrap()));
         step["action"] = Value::from(format!("{}{HOSTILE_ACTION}", step["action"].as_str().unwrap()));
         if let Some(observation) = step["observation"].as_str() {
             step["observation"] = Value::from(format!("{HOSTILE_OBSERVATION}{gold} {observation}"));
         }
+    }
+    // The model and docstore, hostile on every line: each file stays one evaluation.
+    for run in runs_a.iter_mut().chain(runs_b.iter_mut()) {
+        run["model"] = Value::from(HOSTILE_MODEL);
+        run["docstore"] = serde_json::json!({"kind": "distractor", "snapshot": HOSTILE_SNAPSHOT});
     }
     runs_a[idx]["answer"] = Value::from(gold.as_str());
     // B's answer: still wrong, now markup; and an error message.

@@ -409,6 +409,10 @@ fn without_shards(path: &Path) -> Vec<serde_json::Value> {
         .into_iter()
         .map(|mut run| {
             run.as_object_mut().unwrap().remove("shard");
+            // The split the evaluation's settings record: the rest of them is the same.
+            if let Some(selection) = run.pointer_mut("/evaluation/selection") {
+                selection.as_object_mut().unwrap().remove("shards");
+            }
             run
         })
         .collect()
@@ -553,13 +557,14 @@ async fn merging_refuses_what_disagrees_and_reports_what_is_missing() {
     let mut other_model = shard(2);
     for run in &mut other_model {
         run["model"] = "other".into();
+        run["evaluation"]["model"] = "other".into();
     }
     write_lines(&root.join("other-model.jsonl"), &other_model);
     let (_, stderr, code) = merge(&["shards/A/0.jsonl", "shards/A/1.jsonl", "other-model.jsonl"]);
     assert_eq!(code, 2);
     assert_eq!(
         stderr,
-        "error: the files are not one evaluation: their runs differ in model: `shards/A/0.jsonl` line 1 has `parity`, `other-model.jsonl` line 1 has `other`; merge only the shards of one evaluation\n"
+        "error: not one evaluation: they differ in model — `shards/A/0.jsonl` line 1 has `parity`, `other-model.jsonl` line 1 has `other` (--model sets it)\n"
     );
     // Another split: shards of 3 beside a file of 4.
     let mut of_four = shard(2);
@@ -625,6 +630,9 @@ async fn merging_refuses_what_disagrees_and_reports_what_is_missing() {
     let (_, stderr, code) = merge(&["empty"]);
     assert_eq!(
         (code, stderr.as_str()),
-        (2, "error: directory `empty` holds no results file (`*.jsonl`)\n")
+        (
+            2,
+            "error: directory `empty` holds no results file (`*.jsonl`), at any depth\n"
+        )
     );
 }

@@ -545,7 +545,9 @@ async fn attempts_are_refused_where_they_cannot_work() {
     let (_, stderr, code) = eval(&server, &results, &["--trials", "2"]);
     assert_eq!(code, 2);
     assert!(
-        stderr.contains("holds one attempt a question, this evaluation makes trials"),
+        stderr.contains("not one evaluation: they differ in attempts — ")
+            && stderr
+                .contains("line 1 has one attempt a question, this command has 2 trials, `--reflect none`"),
         "{stderr}"
     );
 }
