@@ -402,6 +402,52 @@ async fn react_then_cot_sc_backs_off_on_the_budget_and_on_repetition_but_not_on_
     assert!(run.samples.is_empty());
 }
 
+/// `Finish[]` is no answer: ReAct alone ends without one, and `react-then-cot-sc` backs off to
+/// CoT-SC as when ReAct runs out of steps.
+#[tokio::test]
+async fn an_empty_finish_is_no_answer_and_backs_off() {
+    let answers = cot_samples(&[Some("1844"); 5]);
+    for finish in ["Finish[]", "Finish[   ]", "Finish[ \t ]"] {
+        let step = format!(" I give up.\nAction 1: {finish}");
+        let samples: Vec<Vec<&str>> = vec![answers.iter().map(String::as_str).collect()];
+        let model = ScriptedModel::new(&[&step], samples.clone());
+        let (run, _) = solve(
+            &solver(Method::React, Profile::Default, Bundled::HotpotQa, 7),
+            &model,
+            QUESTION,
+        )
+        .await;
+        assert_eq!(
+            (run.answer, run.stopped),
+            (None, Some(Stopped::Finish)),
+            "{finish}"
+        );
+
+        let model = ScriptedModel::new(&[&step], samples);
+        let (run, events) = solve(
+            &solver(Method::ReactThenCotSc, Profile::Default, Bundled::HotpotQa, 7),
+            &model,
+            QUESTION,
+        )
+        .await;
+        assert_eq!(
+            run.backoff.map(|backoff| backoff.reason),
+            Some(BackoffReason::NoAnswer),
+            "{finish}: {events:?}"
+        );
+        assert_eq!(
+            (
+                run.answer.as_deref(),
+                run.answered_by,
+                run.steps.len(),
+                run.samples.len()
+            ),
+            (Some("1844"), Some(Method::CotSc), 1, 5),
+            "{finish}"
+        );
+    }
+}
+
 /// A model server that fails: the ReAct phase's error is the run's, and nothing backs off.
 #[tokio::test]
 async fn an_error_is_no_backoff() {
