@@ -212,15 +212,23 @@ pub enum EvalError {
         /// The question file's question, abbreviated.
         asked: String,
     },
-    #[error(
-        "evaluation stopped: {reason}; finished questions ({n_done}) are kept in `{}`: run the same command again to resume",
-        results.display()
-    )]
+    #[error("evaluation stopped: {reason}; {}", kept(*n_done, results))]
     Stopped {
         reason: StopReason,
         n_done: usize,
         results: PathBuf,
     },
+}
+
+/// What a stopped evaluation leaves: its finished questions and how to go on, or that none finished.
+fn kept(n_done: usize, results: &Path) -> String {
+    match n_done {
+        0 => "no question finished".to_owned(),
+        n_done => format!(
+            "finished questions ({n_done}) are kept in `{}`: run the same command again to resume",
+            results.display()
+        ),
+    }
 }
 
 /// Why an evaluation stopped before its questions were done.
