@@ -195,7 +195,7 @@ impl<'a> Agent<'a> {
                         run.usage.invalid_actions += 1;
                     }
                     if let Ok(Action::Finish(answer)) = &parsed {
-                        run.answer = Some(answer.clone());
+                        run.answer = crate::run::finish_answer(answer);
                         run.stopped = Some(Stopped::Finish);
                         let thought = match self.prompt.format() {
                             Format::Act => {

@@ -260,6 +260,37 @@ pub(crate) fn unreachable(error: &reqwest::Error) -> Option<&'static str> {
     })
 }
 
+/// Whether `error` is a connection refused by a server on this machine or its private network:
+/// `localhost`, or a loopback, private (10/8, 172.16/12, 192.168/16), link-local or unique-local
+/// address. Nothing listens there, and nothing will in the seconds retries wait: a client fails at
+/// once. A remote host's refusal may be a server restarting behind its address: that is retried.
+/// A name that resolves to a private address is not known here to be one, and is retried.
+pub(crate) fn refused_nearby(error: &reqwest::Error, url: &reqwest::Url) -> bool {
+    io_causes(error).any(|kind| kind == std::io::ErrorKind::ConnectionRefused) && is_nearby(url)
+}
+
+/// Whether `url`'s host is this machine or an address of a private network.
+fn is_nearby(url: &reqwest::Url) -> bool {
+    use std::net::Ipv4Addr;
+    let nearby_v4 =
+        |ip: Ipv4Addr| ip.is_loopback() || ip.is_private() || ip.is_link_local() || ip.is_unspecified();
+    match url.host() {
+        Some(url::Host::Domain(name)) => {
+            let name = name.trim_end_matches('.').to_ascii_lowercase();
+            name == "localhost" || name.ends_with(".localhost")
+        }
+        Some(url::Host::Ipv4(ip)) => nearby_v4(ip),
+        Some(url::Host::Ipv6(ip)) => {
+            ip.is_loopback()
+                || ip.is_unspecified()
+                || ip.is_unique_local()
+                || ip.is_unicast_link_local()
+                || ip.to_ipv4_mapped().is_some_and(nearby_v4)
+        }
+        None => false,
+    }
+}
+
 /// The kinds of the I/O errors in `error`'s chain of causes, outermost first.
 fn io_causes(error: &reqwest::Error) -> impl Iterator<Item = std::io::ErrorKind> + '_ {
     std::iter::successors(std::error::Error::source(error), |cause| cause.source())
@@ -420,6 +451,42 @@ mod tests {
             asked: "1e30 s".to_owned(),
         };
         assert_eq!(next_delay(backoff, Some(&forever), cap), None);
+    }
+
+    #[test]
+    fn nearby_hosts_are_this_machine_and_private_networks() {
+        #[track_caller]
+        fn check(url: &str, nearby: bool) {
+            assert_eq!(is_nearby(&reqwest::Url::parse(url).unwrap()), nearby, "{url}");
+        }
+        for url in [
+            "http://127.0.0.1:9/v1",
+            "http://127.1.2.3/v1",
+            "http://localhost:8080/v1",
+            "http://LocalHost./v1",
+            "http://vllm.localhost/v1",
+            "http://10.0.0.5:8000/v1",
+            "http://172.16.1.1/v1",
+            "http://192.168.1.20:11434/v1",
+            "http://169.254.1.1/v1",
+            "http://0.0.0.0:8000/v1",
+            "http://[::1]:8000/v1",
+            "http://[fd00::1]/v1",
+            "http://[fe80::1]/v1",
+            "http://[::ffff:192.168.0.1]/v1",
+        ] {
+            check(url, true);
+        }
+        for url in [
+            "https://api.openai.com/v1",
+            "http://8.8.8.8/v1",
+            "http://172.32.0.1/v1",
+            "http://[2001:db8::1]/v1",
+            "http://localhost.example.com/v1",
+            "http://vllm:8000/v1",
+        ] {
+            check(url, false);
+        }
     }
 
     #[test]

@@ -9,7 +9,7 @@ use std::process::ExitCode;
 use clap::{Parser, Subcommand};
 
 use react_docstore::output;
-use react_docstore::trace::{Color, LogOutput};
+use react_docstore::trace::{Color, LogFormat, LogOutput};
 
 use commands::{ask, chat, compare, eval, explore, export, index, mcp, merge, replay, report, score, serve};
 
@@ -59,7 +59,8 @@ fn main() -> ExitCode {
     let cli = Cli::parse();
     // Log lines go to stderr, above `eval`'s progress bar while it is drawn.
     let log = LogOutput::stderr();
-    // Warnings (a model server being retried) by default; `RUST_LOG=debug` for more.
+    // Warnings (a model server being retried) by default, each one plain line; `RUST_LOG=debug`
+    // for more.
     tracing_subscriber::fmt()
         .with_env_filter(
             tracing_subscriber::EnvFilter::try_from_default_env()
@@ -67,7 +68,7 @@ fn main() -> ExitCode {
         )
         .with_writer(log.clone())
         .with_ansi(Color::for_stderr() == Color::Always)
-        .without_time()
+        .event_format(LogFormat::default())
         .init();
     let runtime = match tokio::runtime::Runtime::new() {
         Ok(runtime) => runtime,

@@ -237,6 +237,8 @@ pub enum BackoffReason {
     MaxSteps,
     /// ReAct repeated itself until stopped.
     RepeatedAction,
+    /// ReAct finished with an empty answer (`Finish[]`).
+    NoAnswer,
     /// CoT-SC's majority held fewer than half of the samples (no answer at all included).
     WeakMajority,
 }
@@ -246,6 +248,7 @@ impl BackoffReason {
         match self {
             BackoffReason::MaxSteps => "max_steps",
             BackoffReason::RepeatedAction => "repeated_action",
+            BackoffReason::NoAnswer => "no_answer",
             BackoffReason::WeakMajority => "weak_majority",
         }
     }
@@ -255,9 +258,16 @@ impl BackoffReason {
         match self {
             BackoffReason::MaxSteps => "it used its step budget without Finish",
             BackoffReason::RepeatedAction => "it repeated an action until stopped",
+            BackoffReason::NoAnswer => "it finished without an answer",
             BackoffReason::WeakMajority => "the majority holds fewer than half of the samples",
         }
     }
+}
+
+/// The answer a `Finish[...]` gives: none when it is empty or only whitespace, for every method
+/// (an empty answer is no answer: it backs off, and it does not vote).
+pub fn finish_answer(answer: &str) -> Option<String> {
+    (!answer.trim().is_empty()).then(|| answer.to_owned())
 }
 
 /// Where a run of a sharded evaluation (`eval --shard I/N`) belongs: shard `index` of `count`,

@@ -289,6 +289,44 @@ impl<'a> tracing_subscriber::fmt::MakeWriter<'a> for LogOutput {
     }
 }
 
+/// How log events are written. A warning or an error is its message alone, one plain line
+/// (`model server localhost:8080: HTTP 429 Too Many Requests; retrying in 2.1 s, attempt 2 of 5`):
+/// what a user reads. Lower levels (`RUST_LOG=info`, `debug`, `trace`) keep their level and
+/// module, for whoever asked for them.
+#[derive(Debug)]
+pub struct LogFormat {
+    detailed: tracing_subscriber::fmt::format::Format<tracing_subscriber::fmt::format::Full, ()>,
+}
+
+impl Default for LogFormat {
+    /// Without timestamps: a log line sits among the trace's, which have none.
+    fn default() -> LogFormat {
+        LogFormat {
+            detailed: tracing_subscriber::fmt::format::Format::default().without_time(),
+        }
+    }
+}
+
+impl<S, N> tracing_subscriber::fmt::FormatEvent<S, N> for LogFormat
+where
+    S: tracing::Subscriber + for<'a> tracing_subscriber::registry::LookupSpan<'a>,
+    N: for<'a> tracing_subscriber::fmt::FormatFields<'a> + 'static,
+{
+    fn format_event(
+        &self,
+        ctx: &tracing_subscriber::fmt::FmtContext<'_, S, N>,
+        mut writer: tracing_subscriber::fmt::format::Writer<'_>,
+        event: &tracing::Event<'_>,
+    ) -> std::fmt::Result {
+        // Levels order from ERROR (the least) to TRACE.
+        if *event.metadata().level() <= tracing::Level::WARN {
+            ctx.field_format().format_fields(writer.by_ref(), event)?;
+            return writeln!(writer);
+        }
+        self.detailed.format_event(ctx, writer, event)
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use std::io::Write;

@@ -144,7 +144,7 @@ impl Agent<'_> {
             });
             let observation = match &call.action {
                 Ok(Action::Finish(answer)) => {
-                    run.answer = Some(answer.clone());
+                    run.answer = crate::run::finish_answer(answer);
                     run.stopped = Some(Stopped::Finish);
                     scratchpad.push_last_step(step, &step_thought, &written);
                     record.thought = Some(step_thought);

@@ -72,13 +72,17 @@ impl FailureClass {
                 (FailureOrigin::Recording, FailureKind::NoCompletion)
             }
             LlmError::Rejected { url, status, .. } => (model(url), FailureKind::Status(status.as_u16())),
-            LlmError::NotFoundWithoutV1 { url, .. } => (model(url), FailureKind::Status(404)),
+            LlmError::NotFoundWithoutV1 { url, .. } | LlmError::NotFoundWithEndpoint { url, .. } => {
+                (model(url), FailureKind::Status(404))
+            }
             LlmError::GaveUp { url, status, .. } => (model(url), FailureKind::Status(status_code(status))),
             LlmError::WaitTooLong { url, status, .. } => {
                 (model(url), FailureKind::WaitTooLong(status_code(status)))
             }
             LlmError::Client { url, .. } => (model(url), FailureKind::Client),
-            LlmError::Transport { url, .. } => (model(url), FailureKind::Unreachable),
+            LlmError::Transport { url, .. } | LlmError::Refused { url, .. } => {
+                (model(url), FailureKind::Unreachable)
+            }
             LlmError::TooLarge { url, .. } => (model(url), FailureKind::TooLarge),
             LlmError::InvalidResponse { url, .. } | LlmError::NoChoices { url } => {
                 (model(url), FailureKind::BadResponse)
@@ -122,7 +126,7 @@ impl FailureClass {
         let kind = match error.source.downcast_ref::<WebSearchError>() {
             Some(WebSearchError::Status { status, .. }) => FailureKind::Status(*status),
             Some(WebSearchError::WaitTooLong { status, .. }) => FailureKind::WaitTooLong(*status),
-            Some(WebSearchError::Request { .. }) => FailureKind::Unreachable,
+            Some(WebSearchError::Request { .. } | WebSearchError::Refused { .. }) => FailureKind::Unreachable,
             Some(WebSearchError::TooLarge { .. }) => FailureKind::TooLarge,
             Some(WebSearchError::Body { .. }) => FailureKind::BadResponse,
             Some(WebSearchError::OfflineMiss { .. }) => FailureKind::NotCached,

@@ -162,6 +162,18 @@ pub enum LlmError {
         suggested_base_url: String,
         message: String,
     },
+    /// A 404 from a base URL that ends with an endpoint's path, which the client adds itself.
+    #[error(
+        "the model server at `{url}` answered 404 Not Found ({message}): the base URL `{base_url}` ends with the endpoint path `{endpoint}`, which the client adds itself: drop it, did you mean `{suggested_base_url}`?"
+    )]
+    NotFoundWithEndpoint {
+        url: String,
+        base_url: String,
+        /// `/chat/completions` or `/completions`.
+        endpoint: &'static str,
+        suggested_base_url: String,
+        message: String,
+    },
     /// 408, 429 or 5xx after the retry budget.
     #[error("the model server at `{url}` answered {status} after {attempts} attempts: {message}")]
     GaveUp {
@@ -186,6 +198,18 @@ pub enum LlmError {
     #[error("cannot set up the HTTP client for the model server at `{url}`")]
     Client {
         url: String,
+        #[source]
+        source: reqwest::Error,
+    },
+    /// A server on this machine or its private network refused the connection: nothing listens
+    /// at that address and port. Not retried.
+    #[error(
+        "cannot reach the model server at `{url}`: connection refused, nothing listens at {server} (is the server running, on that port?)"
+    )]
+    Refused {
+        url: String,
+        /// `host:port`.
+        server: String,
         #[source]
         source: reqwest::Error,
     },
@@ -227,14 +251,18 @@ pub enum LlmError {
 impl LlmError {
     /// Whether the same request will fail the same way however often it is sent, whatever the
     /// question: the key is refused (401) or not allowed (403), the model or endpoint does not
-    /// exist (404, including [`LlmError::NotFoundWithoutV1`]), the method is not allowed (405) or
-    /// the server does not implement the endpoint (501), the server refuses tool calls, or no HTTP client can be built. An evaluation stops at the first such
+    /// exist (404, including [`LlmError::NotFoundWithoutV1`] and [`LlmError::NotFoundWithEndpoint`]), the method is not allowed (405) or
+    /// the server does not implement the endpoint (501), the server refuses tool calls, nothing
+    /// listens at a local or private address ([`LlmError::Refused`]), or no HTTP client can be
+    /// built. An evaluation stops at the first such
     /// error instead of sending every question to a server that cannot answer. Other failures
     /// (a 400 about one prompt, retries exhausted, a bad body) may not repeat: not permanent.
     pub fn is_permanent(&self) -> bool {
         match self {
             LlmError::Rejected { status, .. } => matches!(status.as_u16(), 401 | 403 | 404 | 405 | 501),
             LlmError::NotFoundWithoutV1 { .. }
+            | LlmError::NotFoundWithEndpoint { .. }
+            | LlmError::Refused { .. }
             | LlmError::Client { .. }
             | LlmError::ToolsRejected { .. }
             | LlmError::NoToolCalling { .. } => true,

@@ -6,16 +6,17 @@
 //! ([`wire::CONTINUE_INSTRUCTION`]) and the scratchpad as the user message; the agent's tolerant
 //! grammar reads a reply that repeats the `Thought n:` label.
 //!
-//! Transient failures (408, 429, 5xx but 501, timeouts, connections refused, reset or dropped in
-//! the middle of a body) are retried by `http::retry` (exponential backoff, honouring
+//! Transient failures (408, 429, 5xx but 501, timeouts, connections refused by a remote host,
+//! reset or dropped in the middle of a body) are retried by `http::retry` (exponential backoff, honouring
 //! `Retry-After` up to [`RetryPolicy::max_retry_after`]; each retry is announced by a plain-words
-//! warning). A
-//! response body is read up to [`OpenAiConfig::max_response_bytes`], and one completion is cut
+//! warning); a connection refused on this machine or its private network is not: no server
+//! listens there ([`LlmError::Refused`]). A response body is read up to [`OpenAiConfig::max_response_bytes`], and one completion is cut
 //! to [`MAX_COMPLETION_BYTES`] before the agent sees it. Every message built from a response is
 //! redacted of the API key before it is shortened, whatever the status. The reqwest client is
 //! built by the first request. A 400 naming a parameter the model does not support (`stop`,
 //! `temperature`, `max_tokens` on OpenAI's reasoning models) is answered by sending the request
-//! again without it — and every later request too. Stop sequences are also applied here,
+//! again without it — and every later request too, including those already sent when the first
+//! refusal came back. Stop sequences are also applied here,
 //! so a server that ignores or refuses them changes nothing.
 
 mod wire;
@@ -312,6 +313,9 @@ enum AttemptError {
     /// Sending failed, no response came (refused, reset, timed out), or its body stopped before
     /// its end (retried like a reset connection).
     Transport(reqwest::Error),
+    /// A server on this machine or its private network refused the connection
+    /// ([`http::refused_nearby`]): nothing listens there, not retried.
+    Refused(reqwest::Error),
     /// The body is larger than the limit.
     TooLarge,
     /// The HTTP client could not be built.
@@ -329,7 +333,7 @@ impl AttemptFailure for AttemptError {
                     || error.is_body()
                     || error.is_decode()
             }
-            AttemptError::TooLarge | AttemptError::Client(_) => false,
+            AttemptError::Refused(_) | AttemptError::TooLarge | AttemptError::Client(_) => false,
         }
     }
 
@@ -343,7 +347,9 @@ impl AttemptFailure for AttemptError {
     fn failure(&self) -> String {
         match self {
             AttemptError::Status { status, .. } => format!("HTTP {status}"),
-            AttemptError::Transport(error) => http::transport_failure(error).to_owned(),
+            AttemptError::Transport(error) | AttemptError::Refused(error) => {
+                http::transport_failure(error).to_owned()
+            }
             AttemptError::TooLarge => "response too large".to_owned(),
             AttemptError::Client(_) => "cannot set up the HTTP client".to_owned(),
         }
@@ -455,10 +461,13 @@ impl OpenAiClient {
             // reqwest marks the header sensitive: it never shows in its Debug output.
             builder = builder.bearer_auth(key);
         }
-        let response = builder
-            .send()
-            .await
-            .map_err(|error| AttemptError::Transport(error.without_url()))?;
+        let response = builder.send().await.map_err(|error| {
+            if http::refused_nearby(&error, &self.url) {
+                AttemptError::Refused(error.without_url())
+            } else {
+                AttemptError::Transport(error.without_url())
+            }
+        })?;
         let status = response.status();
         let retry_after = retry_after(response.headers());
         let body = read_body(response, self.config.max_response_bytes).await;
@@ -488,34 +497,30 @@ impl OpenAiClient {
         RedactedMessage::new(self.config.api_key.as_ref(), text, MAX_MESSAGE_CHARS)
     }
 
-    /// When a 400 names a parameter the model does not support, remembers to leave it out and says
-    /// whether the request is worth sending again.
+    /// When a 400 names a parameter the model does not support, remembers to leave it out of every
+    /// request from now on and says so (once); whether the 400 named one. The caller asks again
+    /// when the request it rebuilds differs from the refused one.
     fn adapt_to_refusal(&self, body: &[u8], stop: &[String]) -> bool {
         let param = wire::error_param(body).unwrap_or_default();
         let message = wire::error_message(body).unwrap_or_default().to_lowercase();
         let names = |name: &str| param == name || message.contains(&format!("'{name}'"));
-        let refuse = |flag: &AtomicBool, what: &str| {
-            let first_time = !flag.swap(true, Ordering::Relaxed);
-            if first_time {
-                tracing::info!(model = %self.config.model, "the server refuses `{what}`; sending requests without it");
-            }
-            first_time
-        };
-        if !stop.is_empty() && names("stop") {
-            return refuse(&self.refused.stop, "stop");
-        }
-        if names("temperature") {
-            return refuse(&self.refused.temperature, "temperature");
-        }
-        if names("n") {
-            return refuse(&self.refused.n, "n");
-        }
-        if self.config.max_tokens.is_some()
+        let (flag, what) = if !stop.is_empty() && names("stop") {
+            (&self.refused.stop, "stop")
+        } else if names("temperature") {
+            (&self.refused.temperature, "temperature")
+        } else if names("n") {
+            (&self.refused.n, "n")
+        } else if self.config.max_tokens.is_some()
             && (names("max_tokens") || message.contains("max_completion_tokens"))
         {
-            return refuse(&self.refused.max_tokens, "max_tokens");
+            (&self.refused.max_tokens, "max_tokens")
+        } else {
+            return false;
+        };
+        if !flag.swap(true, Ordering::Relaxed) {
+            tracing::info!(model = %self.config.model, "the server refuses `{what}`; sending requests without it");
         }
-        false
+        true
     }
 
     /// Sends the body `build` makes (again after each refused parameter), retrying transient
@@ -527,82 +532,88 @@ impl OpenAiClient {
         stop: &[String],
         sends: Sends,
     ) -> Result<Vec<u8>, LlmError> {
-        let url = display_url(&self.url);
         let mut adaptations = 0;
+        let mut body = build();
         loop {
-            let body = build();
-            match self.send(&body).await {
+            let gave_up = match self.send(&body).await {
                 Ok(bytes) => return Ok(bytes),
-                Err(GaveUp {
-                    error: AttemptError::Status { status, body, .. },
-                    ..
-                }) if status == StatusCode::BAD_REQUEST
-                    && adaptations < MAX_ADAPTATIONS
-                    && self.adapt_to_refusal(&body, stop) =>
-                {
+                Err(gave_up) => gave_up,
+            };
+            // A refused parameter is left out of this request and every later one. Whether this
+            // request carried it is what counts, not whether it was the first refused: requests
+            // sent together are refused one after the other, and each is asked again without it.
+            if let AttemptError::Status {
+                status, body: answer, ..
+            } = &gave_up.error
+                && *status == StatusCode::BAD_REQUEST
+                && adaptations < MAX_ADAPTATIONS
+                && self.adapt_to_refusal(answer, stop)
+            {
+                let adapted = build();
+                if adapted != body {
                     adaptations += 1;
-                }
-                Err(GaveUp {
-                    error: AttemptError::Status { status, body, .. },
-                    attempts,
-                    wait_too_long,
-                }) => {
-                    let message = wire::error_message(&body)
-                        .unwrap_or_else(|| status.canonical_reason().unwrap_or("no message").to_owned());
-                    // Servers quote the key they refused ("Incorrect API key provided: sk-..."):
-                    // it must not reach an error, a run file or a log.
-                    let message = self.server_words(&message).as_str().to_owned();
-                    if sends == Sends::Tools
-                        && status.is_client_error()
-                        && !matches!(status.as_u16(), 401 | 403 | 404 | 408 | 429)
-                        && wire::refuses_tools(&body)
-                    {
-                        return Err(LlmError::ToolsRejected { url, status, message });
-                    }
-                    return Err(match wait_too_long {
-                        Some(asked) => LlmError::WaitTooLong {
-                            url,
-                            status: status.to_string(),
-                            asked: asked.asked,
-                            max_wait_secs: self.config.retry.max_retry_after.as_secs(),
-                            message,
-                        },
-                        None if crate::http::is_transient_status(status) => LlmError::GaveUp {
-                            url,
-                            status: status.to_string(),
-                            attempts,
-                            message,
-                        },
-                        _ => self.rejected(url, status, message),
-                    });
-                }
-                Err(GaveUp {
-                    error: AttemptError::Transport(source),
-                    attempts,
-                    ..
-                }) => {
-                    return Err(LlmError::Transport {
-                        url,
-                        attempts,
-                        source,
-                    });
-                }
-                Err(GaveUp {
-                    error: AttemptError::Client(source),
-                    ..
-                }) => {
-                    return Err(LlmError::Client { url, source });
-                }
-                Err(GaveUp {
-                    error: AttemptError::TooLarge,
-                    ..
-                }) => {
-                    return Err(LlmError::TooLarge {
-                        url,
-                        limit: self.config.max_response_bytes,
-                    });
+                    body = adapted;
+                    continue;
                 }
             }
+            return Err(self.failed(gave_up, sends));
+        }
+    }
+
+    /// The error for a request the retries gave up on.
+    fn failed(&self, gave_up: GaveUp<AttemptError>, sends: Sends) -> LlmError {
+        let url = display_url(&self.url);
+        let GaveUp {
+            error,
+            attempts,
+            wait_too_long,
+        } = gave_up;
+        match error {
+            AttemptError::Status { status, body, .. } => {
+                let message = wire::error_message(&body)
+                    .unwrap_or_else(|| status.canonical_reason().unwrap_or("no message").to_owned());
+                // Servers quote the key they refused ("Incorrect API key provided: sk-..."):
+                // it must not reach an error, a run file or a log.
+                let message = self.server_words(&message).as_str().to_owned();
+                if sends == Sends::Tools
+                    && status.is_client_error()
+                    && !matches!(status.as_u16(), 401 | 403 | 404 | 408 | 429)
+                    && wire::refuses_tools(&body)
+                {
+                    return LlmError::ToolsRejected { url, status, message };
+                }
+                match wait_too_long {
+                    Some(asked) => LlmError::WaitTooLong {
+                        url,
+                        status: status.to_string(),
+                        asked: asked.asked,
+                        max_wait_secs: self.config.retry.max_retry_after.as_secs(),
+                        message,
+                    },
+                    None if crate::http::is_transient_status(status) => LlmError::GaveUp {
+                        url,
+                        status: status.to_string(),
+                        attempts,
+                        message,
+                    },
+                    None => self.rejected(url, status, message),
+                }
+            }
+            AttemptError::Transport(source) => LlmError::Transport {
+                url,
+                attempts,
+                source,
+            },
+            AttemptError::Refused(source) => LlmError::Refused {
+                server: http::server_name(self.url.as_str()),
+                url,
+                source,
+            },
+            AttemptError::Client(source) => LlmError::Client { url, source },
+            AttemptError::TooLarge => LlmError::TooLarge {
+                url,
+                limit: self.config.max_response_bytes,
+            },
         }
     }
 
@@ -715,28 +726,48 @@ impl OpenAiClient {
         Ok(Reply { message, usage })
     }
 
-    /// The error for a status that is not worth retrying. A 404 from a base URL without a `/v1`
-    /// segment says what the URL probably lacks.
+    /// The error for a status that is not worth retrying. A 404 from a base URL that ends with an
+    /// endpoint's path (`…/v1/chat/completions`), or that has no `/v1` segment, says what the URL
+    /// probably has too much of or lacks.
     fn rejected(&self, url: String, status: StatusCode, message: String) -> LlmError {
-        let base = reqwest::Url::parse(&self.config.base_url).ok();
+        let Some(base) = reqwest::Url::parse(&self.config.base_url)
+            .ok()
+            .filter(|_| status == StatusCode::NOT_FOUND)
+        else {
+            return LlmError::Rejected { url, status, message };
+        };
+        let base_url = display_url(&base).trim_end_matches('/').to_owned();
+        let path = base.path().trim_end_matches('/');
+        if let Some(endpoint) = ENDPOINT_PATHS.iter().find(|endpoint| path.ends_with(*endpoint)) {
+            let mut suggested = base.clone();
+            suggested.set_path(&path[..path.len() - endpoint.len()]);
+            let suggested_base_url = display_url(&suggested).trim_end_matches('/').to_owned();
+            return LlmError::NotFoundWithEndpoint {
+                url,
+                message,
+                endpoint,
+                suggested_base_url,
+                base_url,
+            };
+        }
         let has_v1 = base
-            .as_ref()
-            .and_then(|base| base.path_segments())
+            .path_segments()
             .is_some_and(|mut segments| segments.any(|segment| segment == "v1"));
-        match base {
-            Some(base) if status == StatusCode::NOT_FOUND && !has_v1 => {
-                let base_url = display_url(&base).trim_end_matches('/').to_owned();
-                LlmError::NotFoundWithoutV1 {
-                    url,
-                    message,
-                    suggested_base_url: format!("{base_url}/v1"),
-                    base_url,
-                }
-            }
-            _ => LlmError::Rejected { url, status, message },
+        if has_v1 {
+            return LlmError::Rejected { url, status, message };
+        }
+        LlmError::NotFoundWithoutV1 {
+            url,
+            message,
+            suggested_base_url: format!("{base_url}/v1"),
+            base_url,
         }
     }
 }
+
+/// The endpoints' paths, which the client adds to the base URL itself: a base URL that ends with
+/// one is asked for `…/chat/completions/chat/completions`. Longest first.
+const ENDPOINT_PATHS: [&str; 2] = ["/chat/completions", "/completions"];
 
 impl Llm for OpenAiClient {
     fn complete<'a>(&'a self, request: LlmRequest<'a>) -> BoxFuture<'a, Result<Completion, LlmError>> {

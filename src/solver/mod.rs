@@ -231,6 +231,7 @@ impl Solver {
                 let reason = match first.run.stopped {
                     Some(Stopped::MaxSteps) => Some(BackoffReason::MaxSteps),
                     Some(Stopped::RepeatedAction) => Some(BackoffReason::RepeatedAction),
+                    Some(Stopped::Finish) if first.run.answer.is_none() => Some(BackoffReason::NoAnswer),
                     _ => None,
                 };
                 self.back_off(

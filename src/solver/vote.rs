@@ -7,14 +7,16 @@ use crate::run::{Sample, Vote};
 
 /// The majority over `samples` of `n_samples` asked at `temperature`. Answers are compared after
 /// the official metric's normalisation (`The Beatles.` = `beatles`); the winner is written as
-/// first sampled. A tie goes to the answer sampled first. Samples without an answer do not
-/// vote, but count in the N the share is taken of.
+/// first sampled. A tie goes to the answer sampled first. Samples without an answer (or with an
+/// empty one, as a recorded run may hold) do not vote, but count in the N the share is taken of.
 pub fn majority(samples: &[Sample], n_samples: usize, temperature: f64) -> Vote {
     // normalised answer → (votes, index of its first sample)
     let mut tally: HashMap<String, (usize, usize)> = HashMap::new();
     let mut answered = 0;
     for (idx, sample) in samples.iter().enumerate() {
-        let Some(answer) = &sample.answer else { continue };
+        let Some(answer) = sample.answer.as_ref().filter(|answer| !answer.trim().is_empty()) else {
+            continue;
+        };
         answered += 1;
         tally
             .entry(normalize_answer(answer))
@@ -81,6 +83,12 @@ mod tests {
             0.7,
         );
         assert_eq!((vote.answer.as_deref(), vote.votes), (Some("b"), 2));
+        // An empty answer (a recorded run may hold one) is no answer: it does not vote.
+        let vote = majority(&samples(&[Some(""), Some("  "), Some("x"), Some(" ")]), 4, 0.7);
+        assert_eq!(
+            (vote.answer.as_deref(), vote.votes, vote.answered),
+            (Some("x"), 1, 1)
+        );
         let vote = majority(&samples(&[None, None]), 21, 0.7);
         assert_eq!((vote.answer.clone(), vote.votes, vote.answered), (None, 0, 0));
         assert!(is_weak(&vote));

@@ -4,7 +4,8 @@
 //! result's `snippet`, else `No search result found for {query}.`. The API key goes only into the
 //! request: never into a log, an error message (reqwest errors are stripped of their URL), the cache
 //! or `Debug` output. A response body is read up to [`MAX_BODY_BYTES`]. Failures are retried by
-//! `http::retry`, as the other clients are: a `Retry-After` longer than
+//! `http::retry`, as the other clients are (not a connection refused on this machine or its
+//! private network, where nothing listens): a `Retry-After` longer than
 //! [`WebSearchConfig::max_retry_after`] ends the retries with an error quoting it.
 
 use std::path::{Path, PathBuf};
@@ -83,6 +84,18 @@ pub enum WebSearchError {
     #[error("the web search for `{query}` failed")]
     Request {
         query: String,
+        #[source]
+        source: reqwest::Error,
+    },
+    /// The service is on this machine or its private network and refused the connection: not
+    /// retried ([`http::refused_nearby`]).
+    #[error(
+        "the web search for `{query}` cannot reach `{server}`: connection refused, nothing listens there (is the service running, on that port?)"
+    )]
+    Refused {
+        query: String,
+        /// `host:port`.
+        server: String,
         #[source]
         source: reqwest::Error,
     },
@@ -255,7 +268,17 @@ impl WebSearch {
             .query(&params)
             .send()
             .await
-            .map_err(request_error)?;
+            .map_err(|source| {
+                let search_url = reqwest::Url::parse(&self.config.search_url);
+                match search_url {
+                    Ok(url) if http::refused_nearby(&source, &url) => WebSearchError::Refused {
+                        query: query.to_owned(),
+                        server: http::server_name(url.as_str()),
+                        source: source.without_url(),
+                    },
+                    _ => request_error(source),
+                }
+            })?;
         let status = response.status();
         if !status.is_success() {
             return Err(WebSearchError::Status {

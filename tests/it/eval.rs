@@ -1674,3 +1674,54 @@ async fn a_wikipedia_outage_stops_the_evaluation_though_every_question_fails_on_
             .is_some_and(|error| error.contains("HTTP 503"))
     }));
 }
+
+/// A model server that is not running, on this machine: `ask` and `eval` fail at once with the
+/// same message, nothing retried, and `eval` says that no question finished.
+#[test]
+fn a_dead_local_model_server_fails_at_once() {
+    let port = crate::refused_port();
+    let base_url = format!("http://127.0.0.1:{port}/v1");
+    let refused = format!(
+        "cannot reach the model server at `{base_url}/completions`: connection refused, nothing listens at 127.0.0.1:{port} (is the server running, on that port?)"
+    );
+    let started = std::time::Instant::now();
+    let ask = crate::binary()
+        .args(["ask", "--docstore", "corpus:fixtures/docstore/corpus-3.jsonl"])
+        .args(["--api", "completions", "--model", "m", "--base-url", &base_url])
+        .arg("Which magazine was started first Arthur's Magazine or First for Women?")
+        .current_dir(env!("CARGO_MANIFEST_DIR"))
+        .output()
+        .unwrap();
+    let ask_took = started.elapsed();
+    let stderr = String::from_utf8_lossy(&ask.stderr);
+    assert_eq!(ask.status.code(), Some(2), "{stderr}");
+    assert!(stderr.contains(&format!("error: {refused}")), "{stderr}");
+    assert!(!stderr.contains("retrying"), "{stderr}");
+    // Retries would wait a second at least before the first.
+    assert!(ask_took < Duration::from_secs(2), "{ask_took:?}");
+
+    let dir = tempfile::tempdir().unwrap();
+    let results = dir.path().join("results.jsonl");
+    let started = std::time::Instant::now();
+    let eval = crate::binary()
+        .arg("eval")
+        .arg(fixture("hotpotqa/simplified.json"))
+        .args(["--docstore", "corpus:fixtures/docstore/corpus-3.jsonl"])
+        .args(["--api", "completions", "--model", "m", "--base-url", &base_url])
+        .args(["--concurrency", "2", "--out"])
+        .arg(&results)
+        .current_dir(env!("CARGO_MANIFEST_DIR"))
+        .output()
+        .unwrap();
+    let eval_took = started.elapsed();
+    let stderr = String::from_utf8_lossy(&eval.stderr);
+    assert_eq!(eval.status.code(), Some(2), "{stderr}");
+    assert!(
+        stderr.contains(&format!("error: evaluation stopped: {refused}")),
+        "{stderr}"
+    );
+    assert!(stderr.contains("; no question finished"), "{stderr}");
+    assert!(!stderr.contains("retrying"), "{stderr}");
+    assert!(!results.exists() || read_results(&results).is_empty());
+    assert!(eval_took < Duration::from_secs(2), "{eval_took:?}");
+}

@@ -572,29 +572,60 @@ async fn retry_warnings_say_which_server_what_failed_and_when_in_plain_words() {
         "{logs}"
     );
 
-    // Nobody listens on this port: refused, in those words, with no Debug dump.
-    let port = {
-        let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
-        listener.local_addr().unwrap().port()
-    };
+    // Nobody listens on this machine's port: refused, in those words, with no Debug dump, and
+    // at once — nothing will listen there in the seconds retries wait.
+    let port = crate::refused_port();
     let mut config = client(&server, Api::Chat).config().clone();
     config.base_url = format!("http://user:password@127.0.0.1:{port}/v1");
     let client = OpenAiClient::new(config).unwrap();
     let (error, logs) = captured_logs(complete(&client, &stop())).await;
-    assert!(
-        matches!(error, Err(LlmError::Transport { attempts: 3, .. })),
-        "{error:?}"
+    let error = error.unwrap_err();
+    assert!(matches!(error, LlmError::Refused { .. }), "{error:?}");
+    assert!(error.is_permanent());
+    assert_eq!(
+        error.to_string(),
+        format!(
+            "cannot reach the model server at `http://127.0.0.1:{port}/v1/chat/completions`: connection refused, nothing listens at 127.0.0.1:{port} (is the server running, on that port?)"
+        )
     );
-    let warnings: Vec<&str> = logs.lines().filter(|line| line.contains("WARN")).collect();
-    assert_eq!(warnings.len(), 2, "{logs}");
-    for (idx, warning) in warnings.iter().enumerate() {
-        let expected = format!(
-            "model server 127.0.0.1:{port}: connection refused; retrying in 0.0 s, attempt {} of 3",
-            idx + 2
-        );
-        assert!(warning.ends_with(&expected), "{warning}");
-    }
-    assert!(!logs.contains("password"), "{logs}");
+    assert!(!logs.contains("WARN"), "{logs}");
+    assert!(
+        !logs.contains("password") && !error_chain(&error).contains("password"),
+        "{logs}"
+    );
+}
+
+/// The binary writes each retry as one plain line, as docs/models.md shows it: no level, no
+/// module path.
+#[tokio::test]
+async fn the_binary_writes_a_retry_warning_as_one_plain_line() {
+    let server = model_server(
+        "completions",
+        Sequence::new(vec![
+            ResponseTemplate::new(429).insert_header("retry-after", "0"),
+            ResponseTemplate::new(200)
+                .set_body_json(json!({"choices": [{"text": " Easy.\nAction 1: Finish[yes]"}]})),
+        ]),
+    )
+    .await;
+    let output = crate::binary()
+        .args(["ask", "--docstore", "corpus:fixtures/docstore/corpus-3.jsonl"])
+        .args(["--api", "completions", "--model", "m", "--base-url"])
+        .arg(format!("{}/v1", server.uri()))
+        .arg("Were Scott Derrickson and Ed Wood of the same nationality?")
+        .current_dir(env!("CARGO_MANIFEST_DIR"))
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert_eq!(String::from_utf8_lossy(&output.stdout), "yes\n", "{stderr}");
+    let host = server.uri().trim_start_matches("http://").to_owned();
+    let warning = format!("model server {host}: HTTP 429 Too Many Requests; retrying in ");
+    let warnings: Vec<&str> = stderr.lines().filter(|line| line.contains("retrying")).collect();
+    assert_eq!(warnings.len(), 1, "{stderr}");
+    assert!(
+        warnings[0].starts_with(&warning) && warnings[0].ends_with(" s, attempt 2 of 5"),
+        "{stderr}"
+    );
 }
 
 #[tokio::test]
@@ -682,6 +713,37 @@ async fn permanent_failures_are_not_retried_and_say_so() {
         "the model server at `[SERVER]/chat/completions` answered 404 Not Found (404 page not found): the base URL `[SERVER]` has no /v1: did you mean `[SERVER]/v1`?"
     );
     assert_eq!(server.received_requests().await.unwrap().len(), 1);
+
+    // A base URL with the endpoint's path: the client adds it again, and the 404 says to drop it.
+    for (api, base_path, endpoint) in [
+        (Api::Chat, "/v1/chat/completions", "/chat/completions"),
+        (Api::Chat, "/v1/chat/completions/", "/chat/completions"),
+        (Api::Completions, "/v1/completions", "/completions"),
+        (Api::Chat, "/v1/completions", "/completions"),
+    ] {
+        let mut config = client(&server, api).config().clone();
+        config.base_url = format!("{}{base_path}", server.uri());
+        let error = complete(&OpenAiClient::new(config).unwrap(), &stop())
+            .await
+            .unwrap_err();
+        assert!(error.is_permanent(), "{error}");
+        let asked = format!("{}{}", base_path.trim_end_matches('/'), api_path(api));
+        assert_eq!(
+            error.to_string().replace(&server.uri(), "[SERVER]"),
+            format!(
+                "the model server at `[SERVER]{asked}` answered 404 Not Found (404 page not found): the base URL `[SERVER]{}` ends with the endpoint path `{endpoint}`, which the client adds itself: drop it, did you mean `[SERVER]/v1`?",
+                base_path.trim_end_matches('/')
+            )
+        );
+    }
+}
+
+/// The path the client adds to the base URL for `api`.
+fn api_path(api: Api) -> &'static str {
+    match api {
+        Api::Completions => "/completions",
+        Api::Chat | Api::Tools => "/chat/completions",
+    }
 }
 
 #[tokio::test]

@@ -58,6 +58,12 @@ pub fn binary() -> std::process::Command {
     command
 }
 
+/// A port on 127.0.0.1 that nothing listens on: bound by the system, then let go.
+pub fn refused_port() -> u16 {
+    let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    listener.local_addr().unwrap().port()
+}
+
 /// A path inside the repository's `fixtures/`.
 pub fn fixture(path: &str) -> std::path::PathBuf {
     std::path::Path::new(env!("CARGO_MANIFEST_DIR"))

@@ -402,6 +402,52 @@ async fn react_then_cot_sc_backs_off_on_the_budget_and_on_repetition_but_not_on_
     assert!(run.samples.is_empty());
 }
 
+/// `Finish[]` is no answer: ReAct alone ends without one, and `react-then-cot-sc` backs off to
+/// CoT-SC as when ReAct runs out of steps.
+#[tokio::test]
+async fn an_empty_finish_is_no_answer_and_backs_off() {
+    let answers = cot_samples(&[Some("1844"); 5]);
+    for finish in ["Finish[]", "Finish[   ]", "Finish[ \t ]"] {
+        let step = format!(" I give up.\nAction 1: {finish}");
+        let samples: Vec<Vec<&str>> = vec![answers.iter().map(String::as_str).collect()];
+        let model = ScriptedModel::new(&[&step], samples.clone());
+        let (run, _) = solve(
+            &solver(Method::React, Profile::Default, Bundled::HotpotQa, 7),
+            &model,
+            QUESTION,
+        )
+        .await;
+        assert_eq!(
+            (run.answer, run.stopped),
+            (None, Some(Stopped::Finish)),
+            "{finish}"
+        );
+
+        let model = ScriptedModel::new(&[&step], samples);
+        let (run, events) = solve(
+            &solver(Method::ReactThenCotSc, Profile::Default, Bundled::HotpotQa, 7),
+            &model,
+            QUESTION,
+        )
+        .await;
+        assert_eq!(
+            run.backoff.map(|backoff| backoff.reason),
+            Some(BackoffReason::NoAnswer),
+            "{finish}: {events:?}"
+        );
+        assert_eq!(
+            (
+                run.answer.as_deref(),
+                run.answered_by,
+                run.steps.len(),
+                run.samples.len()
+            ),
+            (Some("1844"), Some(Method::CotSc), 1, 5),
+            "{finish}"
+        );
+    }
+}
+
 /// A model server that fails: the ReAct phase's error is the run's, and nothing backs off.
 #[tokio::test]
 async fn an_error_is_no_backoff() {
@@ -562,6 +608,104 @@ async fn cot_sc_asks_for_n_in_one_request_and_for_the_rest_where_n_is_ignored() 
         assert_eq!(replayed.usage.llm_calls, run.usage.llm_calls);
         assert_eq!(replayed.method, Some(Method::CotSc));
     }
+}
+
+/// A server that refuses `n` (400 naming it) whenever a request asks for more than one completion,
+/// and answers every other request with one CoT completion.
+struct RefusesN;
+
+impl Respond for RefusesN {
+    fn respond(&self, request: &Request) -> ResponseTemplate {
+        let body: Value = serde_json::from_slice(&request.body).unwrap();
+        if body["n"].as_u64().is_some_and(|n| n > 1) {
+            return ResponseTemplate::new(400).set_body_json(json!({"error": {
+                "message": "'n' is not supported with this model.",
+                "type": "invalid_request_error",
+                "param": "n",
+                "code": "unsupported_parameter",
+            }}));
+        }
+        ResponseTemplate::new(200).set_body_json(json!({"choices": [{"text": " Let's think.\nAnswer: yes"}]}))
+    }
+}
+
+/// Eight questions ask for `n` at once and are refused one after the other: each is asked again
+/// without it, not only the first refused, and no request made once the client knows carries it.
+#[tokio::test]
+async fn a_refused_n_is_asked_again_without_it_for_every_request_in_flight() {
+    let server = MockServer::start().await;
+    Mock::given(wiremock::matchers::method("POST"))
+        .respond_with(RefusesN)
+        .mount(&server)
+        .await;
+    let dir = tempfile::tempdir().unwrap();
+    let questions = dir.path().join("q10.json");
+    let records: Vec<Value> = (1..=10)
+        .map(|idx| json!({"question": format!("Is question {idx} a yes?"), "answer": "yes"}))
+        .collect();
+    std::fs::write(&questions, serde_json::to_string(&records).unwrap()).unwrap();
+    let results = dir.path().join("r.jsonl");
+    let output = crate::binary()
+        .arg("eval")
+        .arg(&questions)
+        .args(["--method", "cot-sc", "--samples", "21", "--concurrency", "8"])
+        .args([
+            "--model",
+            "m",
+            "--api",
+            "completions",
+            "--base-url",
+            &server.uri(),
+        ])
+        .arg("--out")
+        .arg(&results)
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert_eq!(output.status.code(), Some(0), "{stderr}");
+    let text = std::fs::read_to_string(&results).unwrap();
+    let runs: Vec<Run> = text
+        .lines()
+        .map(|line| serde_json::from_str(line).unwrap())
+        .collect();
+    assert_eq!(runs.len(), 10);
+    for run in &runs {
+        assert_eq!(
+            (
+                run.stopped,
+                run.error.as_deref(),
+                run.samples.len(),
+                run.answer.as_deref()
+            ),
+            (Some(Stopped::Finish), None, 21, Some("yes")),
+            "{}",
+            run.question
+        );
+    }
+    // In the order received: each question's request with `n` is its first, and at most the 8
+    // questions in flight at once sent one. A request made after the client learned of a refusal
+    // would be a question's second with `n`, or a later question's.
+    let requests: Vec<Value> = server
+        .received_requests()
+        .await
+        .unwrap()
+        .iter()
+        .map(|request| serde_json::from_slice(&request.body).unwrap())
+        .collect();
+    let mut seen = std::collections::HashSet::new();
+    let mut with_n = 0;
+    for body in &requests {
+        let prompt = body["prompt"].as_str().unwrap().to_owned();
+        let first = seen.insert(prompt);
+        if body.get("n").is_some() {
+            with_n += 1;
+            assert!(first, "a question asked for `n` after its first request: {body}");
+        }
+    }
+    assert_eq!(seen.len(), 10);
+    assert!((1..=8).contains(&with_n), "{with_n} requests carried `n`");
+    // One completion a request once `n` is refused: the refused request's retry, then 20 more.
+    assert_eq!(requests.len() - with_n, 10 * 21);
 }
 
 #[test]
