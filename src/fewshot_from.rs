@@ -3,7 +3,6 @@
 //! `export` rebuilds them), never a question of the evaluation being run, written to a file beside
 //! the results that every run names with its digest.
 
-use std::collections::HashSet;
 use std::path::{Path, PathBuf};
 
 use xxhash_rust::xxh3::xxh3_64_with_seed;
@@ -13,7 +12,7 @@ use crate::fewshot::{Bundled, Fewshot, FewshotError, Format, without_thoughts};
 use crate::fsutil::atomic_write;
 use crate::method::Method;
 use crate::profile::Profile;
-use crate::run::{FewshotSource, Run};
+use crate::run::{Attempt, FewshotSource, Run};
 
 /// Where to draw examples from, and how many.
 #[derive(Debug, Clone)]
@@ -64,6 +63,16 @@ pub enum FewshotFromError {
         path.display()
     )]
     OtherExamples { path: PathBuf },
+    #[error(
+        "`{}` holds the examples the runs of the results file beside it were made with, and {questions} drawn there {verb} now a question of this evaluation, which no example may be, so the draw changed: evaluate the questions those runs were made with (the same selection, e.g. `--limit`), or pass another `--out` to start an evaluation with a new draw",
+        path.display()
+    )]
+    DrawnNowAsked {
+        path: PathBuf,
+        /// The questions, by id (or text) and position in this evaluation's selection.
+        questions: String,
+        verb: &'static str,
+    },
     #[error("`--shots` must be at least 1")]
     NoShots,
     #[error("cannot write the drawn examples to `{}`", path.display())]
@@ -113,30 +122,7 @@ impl FewshotFrom {
         if self.shots == 0 {
             return Err(FewshotFromError::NoShots);
         }
-        let mut given = HashSet::new();
-        let mut candidates: Vec<(u64, String)> = Vec::new();
-        for run in &self.runs {
-            let key = question_key(run);
-            if excluded.contains(run) || given.contains(&key) {
-                continue;
-            }
-            // A run that does not rebuild cannot give its exact text: it is no candidate.
-            let Ok(examples) = rebuild(run).await else {
-                continue;
-            };
-            let text = examples
-                .iter()
-                .filter(|example| example.finished && is_kept(Keep::Right, example))
-                .find_map(|example| match (example.format, format) {
-                    (found, wanted) if found == wanted => Some(example.trajectory()),
-                    (Format::React, Format::Act) => Some(without_thoughts(&example.trajectory())),
-                    _ => None,
-                });
-            if let Some(text) = text {
-                candidates.push((xxh3_64_with_seed(key.as_bytes(), self.seed), text));
-                given.insert(key);
-            }
-        }
+        let mut candidates = self.candidates(format, |run| !excluded.contains(run)).await;
         if candidates.len() < self.shots {
             return Err(FewshotFromError::TooFew {
                 results: self.results.clone(),
@@ -145,7 +131,7 @@ impl FewshotFrom {
                 shots: self.shots,
             });
         }
-        candidates.sort();
+        candidates.sort_by(|a, b| (a.hash, &a.text).cmp(&(b.hash, &b.text)));
         // The bundled examples' preamble (FEVER's instruction line), then the drawn ones.
         let bundled = Fewshot::bundled(task, format, profile);
         let label = format!("{}:", bundled.input_label);
@@ -156,13 +142,15 @@ impl FewshotFrom {
             .map(str::len)
             .sum::<usize>();
         let mut text = bundled.examples[..preamble_len].to_owned();
-        for (_, example) in candidates.iter().take(self.shots) {
-            text.push_str(example);
+        for candidate in candidates.iter().take(self.shots) {
+            text.push_str(&candidate.text);
         }
         let path = FewshotFrom::examples_path(beside);
-        if other == OtherExamples::Refuse && std::fs::read(&path).is_ok_and(|found| found != text.as_bytes())
+        if other == OtherExamples::Refuse
+            && let Ok(found) = std::fs::read(&path)
+            && found != text.as_bytes()
         {
-            return Err(FewshotFromError::OtherExamples { path });
+            return Err(self.why_other(format, excluded, path, &found).await);
         }
         atomic_write(&path, text.as_bytes()).map_err(|source| FewshotFromError::Write {
             path: path.clone(),
@@ -179,4 +167,102 @@ impl FewshotFrom {
             },
         })
     }
+
+    /// The trajectories in `format` of the right runs that ended with an answer, for the
+    /// questions `asked` takes, one per question: its first attempt (trial, epoch) that gives
+    /// one, and of two runs of that attempt the smaller text — whatever the order of the file.
+    async fn candidates(&self, format: Format, asked: impl Fn(&Run) -> bool) -> Vec<Candidate<'_>> {
+        let mut runs: Vec<(String, Attempt, &Run)> = self
+            .runs
+            .iter()
+            .filter(|run| asked(run))
+            .map(|run| (question_key(run), run.attempt(), run))
+            .collect();
+        runs.sort_by(|a, b| (&a.0, a.1).cmp(&(&b.0, b.1)));
+        let mut candidates: Vec<Candidate> = Vec::new();
+        // The question given last and the attempt that gave it.
+        let mut given: Option<(&str, Attempt)> = None;
+        for (key, attempt, run) in &runs {
+            if let Some((given_key, given_attempt)) = given
+                && given_key == key
+                && given_attempt < *attempt
+            {
+                continue;
+            }
+            // A run that does not rebuild cannot give its exact text: it is no candidate.
+            let Ok(examples) = rebuild(run).await else {
+                continue;
+            };
+            let text = examples
+                .iter()
+                .filter(|example| example.finished && is_kept(Keep::Right, example))
+                .find_map(|example| match (example.format, format) {
+                    (found, wanted) if found == wanted => Some(example.trajectory()),
+                    (Format::React, Format::Act) => Some(without_thoughts(&example.trajectory())),
+                    _ => None,
+                });
+            let Some(text) = text else {
+                continue;
+            };
+            match candidates.last_mut() {
+                Some(last) if given.is_some_and(|(given_key, _)| given_key == key) => {
+                    if text < last.text {
+                        last.text = text;
+                    }
+                }
+                _ => candidates.push(Candidate {
+                    hash: xxh3_64_with_seed(key.as_bytes(), self.seed),
+                    run,
+                    text,
+                }),
+            }
+            given = Some((key, *attempt));
+        }
+        candidates
+    }
+
+    /// Why the examples beside the results (`found`) are not this draw: one of them is a
+    /// question the evaluation now asks (it asks more questions than when they were drawn), or
+    /// another source, `--shots` or `--seed`.
+    async fn why_other(
+        &self,
+        format: Format,
+        excluded: &Excluded,
+        path: PathBuf,
+        found: &[u8],
+    ) -> FewshotFromError {
+        let found = String::from_utf8_lossy(found);
+        let asked: Vec<Candidate> = self
+            .candidates(format, |run| excluded.contains(run))
+            .await
+            .into_iter()
+            .filter(|candidate| found.contains(&candidate.text))
+            .collect();
+        if asked.is_empty() {
+            return FewshotFromError::OtherExamples { path };
+        }
+        let questions: Vec<String> = asked
+            .iter()
+            .map(|candidate| {
+                let run = candidate.run;
+                let question = run.id.as_deref().unwrap_or(&run.question);
+                match excluded.position_of(run) {
+                    Some(position) => format!("`{question}` (position {position})"),
+                    None => format!("`{question}`"),
+                }
+            })
+            .collect();
+        FewshotFromError::DrawnNowAsked {
+            path,
+            verb: if questions.len() == 1 { "is" } else { "are" },
+            questions: questions.join(", "),
+        }
+    }
+}
+
+/// A right run's trajectory that may be drawn, and its question's seeded hash.
+struct Candidate<'a> {
+    hash: u64,
+    run: &'a Run,
+    text: String,
 }

@@ -68,6 +68,10 @@ pub struct Run {
     /// Extra tools that were registered (`Calculate`, `WebSearch`, ...), so replay parses their actions.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub tools: Vec<String>,
+    /// The prompt lines of the extra tools the crate cannot make again from their name (a
+    /// `--tool NAME=COMMAND` tool, a library user's tool), so that `export` rebuilds the prompt.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub tool_descriptions: Vec<ToolDescription>,
     /// The docstore that answered the searches: its kind and, for a frozen one, its snapshot.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub docstore: Option<DocstoreInfo>,
@@ -150,6 +154,16 @@ pub struct FewshotSource {
     pub seed: u64,
     /// `sha256:` and the hex SHA-256 of the examples file's bytes.
     pub digest: String,
+}
+
+/// An extra tool as the prompt showed it: its name, its line in the action list, and the
+/// few-shot examples it added (none for a `--tool NAME=COMMAND` tool).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ToolDescription {
+    pub name: String,
+    pub description: String,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub examples: Option<String>,
 }
 
 /// One Thought / Action / Observation step.
@@ -426,6 +440,7 @@ impl Run {
             fewshot_from: None,
             max_steps: None,
             tools: Vec::new(),
+            tool_descriptions: Vec::new(),
             docstore: None,
             steps: Vec::new(),
             samples: Vec::new(),

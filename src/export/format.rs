@@ -1,12 +1,14 @@
 //! The three formats of `export`: OpenAI chat fine-tuning JSONL, Alpaca JSON, ShareGPT JSONL.
 
+use std::collections::HashSet;
 use std::io::{self, Write};
 use std::str::FromStr;
 
 use serde_json::{Value, json};
 
-use crate::llm::Message;
+use crate::calls::function_key;
 use crate::llm::openai::wire_message;
+use crate::llm::{FunctionSpec, Message, SentCall};
 
 use super::PromptPart;
 use super::rebuild::{Example, Speaker, Turn};
@@ -46,10 +48,12 @@ impl FromStr for ExportFormat {
     }
 }
 
-/// One example as written, and how many bytes of text it holds (for the token estimate).
+/// One example as written, how many bytes of text it holds (for the token estimate), and the
+/// calls to functions it does not offer that were left out with their replies.
 pub struct Written {
     pub value: Value,
     pub text_bytes: usize,
+    pub unknown_calls: Vec<String>,
 }
 
 impl ExportFormat {
@@ -61,8 +65,9 @@ impl ExportFormat {
         }
     }
 
-    /// `example` in this format, its prompt part as `prompt` says.
-    pub fn example(self, example: &Example, prompt: PromptPart) -> Written {
+    /// `example` in this format, its prompt part as `prompt` says; none when it holds nothing the
+    /// model wrote (a run whose first model call failed): such an example trains on nothing.
+    pub fn example(self, example: &Example, prompt: PromptPart) -> Option<Written> {
         let system = match prompt {
             PromptPart::Instruction => example.instruction.as_str(),
             PromptPart::WithExamples => example.prompt.as_str(),
@@ -76,14 +81,25 @@ impl ExportFormat {
         {
             turns = rest;
         }
-        match self {
+        // A tools conversation in `openai-chat` is checked on its messages, below.
+        let conversed = self == ExportFormat::OpenAiChat && example.conversation.is_some();
+        if !conversed && !turns.iter().any(|turn| turn.speaker == Speaker::Model) {
+            return None;
+        }
+        let written = match self {
             ExportFormat::OpenAiChat => match &example.conversation {
                 Some(conversation) => {
-                    let mut sent = conversation.messages.as_slice();
-                    while let [rest @ .., Message::Tool { .. } | Message::User(_)] = sent
-                        && rest.len() > 1
-                    {
+                    let (offered, unknown_calls) =
+                        offered_calls(&conversation.messages, &conversation.functions);
+                    let mut sent = offered.as_slice();
+                    while let [rest @ .., Message::Tool { .. } | Message::User(_)] = sent {
                         sent = rest;
+                    }
+                    if !sent
+                        .iter()
+                        .any(|message| matches!(message, Message::Assistant { .. }))
+                    {
+                        return None;
                     }
                     let messages: Vec<Message> = sent
                         .iter()
@@ -106,6 +122,7 @@ impl ExportFormat {
                     Written {
                         value: json!({"messages": messages, "tools": tools}),
                         text_bytes,
+                        unknown_calls,
                     }
                 }
                 None => {
@@ -124,6 +141,7 @@ impl ExportFormat {
                     Written {
                         value: json!({"messages": messages}),
                         text_bytes,
+                        unknown_calls: Vec::new(),
                     }
                 }
             },
@@ -146,6 +164,7 @@ impl ExportFormat {
                 Written {
                     value: json!({"conversations": conversations}),
                     text_bytes,
+                    unknown_calls: Vec::new(),
                 }
             }
             ExportFormat::Alpaca => {
@@ -164,9 +183,11 @@ impl ExportFormat {
                 Written {
                     text_bytes: instruction.len() + output.len(),
                     value: json!({"instruction": instruction, "input": "", "output": output}),
+                    unknown_calls: Vec::new(),
                 }
             }
-        }
+        };
+        Some(written)
     }
 
     /// Writes the `index`-th example (from 0).
@@ -191,6 +212,52 @@ impl ExportFormat {
         }?;
         out.flush()
     }
+}
+
+/// The messages of a tools conversation without the calls to functions it does not offer (a
+/// model's `serach`: the agent answered it with an error observation, and OpenAI's fine-tuning
+/// refuses a call to a function not among `tools`) and the tool messages answering them; an
+/// assistant message left with neither text nor calls goes too. A call whose name the agent read
+/// as an offered function's (case, `_` and `-` aside) takes that function's name. Returns the
+/// messages and the names of the calls left out.
+fn offered_calls(messages: &[Message], functions: &[FunctionSpec]) -> (Vec<Message>, Vec<String>) {
+    let offered = |name: &str| {
+        functions
+            .iter()
+            .find(|function| function_key(&function.name) == function_key(name))
+    };
+    let mut left_out_ids: HashSet<&str> = HashSet::new();
+    let mut left_out_names = Vec::new();
+    let mut kept = Vec::with_capacity(messages.len());
+    for message in messages {
+        match message {
+            Message::Assistant { content, calls } => {
+                let mut kept_calls = Vec::with_capacity(calls.len());
+                for call in calls {
+                    match offered(&call.name) {
+                        Some(function) => kept_calls.push(SentCall {
+                            name: function.name.clone(),
+                            ..call.clone()
+                        }),
+                        None => {
+                            left_out_ids.insert(&call.id);
+                            left_out_names.push(call.name.clone());
+                        }
+                    }
+                }
+                if content.is_empty() && kept_calls.is_empty() && !calls.is_empty() {
+                    continue;
+                }
+                kept.push(Message::Assistant {
+                    content: content.clone(),
+                    calls: kept_calls,
+                });
+            }
+            Message::Tool { call_id, .. } if left_out_ids.contains(call_id.as_str()) => {}
+            other => kept.push(other.clone()),
+        }
+    }
+    (kept, left_out_names)
 }
 
 /// The system message of an example: the prompt part without the newline that ends it (the

@@ -5,14 +5,14 @@
 pub mod format;
 pub mod rebuild;
 
-use std::collections::HashSet;
+use std::collections::{HashMap, HashSet};
 use std::io::{self, Write};
 
 use crate::method::Method;
 use crate::metrics::normalize_answer;
 use crate::run::Run;
 
-pub use format::ExportFormat;
+pub use format::{ExportFormat, Written};
 pub use rebuild::{Example, RebuildError, Speaker, ToolsConversation, Turn, digest, rebuild, run_solver};
 
 /// Which runs are worth learning from.
@@ -49,8 +49,10 @@ pub enum PromptPart {
 /// normalised text (lower case, no punctuation or articles, as answers are compared).
 #[derive(Debug, Clone, Default)]
 pub struct Excluded {
-    ids: HashSet<String>,
-    questions: HashSet<String>,
+    /// Each id, with its question's position in its file.
+    ids: HashMap<String, usize>,
+    /// Each normalised text, with its question's position in its file (none for `ask`'s).
+    questions: HashMap<String, Option<usize>>,
 }
 
 /// Which question a run asks: its id, else its normalised text (a run of `ask`).
@@ -63,20 +65,33 @@ impl Excluded {
     /// without ids: another such file's question at that position is another question) and its text.
     pub fn insert(&mut self, id: &str, position: usize, question: &str) {
         if id != position.to_string() {
-            self.ids.insert(id.to_owned());
+            self.ids.insert(id.to_owned(), position);
         }
-        self.insert_question(question);
+        self.questions.insert(normalize_answer(question), Some(position));
     }
 
     /// A question with no id (the one `ask` asks).
     pub fn insert_question(&mut self, question: &str) {
-        self.questions.insert(normalize_answer(question));
+        self.questions.insert(normalize_answer(question), None);
     }
 
     /// Whether the run asks one of these questions, by its id or its text.
     pub fn contains(&self, run: &Run) -> bool {
-        run.id.as_ref().is_some_and(|id| self.ids.contains(id))
-            || self.questions.contains(&normalize_answer(&run.question))
+        run.id.as_ref().is_some_and(|id| self.ids.contains_key(id))
+            || self.questions.contains_key(&normalize_answer(&run.question))
+    }
+
+    /// Where in its file the question the run asks is, by its id or its text.
+    pub fn position_of(&self, run: &Run) -> Option<usize> {
+        run.id
+            .as_ref()
+            .and_then(|id| self.ids.get(id).copied())
+            .or_else(|| {
+                self.questions
+                    .get(&normalize_answer(&run.question))
+                    .copied()
+                    .flatten()
+            })
     }
 
     pub fn is_empty(&self) -> bool {
@@ -114,8 +129,14 @@ pub struct ExportSummary {
     pub dropped_unfinished: usize,
     /// Runs that are wrong (or below `--min-f1`, or have no gold to say).
     pub dropped_wrong: usize,
+    /// Runs kept by the filters with no model turn to learn (`--all`: a run whose first model
+    /// call failed).
+    pub dropped_no_model_turn: usize,
     /// Runs whose question already gave its example (a later trial, epoch or sample).
     pub dropped_repeated: usize,
+    /// The calls to functions a tools conversation does not offer, left out of the examples
+    /// written with their tool replies (OpenAI's fine-tuning refuses them): their names.
+    pub unknown_calls: Vec<String>,
     /// Estimated tokens of each example (its bytes / 4, rounded up), in the order written.
     pub tokens: Vec<usize>,
 }
@@ -136,6 +157,26 @@ impl ExportSummary {
         if !dropped.is_empty() {
             writeln!(out, "dropped        {}", dropped.join(", "))?;
         }
+        if !self.unknown_calls.is_empty() {
+            let mut names: Vec<&str> = self.unknown_calls.iter().map(String::as_str).collect();
+            names.sort_unstable();
+            names.dedup();
+            let names: Vec<String> = names.iter().map(|name| format!("`{name}`")).collect();
+            let calls = match self.unknown_calls.len() {
+                1 => "1 call to a function not among `tools`".to_owned(),
+                n_calls => format!("{n_calls} calls to functions not among `tools`"),
+            };
+            let replies = if self.unknown_calls.len() == 1 {
+                "its reply"
+            } else {
+                "their replies"
+            };
+            writeln!(
+                out,
+                "left out       {calls} ({}), with {replies}",
+                names.join(", ")
+            )?;
+        }
         if let Some((min, median, max)) = self.token_range() {
             writeln!(
                 out,
@@ -154,6 +195,7 @@ impl ExportSummary {
             (self.dropped_unrebuilt, "not rebuilt"),
             (self.dropped_unfinished, "unfinished"),
             (self.dropped_wrong, "not right"),
+            (self.dropped_no_model_turn, "without a model turn"),
             (self.dropped_repeated, "question already given"),
         ]
         .into_iter()
@@ -199,7 +241,7 @@ pub async fn export(
     };
     let mut given: HashSet<String> = HashSet::new();
     let mut texts: HashSet<String> = HashSet::new();
-    let mut kept: Vec<Example> = Vec::new();
+    let mut kept: Vec<Written> = Vec::new();
     for SourcedRun { source, run } in runs {
         if config.method.is_some_and(|method| method != run.method()) {
             summary.dropped_method += 1;
@@ -245,8 +287,20 @@ pub async fn export(
             summary.dropped_wrong += 1;
             continue;
         }
+        // What the format makes of each: nothing when the model wrote nothing.
+        let written: Vec<(Example, Written)> = right
+            .into_iter()
+            .filter_map(|example| {
+                let written = config.format.example(&example, config.prompt)?;
+                Some((example, written))
+            })
+            .collect();
+        if written.is_empty() {
+            summary.dropped_no_model_turn += 1;
+            continue;
+        }
         let before = kept.len();
-        for example in right {
+        for (example, written) in written {
             if config.attempts == Attempts::OnePerQuestion && kept.len() > before {
                 break;
             }
@@ -257,7 +311,7 @@ pub async fn export(
                 example.prompt,
                 example.trajectory()
             )) {
-                kept.push(example);
+                kept.push(written);
             }
         }
         if kept.len() == before {
@@ -272,9 +326,11 @@ pub async fn export(
             reasons: nothing_reasons(&summary),
         });
     }
-    for example in &kept {
-        let written = config.format.example(example, config.prompt);
+    for written in &kept {
         summary.tokens.push(written.text_bytes.div_ceil(4));
+        summary
+            .unknown_calls
+            .extend(written.unknown_calls.iter().cloned());
         config
             .format
             .write(out, &written.value, summary.n_examples)

@@ -21,12 +21,11 @@ use crate::method::Method;
 use crate::method::Reflect;
 use crate::metrics::AnswerScore;
 use crate::prompt::{Prompt, PromptOptions};
-use crate::run::{Run, RunStep, Stopped};
+use crate::run::{Run, RunStep, Stopped, ToolDescription};
 use crate::scratchpad::Scratchpad;
 use crate::solver::reflexion::Memory;
 use crate::solver::{DEFAULT_SAMPLE_TEMPERATURE, Examples, MethodConfig, Solver, SolverError};
-use crate::tool::Toolbox;
-use crate::tools::{Calculate, Network, WebSearch, WebSearchConfig};
+use crate::tool::{Tool, ToolError, Toolbox};
 
 /// Why a run cannot be rebuilt as its model saw it.
 #[derive(Debug, thiserror::Error)]
@@ -40,7 +39,7 @@ pub enum RebuildError {
         found: String,
     },
     #[error(
-        "it used the tool `{name}`, whose prompt line the run does not record (only `Calculate` and `WebSearch` can be rebuilt)"
+        "it used the tool `{name}`, whose prompt line the run does not record (a run made before runs recorded their tools' descriptions: only `Calculate` and `WebSearch` are rebuilt from their name)"
     )]
     UnknownTool { name: String },
     #[error("its method cannot be set up again")]
@@ -177,7 +176,7 @@ pub fn run_solver(run: &Run) -> Result<(Solver, usize), RebuildError> {
         }
         Examples::Files(fewshots)
     };
-    let toolbox = recorded_toolbox(&run.tools)?;
+    let toolbox = recorded_toolbox(run)?;
     let config = recorded_method(run);
     let task = match &examples {
         Examples::Files(files) if files.iter().any(|file| file.input_label == "Claim") => Bundled::Fever,
@@ -237,27 +236,54 @@ pub fn recorded_method(run: &Run) -> MethodConfig {
     }
 }
 
-/// The tools a run registered, for their prompt lines (never called).
-fn recorded_toolbox(names: &[String]) -> Result<Toolbox, RebuildError> {
+/// The tools a run registered, for their prompt lines (never called): each as the run recorded
+/// its description, else the built-in tool of its name.
+fn recorded_toolbox(run: &Run) -> Result<Toolbox, RebuildError> {
     let mut toolbox = Toolbox::default();
-    for name in names {
-        if name.eq_ignore_ascii_case("Calculate") {
-            toolbox.register(Arc::new(Calculate));
-        } else if name.eq_ignore_ascii_case("WebSearch") {
-            let config = WebSearchConfig {
-                // Never asked: a rebuild calls no tool. Any URL but the default one needs no key.
-                search_url: "http://127.0.0.1:9/search".to_owned(),
-                network: Network::Offline,
-                ..WebSearchConfig::default()
-            };
-            let websearch =
-                WebSearch::new(config).map_err(|_| RebuildError::UnknownTool { name: name.clone() })?;
-            toolbox.register(Arc::new(websearch));
-        } else {
-            return Err(RebuildError::UnknownTool { name: name.clone() });
-        }
+    for name in &run.tools {
+        let recorded = run
+            .tool_descriptions
+            .iter()
+            .find(|recorded| recorded.name == *name);
+        let tool: Arc<dyn Tool> = match (recorded, crate::tools::recorded_builtin(name)) {
+            (Some(recorded), _) => Arc::new(RecordedTool(recorded.clone())),
+            (None, Some(builtin)) => builtin,
+            (None, None) => return Err(RebuildError::UnknownTool { name: name.clone() }),
+        };
+        toolbox.register(tool);
     }
     Ok(toolbox)
+}
+
+/// A tool as a run recorded it: its prompt line and examples, nothing to call.
+struct RecordedTool(ToolDescription);
+
+/// A rebuild calls no tool: the run's observations are replayed.
+#[derive(Debug, thiserror::Error)]
+#[error("a rebuilt run calls no tool")]
+struct NotCalled;
+
+impl Tool for RecordedTool {
+    fn name(&self) -> &str {
+        &self.0.name
+    }
+
+    fn description(&self) -> &str {
+        &self.0.description
+    }
+
+    fn examples(&self) -> Option<&str> {
+        self.0.examples.as_deref()
+    }
+
+    fn call<'a>(&'a self, _argument: &'a str) -> BoxFuture<'a, Result<String, ToolError>> {
+        Box::pin(async move {
+            Err(ToolError {
+                tool: self.0.name.clone(),
+                source: Box::new(NotCalled),
+            })
+        })
+    }
 }
 
 /// The recorded model, noting the messages and functions of the last tools request.

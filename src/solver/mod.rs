@@ -19,7 +19,7 @@ use crate::llm::{Llm, LlmError, SampleRequest, Samples};
 use crate::method::{Method, Reflect};
 use crate::profile::Profile;
 use crate::prompt::{Prompt, PromptOptions};
-use crate::run::{Backoff, BackoffReason, RUN_FORMAT_V2, Run, Sample, Stopped};
+use crate::run::{Backoff, BackoffReason, RUN_FORMAT_V2, Run, Sample, Stopped, ToolDescription};
 use crate::scratchpad::Scratchpad;
 use crate::task::Task;
 use crate::tool::Toolbox;
@@ -135,6 +135,8 @@ pub struct Solver {
     /// The CoT or Standard prompt (methods that sample).
     answer_prompt: Option<Prompt>,
     grammar: ActionGrammar,
+    /// What each run records of the tools beyond their names.
+    tool_descriptions: Vec<ToolDescription>,
     max_steps: usize,
     samples: usize,
     sample_temperature: f64,
@@ -167,6 +169,7 @@ impl Solver {
             answer_prompt: answer_fewshot.clone().map(prompt),
             answer_fewshot,
             grammar: ActionGrammar::new(profile, toolbox.names()),
+            tool_descriptions: crate::tools::descriptions_to_record(toolbox),
             max_steps,
             samples: config.samples,
             sample_temperature: config.sample_temperature,
@@ -284,7 +287,15 @@ impl Solver {
             run.max_steps = Some(self.max_steps);
             run.tools = self.grammar.tool_names().to_vec();
         }
+        self.record_tools(run);
         episode
+    }
+
+    /// Stamps a run that had tools with what rebuilding its prompt needs beyond their names.
+    fn record_tools(&self, run: &mut Run) {
+        if !run.tools.is_empty() {
+            run.tool_descriptions = self.tool_descriptions.clone();
+        }
     }
 
     /// Trial `trial` of a question under Reflexion's protocol (`eval --trials`), after its failed
@@ -317,6 +328,7 @@ impl Solver {
         run.format = RUN_FORMAT_V2.to_owned();
         run.method = Some(self.method);
         run.trial = Some(number);
+        self.record_tools(run);
         episode
     }
 

@@ -16,7 +16,8 @@ pub use command::{CommandTool, CommandToolConfig, CommandToolConfigError};
 pub use websearch::{ApiKey, Network, WebSearch, WebSearchConfig, WebSearchError};
 
 use crate::calls::{function_key, function_name};
-use crate::tool::Toolbox;
+use crate::run::ToolDescription;
+use crate::tool::{Tool, Toolbox};
 
 /// A tool the crate brings, switched on by name with `--tools`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -110,4 +111,44 @@ impl ToolsConfig {
         }
         Ok(toolbox)
     }
+}
+
+/// The built-in tool a run's record names (`Calculate`, `WebSearch`, in any case), set up for its
+/// prompt line and examples only: its `WebSearch` asks no service.
+pub fn recorded_builtin(name: &str) -> Option<Arc<dyn Tool>> {
+    let tool: Arc<dyn Tool> = match name.parse::<BuiltinTool>().ok()? {
+        BuiltinTool::Calculate => Arc::new(Calculate),
+        BuiltinTool::WebSearch => {
+            let config = WebSearchConfig {
+                // Never asked. Any URL but the default one needs no key.
+                search_url: "http://127.0.0.1:9/search".to_owned(),
+                network: Network::Offline,
+                ..WebSearchConfig::default()
+            };
+            Arc::new(WebSearch::new(config).ok()?)
+        }
+    };
+    // `Calculator` is another tool's name in a record: only the names the tools register count.
+    tool.name().eq_ignore_ascii_case(name).then_some(tool)
+}
+
+/// What a run records of its tools beyond their names: every tool whose prompt line and examples
+/// [`recorded_builtin`] does not make again from its name (a `--tool NAME=COMMAND` tool, a
+/// library user's own).
+pub fn descriptions_to_record(toolbox: &Toolbox) -> Vec<ToolDescription> {
+    toolbox
+        .tools()
+        .filter(|tool| {
+            recorded_builtin(tool.name()).is_none_or(|builtin| {
+                builtin.name() != tool.name()
+                    || builtin.description() != tool.description()
+                    || builtin.examples() != tool.examples()
+            })
+        })
+        .map(|tool| ToolDescription {
+            name: tool.name().to_owned(),
+            description: tool.description().to_owned(),
+            examples: tool.examples().map(str::to_owned),
+        })
+        .collect()
 }

@@ -57,9 +57,12 @@ fn keys(value: &Value) -> BTreeSet<&str> {
 
 /// What OpenAI's fine-tuning refuses in a chat line (its documented format): other top-level
 /// keys than `messages` (and `tools`), a role it does not know, a content that is not a string,
-/// keys a role does not take, a system message after the first, no assistant message, a tool
-/// message answering no call made before it, a call whose arguments are not a JSON object in a
-/// string, a function without its name, description and schema.
+/// keys a role does not take, a system message after the first, no assistant message, a call to a
+/// function not among `tools`, two calls under one id, a tool message answering no call of the
+/// assistant message before it (or one answered already), a call unanswered when the next
+/// assistant message comes (the last message's calls are the example's end), a call whose
+/// arguments are not a JSON object in a string, a function without its name, description and
+/// schema.
 fn fine_tuning_errors(line: &Value) -> Vec<String> {
     let mut errors = Vec::new();
     let allowed: BTreeSet<&str> = ["messages", "tools"].into();
@@ -67,7 +70,15 @@ fn fine_tuning_errors(line: &Value) -> Vec<String> {
         errors.push(format!("top-level keys {:?}", keys(line)));
     }
     let messages = line["messages"].as_array().cloned().unwrap_or_default();
+    let offered: BTreeSet<&str> = line["tools"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .filter_map(|tool| tool["function"]["name"].as_str())
+        .collect();
     let mut call_ids = BTreeSet::new();
+    // The calls of the last assistant message not yet answered by a tool message.
+    let mut unanswered: BTreeSet<String> = BTreeSet::new();
     let mut n_assistant = 0;
     for (idx, message) in messages.iter().enumerate() {
         let role = message["role"].as_str().unwrap_or("");
@@ -91,11 +102,25 @@ fn fine_tuning_errors(line: &Value) -> Vec<String> {
         }
         if role == "assistant" {
             n_assistant += 1;
+            if !unanswered.is_empty() {
+                errors.push(format!(
+                    "message {idx}: calls {unanswered:?} not answered before it"
+                ));
+            }
             for call in message["tool_calls"].as_array().into_iter().flatten() {
                 let id = call["id"].as_str().unwrap_or("");
                 if id.is_empty() || call["type"] != "function" || !call["function"]["name"].is_string() {
                     errors.push(format!("message {idx}: call {call}"));
                 }
+                if !offered.contains(call["function"]["name"].as_str().unwrap_or("")) {
+                    errors.push(format!(
+                        "message {idx}: a call to a function not among `tools`: {call}"
+                    ));
+                }
+                if call_ids.contains(id) {
+                    errors.push(format!("message {idx}: the call id {id:?} again"));
+                }
+                unanswered.insert(id.to_owned());
                 let arguments: Option<Value> = call["function"]["arguments"]
                     .as_str()
                     .and_then(|text| serde_json::from_str(text).ok());
@@ -105,8 +130,10 @@ fn fine_tuning_errors(line: &Value) -> Vec<String> {
                 call_ids.insert(id.to_owned());
             }
         }
-        if role == "tool" && !call_ids.contains(message["tool_call_id"].as_str().unwrap_or("")) {
-            errors.push(format!("message {idx}: answers no call made before it"));
+        if role == "tool" && !unanswered.remove(message["tool_call_id"].as_str().unwrap_or("")) {
+            errors.push(format!(
+                "message {idx}: answers no call of the assistant message before it, or one answered already"
+            ));
         }
     }
     if n_assistant == 0 {
@@ -156,7 +183,8 @@ fn the_fine_tuning_check_refuses_what_openai_refuses() {
     let good = json!({"messages": [
         {"role": "system", "content": "s"}, {"role": "user", "content": "q"},
         {"role": "assistant", "content": "", "tool_calls": [{"id": "c1", "type": "function", "function": {"name": "search", "arguments": "{\"entity\":\"x\"}"}}]},
-        {"role": "tool", "tool_call_id": "c1", "content": "o"}, {"role": "assistant", "content": "a"}]});
+        {"role": "tool", "tool_call_id": "c1", "content": "o"}, {"role": "assistant", "content": "a"}],
+        "tools": [{"type": "function", "function": {"name": "search", "description": "d", "parameters": {"type": "object"}}}]});
     assert_eq!(fine_tuning_errors(&good), Vec::<String>::new());
     let bad = [
         json!({"messages": [{"role": "user", "content": "q"}]}),
@@ -165,6 +193,21 @@ fn the_fine_tuning_check_refuses_what_openai_refuses() {
         json!({"messages": [{"role": "user", "content": "q"}, {"role": "system", "content": "s"}, {"role": "assistant", "content": "a"}]}),
         json!({"messages": [{"role": "tool", "tool_call_id": "c9", "content": "o"}, {"role": "assistant", "content": "a"}]}),
         json!({"messages": [{"role": "assistant", "content": "", "name": "x"}]}),
+        // A call to a function not offered (`serach`), answered.
+        json!({"messages": [{"role": "user", "content": "q"},
+            {"role": "assistant", "content": "", "tool_calls": [{"id": "c1", "type": "function", "function": {"name": "serach", "arguments": "{}"}}]},
+            {"role": "tool", "tool_call_id": "c1", "content": "o"}, {"role": "assistant", "content": "a"}],
+            "tools": [{"type": "function", "function": {"name": "search", "description": "d", "parameters": {"type": "object"}}}]}),
+        // A call answered twice, and one never answered.
+        json!({"messages": [{"role": "user", "content": "q"},
+            {"role": "assistant", "content": "", "tool_calls": [{"id": "c1", "type": "function", "function": {"name": "search", "arguments": "{}"}}]},
+            {"role": "tool", "tool_call_id": "c1", "content": "o"}, {"role": "tool", "tool_call_id": "c1", "content": "o"},
+            {"role": "assistant", "content": "a"}],
+            "tools": [{"type": "function", "function": {"name": "search", "description": "d", "parameters": {"type": "object"}}}]}),
+        json!({"messages": [{"role": "user", "content": "q"},
+            {"role": "assistant", "content": "", "tool_calls": [{"id": "c1", "type": "function", "function": {"name": "search", "arguments": "{}"}}]},
+            {"role": "assistant", "content": "a"}],
+            "tools": [{"type": "function", "function": {"name": "search", "description": "d", "parameters": {"type": "object"}}}]}),
     ];
     for line in bad {
         assert!(!fine_tuning_errors(&line).is_empty(), "{line}");
@@ -281,8 +324,8 @@ fn a_tools_run_exports_as_the_conversation_it_was() {
     assert_eq!(names, ["search", "lookup", "finish"]);
     let messages = line["messages"].as_array().unwrap();
     let roles: Vec<&str> = messages.iter().map(|m| m["role"].as_str().unwrap()).collect();
-    // The search; a reply that calls nothing and the reminder; two calls in one reply, each
-    // answered; the answer.
+    // The search; a reply that calls nothing and the reminder; two calls in one reply, the one
+    // to `serach` (no function of `tools`) left out with its reply; the answer.
     assert_eq!(
         roles,
         [
@@ -294,9 +337,12 @@ fn a_tools_run_exports_as_the_conversation_it_was() {
             "user",
             "assistant",
             "tool",
-            "tool",
             "assistant"
         ]
+    );
+    assert!(
+        stderr.contains("left out       1 call to a function not among `tools` (`serach`), with its reply"),
+        "{stderr}"
     );
     assert!(
         messages[0]["content"]
@@ -305,15 +351,21 @@ fn a_tools_run_exports_as_the_conversation_it_was() {
             .contains("Here are some examples.")
     );
     let run = Run::read(&fixture("runs/function-calls/grand-ole-opry.json")).unwrap();
-    // Every reply as the server sent it: its text, its calls' names and arguments.
+    // Every reply as the server sent it: its text, its calls' names and arguments (but the call
+    // to a function not offered).
     let replies: Vec<_> = run.steps.iter().flat_map(|step| step.replies.clone()).collect();
     let assistants: Vec<&Value> = messages.iter().filter(|m| m["role"] == "assistant").collect();
     assert_eq!(assistants.len(), replies.len());
     for (message, reply) in assistants.iter().zip(&replies) {
         assert_eq!(message["content"], reply.content.clone().unwrap_or_default());
         let calls = message["tool_calls"].as_array().cloned().unwrap_or_default();
-        assert_eq!(calls.len(), reply.tool_calls.len());
-        for (call, sent) in calls.iter().zip(&reply.tool_calls) {
+        let offered: Vec<_> = reply
+            .tool_calls
+            .iter()
+            .filter(|call| names.contains(&call.name.as_str()))
+            .collect();
+        assert_eq!(calls.len(), offered.len());
+        for (call, sent) in calls.iter().zip(offered) {
             assert_eq!(call["function"]["name"], sent.name);
             let arguments: Value =
                 serde_json::from_str(call["function"]["arguments"].as_str().unwrap()).unwrap();
@@ -328,7 +380,12 @@ fn a_tools_run_exports_as_the_conversation_it_was() {
     assert_eq!(messages[3]["tool_call_id"], messages[2]["tool_calls"][0]["id"]);
     assert_eq!(messages[3]["content"], run.steps[0].observation.clone().unwrap());
     assert_eq!(messages[7]["tool_call_id"], messages[6]["tool_calls"][0]["id"]);
-    assert_eq!(messages[8]["tool_call_id"], messages[6]["tool_calls"][1]["id"]);
+    assert_eq!(messages[7]["content"], run.steps[1].observation.clone().unwrap());
+    assert!(
+        fine_tuning_errors(line).is_empty(),
+        "{:?}",
+        fine_tuning_errors(line)
+    );
     // Without `--with-examples` the system message is the instruction alone.
     let (_, written, _) = export(
         dir.path(),
@@ -1018,4 +1075,304 @@ fn exclude_reads_ids_only_where_the_file_has_them() {
     let (status, _, stderr) = export(dir.path(), &args);
     assert_eq!(status, 2);
     assert!(stderr.contains("(1 excluded)"), "{stderr}");
+}
+
+// ---------------------------------------------------------------- runs that train on nothing
+
+/// `run` as `eval` records a run whose first model call failed: the question, no step the model
+/// wrote.
+fn first_call_failed(mut run: Value) -> Value {
+    run["steps"] = json!([{"n": 1, "completions": []}]);
+    run["answer"] = Value::Null;
+    run["stopped"] = json!("error");
+    run["error"] = json!("model server: HTTP 500");
+    run
+}
+
+/// A results file of ReAct's first run with its first model call failed, and its second run.
+fn results_with_a_failed_first_call(dir: &Path) -> String {
+    let text = std::fs::read_to_string(fixture("runs/methods/react.results.jsonl")).unwrap();
+    let mut lines = text.lines();
+    let failed = first_call_failed(serde_json::from_str(lines.next().unwrap()).unwrap());
+    let path = dir.join("failed.results.jsonl");
+    std::fs::write(&path, format!("{failed}\n{}\n", lines.next().unwrap())).unwrap();
+    path.to_str().unwrap().to_owned()
+}
+
+#[test]
+fn an_export_of_every_run_leaves_out_a_run_with_no_model_turn_and_counts_it() {
+    let dir = tempfile::tempdir().unwrap();
+    let results = results_with_a_failed_first_call(dir.path());
+    for format in ["openai-chat", "sharegpt", "alpaca"] {
+        let (status, written, stderr) = export(dir.path(), &[&results, "--format", format, "--all"]);
+        assert_eq!(status, 0, "{format}: {stderr}");
+        assert!(stderr.contains("kept 1 (1 examples)"), "{format}: {stderr}");
+        assert_eq!(dropped(&stderr), "1 without a model turn", "{format}");
+        let examples = match format {
+            "alpaca" => serde_json::from_str::<Value>(&written)
+                .unwrap()
+                .as_array()
+                .unwrap()
+                .clone(),
+            _ => lines(&written),
+        };
+        assert_eq!(examples.len(), 1, "{format}");
+        let example = &examples[0];
+        let model_wrote = match format {
+            "openai-chat" => example["messages"]
+                .as_array()
+                .unwrap()
+                .iter()
+                .any(|m| m["role"] == "assistant"),
+            "sharegpt" => example["conversations"]
+                .as_array()
+                .unwrap()
+                .iter()
+                .any(|t| t["from"] == "gpt"),
+            _ => !example["output"].as_str().unwrap().is_empty(),
+        };
+        assert!(model_wrote, "{format}: {example}");
+    }
+    // A tools run whose first call failed: the system message and the question, nothing else.
+    let tools = dir.path().join("failed-tools.json");
+    let run: Value = serde_json::from_str(
+        &std::fs::read_to_string(fixture("runs/function-calls/grand-ole-opry.json")).unwrap(),
+    )
+    .unwrap();
+    std::fs::write(&tools, first_call_failed(run).to_string()).unwrap();
+    for format in ["openai-chat", "sharegpt", "alpaca"] {
+        let (status, _, stderr) = export(
+            dir.path(),
+            &[tools.to_str().unwrap(), "--format", format, "--all"],
+        );
+        assert_eq!(status, 2, "{format}: {stderr}");
+        assert!(stderr.contains("(1 without a model turn)"), "{format}: {stderr}");
+    }
+}
+
+/// What LLaMA-Factory's ShareGPT reader (`SharegptDatasetConverter`) skips as an abnormal
+/// example: after an optional `system` turn, the turns must alternate `human` or `observation`
+/// and `gpt` or `function_call`, from the human's, and end with the model's (an even count).
+fn llama_factory_errors(line: &Value) -> Vec<String> {
+    let mut turns = line["conversations"].as_array().cloned().unwrap_or_default();
+    if turns.first().is_some_and(|turn| turn["from"] == "system") {
+        turns.remove(0);
+    }
+    let mut errors = Vec::new();
+    for (idx, turn) in turns.iter().enumerate() {
+        let accepted = if idx % 2 == 0 {
+            ["human", "observation"]
+        } else {
+            ["gpt", "function_call"]
+        };
+        if !accepted.contains(&turn["from"].as_str().unwrap_or("")) || !turn["value"].is_string() {
+            errors.push(format!("turn {idx}: {turn}"));
+        }
+    }
+    if turns.is_empty() || turns.len() % 2 != 0 {
+        errors.push(format!(
+            "{} turns after the system's: not an even count",
+            turns.len()
+        ));
+    }
+    errors
+}
+
+#[test]
+fn sharegpt_lines_of_every_method_of_tools_runs_and_of_failed_runs_are_read_by_llama_factory() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut sources: Vec<String> = METHODS
+        .iter()
+        .map(|method| format!("fixtures/runs/methods/{method}.results.jsonl"))
+        .collect();
+    sources.extend([
+        "fixtures/runs/function-calls".into(),
+        "fixtures/runs/tools".into(),
+        results_with_a_failed_first_call(dir.path()),
+    ]);
+    for source in &sources {
+        let (status, written, stderr) = export(dir.path(), &[source, "--format", "sharegpt", "--all"]);
+        assert_eq!(status, 0, "{source}: {stderr}");
+        for line in lines(&written) {
+            let errors = llama_factory_errors(&line);
+            assert!(errors.is_empty(), "{source}: {errors:?}\n{line}");
+        }
+    }
+}
+
+// ---------------------------------------------------------------- tools the run describes
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_run_made_with_a_command_tool_exports_with_the_prompt_line_it_recorded() {
+    let server = answering_server().await;
+    let dir = tempfile::tempdir().unwrap();
+    let record = dir.path().join("weather.json");
+    let output = crate::binary()
+        .args(["ask", "What is the weather in Paris?", "--tool", "Weather=cat"])
+        .args([
+            "--api",
+            "completions",
+            "--model",
+            "m",
+            "--base-url",
+            &server.uri(),
+        ])
+        .arg("--record")
+        .arg(&record)
+        .current_dir(env!("CARGO_MANIFEST_DIR"))
+        .output()
+        .unwrap();
+    assert_eq!(
+        output.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&output.stderr)
+    );
+    let prompt = prompts(&server).await[0].clone();
+    assert!(
+        prompt.contains("(4) Weather[input], which runs the command `cat`"),
+        "{prompt}"
+    );
+    let (status, written, stderr) = export(
+        dir.path(),
+        &[
+            record.to_str().unwrap(),
+            "--format",
+            "openai-chat",
+            "--with-examples",
+            "--all",
+        ],
+    );
+    assert_eq!(status, 0, "{stderr}");
+    let line = &lines(&written)[0];
+    // The prompt the server saw: the system message, the question, the label the model continued.
+    let seen = format!(
+        "{}\n{}\nThought 1:",
+        line["messages"][0]["content"].as_str().unwrap(),
+        line["messages"][1]["content"].as_str().unwrap()
+    );
+    assert_eq!(seen, prompt);
+}
+
+#[test]
+fn a_run_naming_a_tool_whose_prompt_line_it_does_not_record_is_not_exported_and_says_so() {
+    let dir = tempfile::tempdir().unwrap();
+    let text = std::fs::read_to_string(fixture("runs/methods/react.results.jsonl")).unwrap();
+    let mut run: Value = serde_json::from_str(text.lines().next().unwrap()).unwrap();
+    // As runs made with `--tool Weather=…` were recorded before they described their tools.
+    run["tools"] = json!(["Weather"]);
+    let path = dir.path().join("weather.results.jsonl");
+    std::fs::write(&path, format!("{run}\n")).unwrap();
+    let (status, written, stderr) = export(
+        dir.path(),
+        &[path.to_str().unwrap(), "--format", "openai-chat", "--all"],
+    );
+    assert_eq!((status, written.as_str()), (2, ""), "{stderr}");
+    assert!(
+        stderr.contains(
+            "weather.results.jsonl:1: not exported: it used the tool `Weather`, whose prompt line the run does not record"
+        ),
+        "{stderr}"
+    );
+    assert!(stderr.contains("(1 not rebuilt)"), "{stderr}");
+}
+
+// ---------------------------------------------------------------- the draw
+
+#[tokio::test]
+async fn fewshot_from_draws_a_questions_first_attempt_whatever_the_order_of_the_file() {
+    use react_docstore::fewshot::Bundled;
+    use react_docstore::fewshot_from::{FewshotFrom, OtherExamples};
+    let text = std::fs::read_to_string(fixture("compare/trial-1.results.jsonl")).unwrap();
+    let right: Vec<Value> = text
+        .lines()
+        .map(|line| serde_json::from_str::<Value>(line).unwrap())
+        .filter(|run| run["em"] == 1 && run["stopped"] == "finish")
+        .take(2)
+        .collect();
+    // Two right attempts at one question: trial 2 (first in the file) and trial 1.
+    let mut second = right[0].clone();
+    second["trial"] = json!(2);
+    let mut first = right[1].clone();
+    first["trial"] = json!(1);
+    for field in ["id", "question"] {
+        first[field] = second[field].clone();
+    }
+    let thought = |run: &Value| run["steps"][0]["thought"].as_str().unwrap().to_owned();
+    let dir = tempfile::tempdir().unwrap();
+    let mut draws = Vec::new();
+    for order in [[&second, &first], [&first, &second]] {
+        let from = FewshotFrom {
+            results: dir.path().join("source.results.jsonl"),
+            runs: order
+                .iter()
+                .map(|run| serde_json::from_value::<Run>((*run).clone()).unwrap())
+                .collect(),
+            shots: 1,
+            seed: 0,
+        };
+        let beside = dir.path().join("r.results.jsonl");
+        from.draw(
+            react_docstore::Method::React,
+            Bundled::HotpotQa,
+            react_docstore::Profile::Default,
+            &Default::default(),
+            &beside,
+            OtherExamples::Replace,
+        )
+        .await
+        .unwrap();
+        draws.push(std::fs::read_to_string(dir.path().join("r.results.fewshot.txt")).unwrap());
+    }
+    assert_eq!(draws[0], draws[1]);
+    assert!(draws[0].contains(&thought(&first)), "{}", draws[0]);
+    assert!(!draws[0].contains(&thought(&second)), "{}", draws[0]);
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn extending_an_evaluation_that_drew_a_question_it_now_asks_names_that_question() {
+    let server = answering_server().await;
+    let dir = tempfile::tempdir().unwrap();
+    let results = dir.path().join("dev.results.jsonl");
+    let eval = |limit: &[&str]| {
+        drawing_from_trial_1(
+            &server,
+            &[
+                "eval",
+                "fixtures/docstore/hotpotqa-distractor-3.json",
+                "--docstore",
+                "distractor",
+            ],
+            "33",
+        )
+        .args(limit)
+        .args(["--seed", "7", "--out"])
+        .arg(&results)
+        .output()
+        .unwrap()
+    };
+    // The first question alone: Jonny Craig's right run (the second question) may be drawn, and is.
+    let output = eval(&["--limit", "1"]);
+    assert_eq!(
+        output.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&output.stderr)
+    );
+    let examples = dir.path().join("dev.results.fewshot.txt");
+    let drawn = std::fs::read_to_string(&examples).unwrap();
+    assert!(drawn.contains("Jonny Craig"));
+    // The three questions, with the same `--fewshot-from`, `--shots` and `--seed`: Jonny Craig's
+    // question is now asked, so it is no example any more, and the refusal says so.
+    let output = eval(&[]);
+    assert_eq!(output.status.code(), Some(2));
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert!(
+        stderr.contains(
+            "`5adf2fa35542993344016c11` (position 1867) drawn there is now a question of this evaluation"
+        ),
+        "{stderr}"
+    );
+    assert!(!stderr.contains("the same `--fewshot-from`"), "{stderr}");
+    assert_eq!(std::fs::read_to_string(&examples).unwrap(), drawn);
 }
