@@ -56,8 +56,8 @@
       { key: 'answer' + idx, title: prefix + 'answer', min: 136, fr: 1.2, value: function (q) { var r = run(q); return r ? (r.answer || '') : ''; }, cls: function (q) { return status(run(q)); } },
       { key: 'em' + idx, title: prefix + 'EM', min: 48, numeric: true, value: function (q) { var r = run(q); return r ? r.em : -1; }, show: function (q) { var r = run(q); return r ? String(r.em) : '—'; } },
       { key: 'f1' + idx, title: prefix + 'F1', min: 48, numeric: true, value: function (q) { var r = run(q); return r ? r.f1 : -1; }, show: function (q) { var r = run(q); return r ? r.f1.toFixed(2) : '—'; } },
-      { key: 'steps' + idx, title: prefix + 'steps', min: 60, numeric: true, value: function (q) { var r = run(q); return r ? r.steps.length : -1; }, show: function (q) { var r = run(q); return r ? String(r.steps.length) : '—'; } },
-      { key: 'stop' + idx, title: prefix + 'stop', min: 116, value: function (q) { var r = run(q); return r ? r.stop : ''; } }
+      { key: 'steps' + idx, title: prefix + 'steps', min: 64, numeric: true, value: function (q) { var r = run(q); return r ? r.steps.length : -1; }, show: function (q) { var r = run(q); return r ? String(r.steps.length) : '—'; } },
+      { key: 'stop' + idx, title: prefix + 'stop', min: 112, value: function (q) { var r = run(q); return r ? r.stop : ''; } }
     );
   });
   var template = columns.map(function (c) { return c.fr ? 'minmax(' + c.min + 'px, ' + c.fr + 'fr)' : c.min + 'px'; }).join(' ');
