@@ -283,10 +283,34 @@ fn nice_width(value: u64) -> u64 {
     }
 }
 
+/// Values counted into bins along a continuous axis.
+#[derive(Debug, Clone, PartialEq)]
+pub(crate) struct Bins {
+    /// Each bin's range, `10.5k–11k`.
+    pub ranges: Vec<String>,
+    /// The values at the bins' edges, one more than the bins.
+    pub edges: Vec<EdgeLabel>,
+    pub counts: Vec<f64>,
+}
+
+impl Bins {
+    fn new(edges: Vec<EdgeLabel>, counts: Vec<f64>) -> Bins {
+        let ranges = edges
+            .windows(2)
+            .map(|pair| format!("{}–{}", pair[0].text, pair[1].text))
+            .collect();
+        Bins {
+            ranges,
+            edges,
+            counts,
+        }
+    }
+}
+
 /// Whole-number `values` counted into at most about `max_bins` bins of a round width, from the
-/// bin that holds the smallest value to the one that holds the largest: the bins' ranges, the
-/// values at their edges and the counts. None when there are no values.
-pub(crate) fn histogram(values: &[u64], max_bins: u64) -> Option<(Vec<String>, Vec<EdgeLabel>, Vec<f64>)> {
+/// bin that holds the smallest value to the one that holds the largest; none when there are no
+/// values.
+pub(crate) fn histogram(values: &[u64], max_bins: u64) -> Option<Bins> {
     let min = values.iter().copied().min()?;
     let max = values.iter().copied().max()?;
     let width = nice_width((max - min).div_ceil(max_bins.max(1)));
@@ -296,44 +320,29 @@ pub(crate) fn histogram(values: &[u64], max_bins: u64) -> Option<(Vec<String>, V
     for &value in values {
         counts[(value / width - first) as usize] += 1.0;
     }
-    let edges: Vec<EdgeLabel> = (0..=n_bins as u64)
+    let edges = (0..=n_bins as u64)
         .map(|idx| EdgeLabel {
             text: short_number((first + idx) * width),
             step: first + idx,
         })
         .collect();
-    let ranges = edges
-        .windows(2)
-        .map(|pair| format!("{}–{}", pair[0].text, pair[1].text))
-        .collect();
-    Some((ranges, edges, counts))
+    Some(Bins::new(edges, counts))
 }
 
-/// Fractions in 0..=1 counted into ten bins of 10 % (the last holds 100 %): the bins' ranges, the
-/// edges and the counts of each series `values` holds.
-pub(crate) fn share_bins(values: &[Vec<f64>]) -> (Vec<String>, Vec<EdgeLabel>, Vec<Vec<f64>>) {
-    let edges: Vec<EdgeLabel> = (0..=10u64)
+/// Fractions in 0..=1 counted into ten bins of 10 % (the last holds 100 %).
+pub(crate) fn share_bins(shares: &[f64]) -> Bins {
+    let edges = (0..=10u64)
         .map(|idx| EdgeLabel {
             text: format!("{}%", idx * 10),
             step: idx,
         })
         .collect();
-    let ranges = edges
-        .windows(2)
-        .map(|pair| format!("{}–{}", pair[0].text, pair[1].text))
-        .collect();
-    let counts = values
-        .iter()
-        .map(|shares| {
-            let mut counts = vec![0.0; 10];
-            for share in shares {
-                let bin = ((share.clamp(0.0, 1.0) * 10.0).floor() as usize).min(9);
-                counts[bin] += 1.0;
-            }
-            counts
-        })
-        .collect();
-    (ranges, edges, counts)
+    let mut counts = vec![0.0; 10];
+    for share in shares {
+        let bin = ((share.clamp(0.0, 1.0) * 10.0).floor() as usize).min(9);
+        counts[bin] += 1.0;
+    }
+    Bins::new(edges, counts)
 }
 
 /// 1234 → `1.23k`, 12_500 → `12.5k`, 2_000_000 → `2M`: at most three significant digits' worth,
@@ -370,15 +379,22 @@ mod tests {
     #[test]
     fn histogram_starts_at_the_data_in_round_bins_and_counts_every_value_once() {
         let values = [10_912, 12_240, 13_601, 14_950, 11_000, 16_010];
-        let (ranges, edges, counts) = histogram(&values, 12).unwrap();
+        let Bins {
+            ranges,
+            edges,
+            counts,
+        } = histogram(&values, 12).unwrap();
         assert_eq!(counts.iter().sum::<f64>(), values.len() as f64);
         assert_eq!((ranges.len(), edges.len()), (counts.len(), counts.len() + 1));
         assert_eq!(edges[0].text, "10.5k");
         assert_eq!(ranges[0], "10.5k–11k");
         assert!(counts[0] > 0.0 && *counts.last().unwrap() > 0.0, "{counts:?}");
-        let (_, edges, counts) = histogram(&[7, 7], 12).unwrap();
-        assert_eq!((edges[0].text.as_str(), counts), ("7", vec![2.0]));
+        let one = histogram(&[7, 7], 12).unwrap();
+        assert_eq!((one.edges[0].text.as_str(), one.counts), ("7", vec![2.0]));
         assert_eq!(histogram(&[], 12), None);
+        let shares = share_bins(&[0.0, 2.0 / 7.0, 0.99, 1.0]);
+        assert_eq!(shares.counts, [1.0, 0.0, 1.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 2.0]);
+        assert_eq!(shares.ranges[2], "20%–30%");
     }
 
     #[test]

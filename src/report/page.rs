@@ -357,18 +357,20 @@ fn charts(file: &FileView, has_questions: bool) -> Vec<BarChart> {
             layout: Layout::Stacked,
             unit: Unit::Count,
         });
-        let (shares_right, shares_wrong): (Vec<_>, Vec<_>) = voted.iter().partition(|(_, right)| *right);
-        let share =
-            |votes: Vec<&(&crate::run::Vote, bool)>| votes.iter().map(|(vote, _)| vote.share()).collect();
-        let (ranges, edges, mut counts) = share_bins(&[share(shares_right), share(shares_wrong)]);
-        let wrong = counts.pop().unwrap_or_default();
-        let right = counts.pop().unwrap_or_default();
+        let shares = |right: bool| -> Vec<f64> {
+            voted
+                .iter()
+                .filter(|(_, is_right)| *is_right == right)
+                .map(|(vote, _)| vote.share())
+                .collect()
+        };
+        let (right, wrong) = (share_bins(&shares(true)), share_bins(&shares(false)));
         charts.push(BarChart {
             title: format!("Vote share of the majority{of}"),
             x_label: "votes for the answer given, of the samples",
-            labels: ranges,
-            x_axis: XAxis::Edges(edges),
-            series: right_and_wrong(right, wrong),
+            labels: right.ranges,
+            x_axis: XAxis::Edges(right.edges),
+            series: right_and_wrong(right.counts, wrong.counts),
             layout: Layout::Stacked,
             unit: Unit::Count,
         });
@@ -378,7 +380,7 @@ fn charts(file: &FileView, has_questions: bool) -> Vec<BarChart> {
         .map(|run| run.tokens())
         .filter(|&tokens| tokens > 0)
         .collect();
-    if let Some((ranges, edges, counts)) = histogram(&tokens, 12) {
+    if let Some(bins) = histogram(&tokens, 12) {
         let of = if tokens.len() < runs.len() {
             format!(" ({} of {} counted)", tokens.len(), runs.len())
         } else {
@@ -387,12 +389,12 @@ fn charts(file: &FileView, has_questions: bool) -> Vec<BarChart> {
         charts.push(BarChart {
             title: format!("Tokens per question{of}"),
             x_label: "tokens a question (prompt + completion)",
-            labels: ranges,
-            x_axis: XAxis::Edges(edges),
+            labels: bins.ranges,
+            x_axis: XAxis::Edges(bins.edges),
             series: vec![Series {
                 name: "questions",
                 class: "bar-all",
-                values: counts,
+                values: bins.counts,
             }],
             layout: Layout::Stacked,
             unit: Unit::Count,
