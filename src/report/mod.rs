@@ -68,6 +68,20 @@ pub(crate) struct FileView {
     pub docstore: String,
     /// `react`, `cot-sc`, ...: the method of the runs (`--method`).
     pub method: String,
+    /// What the file's several attempts a question were, when it made several.
+    pub attempts: Option<AttemptsView>,
+}
+
+/// A file of several attempts a question (`--trials`, `--epochs`) as the summary names it.
+pub(crate) struct AttemptsView {
+    /// `trial` or `epoch`.
+    pub kind: &'static str,
+    /// Trials: the strategy between them (`--reflect`), `, `-joined when the file mixes them;
+    /// `None` for epochs.
+    pub reflect: Option<String>,
+    /// Whether any attempt's usage counts a reflection call (trials under a strategy that asks
+    /// the model for reflections).
+    pub reflection_calls: bool,
 }
 
 /// Everything the page is made of.
@@ -225,7 +239,9 @@ fn file_view(scored: ScoredFile, kinds: Option<&Kinds>) -> FileView {
             values.join(", ")
         }
     };
+    let attempts = attempts_view(&scored);
     FileView {
+        attempts,
         model: distinct(&|run| run.run.model.clone()),
         api: distinct(&|run| run.run.api.map(|api| api.as_str().to_owned())),
         profile: distinct(&|run| Some(run.run.profile.to_string())),
@@ -235,6 +251,35 @@ fn file_view(scored: ScoredFile, kinds: Option<&Kinds>) -> FileView {
         by_level,
         scored,
     }
+}
+
+fn attempts_view(scored: &ScoredFile) -> Option<AttemptsView> {
+    use crate::method::Reflect;
+    use crate::run::Attempt;
+    let kind = scored.attempts.iter().find_map(|run| match run.run.attempt() {
+        Attempt::Trial(_) => Some("trial"),
+        Attempt::Epoch(_) => Some("epoch"),
+        Attempt::Only => None,
+    })?;
+    let reflect = (kind == "trial").then(|| {
+        let mut names: Vec<&str> = Vec::new();
+        for run in &scored.attempts {
+            let name = run.run.reflect.unwrap_or(Reflect::None).as_str();
+            if !names.contains(&name) {
+                names.push(name);
+            }
+        }
+        names.join(", ")
+    });
+    let reflection_calls = scored
+        .attempts
+        .iter()
+        .any(|run| run.run.reflect.is_some_and(Reflect::asks_reflection));
+    Some(AttemptsView {
+        kind,
+        reflect,
+        reflection_calls,
+    })
 }
 
 /// The JSON the page's script reads: the files, then every question once with each file's run.

@@ -4,8 +4,8 @@
 
 use maud::{DOCTYPE, Markup, PreEscaped, html};
 
-use super::charts::{BarChart, Layout, Series, Unit, histogram};
-use super::{FileView, Report};
+use super::charts::{BarChart, Layout, Series, Unit, XAxis, histogram, share_bins};
+use super::{AttemptsView, FileView, Report};
 use crate::compare::{Comparison, Difference};
 use crate::eval::Task;
 use crate::eval::attempts::{AttemptScore, AttemptsSummary};
@@ -74,7 +74,10 @@ pub(super) fn render(report: &Report) -> String {
                             @if let Some(reduced) = &file.scored.reduced {
                                 p.note { "Several attempts a question: the figures count each question by the " (reduced) "." }
                             }
-                            @if file.scored.runs.iter().all(|run| run.tokens() == 0) {
+                            @if !acts(file) && file.scored.runs.iter().all(|run| run.run.vote.is_none()) {
+                                p.note { (file.method) " answers in one completion: no steps or votes to draw." }
+                            }
+                            @if !records_tokens(file) {
                                 p.note { "No token counts recorded in this file (its model server did not report usage)." }
                             }
                         }
@@ -112,8 +115,10 @@ pub(super) fn render(report: &Report) -> String {
                         "A cut cell shows its whole text when you hover it; a click (or Enter) opens the question, its gold and every file's answer and trajectory below the table."
                     }
                     div #table role="table" aria-label="questions" {
-                        div #table-head role="row" {}
-                        div #table-body { div #table-spacer {} }
+                        div #table-body {
+                            div #table-head role="row" {}
+                            div #table-spacer {}
+                        }
                     }
                     div #detail aria-live="polite" { p.hint { "Click a question to see its trajectories." } }
                     noscript { p { "The question table needs JavaScript; the summary above does not." } }
@@ -219,12 +224,47 @@ fn summary_table(files: &[FileView]) -> Markup {
                     @for file in files { td { (file.summary.by_stopped.get(stop.as_str()).map_or(0, |scores| scores.n)) } }
                 }
             }
-            tr { th { "mean steps" } @for file in files { td { (format!("{:.2}", file.summary.per_question.steps)) } } }
-            tr { th { "mean LLM calls" } @for file in files { td { (format!("{:.2}", file.summary.per_question.llm_calls)) } } }
+            tr {
+                th { "mean steps" }
+                @for file in files {
+                    td {
+                        @if acts(file) {
+                            (format!("{:.2}", file.summary.per_question.steps))
+                            @if let Some(attempts) = &file.attempts { br; span.sub { "the counted " (attempts.kind) "'s" } }
+                        } @else {
+                            span title=(format!("{} takes no steps", file.method)) { "—" }
+                        }
+                    }
+                }
+            }
+            tr {
+                th { "mean LLM calls" }
+                @for file in files {
+                    td {
+                        (format!("{:.2}", file.summary.per_question.llm_calls))
+                        @if let Some(attempts) = &file.attempts { br; span.sub { (every_attempt(attempts)) } }
+                    }
+                }
+            }
             tr {
                 th { "mean tokens (prompt + completion)" }
                 @for file in files {
-                    td { (format!("{:.0}", file.summary.per_question.prompt_tokens + file.summary.per_question.completion_tokens)) }
+                    td {
+                        @if records_tokens(file) {
+                            (format!("{:.0}", file.summary.per_question.prompt_tokens + file.summary.per_question.completion_tokens))
+                            @if let Some(attempts) = &file.attempts { br; span.sub { (every_attempt(attempts)) } }
+                        } @else {
+                            span title="its model server did not report usage" { "not recorded" }
+                        }
+                    }
+                }
+            }
+            @if files.iter().any(|file| file.attempts.as_ref().is_some_and(|attempts| attempts.reflect.is_some())) {
+                tr {
+                    th { "between trials (" code { "--reflect" } ")" }
+                    @for file in files {
+                        td { (file.attempts.as_ref().and_then(|attempts| attempts.reflect.as_deref()).unwrap_or("—")) }
+                    }
                 }
             }
             tr { th { "model" } @for file in files { td { (file.model) } } }
@@ -236,26 +276,46 @@ fn summary_table(files: &[FileView]) -> Markup {
     }
 }
 
+/// Whether any run of `file` took ReAct or Act steps (a method that acts).
+fn acts(file: &FileView) -> bool {
+    file.scored.runs.iter().any(|run| run.run.method().acts())
+}
+
+/// Whether any run of `file` recorded token counts.
+fn records_tokens(file: &FileView) -> bool {
+    file.scored.runs.iter().any(|run| run.tokens() > 0)
+}
+
+/// What a question's calls and tokens count in a file of several attempts a question.
+fn every_attempt(attempts: &AttemptsView) -> String {
+    if attempts.reflection_calls {
+        format!("every {}'s, reflection calls included", attempts.kind)
+    } else {
+        format!("every {}'s", attempts.kind)
+    }
+}
+
 fn charts(file: &FileView, has_questions: bool) -> Vec<BarChart> {
     let runs = &file.scored.runs;
-    let max_steps = runs.iter().map(|run| run.run.steps.len()).max().unwrap_or(0);
-    let mut right = vec![0.0; max_steps + 1];
-    let mut wrong = vec![0.0; max_steps + 1];
-    for run in runs {
-        let bucket = if run.is_right() { &mut right } else { &mut wrong };
-        bucket[run.run.steps.len()] += 1.0;
-    }
-    let step_labels: Vec<String> = (0..=max_steps).map(|n| n.to_string()).collect();
-    let all: Vec<f64> = right
+    let mut charts = Vec::new();
+    // Steps: the runs of a method that acts (CoT, Standard and CoT-SC take none).
+    let acting: Vec<(usize, bool)> = runs
         .iter()
-        .zip(&wrong)
-        .map(|(right, wrong)| right + wrong)
+        .filter(|run| run.run.method().acts())
+        .map(|run| (run.run.steps.len(), run.is_right()))
         .collect();
-    let mut charts = vec![
-        BarChart {
+    if !acting.is_empty() {
+        let (labels, right, wrong) = right_and_wrong_by(&acting, 0);
+        let all = right
+            .iter()
+            .zip(&wrong)
+            .map(|(right, wrong)| right + wrong)
+            .collect();
+        charts.push(BarChart {
             title: "Steps per question".to_owned(),
             x_label: "steps",
-            labels: step_labels.clone(),
+            labels: labels.clone(),
+            x_axis: XAxis::Numbers,
             series: vec![Series {
                 name: "questions",
                 class: "bar-all",
@@ -263,38 +323,78 @@ fn charts(file: &FileView, has_questions: bool) -> Vec<BarChart> {
             }],
             layout: Layout::Stacked,
             unit: Unit::Count,
-        },
-        BarChart {
+        });
+        charts.push(BarChart {
             title: "Right and wrong by steps".to_owned(),
             x_label: "steps",
-            labels: step_labels,
-            series: vec![
-                Series {
-                    name: "right",
-                    class: "bar-right",
-                    values: right,
-                },
-                Series {
-                    name: "wrong",
-                    class: "bar-wrong",
-                    values: wrong,
-                },
-            ],
+            labels,
+            x_axis: XAxis::Numbers,
+            series: right_and_wrong(right, wrong),
             layout: Layout::Stacked,
             unit: Unit::Count,
-        },
-    ];
-    let tokens: Vec<u64> = runs.iter().map(|run| run.tokens()).collect();
-    if tokens.iter().any(|&tokens| tokens > 0) {
-        let (labels, counts) = histogram(&tokens, 12);
+        });
+    }
+    // Votes: the runs that sampled and voted (CoT-SC, alone or in a backoff).
+    let voted: Vec<(&crate::run::Vote, bool)> = runs
+        .iter()
+        .filter_map(|run| run.run.vote.as_ref().map(|vote| (vote, run.is_right())))
+        .collect();
+    if !voted.is_empty() {
+        let of = if voted.len() < runs.len() {
+            format!(" ({} of {} voted)", voted.len(), runs.len())
+        } else {
+            String::new()
+        };
+        let samples: Vec<(usize, bool)> = voted.iter().map(|(vote, right)| (vote.samples, *right)).collect();
+        let fewest = samples.iter().map(|(n, _)| *n).min().unwrap_or(0);
+        let (labels, right, wrong) = right_and_wrong_by(&samples, fewest);
         charts.push(BarChart {
-            title: "Tokens per question".to_owned(),
-            x_label: "tokens (prompt + completion), from",
+            title: format!("Samples per question{of}"),
+            x_label: "samples (CoT-SC)",
             labels,
+            x_axis: XAxis::Numbers,
+            series: right_and_wrong(right, wrong),
+            layout: Layout::Stacked,
+            unit: Unit::Count,
+        });
+        let shares = |right: bool| -> Vec<f64> {
+            voted
+                .iter()
+                .filter(|(_, is_right)| *is_right == right)
+                .map(|(vote, _)| vote.share())
+                .collect()
+        };
+        let (right, wrong) = (share_bins(&shares(true)), share_bins(&shares(false)));
+        charts.push(BarChart {
+            title: format!("Vote share of the majority{of}"),
+            x_label: "votes for the answer given, of the samples",
+            labels: right.ranges,
+            x_axis: XAxis::Edges(right.edges),
+            series: right_and_wrong(right.counts, wrong.counts),
+            layout: Layout::Stacked,
+            unit: Unit::Count,
+        });
+    }
+    let tokens: Vec<u64> = runs
+        .iter()
+        .map(|run| run.tokens())
+        .filter(|&tokens| tokens > 0)
+        .collect();
+    if let Some(bins) = histogram(&tokens, 12) {
+        let of = if tokens.len() < runs.len() {
+            format!(" ({} of {} counted)", tokens.len(), runs.len())
+        } else {
+            String::new()
+        };
+        charts.push(BarChart {
+            title: format!("Tokens per question{of}"),
+            x_label: "tokens a question (prompt + completion)",
+            labels: bins.ranges,
+            x_axis: XAxis::Edges(bins.edges),
             series: vec![Series {
                 name: "questions",
                 class: "bar-all",
-                values: counts,
+                values: bins.counts,
             }],
             layout: Layout::Stacked,
             unit: Unit::Count,
@@ -313,6 +413,35 @@ fn charts(file: &FileView, has_questions: bool) -> Vec<BarChart> {
     }
     charts.extend(attempt_charts(file));
     charts
+}
+
+/// `(n, right)` pairs counted by `n`, from `from` to the largest: the labels, the right and the
+/// wrong counts.
+fn right_and_wrong_by(pairs: &[(usize, bool)], from: usize) -> (Vec<String>, Vec<f64>, Vec<f64>) {
+    let most = pairs.iter().map(|(n, _)| *n).max().unwrap_or(from).max(from);
+    let mut right = vec![0.0; most - from + 1];
+    let mut wrong = vec![0.0; most - from + 1];
+    for &(n, is_right) in pairs {
+        let bucket = if is_right { &mut right } else { &mut wrong };
+        bucket[n - from] += 1.0;
+    }
+    let labels = (from..=most).map(|n| n.to_string()).collect();
+    (labels, right, wrong)
+}
+
+fn right_and_wrong(right: Vec<f64>, wrong: Vec<f64>) -> Vec<Series> {
+    vec![
+        Series {
+            name: "right",
+            class: "bar-right",
+            values: right,
+        },
+        Series {
+            name: "wrong",
+            class: "bar-wrong",
+            values: wrong,
+        },
+    ]
 }
 
 /// A file of trials: the share of its questions right so far after each trial (Reflexion's
@@ -338,6 +467,7 @@ fn attempt_charts(file: &FileView) -> Option<BarChart> {
             title: "Right so far, by trial".to_owned(),
             x_label: "trial",
             labels: summary.trials.iter().map(|row| row.trial.to_string()).collect(),
+            x_axis: XAxis::Numbers,
             series: vec![Series {
                 name: "right so far",
                 class: "bar-right",
@@ -356,6 +486,7 @@ fn attempt_charts(file: &FileView) -> Option<BarChart> {
         title: format!("pass@k over {} epochs", epochs.epochs),
         x_label: "k",
         labels: epochs.pass_at.0.iter().map(|(k, _)| k.to_string()).collect(),
+        x_axis: XAxis::Numbers,
         series: vec![Series {
             name: "pass@k",
             class: "bar-right",
@@ -374,6 +505,7 @@ fn scores_chart<'a>(title: &str, groups: impl Iterator<Item = (&'a String, &'a S
         title: title.to_owned(),
         x_label: "(questions)",
         labels,
+        x_axis: XAxis::Names,
         series: vec![
             Series {
                 name: "EM",

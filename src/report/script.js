@@ -41,25 +41,30 @@
     return run.em === 1 ? 'right' : 'wrong';
   }
 
-  // Columns: id, question, gold, then per file: answer, EM, F1, steps, stop.
+  // Columns: id, question, gold, then per file: answer, EM, F1, steps, stop. Each is at least
+  // `min` pixels wide; a share (`fr`) of what is left widens it. When the window is narrower than
+  // the columns' minimums, the table scrolls sideways inside its box, its head with it.
   var columns = [
-    { key: 'id', title: 'id', width: '104px', value: function (q) { return q.id; } },
-    { key: 'question', title: 'question', width: 'minmax(200px, 3fr)', value: function (q) { return q.question; } },
-    { key: 'gold', title: 'gold', width: 'minmax(80px, 1fr)', value: function (q) { return q.gold; } }
+    { key: 'id', title: 'id', min: 96, value: function (q) { return q.id; } },
+    { key: 'question', title: 'question', min: 190, fr: 3, value: function (q) { return q.question; } },
+    { key: 'gold', title: 'gold', min: 90, fr: 1, value: function (q) { return q.gold; } }
   ];
   files.forEach(function (file, idx) {
     var prefix = files.length > 1 ? letters[idx] + ' ' : '';
     var run = function (q) { return q.runs[idx]; };
     columns.push(
-      { key: 'answer' + idx, title: prefix + 'answer', width: 'minmax(80px, 1.2fr)', value: function (q) { var r = run(q); return r ? (r.answer || '') : ''; }, cls: function (q) { return status(run(q)); } },
-      { key: 'em' + idx, title: prefix + 'EM', width: '60px', numeric: true, value: function (q) { var r = run(q); return r ? r.em : -1; }, show: function (q) { var r = run(q); return r ? String(r.em) : '—'; } },
-      { key: 'f1' + idx, title: prefix + 'F1', width: '60px', numeric: true, value: function (q) { var r = run(q); return r ? r.f1 : -1; }, show: function (q) { var r = run(q); return r ? r.f1.toFixed(2) : '—'; } },
-      { key: 'steps' + idx, title: prefix + 'steps', width: '84px', numeric: true, value: function (q) { var r = run(q); return r ? r.steps.length : -1; }, show: function (q) { var r = run(q); return r ? String(r.steps.length) : '—'; } },
-      { key: 'stop' + idx, title: prefix + 'stop', width: '118px', value: function (q) { var r = run(q); return r ? r.stop : ''; } }
+      { key: 'answer' + idx, title: prefix + 'answer', min: 136, fr: 1.2, value: function (q) { var r = run(q); return r ? (r.answer || '') : ''; }, cls: function (q) { return status(run(q)); } },
+      { key: 'em' + idx, title: prefix + 'EM', min: 48, numeric: true, value: function (q) { var r = run(q); return r ? r.em : -1; }, show: function (q) { var r = run(q); return r ? String(r.em) : '—'; } },
+      { key: 'f1' + idx, title: prefix + 'F1', min: 48, numeric: true, value: function (q) { var r = run(q); return r ? r.f1 : -1; }, show: function (q) { var r = run(q); return r ? r.f1.toFixed(2) : '—'; } },
+      { key: 'steps' + idx, title: prefix + 'steps', min: 64, numeric: true, value: function (q) { var r = run(q); return r ? r.steps.length : -1; }, show: function (q) { var r = run(q); return r ? String(r.steps.length) : '—'; } },
+      { key: 'stop' + idx, title: prefix + 'stop', min: 112, value: function (q) { var r = run(q); return r ? r.stop : ''; } }
     );
   });
-  var template = columns.map(function (c) { return c.width; }).join(' ');
+  var template = columns.map(function (c) { return c.fr ? 'minmax(' + c.min + 'px, ' + c.fr + 'fr)' : c.min + 'px'; }).join(' ');
+  var minWidth = columns.reduce(function (sum, c) { return sum + c.min; }, 0) + 'px';
   head.style.gridTemplateColumns = template;
+  head.style.minWidth = minWidth;
+  spacer.style.minWidth = minWidth;
 
   var sort = { key: null, dir: 1 };
   var view = [];
@@ -113,8 +118,10 @@
 
   var drawn = { first: -1, last: -1, length: -1 };
   function draw(force) {
-    var first = Math.max(0, Math.floor(body.scrollTop / ROW) - OVERSCAN);
-    var last = Math.min(view.length, Math.ceil((body.scrollTop + body.clientHeight) / ROW) + OVERSCAN);
+    // The head sits above the rows inside the scrolled box.
+    var top = body.scrollTop - head.offsetHeight;
+    var first = Math.max(0, Math.floor(top / ROW) - OVERSCAN);
+    var last = Math.min(view.length, Math.ceil((top + body.clientHeight) / ROW) + OVERSCAN);
     if (!force && first === drawn.first && last === drawn.last && view.length === drawn.length && drawn.view === view) return;
     drawn = { first: first, last: last, length: view.length, view: view };
     var rows = document.createDocumentFragment();
@@ -159,7 +166,8 @@
     top.appendChild(gold);
     box.appendChild(top);
     var runs = el('div', 'runs');
-    runs.style.gridTemplateColumns = 'repeat(' + files.length + ', minmax(0, 1fr))';
+    // Side by side while each has 360 pixels; beyond, they wrap onto more lines.
+    runs.style.gridTemplateColumns = 'repeat(auto-fit, minmax(min(100%, 360px), 1fr))';
     q.runs.forEach(function (run, idx) { runs.appendChild(trajectory(run, idx, q.gold)); });
     box.appendChild(runs);
     detail.replaceChildren(box);
@@ -175,7 +183,7 @@
     if (!run) { box.appendChild(el('p', 'hint', 'Not in this file.')); return box; }
     var verdict = el('p', status(run));
     verdict.textContent = 'Answer: ' + (run.answer === null ? '(none)' : run.answer) + ' — EM ' + run.em + ', F1 ' + run.f1.toFixed(2) +
-      ', stopped: ' + run.stop + ', ' + run.calls + ' LLM calls, ' + run.tokens + ' tokens';
+      ', stopped: ' + run.stop + ', ' + run.calls + ' LLM calls' + (run.tokens > 0 ? ', ' + run.tokens + ' tokens' : ', tokens not recorded');
     box.appendChild(verdict);
     if (run.error) box.appendChild(el('p', 'error', 'Error: ' + run.error));
     if (run.backoff) {

@@ -11,7 +11,9 @@ use std::process::Command;
 use react_docstore::metrics::AnswerScore;
 use serde_json::Value;
 
-use super::compare::{TRIAL_1, TRIAL_1_BUDGET_3, compare_json, react_docstore, read_lines, write_lines};
+use super::compare::{
+    TRIAL_1, TRIAL_1_BUDGET_3, TRIAL_3, compare_json, react_docstore, read_lines, write_lines,
+};
 use crate::fixture;
 
 const HOSTILE_QUESTION: &str =
@@ -472,6 +474,11 @@ fn report_works_in_headless_chromium() {
     ] {
         assert!(detail.contains(text), "`{text}` is not shown in: {detail}");
     }
+    // The files hold no token counts: none is shown as 0.
+    assert!(
+        detail.contains("tokens not recorded") && !detail.contains(" 0 tokens"),
+        "{detail}"
+    );
     // The summary table shows the model and the docstore as text.
     let text = seen["text"].as_str().unwrap();
     for planted in [HOSTILE_MODEL, HOSTILE_SNAPSHOT] {
@@ -697,4 +704,359 @@ fn a_trials_file_draws_right_so_far_and_shows_the_attempts_side_by_side_with_the
     let trial3 = at("trial 3", monthly);
     let second = at("Reflection 2: ", trial3);
     at("Finish[monthly]", second);
+}
+
+/// Runs `script` (which writes its findings into `<pre id="selftest">`) on the report `html` in
+/// a headless Chromium window of `size`: what it wrote, checked free of script errors.
+fn measure_in_chromium(html: &str, script: &str, size: &str, dir: &Path) -> Value {
+    let under_test = html
+        .replacen("<head>", &format!("<head>{CATCH_ERRORS}"), 1)
+        .replacen("</body>", &format!("{script}</body>"), 1);
+    let page = dir.join("under-test.html");
+    std::fs::write(&page, under_test).unwrap();
+    let (dom, _) = run_in_chromium_window(&page, &dir.join("profile"), size);
+    let seen = self_test_output(&dom);
+    assert_eq!(seen.get("exception"), None, "{seen}");
+    assert_eq!(seen["errors"], serde_json::json!([]));
+    seen
+}
+
+/// Every chart as the browser laid it out: its title, the boxes (`getBBox`, in the chart's own
+/// units) of the labels under its axis in order, its bars and its axis label.
+const MEASURE_CHARTS: &str = r#"<script>
+(function () {
+  var out = { charts: [] };
+  try {
+    document.querySelectorAll('figure.chart svg').forEach(function (svg) {
+      var view = svg.viewBox.baseVal;
+      // The labels under the axis (those of the y axis are anchored at their end).
+      var ticks = Array.prototype.map.call(svg.querySelectorAll('text.tick[text-anchor="middle"]'), function (text) {
+        var box = text.getBBox();
+        return { text: text.textContent, x: box.x, width: box.width };
+      });
+      ticks.sort(function (a, b) { return a.x - b.x; });
+      var bars = Array.prototype.filter.call(svg.querySelectorAll('rect'), function (rect) { return rect.querySelector('title'); })
+        .map(function (rect) { return { x: rect.x.baseVal.value, height: rect.height.baseVal.value, title: rect.querySelector('title').textContent }; });
+      bars.sort(function (a, b) { return a.x - b.x; });
+      out.charts.push({
+        title: svg.getAttribute('aria-label'),
+        width: view.width,
+        ticks: ticks,
+        bars: bars,
+        axis_label: svg.querySelector('text.axis-label').textContent,
+        title_box: (function (box) { return [box.x, box.x + box.width]; })(svg.querySelector('text.chart-title').getBBox())
+      });
+    });
+  } catch (error) {
+    out.exception = String(error && error.stack || error);
+  }
+  out.errors = window.__errors;
+  var pre = document.createElement('pre');
+  pre.id = 'selftest';
+  pre.textContent = JSON.stringify(out);
+  document.body.appendChild(pre);
+})();
+</script>"#;
+
+/// Trial 1 with token counts spread from 10,912 to 16,000 a question, as a real model server
+/// reports them.
+fn trial_with_tokens(dir: &Path) -> PathBuf {
+    let mut runs = read_lines(&fixture(TRIAL_1));
+    let n = runs.len() as u64;
+    for (idx, run) in runs.iter_mut().enumerate() {
+        let tokens = 10_912 + (16_000 - 10_912) * idx as u64 / (n - 1);
+        run["usage"]["prompt_tokens"] = Value::from(tokens - 100);
+        run["usage"]["completion_tokens"] = Value::from(100);
+    }
+    let path = dir.join("tokens.results.jsonl");
+    write_lines(&path, &runs);
+    path
+}
+
+fn chart<'a>(seen: &'a Value, title: &str) -> &'a Value {
+    seen["charts"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|chart| chart["title"].as_str().unwrap().starts_with(title))
+        .unwrap_or_else(|| panic!("no chart `{title}`: {seen}"))
+}
+
+/// Every chart's title and the labels under its axis lie inside the picture, and no two labels
+/// touch (as [`MEASURE_CHARTS`] saw them).
+#[track_caller]
+fn assert_charts_fit(seen: &Value) {
+    for chart in seen["charts"].as_array().unwrap() {
+        let ticks = chart["ticks"].as_array().unwrap();
+        let title = &chart["title"];
+        assert!(!ticks.is_empty(), "`{title}` has no labels");
+        let width = chart["width"].as_f64().unwrap();
+        assert!(
+            chart["title_box"][1].as_f64().unwrap() <= width,
+            "`{title}` is cut: {chart}"
+        );
+        for tick in ticks {
+            let (x, w) = (tick["x"].as_f64().unwrap(), tick["width"].as_f64().unwrap());
+            assert!(x >= 0.0 && x + w <= width, "`{title}`: {tick} leaves the picture");
+        }
+        for pair in ticks.windows(2) {
+            let left_end = pair[0]["x"].as_f64().unwrap() + pair[0]["width"].as_f64().unwrap();
+            assert!(
+                left_end + 2.0 <= pair[1]["x"].as_f64().unwrap(),
+                "`{title}`: {} and {} touch",
+                pair[0],
+                pair[1]
+            );
+        }
+    }
+}
+
+#[test]
+fn labels_under_every_chart_never_overlap_in_the_browser() {
+    let dir = tempfile::tempdir().unwrap();
+    let (_, _, questions, _) = hostile_pair(dir.path());
+    let tokens = trial_with_tokens(dir.path());
+    let out = dir.path().join("report.html");
+    let steps = dir.path().join("many-steps.jsonl");
+    // Steps up to 40: forty-one numbers under one axis.
+    let mut runs = read_lines(&fixture(TRIAL_1));
+    for (idx, run) in runs.iter_mut().enumerate().take(41) {
+        let step = run["steps"][0].clone();
+        run["steps"] = Value::from(vec![step; idx.max(1)]);
+    }
+    write_lines(&steps, &runs);
+    write_report(
+        &[&tokens, &steps],
+        &out,
+        &["--questions", questions.to_str().unwrap()],
+    );
+    let html = std::fs::read_to_string(&out).unwrap();
+    let seen = measure_in_chromium(&html, MEASURE_CHARTS, "1400,1000", dir.path());
+    assert!(seen["charts"].as_array().unwrap().len() >= 8, "{seen}");
+    assert_charts_fit(&seen);
+    // The steps axis shows 0 and enough numbers between to read it by.
+    let steps_ticks = chart(&seen, "Steps per question")["ticks"]
+        .as_array()
+        .unwrap()
+        .len();
+    assert!(steps_ticks >= 5, "{seen}");
+}
+
+#[test]
+fn the_token_histogram_starts_at_the_data_and_says_what_it_counts() {
+    let dir = tempfile::tempdir().unwrap();
+    let tokens = trial_with_tokens(dir.path());
+    let out = dir.path().join("report.html");
+    write_report(&[&tokens], &out, &[]);
+    let html = std::fs::read_to_string(&out).unwrap();
+    let seen = measure_in_chromium(&html, MEASURE_CHARTS, "1400,1000", dir.path());
+    let histogram = chart(&seen, "Tokens per question");
+    let bars = histogram["bars"].as_array().unwrap();
+    // Its first and last bars hold questions: the axis spans the data, not 0 to the largest.
+    for bar in [bars.first().unwrap(), bars.last().unwrap()] {
+        assert!(
+            bar["height"].as_f64().unwrap() > 0.0,
+            "an empty bar at an end: {histogram}"
+        );
+    }
+    assert!(bars.len() >= 6, "{histogram}");
+    let first = histogram["ticks"][0]["text"].as_str().unwrap();
+    assert!(first.ends_with('k') && first != "0", "{histogram}");
+    assert_eq!(histogram["axis_label"], "tokens a question (prompt + completion)");
+    // A bar's tooltip gives its range and count.
+    let tooltip = bars[0]["title"].as_str().unwrap();
+    assert!(tooltip.starts_with("10.5k–11k · questions: "), "{tooltip}");
+}
+
+#[test]
+fn sampling_methods_draw_samples_and_vote_share_and_standard_and_cot_no_steps() {
+    let dir = tempfile::tempdir().unwrap();
+    let html_of = |name: &str| {
+        let out = dir.path().join(format!("{name}.html"));
+        let results = fixture(&format!("runs/methods/{name}.results.jsonl"));
+        write_report(&[&results], &out, &[]);
+        std::fs::read_to_string(&out).unwrap()
+    };
+    for name in ["standard", "cot", "cot-sc"] {
+        let html = html_of(name);
+        for absent in ["Steps per question", "Right and wrong by steps"] {
+            assert!(!html.contains(absent), "{name} draws `{absent}`");
+        }
+        assert!(!html.contains("<td>0.00"), "{name}: a mean of 0 steps");
+    }
+    for name in ["standard", "cot"] {
+        let html = html_of(name);
+        assert!(html.contains(&format!(
+            "{name} answers in one completion: no steps or votes to draw."
+        )));
+        assert!(!html.contains("Samples per question"), "{name}");
+    }
+    // CoT-SC: its three questions by samples (7 each) and by the majority's share, right or wrong.
+    let html = html_of("cot-sc");
+    let runs = read_lines(&fixture("runs/methods/cot-sc.results.jsonl"));
+    let mut bins: std::collections::BTreeMap<(u64, &str), usize> = Default::default();
+    for run in &runs {
+        let vote = &run["vote"];
+        let share = vote["votes"].as_f64().unwrap() / vote["samples"].as_f64().unwrap();
+        let low = (share * 10.0).floor() as u64 * 10;
+        let right = AnswerScore::new(run["answer"].as_str().unwrap(), run["gold"].as_str().unwrap()).em;
+        *bins
+            .entry((low, if right { "right" } else { "wrong" }))
+            .or_default() += 1;
+    }
+    assert!(bins.len() > 1, "{bins:?}");
+    for ((low, series), n) in bins {
+        let tooltip = format!("<title>{low}%–{}% · {series}: {n}</title>", low + 10);
+        assert!(html.contains(&tooltip), "no `{tooltip}`");
+    }
+    assert!(html.contains("Vote share of the majority"));
+    let right = runs
+        .iter()
+        .filter(|run| AnswerScore::new(run["answer"].as_str().unwrap(), run["gold"].as_str().unwrap()).em)
+        .count();
+    assert!(
+        html.contains(&format!("<title>7 · right: {right}</title>")),
+        "samples per question"
+    );
+    // A backoff that sampled for some questions says how many voted; ReAct still draws its steps.
+    let html = html_of("react-then-cot-sc");
+    assert!(html.contains("Samples per question (1 of 3 voted)"));
+    assert!(html.contains("Steps per question"));
+    let seen = measure_in_chromium(&html, MEASURE_CHARTS, "1400,1000", dir.path());
+    assert_charts_fit(&seen);
+}
+
+#[test]
+fn a_file_without_token_counts_shows_no_mean_of_zero_tokens() {
+    let dir = tempfile::tempdir().unwrap();
+    let out = dir.path().join("report.html");
+    let tokens = trial_with_tokens(dir.path());
+    write_report(&[&fixture(TRIAL_1), &tokens], &out, &[]);
+    let html = std::fs::read_to_string(&out).unwrap();
+    let row = html
+        .split("<th>mean tokens (prompt + completion)</th>")
+        .nth(1)
+        .and_then(|rest| rest.split("</tr>").next())
+        .expect("a tokens row");
+    let cells: Vec<&str> = row.split("<td>").skip(1).collect();
+    assert_eq!(cells.len(), 2, "{row}");
+    assert!(
+        cells[0].contains("not recorded") && !cells[0].starts_with('0'),
+        "{row}"
+    );
+    let mean = read_lines(&tokens)
+        .iter()
+        .map(|run| run["usage"]["prompt_tokens"].as_f64().unwrap() + 100.0)
+        .sum::<f64>()
+        / 100.0;
+    assert!(cells[1].starts_with(&format!("{mean:.0}<")), "{row}");
+    assert!(html.contains("No token counts recorded in this file"));
+}
+
+#[test]
+fn a_trials_report_names_the_reflect_strategy_and_says_calls_include_reflections() {
+    let dir = tempfile::tempdir().unwrap();
+    let out = dir.path().join("trials.html");
+    let none = fixture("runs/trials/none.results.jsonl");
+    let reflexion = fixture("runs/trials/reflexion.results.jsonl");
+    write_report(&[&none, &reflexion], &out, &[]);
+    let html = std::fs::read_to_string(&out).unwrap();
+    let row = |header: &str| -> Vec<String> {
+        let row = html
+            .split(header)
+            .nth(1)
+            .and_then(|rest| rest.split("</tr>").next())
+            .unwrap_or_else(|| panic!("no row `{header}`"));
+        row.split("<td>").skip(1).map(str::to_owned).collect()
+    };
+    let reflect = row("<th>between trials (<code>--reflect</code>)</th>");
+    assert_eq!(reflect, ["none</td>", "reflexion</td>"]);
+    let calls = row("<th>mean LLM calls</th>");
+    assert!(
+        calls[0].contains("every trial&#39;s") || calls[0].contains("every trial's"),
+        "{calls:?}"
+    );
+    assert!(!calls[0].contains("reflection"), "{calls:?}");
+    assert!(calls[1].contains("reflection calls included"), "{calls:?}");
+    let steps = row("<th>mean steps</th>");
+    assert!(steps[1].contains("the counted trial"), "{steps:?}");
+}
+
+/// Measures the question table of a report at 1280 pixels: whether the page itself overflows,
+/// the answer cells' widths, and, scrolled to its right end, where the last column's head and
+/// cell are against the table's box.
+const MEASURE_TABLE: &str = r#"<script>
+(function () {
+  var out = {};
+  function wait(ms) { return new Promise(function (resolve) { setTimeout(resolve, ms); }); }
+  (async function () {
+    try {
+      out.page_overflow = document.documentElement.scrollWidth - window.innerWidth;
+      var row = document.querySelector('#table-spacer .row');
+      var heads = document.querySelectorAll('#table-head button');
+      out.answer_widths = [];
+      heads.forEach(function (button, idx) {
+        if (button.dataset.key.indexOf('answer') === 0) out.answer_widths.push(row.children[idx].getBoundingClientRect().width);
+      });
+      var body = document.getElementById('table-body');
+      out.sideways = body.scrollWidth - body.clientWidth;
+      body.scrollLeft = body.scrollWidth;
+      body.dispatchEvent(new Event('scroll'));
+      await wait(100);
+      var box = body.getBoundingClientRect();
+      var lastHead = heads[heads.length - 1].getBoundingClientRect();
+      var lastCell = row.children[row.children.length - 1].getBoundingClientRect();
+      out.box_right = box.right;
+      out.last_head = [lastHead.left, lastHead.right];
+      out.last_cell = [lastCell.left, lastCell.right];
+    } catch (error) {
+      out.exception = String(error && error.stack || error);
+    }
+    out.errors = window.__errors;
+    var pre = document.createElement('pre');
+    pre.id = 'selftest';
+    pre.textContent = JSON.stringify(out);
+    document.body.appendChild(pre);
+  })();
+})();
+</script>"#;
+
+#[test]
+fn with_three_files_at_1280_pixels_the_table_scrolls_in_its_box_and_answers_keep_their_width() {
+    let dir = tempfile::tempdir().unwrap();
+    let out = dir.path().join("report.html");
+    write_report(
+        &[&fixture(TRIAL_1), &fixture(TRIAL_1_BUDGET_3), &fixture(TRIAL_3)],
+        &out,
+        &[],
+    );
+    let html = std::fs::read_to_string(&out).unwrap();
+    let seen = measure_in_chromium(&html, MEASURE_TABLE, "1280,800", dir.path());
+    assert!(
+        seen["page_overflow"].as_f64().unwrap() <= 0.0,
+        "the page is wider than the window: {seen}"
+    );
+    let widths = seen["answer_widths"].as_array().unwrap();
+    assert_eq!(widths.len(), 3, "{seen}");
+    // Some 16 characters of every answer show before a cut.
+    assert!(
+        widths.iter().all(|width| width.as_f64().unwrap() >= 130.0),
+        "{seen}"
+    );
+    assert!(seen["sideways"].as_f64().unwrap() > 0.0, "{seen}");
+    // Scrolled to its right end, the last column is inside the box, its head above its cells.
+    let box_right = seen["box_right"].as_f64().unwrap();
+    let (head, cell) = (&seen["last_head"], &seen["last_cell"]);
+    assert!(head[1].as_f64().unwrap() <= box_right + 0.5, "{seen}");
+    assert!(cell[1].as_f64().unwrap() <= box_right + 0.5, "{seen}");
+    assert!(
+        (head[0].as_f64().unwrap() - cell[0].as_f64().unwrap()).abs() < 1.0,
+        "{seen}"
+    );
+
+    // Two files still fit a 1280-pixel window without scrolling sideways.
+    write_report(&[&fixture(TRIAL_1), &fixture(TRIAL_1_BUDGET_3)], &out, &[]);
+    let html = std::fs::read_to_string(&out).unwrap();
+    let seen = measure_in_chromium(&html, MEASURE_TABLE, "1280,800", dir.path());
+    assert_eq!(seen["sideways"], 0, "{seen}");
 }
