@@ -238,7 +238,7 @@ impl DocstoreArgs {
     pub fn check_not_distractor(&self, command: &str) -> anyhow::Result<()> {
         if self.docstore == DocstoreKind::Distractor {
             anyhow::bail!(
-                "`--docstore distractor` searches each question's own paragraphs, which only `eval` has (a HotpotQA file with contexts); `{command}` can search Wikipedia or `--docstore corpus:FILE`"
+                "`--docstore distractor` searches each question's own paragraphs, which only `eval` has (a HotpotQA file with contexts); `{command}` can search Wikipedia, `--docstore index:DIR` (built by `index build`) or `--docstore corpus:FILE` (that file's paragraphs pooled, or JSON Lines pages)"
             );
         }
         Ok(())
