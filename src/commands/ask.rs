@@ -14,6 +14,8 @@ use super::options::{AgentRunArgs, FewshotFromArgs};
 
 #[derive(clap::Args)]
 pub struct AskArgs {
+    /// The question to answer, in one argument (quote it); the trace goes to stderr, the answer
+    /// to stdout.
     #[arg(value_parser = ask::check_question)]
     question: String,
     #[command(flatten)]
@@ -21,14 +23,14 @@ pub struct AskArgs {
     #[command(flatten)]
     fewshot_from: FewshotFromArgs,
     /// Print the run as JSON on stdout.
-    #[arg(long)]
+    #[arg(long, help_heading = "Output")]
     json: bool,
     /// Write the run file (`react-docstore.run.v1`) here, for `replay`.
-    #[arg(long, value_name = "FILE")]
+    #[arg(long, value_name = "FILE", help_heading = "Output")]
     record: Option<PathBuf>,
     /// State the date in the prompt (`Today is DATE.`, DATE as YYYY-MM-DD), so the model does not
     /// argue with current facts.
-    #[arg(long, value_name = "DATE", value_parser = chat::check_date)]
+    #[arg(long, value_name = "DATE", value_parser = chat::check_date, help_heading = "Agent")]
     today: Option<String>,
 }
 

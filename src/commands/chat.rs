@@ -12,10 +12,10 @@ use super::options::{AgentRunArgs, stdin_interaction};
 #[derive(clap::Args)]
 pub struct ChatArgs {
     /// The date the prompt states (`Today is {date}.`, YYYY-MM-DD); default: today (UTC).
-    #[arg(long, value_name = "DATE", value_parser = chat::check_date)]
+    #[arg(long, value_name = "DATE", value_parser = chat::check_date, help_heading = "Agent")]
     today: Option<String>,
     /// Print each question's run as one JSON line instead of its answer.
-    #[arg(long)]
+    #[arg(long, help_heading = "Output")]
     json: bool,
     #[command(flatten)]
     run: AgentRunArgs,

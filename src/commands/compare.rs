@@ -16,8 +16,9 @@ pub struct CompareArgs {
     a: PathBuf,
     /// The second evaluation (B), as A.
     b: PathBuf,
-    /// Seed of the bootstrap's resampling (the same seed prints the same intervals).
-    #[arg(long, default_value_t = DEFAULT_SEED, value_name = "N")]
+    /// Seed of the bootstrap's resampling, which draws the intervals (the same seed prints the same
+    /// intervals).
+    #[arg(long, visible_alias = "bootstrap-seed", default_value_t = DEFAULT_SEED, value_name = "N")]
     seed: u64,
     /// Print one JSON object.
     #[arg(long)]

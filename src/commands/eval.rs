@@ -29,23 +29,30 @@ pub struct EvalArgs {
     #[command(flatten)]
     attempts: AttemptArgs,
     /// Questions in flight at once.
-    #[arg(long, default_value_t = 1, value_name = "N", value_parser = clap::value_parser!(u16).range(1..))]
+    #[arg(
+        long,
+        default_value_t = 1,
+        value_name = "N",
+        value_parser = clap::value_parser!(u16).range(1..),
+        help_heading = "Output"
+    )]
     concurrency: u16,
     /// Every finished run is appended here; running the same command again resumes from it.
     /// Default: `<questions file stem>.results.jsonl` in the current directory
     /// (`<stem>.shard-I-of-N.results.jsonl` with `--shard`).
-    #[arg(long, value_name = "FILE")]
+    #[arg(long, value_name = "FILE", help_heading = "Output")]
     out: Option<PathBuf>,
     /// Run again the questions whose run ended in an error (the results file drops them first).
-    #[arg(long)]
+    #[arg(long, help_heading = "Output")]
     retry_errors: bool,
     /// Print the summary as one JSON object.
-    #[arg(long)]
+    #[arg(long, help_heading = "Output")]
     json: bool,
 }
 
 /// Which questions of the file to run: subset, then ids, then limit, then the shard.
 #[derive(clap::Args, Clone)]
+#[command(next_help_heading = "Selection")]
 struct SelectionArgs {
     /// `paper500`: the 500 dev questions the ReAct paper scores, in its order; `reflexion100`: the 100
     /// of Reflexion's HotpotQA runs (each needs the full dev file).
@@ -66,6 +73,7 @@ struct SelectionArgs {
 
 /// How many times each question is asked: Reflexion's trials or independent epochs.
 #[derive(clap::Args, Clone)]
+#[command(next_help_heading = "Attempts")]
 struct AttemptArgs {
     /// Reflexion's protocol: up to K trials; each trial after the first asks only the questions
     /// no trial has answered right yet (the gold decides: see docs/trials.md).

@@ -5,9 +5,15 @@ use std::process::ExitCode;
 use react_docstore::explore::{self, Explore, Format};
 use react_docstore::output;
 
-use super::options::{DocstoreArgs, ProfileArg, ToolArgs, stdin_interaction};
+use super::options::{
+    DocstoreArgs, EXPLORED_DOCSTORES, EXPLORED_OFFLINE, ProfileArg, ToolArgs, stdin_interaction,
+};
 
 #[derive(clap::Args)]
+#[command(
+    mut_arg("docstore", |arg| arg.help(EXPLORED_DOCSTORES)),
+    mut_arg("offline", |arg| arg.help(EXPLORED_OFFLINE))
+)]
 pub struct ExploreArgs {
     /// Actions such as `Search[Colorado orogeny]` `Lookup[New Mexico]`; none: an interactive prompt.
     actions: Vec<String>,
@@ -18,7 +24,7 @@ pub struct ExploreArgs {
     #[command(flatten)]
     tools: ToolArgs,
     /// Print one `{"action", "observation"}` JSON line per action.
-    #[arg(long)]
+    #[arg(long, help_heading = "Output")]
     json: bool,
 }
 

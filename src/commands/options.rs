@@ -39,8 +39,9 @@ pub struct ProfileArg {
     pub profile: Profile,
 }
 
-/// How the agent runs.
+/// How the agent runs. In `--help`, under "Agent" (the profile and step budget) and "Method".
 #[derive(Args, Clone)]
+#[command(next_help_heading = "Agent")]
 pub struct AgentArgs {
     /// `paper` reproduces the ReAct repository byte for byte; `default` fixes its defects.
     #[arg(
@@ -52,20 +53,26 @@ pub struct AgentArgs {
     pub profile: Profile,
     /// How to answer: `react`, `act`, `cot`, `standard`, `cot-sc`, `react-then-cot-sc` or
     /// `cot-sc-then-react` (the rows of the ReAct paper's Table 1).
-    #[arg(long, env = "REACT_METHOD", default_value = "react", value_name = "METHOD")]
+    #[arg(
+        long,
+        env = "REACT_METHOD",
+        default_value = "react",
+        value_name = "METHOD",
+        help_heading = "Method"
+    )]
     pub method: Method,
     /// The step budget of a question (at least 1) [default: 7; 5 for FEVER with a backoff method].
     #[arg(long, value_name = "N", value_parser = parse_step_budget)]
     pub max_steps: Option<usize>,
     /// Few-shot examples in the method's format, instead of the bundled ones; a backoff method
     /// takes two files (ReAct and CoT).
-    #[arg(long, value_name = "FILE")]
+    #[arg(long, value_name = "FILE", help_heading = "Method")]
     pub fewshot: Vec<PathBuf>,
     /// CoT-SC's samples per question (at least 1) [default: 21].
-    #[arg(long, value_name = "N")]
+    #[arg(long, value_name = "N", help_heading = "Method")]
     pub samples: Option<usize>,
     /// CoT-SC's sampling temperature [default: 0.7].
-    #[arg(long, value_name = "T")]
+    #[arg(long, value_name = "T", help_heading = "Method")]
     pub sample_temperature: Option<f64>,
 }
 
@@ -130,9 +137,15 @@ impl AgentArgs {
 pub const SERVED_DOCSTORES: &str = "`wikipedia`, `corpus:FILE` or `index:DIR` (built by `index build`)";
 /// `--offline`'s help for the servers, which call no model.
 pub const SERVED_OFFLINE: &str = "Serve Wikipedia pages from the cache only; a miss is an error";
+/// `--docstore`'s help for `explore`, which refuses `distractor` (each question's paragraphs).
+pub const EXPLORED_DOCSTORES: &str = "`wikipedia`, `corpus:FILE` (JSON Lines pages, or a HotpotQA file's paragraphs) or `index:DIR` (built by `index build`)";
+/// `--offline`'s help for `explore`, which calls no model.
+pub const EXPLORED_OFFLINE: &str =
+    "Serve Wikipedia pages and web searches from the cache only; a miss is an error (no model is called)";
 
 /// Which model answers, and how to reach it.
 #[derive(Args, Clone)]
+#[command(next_help_heading = "Model")]
 pub struct ModelArgs {
     /// The model name the server knows.
     #[arg(long, env = "REACT_MODEL", value_name = "MODEL")]
@@ -185,6 +198,7 @@ impl ModelArgs {
 
 /// Where Search and Lookup read from.
 #[derive(Args, Clone)]
+#[command(next_help_heading = "Docstore")]
 pub struct DocstoreArgs {
     /// `wikipedia`, `distractor` (each question's own paragraphs), `corpus:FILE` or `index:DIR`
     /// (built by `index build`).
@@ -204,8 +218,8 @@ pub struct DocstoreArgs {
     /// directory, `$XDG_CACHE_HOME/react-docstore` or `~/.cache/react-docstore`).
     #[arg(long, env = "REACT_CACHE_DIR", value_name = "DIR")]
     pub cache_dir: Option<PathBuf>,
-    /// Serve Wikipedia pages and web searches from the cache only; a miss is an error (the model is
-    /// still called: `replay` runs without one).
+    /// Serve Wikipedia pages and web searches from the cache only; a miss is an error (a command
+    /// that asks a model still calls it: `replay` runs without one).
     #[arg(long)]
     pub offline: bool,
     /// The User-Agent sent to Wikipedia: say who you are and how to reach you.
@@ -238,7 +252,7 @@ impl DocstoreArgs {
     pub fn check_not_distractor(&self, command: &str) -> anyhow::Result<()> {
         if self.docstore == DocstoreKind::Distractor {
             anyhow::bail!(
-                "`--docstore distractor` searches each question's own paragraphs, which only `eval` has (a HotpotQA file with contexts); `{command}` can search Wikipedia or `--docstore corpus:FILE`"
+                "`--docstore distractor` searches each question's own paragraphs, which only `eval` has (a HotpotQA file with contexts); `{command}` can search Wikipedia, `--docstore index:DIR` (built by `index build`) or `--docstore corpus:FILE` (that file's paragraphs pooled, or JSON Lines pages)"
             );
         }
         Ok(())
@@ -247,6 +261,7 @@ impl DocstoreArgs {
 
 /// Extra bracketed tools.
 #[derive(Args, Clone)]
+#[command(next_help_heading = "Tools")]
 pub struct ToolArgs {
     /// Built-in tools to register, comma-separated: `calculate`, `websearch`.
     #[arg(long, value_delimiter = ',', value_name = "TOOLS")]
@@ -352,7 +367,9 @@ impl AgentRunArgs {
 }
 
 /// `--fewshot-from RESULTS --shots K [--seed S]`: few-shot examples drawn from earlier right runs.
+/// In `--help`, under "Method" with the other few-shot options.
 #[derive(Args, Clone)]
+#[command(next_help_heading = "Method")]
 pub struct FewshotFromArgs {
     /// Draw the few-shot examples from the right runs of this results file (or directory of run
     /// files), never from a question being asked; they are written beside the results (or run) file.
@@ -361,8 +378,15 @@ pub struct FewshotFromArgs {
     /// How many examples `--fewshot-from` draws.
     #[arg(long, value_name = "K", requires = "fewshot_from", value_parser = clap::value_parser!(u16).range(1..))]
     pub shots: Option<u16>,
-    /// The seed that chooses `--fewshot-from`'s examples.
-    #[arg(long, default_value_t = 0, value_name = "S", requires = "fewshot_from")]
+    /// Seed of `--fewshot-from`'s draw of examples, and of nothing else (the model's sampling
+    /// takes its own: `--llm-option seed=N`).
+    #[arg(
+        long,
+        visible_alias = "fewshot-seed",
+        default_value_t = 0,
+        value_name = "S",
+        requires = "fewshot_from"
+    )]
     pub seed: u64,
 }
 

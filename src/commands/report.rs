@@ -21,8 +21,9 @@ pub struct ReportArgs {
     /// The question file, for EM and F1 by HotpotQA `type` and `level`.
     #[arg(long, value_name = "FILE")]
     questions: Option<PathBuf>,
-    /// Seed of the comparisons' bootstrap (as `compare --seed`).
-    #[arg(long, default_value_t = DEFAULT_SEED, value_name = "N")]
+    /// Seed of the comparisons' bootstrap resampling, which draws their intervals (as `compare
+    /// --seed`).
+    #[arg(long, visible_alias = "bootstrap-seed", default_value_t = DEFAULT_SEED, value_name = "N")]
     seed: u64,
     /// Compare runs whose gold answers differ, each scored against its own file's gold (as
     /// `compare --ignore-gold`).

@@ -31,22 +31,22 @@ pub struct ServeArgs {
     docstore: DocstoreArgs,
     /// The address to listen on, HOST:PORT: `127.0.0.1:8080`, `localhost:8080`, `[::1]:8080`,
     /// `0.0.0.0:8080` (port 0: any free port, named in the startup line).
-    #[arg(long, default_value = "127.0.0.1:8080", value_name = "HOST:PORT", value_parser = check_listen)]
+    #[arg(long, default_value = "127.0.0.1:8080", value_name = "HOST:PORT", value_parser = check_listen, help_heading = "Server")]
     listen: String,
     /// A file holding the secret step states are signed with (at least 32 bytes; a final newline
     /// is not part of it); replicas behind one load balancer share it. Or set REACT_STATE_KEY.
     /// Without either, a random key: states from this process only.
-    #[arg(long, value_name = "FILE")]
+    #[arg(long, value_name = "FILE", help_heading = "Server")]
     state_key_file: Option<PathBuf>,
     /// Refused: a key on the command line is shown to every user of the machine.
-    #[arg(long, hide = true, value_name = "SECRET")]
+    #[arg(long, hide = true, value_name = "SECRET", help_heading = "Server")]
     state_key: Option<String>,
     /// Connections served at once; more wait to be accepted.
-    #[arg(long, default_value_t = ServeLimits::default().max_connections, value_name = "N")]
+    #[arg(long, default_value_t = ServeLimits::default().max_connections, value_name = "N", help_heading = "Server")]
     max_connections: usize,
     /// After SIGTERM or Ctrl-C, how long the requests in flight may take to finish, in seconds;
     /// any still running then are abandoned (exit 1).
-    #[arg(long, default_value_t = ServeLimits::default().drain_timeout.as_secs(), value_name = "SECONDS")]
+    #[arg(long, default_value_t = ServeLimits::default().drain_timeout.as_secs(), value_name = "SECONDS", help_heading = "Server")]
     drain_timeout: u64,
 }
 

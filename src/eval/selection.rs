@@ -5,7 +5,7 @@ use std::fmt;
 use std::path::{Path, PathBuf};
 use std::str::FromStr;
 
-use super::questions::{Contexts, Question, QuestionFile, QuestionFileError, RecordFilter};
+use super::questions::{Contexts, Question, QuestionFile, QuestionFileError, RecordFilter, Task};
 use super::shard::{Shard, ShardPlan};
 
 /// The ReAct notebook's 500 dev indices (`random.Random(233).shuffle`), in its order.
@@ -96,11 +96,14 @@ pub enum SelectionError {
         examples: String,
     },
     #[error(
-        "subset `{subset}` needs the HotpotQA dev set in official order, but `{}` lacks {n_missing} of its questions (e.g. position {example}); use hotpot_dev_v1_simplified.json or hotpot_dev_distractor_v1.json",
-        questions.display()
+        "subset `{subset}` needs {}, but `{}` lacks {n_missing} of its questions (e.g. position {example}); {}",
+        complete_file(*task).0,
+        questions.display(),
+        complete_file(*task).1
     )]
     IncompleteSubset {
         subset: Subset,
+        task: Task,
         questions: PathBuf,
         n_missing: usize,
         example: usize,
@@ -205,7 +208,7 @@ impl Selection {
         };
         let mut file = QuestionFile::read_filtered(path, &filter)?;
         let questions = std::mem::take(&mut file.questions);
-        file.questions = self.pick(&file.path, questions, positions, wanted)?;
+        file.questions = self.pick(&file.path, file.task, questions, positions, wanted)?;
         Ok(file)
     }
 
@@ -217,6 +220,7 @@ impl Selection {
     fn pick(
         &self,
         path: &Path,
+        task: Task,
         questions: Vec<Question>,
         positions: Option<Vec<usize>>,
         wanted: Option<Vec<String>>,
@@ -236,6 +240,7 @@ impl Selection {
                 if let Some(&example) = missing.first() {
                     return Err(SelectionError::IncompleteSubset {
                         subset,
+                        task,
                         questions: path,
                         n_missing: missing.len(),
                         example,
@@ -275,6 +280,22 @@ impl Selection {
             questions.truncate(limit);
         }
         Ok(questions)
+    }
+}
+
+/// What a subset's positions index, and the file that holds them all, by the file's task: the
+/// ReAct notebooks shuffle the first 7,405 records of HotpotQA's dev set and of FEVER's dev claims
+/// alike.
+fn complete_file(task: Task) -> (&'static str, &'static str) {
+    match task {
+        Task::HotpotQa => (
+            "the HotpotQA dev set in official order",
+            "use hotpot_dev_v1_simplified.json or hotpot_dev_distractor_v1.json",
+        ),
+        Task::Fever => (
+            "FEVER's dev claims in their published order",
+            "use the whole paper_dev.jsonl (9,999 claims)",
+        ),
     }
 }
 

@@ -2,7 +2,8 @@
 //! README.md or `docs/*.md` must name a subcommand the built binary has and only flags its `--help`
 //! lists (those `--help` texts are snapshots); every command of a `console` block is run offline,
 //! from a scratch directory holding `fixtures/`, against a local Wikipedia (the recorded pages) and
-//! a local model server (scripted completions), and must print the lines shown under it. The run
+//! a local model server (scripted completions), and must print the lines shown under it; those that
+//! call no model are run again as on a fresh clone, where any request to the network fails. The run
 //! file's JSON Schema (`docs/run.v1.schema.json`) must accept every recorded run of `fixtures/`.
 
 use std::collections::{BTreeMap, BTreeSet};
@@ -243,7 +244,9 @@ struct CommandHelp {
     subcommands: BTreeMap<String, CommandHelp>,
 }
 
-/// The flags (`-h`, `--help`, `--profile`, ...) and subcommand names a `--help` text lists.
+/// The flags (`-h`, `--help`, `--profile`, ...) and subcommand names a `--help` text lists: the
+/// flags under `Options:` and under every other heading (`Model:`, `Selection:`, ...), with their
+/// visible aliases (`[alias: --fewshot-seed]`).
 fn parse_help(help: &str) -> (BTreeSet<String>, Vec<String>) {
     let mut flags = BTreeSet::new();
     let mut subcommands = Vec::new();
@@ -255,20 +258,29 @@ fn parse_help(help: &str) -> (BTreeSet<String>, Vec<String>) {
         }
         let entry = line.trim_start();
         match section {
-            "Options" if entry.starts_with('-') => {
+            "Commands" | "Arguments" | "Usage" => {}
+            _ if entry.starts_with('-') => {
                 let names = entry.split("  ").next().unwrap_or_default();
                 for name in names.split(", ") {
                     let name = name.split([' ', '=', '[', '<']).next().unwrap_or_default();
                     flags.insert(name.to_owned());
                 }
-            }
-            "Commands" => {
-                let name = entry.split_whitespace().next().unwrap_or_default();
-                if name != "help" {
-                    subcommands.push(name.to_owned());
+                if let Some((_, aliases)) = entry
+                    .rsplit_once("[alias: ")
+                    .or_else(|| entry.rsplit_once("[aliases: "))
+                {
+                    for alias in aliases.trim_end_matches(']').split(", ") {
+                        flags.insert(alias.to_owned());
+                    }
                 }
             }
             _ => {}
+        }
+        if section == "Commands" {
+            let name = entry.split_whitespace().next().unwrap_or_default();
+            if name != "help" {
+                subcommands.push(name.to_owned());
+            }
         }
     }
     (flags, subcommands)
@@ -399,6 +411,140 @@ fn every_help_text_is_a_reviewed_snapshot() {
         );
         crate::assert_snapshot!(name, text);
     }
+}
+
+/// The headed blocks of a `--help` text (`Arguments`, `Options`, `Model`, ...), each entry as its
+/// names (`--seed <S>`, `<QUESTION>`) and its description (empty when it has none).
+fn help_sections(help: &str) -> Vec<(String, Vec<(String, String)>)> {
+    let mut sections: Vec<(String, Vec<(String, String)>)> = Vec::new();
+    for line in help.lines() {
+        if let Some(heading) = line.strip_suffix(':').filter(|_| !line.starts_with(' ')) {
+            sections.push((heading.to_owned(), Vec::new()));
+        } else if let Some((_, entries)) = sections.last_mut()
+            && line.starts_with("  ")
+        {
+            let entry = line.trim_start();
+            let (names, description) = entry.split_once("  ").unwrap_or((entry, ""));
+            entries.push((names.to_owned(), description.trim().to_owned()));
+        }
+    }
+    sections
+}
+
+#[test]
+fn eval_help_groups_its_flags_under_headings_and_every_entry_says_what_it_is() {
+    let texts = help_texts();
+    let sections = help_sections(&texts["eval"]);
+    let flags_under = |heading: &str| -> Vec<String> {
+        sections
+            .iter()
+            .find(|(name, _)| name == heading)
+            .unwrap_or_else(|| panic!("`eval --help` has no `{heading}:` heading"))
+            .1
+            .iter()
+            .map(|(names, _)| names.split([' ', ',']).next().unwrap().to_owned())
+            .collect()
+    };
+    for (heading, some_flags) in [
+        ("Model", &["--model", "--base-url", "--api", "--temperature"][..]),
+        ("Agent", &["--profile", "--max-steps"]),
+        (
+            "Method",
+            &[
+                "--method",
+                "--samples",
+                "--fewshot",
+                "--fewshot-from",
+                "--shots",
+                "--seed",
+            ],
+        ),
+        ("Docstore", &["--docstore", "--offline", "--cache-dir"]),
+        ("Tools", &["--tools", "--tool"]),
+        ("Attempts", &["--trials", "--reflect", "--epochs"]),
+        ("Selection", &["--subset", "--ids", "--limit", "--shard"]),
+        ("Output", &["--out", "--retry-errors", "--json", "--concurrency"]),
+    ] {
+        let under = flags_under(heading);
+        for flag in some_flags {
+            assert!(
+                under.iter().any(|name| name == flag),
+                "`{flag}` is not under `{heading}:` but {under:?}"
+            );
+        }
+    }
+    assert_eq!(
+        flags_under("Options"),
+        ["-h"],
+        "eval's flags are all under a heading"
+    );
+
+    // Every argument and flag of every command says what it is.
+    for (path, text) in &texts {
+        for (heading, entries) in help_sections(text) {
+            for (names, description) in entries {
+                assert!(
+                    !description.is_empty(),
+                    "`{path} --help`: `{names}` ({heading}) has no description"
+                );
+            }
+        }
+    }
+
+    // Each `--seed` says what it seeds and has an alias that says it too.
+    let entry = |path: &str, flag: &str| -> String {
+        let line = texts[path]
+            .lines()
+            .find(|line| line.trim_start().starts_with(flag))
+            .unwrap_or_else(|| panic!("`{path} --help` lists no `{flag}`"));
+        line.to_owned()
+    };
+    for path in ["ask", "eval"] {
+        let seed = entry(path, "--seed ");
+        assert!(
+            seed.contains("`--fewshot-from`'s draw") && seed.ends_with("[alias: --fewshot-seed]"),
+            "{seed}"
+        );
+    }
+    for path in ["compare", "report"] {
+        let seed = entry(path, "--seed ");
+        assert!(
+            seed.contains("bootstrap") && seed.ends_with("[alias: --bootstrap-seed]"),
+            "{seed}"
+        );
+    }
+
+    // `explore` calls no model and refuses `distractor`: its help says neither.
+    let docstore = entry("explore", "--docstore ");
+    assert!(!docstore.contains("distractor"), "{docstore}");
+    let offline = entry("explore", "--offline ");
+    assert!(
+        !offline.contains("model is still called") && offline.contains("no model is called"),
+        "{offline}"
+    );
+}
+
+#[test]
+fn a_seed_alias_seeds_what_the_seed_flag_seeds() {
+    let compare = |seed_flag: &str, seed: &str| {
+        let output = Command::new(BIN)
+            .args(["compare", "fixtures/compare/trial-1.results.jsonl"])
+            .args([
+                "fixtures/compare/trial-1.max-steps-3.results.jsonl",
+                "--json",
+                seed_flag,
+                seed,
+            ])
+            .current_dir(env!("CARGO_MANIFEST_DIR"))
+            .env_clear()
+            .output()
+            .unwrap();
+        assert!(output.status.success(), "{output:?}");
+        output.stdout
+    };
+    // The bootstrap's intervals move with the seed, and the alias sets that seed.
+    assert_ne!(compare("--seed", "7"), compare("--seed", "8"));
+    assert_eq!(compare("--seed", "7"), compare("--bootstrap-seed", "7"));
 }
 
 #[test]
@@ -1141,7 +1287,7 @@ fn the_validator_rejects_what_the_schema_forbids() {
 // ---------------------------------------------------------------------------------------------
 // README on a fresh clone: no network, no model
 
-/// The results file README's `score` reads, shipped so that `score` runs without a model.
+/// The results file the docs' `score` examples read, shipped so that `score` runs without a model.
 const SHIPPED_RESULTS: &str = "docstore/hotpotqa-distractor-3.results.jsonl";
 
 /// A run line without what changes from one evaluation to the next.
@@ -1231,50 +1377,65 @@ impl Tripwire {
 }
 
 #[test]
-fn readme_examples_that_call_no_model_run_on_a_fresh_clone_without_network() {
-    let readme = Path::new(env!("CARGO_MANIFEST_DIR")).join("README.md");
-    let text = std::fs::read_to_string(&readme).unwrap();
+fn every_example_of_every_page_that_calls_no_model_runs_on_a_fresh_clone_without_network() {
     // A fresh clone: `fixtures/` and nothing any other example wrote; no Wikipedia but the real
     // one's address, behind a proxy that is the tripwire; no model.
-    let dir = tempfile::tempdir().unwrap();
-    std::os::unix::fs::symlink(crate::fixture(""), dir.path().join("fixtures")).unwrap();
     let tripwire = Tripwire::start();
-    let mut env = tripwire.proxy_env();
-    env.push((
-        "REACT_CACHE_DIR".to_owned(),
-        dir.path().join("cache").display().to_string(),
-    ));
     let mut failures = Vec::new();
     let mut n_run = 0;
-    for block in code_blocks(&text)
-        .into_iter()
-        .filter(|block| block.lang == "console")
-    {
-        for example in examples(&block) {
-            let calls_a_model = invocations(&example.command)
-                .iter()
-                .any(|args| args.first().is_some_and(|name| model_script(name).is_some()));
-            if calls_a_model {
-                continue;
-            }
-            n_run += 1;
-            let before = tripwire.connections();
-            let actual = run_example(&example.command, dir.path(), &env);
-            let shown = normalized(example.expected);
-            let reached_network = tripwire.connections() > before;
-            if reached_network || !output_matches(&shown, &actual) {
-                failures.push(format!(
-                    "README.md:{}: $ {}\n(reached the network: {reached_network})\n--- shown\n{}\n--- printed\n{}",
-                    example.line,
-                    example.command,
-                    shown.join("\n"),
-                    actual.join("\n")
-                ));
+    let mut pages_run = BTreeSet::new();
+    for doc in documents() {
+        // One scratch directory per page: its examples may build on each other.
+        let dir = tempfile::tempdir().unwrap();
+        std::os::unix::fs::symlink(crate::fixture(""), dir.path().join("fixtures")).unwrap();
+        let mut env = tripwire.proxy_env();
+        env.push((
+            "REACT_CACHE_DIR".to_owned(),
+            dir.path().join("cache").display().to_string(),
+        ));
+        let text = std::fs::read_to_string(&doc).unwrap();
+        for block in code_blocks(&text)
+            .into_iter()
+            .filter(|block| block.lang == "console")
+        {
+            for example in examples(&block) {
+                let calls_a_model = invocations(&example.command)
+                    .iter()
+                    .any(|args| args.first().is_some_and(|name| model_script(name).is_some()));
+                if calls_a_model {
+                    continue;
+                }
+                n_run += 1;
+                pages_run.insert(relative(&doc));
+                let before = tripwire.connections();
+                let actual = run_example(&example.command, dir.path(), &env);
+                let shown = normalized(example.expected);
+                let reached_network = tripwire.connections() > before;
+                if reached_network || !output_matches(&shown, &actual) {
+                    failures.push(format!(
+                        "{}:{}: $ {}\n(reached the network: {reached_network})\n--- shown\n{}\n--- printed\n{}",
+                        relative(&doc),
+                        example.line,
+                        example.command,
+                        shown.join("\n"),
+                        actual.join("\n")
+                    ));
+                }
             }
         }
     }
-    assert!(n_run >= 8, "only {n_run} README examples call no model");
-    assert!(failures.is_empty(), "{}", failures.join("\n\n"));
+    // README and 8 pages of docs/ showed such examples (33 of them) when this was written.
+    assert!(n_run >= 30, "only {n_run} examples call no model");
+    assert!(
+        pages_run.len() >= 9,
+        "only {pages_run:?} show examples that call no model"
+    );
+    assert!(
+        failures.is_empty(),
+        "{}\n\n{} of {n_run} examples differ or reach the network",
+        failures.join("\n\n"),
+        failures.len()
+    );
 }
 
 #[test]

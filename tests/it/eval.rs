@@ -286,6 +286,27 @@ fn selection_by_subset_ids_and_limit() {
     );
 }
 
+#[test]
+fn a_fever_file_short_of_a_subset_is_told_to_use_the_whole_fever_dev_file() {
+    // The FEVER notebook shuffles the same 7,405 positions: a FEVER file is pointed at FEVER's
+    // dev claims, not at HotpotQA's files.
+    let small = fixture("fever/paper_dev.jsonl");
+    let error = Selection {
+        subset: Some(Subset::Paper500),
+        ..Selection::default()
+    }
+    .read(&small, Contexts::Unused)
+    .unwrap_err()
+    .to_string();
+    assert_eq!(
+        error,
+        format!(
+            "subset `paper500` needs FEVER's dev claims in their published order, but `{}` lacks 499 of its questions (e.g. position 3687); use the whole paper_dev.jsonl (9,999 claims)",
+            small.display()
+        )
+    );
+}
+
 // ---------------------------------------------------------------- score
 
 /// `hotpot_evaluate_v1.py` on hard cases: the expected figures were computed with the official

@@ -439,6 +439,40 @@ fn an_unknown_format_is_named() {
     );
 }
 
+#[test]
+fn a_question_file_is_pointed_at_the_docstore_that_reads_it_not_at_a_format() {
+    let dir = tempfile::tempdir().unwrap();
+    let questions = fixture("docstore/hotpotqa-distractor-3.json");
+    let config = BuildConfig::new(vec![questions.clone()], dir.path().join("wiki"));
+    let error = build(&config, &AtomicBool::new(false)).unwrap_err().to_string();
+    let spec = format!("corpus:{}", questions.display());
+    assert_eq!(
+        error,
+        format!(
+            "`{}` is a question file, not a dump of pages, and no `--format` reads it: a HotpotQA file's context paragraphs are searched without an index, with `--docstore {spec}` (or `--docstore distractor` in `eval`, each question its own)",
+            questions.display()
+        )
+    );
+    // What it suggests works.
+    let (stdout, stderr, code) = cli(&["explore", "--docstore", &spec, "Search[VIVA Media]"]);
+    assert_eq!(code, 0, "{stderr}");
+    assert!(
+        stdout.contains("Observation: VIVA Media GmbH (until 2004"),
+        "{stdout}"
+    );
+
+    let claims = fixture("fever/paper_dev.jsonl");
+    let config = BuildConfig::new(vec![claims.clone()], dir.path().join("fever"));
+    let error = build(&config, &AtomicBool::new(false)).unwrap_err().to_string();
+    assert_eq!(
+        error,
+        format!(
+            "`{}` is a FEVER claims file, not a dump of pages: index FEVER's `wiki-pages/*.jsonl` (`--format fever`) and give the claims to `eval`",
+            claims.display()
+        )
+    );
+}
+
 /// Runs the binary; returns stdout, stderr and the exit code.
 fn cli(args: &[&str]) -> (String, String, i32) {
     let output = Command::new(env!("CARGO_BIN_EXE_react-docstore"))

@@ -88,6 +88,41 @@ impl DumpFormat {
     }
 }
 
+/// An evaluation's input that `index build` was given instead of a dump: what it is, for an error
+/// that says what to do with it (no `--format` reads it).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum NotADump {
+    /// One JSON array (HotpotQA's official or Hugging Face question files; ReAct's simplified one).
+    JsonArray,
+    /// JSON Lines of HotpotQA questions (`question`).
+    QuestionLines,
+    /// JSON Lines of FEVER claims (`claim`).
+    ClaimLines,
+}
+
+impl NotADump {
+    /// What a source whose first non-empty line is `line` is, when it is a question or claim file.
+    pub fn detect(line: &[u8]) -> Option<NotADump> {
+        let line = std::str::from_utf8(line)
+            .ok()?
+            .trim()
+            .trim_start_matches('\u{feff}');
+        if line.starts_with('[') {
+            return Some(NotADump::JsonArray);
+        }
+        let Ok(Value::Object(record)) = serde_json::from_str::<Value>(line) else {
+            return None;
+        };
+        if record.contains_key("claim") {
+            Some(NotADump::ClaimLines)
+        } else if record.contains_key("question") {
+            Some(NotADump::QuestionLines)
+        } else {
+            None
+        }
+    }
+}
+
 impl fmt::Display for DumpFormat {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.write_str(self.as_str())

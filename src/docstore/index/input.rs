@@ -14,7 +14,7 @@ use crossbeam_channel::{Receiver, Sender};
 use ruzstd::decoding::{BlockDecodingStrategy, FrameDecoder};
 
 use super::IndexError;
-use super::formats::DumpFormat;
+use super::formats::{DumpFormat, NotADump};
 
 /// How many bytes of whole lines one work item carries.
 const CHUNK_BYTES: usize = 1 << 20;
@@ -491,9 +491,16 @@ impl<'a> Feeder<'a> {
             .find_map(|line| DumpFormat::detect(line))
             .ok_or_else(|| {
                 let first = lines.first().map_or(&[][..], Vec::as_slice);
-                IndexError::UnknownFormat {
-                    origin: origin.to_owned(),
-                    line: String::from_utf8_lossy(&first[..first.len().min(120)]).into_owned(),
+                let origin = origin.to_owned();
+                match NotADump::detect(first) {
+                    Some(NotADump::JsonArray | NotADump::QuestionLines) => {
+                        IndexError::QuestionFile { origin }
+                    }
+                    Some(NotADump::ClaimLines) => IndexError::ClaimFile { origin },
+                    None => IndexError::UnknownFormat {
+                        origin,
+                        line: String::from_utf8_lossy(&first[..first.len().min(120)]).into_owned(),
+                    },
                 }
             })?;
         self.format = Some(format);

@@ -38,6 +38,15 @@ pub use manifest::{IndexInfo, Manifest, parse_size};
 pub use schema::IndexedPage;
 pub use search::{PageIndex, SearchHit, TitleMatch};
 
+/// `corpus:FILE` naming `origin` when it is a file (not a member of an archive).
+fn corpus_spec(origin: &str) -> String {
+    if Path::new(origin).is_file() {
+        format!("corpus:{origin}")
+    } else {
+        "corpus:FILE".to_owned()
+    }
+}
+
 /// A failure to build, open or search an index.
 #[derive(Debug, thiserror::Error)]
 pub enum IndexError {
@@ -55,6 +64,15 @@ pub enum IndexError {
         "cannot tell the format of `{origin}` from its first line (`{line}`): pass --format hotpotqa, kilt, fever, dpr or jsonl"
     )]
     UnknownFormat { origin: String, line: String },
+    #[error(
+        "`{origin}` is a question file, not a dump of pages, and no `--format` reads it: a HotpotQA file's context paragraphs are searched without an index, with `--docstore {}` (or `--docstore distractor` in `eval`, each question its own)",
+        corpus_spec(origin)
+    )]
+    QuestionFile { origin: String },
+    #[error(
+        "`{origin}` is a FEVER claims file, not a dump of pages: index FEVER's `wiki-pages/*.jsonl` (`--format fever`) and give the claims to `eval`"
+    )]
+    ClaimFile { origin: String },
     #[error("malformed record (--strict): {0}")]
     Malformed(build::Malformed),
     #[error("the sources hold no pages ({malformed} malformed records skipped)")]
