@@ -177,6 +177,7 @@ pub fn read_evaluation(paths: &[PathBuf]) -> Result<Evaluation, MergeError> {
     // Where each (id, attempt) was first read: its index in `runs`, and its file's index.
     let mut first_read: HashMap<(String, Attempt), (usize, usize)> = HashMap::new();
     let mut duplicates = 0;
+    let mut settings = SameSettings::default();
     for (file_idx, path) in files.iter().enumerate() {
         let bytes = std::fs::read(path).map_err(|source| ResultsError::Read {
             path: path.clone(),
@@ -198,6 +199,8 @@ pub fn read_evaluation(paths: &[PathBuf]) -> Result<Evaluation, MergeError> {
                 id,
                 run,
             };
+            // Every line read, a duplicate too, is of the first line's evaluation.
+            settings.check(&evaluated)?;
             match first_read.get(&key) {
                 // Within one file, the file is as `eval` wrote it: its readers judge it.
                 Some(&(_, first_file)) if first_file == file_idx => runs.push(evaluated),
@@ -212,7 +215,7 @@ pub fn read_evaluation(paths: &[PathBuf]) -> Result<Evaluation, MergeError> {
             }
         }
     }
-    let unknown_settings = check_same_settings(&runs)?;
+    let unknown_settings = in_field_order(&settings.unknown);
     let shards = shard_coverage(&runs)?;
     if shards.is_some() {
         // The selection's order, whichever order the shards were read in.
@@ -265,23 +268,26 @@ fn same_run(first: &EvaluatedRun, second: &EvaluatedRun) -> Result<(), MergeErro
     }
 }
 
-/// Refuses runs that are not of one evaluation (their settings compared with the first run's,
-/// [`Comparable`]); returns the settings some line does not record (older lines).
-fn check_same_settings(runs: &[EvaluatedRun]) -> Result<Vec<&'static str>, MergeError> {
-    let Some(first) = runs.first() else {
-        return Ok(Vec::new());
-    };
-    let expected = Comparable::of_run(&first.run);
-    let mut unknown = BTreeSet::new();
-    for evaluated in &runs[1..] {
-        let found = check_same(
-            (&expected, first.source()),
-            (&Comparable::of_run(&evaluated.run), evaluated.source()),
-        )
-        .map_err(MergeError::NotOneEvaluation)?;
-        unknown.extend(found);
+/// The first line's settings, which every other line read must share ([`Comparable`]), and the
+/// settings some line does not record (older lines).
+#[derive(Default)]
+struct SameSettings {
+    first: Option<(Comparable, SettingsSource)>,
+    unknown: BTreeSet<&'static str>,
+}
+
+impl SameSettings {
+    fn check(&mut self, evaluated: &EvaluatedRun) -> Result<(), MergeError> {
+        let comparable = Comparable::of_run(&evaluated.run);
+        let Some((first, source)) = &self.first else {
+            self.first = Some((comparable, evaluated.source()));
+            return Ok(());
+        };
+        let found = check_same((first, source.clone()), (&comparable, evaluated.source()))
+            .map_err(MergeError::NotOneEvaluation)?;
+        self.unknown.extend(found);
+        Ok(())
     }
-    Ok(in_field_order(&unknown))
 }
 
 impl EvaluatedRun {

@@ -164,10 +164,11 @@ impl ResultsFile {
     /// Moves every run of the file to `aside` (written whole first), leaving the file empty:
     /// runs of another evaluation that hold no finished question, kept rather than lost.
     pub fn set_aside(&mut self, stored: &mut StoredRuns, aside: &Path) -> Result<(), ResultsError> {
-        let mut bytes = Vec::new();
-        for line in &stored.runs {
-            bytes.extend(run_line(&line.run));
-        }
+        // The file's bytes as they are, not the runs as this version would write them.
+        let bytes = std::fs::read(&self.path).map_err(|source| ResultsError::Read {
+            path: self.path.clone(),
+            source,
+        })?;
         crate::fsutil::atomic_write(aside, &bytes).map_err(|source| ResultsError::Write {
             path: aside.to_owned(),
             source,

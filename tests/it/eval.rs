@@ -1644,7 +1644,7 @@ async fn a_wikipedia_outage_stops_the_evaluation_though_every_question_fails_on_
         toolbox: Toolbox::default(),
     };
     let error = eval::evaluate(
-        &config(questions, results.clone(), 1),
+        &config(questions.clone(), results.clone(), 1),
         &services,
         std::future::pending(),
     )
@@ -1694,6 +1694,33 @@ async fn a_wikipedia_outage_stops_the_evaluation_though_every_question_fails_on_
             .as_deref()
             .is_some_and(|error| error.contains("HTTP 503"))
     }));
+
+    // Wikipedia is back: the same command asks the five again (no `--retry-errors`), and the
+    // evaluation scores as one that met no outage.
+    server.reset().await;
+    let page = std::fs::read_to_string(fixture("wikipedia/colorado_orogeny_hit.html")).unwrap();
+    wiremock::Mock::given(wiremock::matchers::any())
+        .respond_with(wiremock::ResponseTemplate::new(200).set_body_string(page))
+        .mount(&server)
+        .await;
+    let resumed = eval::evaluate(
+        &config(questions.clone(), results.clone(), 1),
+        &services,
+        std::future::pending(),
+    )
+    .await
+    .unwrap();
+    let clean = eval::evaluate(
+        &config(questions, dir.path().join("clean.jsonl"), 1),
+        &services,
+        std::future::pending(),
+    )
+    .await
+    .unwrap();
+    assert_eq!((resumed.done, resumed.errors, resumed.resumed), (8, 0, 0));
+    assert_eq!(resumed.scores, clean.scores);
+    assert_eq!(resumed.scores.em, 1.0);
+    assert!(read_results(&results).iter().all(|run| run.error.is_none()));
 }
 
 /// A model server that is not running, on this machine: `ask` and `eval` fail at once with the

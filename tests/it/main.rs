@@ -78,6 +78,7 @@ mod docs;
 mod docstore;
 mod end_to_end;
 mod eval;
+mod evaluation;
 mod explore;
 mod export;
 mod function_calls;

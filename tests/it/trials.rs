@@ -362,6 +362,39 @@ async fn a_failed_reflection_call_keeps_the_reflections_gathered_before() {
         womans_era.last().unwrap(),
         &reflexion_trial_prompt(&format_reflections(&[reflection], &header), WOMANS_ERA)
     );
+
+    // Asked again (`--retry-errors`, the server answering now): the third trial runs with both
+    // reflections, and the fourth, made after the error, goes with it and runs again after it.
+    let answering = ScriptedServer::default();
+    let server = answering.start().await;
+    let (_, stderr, code) = eval(
+        &server,
+        &results,
+        &["--trials", "4", "--reflect", "reflexion", "--retry-errors"],
+    );
+    assert_eq!(code, 0, "{stderr}");
+    let lines = self::lines(&results);
+    let trials: Vec<u64> = lines
+        .iter()
+        .filter(|run| run["question"] == WOMANS_ERA)
+        .map(|run| run["trial"].as_u64().unwrap())
+        .collect();
+    assert_eq!(trials, [1, 2, 3, 4], "one line a trial");
+    assert_eq!(
+        run_of(&lines, WOMANS_ERA, 3)["reflections"]
+            .as_array()
+            .unwrap()
+            .len(),
+        2
+    );
+    assert_eq!(
+        run_of(&lines, WOMANS_ERA, 4)["reflections"]
+            .as_array()
+            .unwrap()
+            .len(),
+        3,
+        "the fourth trial follows the third that now precedes it"
+    );
 }
 
 #[tokio::test]
