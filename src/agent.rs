@@ -276,6 +276,7 @@ impl<'a> Agent<'a> {
         run.api = self.llm.api();
         run.max_steps = Some(self.max_steps);
         run.fewshot = Some(self.prompt.fewshot().to_owned());
+        run.today = self.prompt.today().map(str::to_owned);
         run.tools = self.grammar.tool_names().to_vec();
         run
     }

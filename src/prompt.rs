@@ -33,6 +33,8 @@ pub struct Prompt {
     input_label: String,
     fewshot: String,
     format: Format,
+    /// The date a `Today is {date}.` line states (`--today`), when the prompt has one.
+    today: Option<String>,
     /// What `--api tools` is built from (`default` profile only): the examples, the tools, the date.
     tools_source: Option<ToolsSource>,
     /// What `--api tools` sends instead: the functions, and the system message with the same
@@ -67,6 +69,7 @@ impl Prompt {
     pub fn new(profile: Profile, fewshot: &Fewshot, toolbox: &Toolbox, options: &PromptOptions) -> Prompt {
         let mut text = String::new();
         let format = fewshot.format;
+        let mut today = None;
         match (fewshot.header, profile, format) {
             (Header::InExamples, _, _) => {}
             (Header::QuestionAnswering, Profile::Paper, Format::React) => text.push_str(PAPER_INSTRUCTION),
@@ -80,8 +83,9 @@ impl Prompt {
                 let (first, rest) = instruction.split_once('\n').unwrap_or((instruction, ""));
                 text.push_str(first);
                 text.push('\n');
-                if let Some(today) = &options.today {
-                    text.push_str(&format!("Today is {today}.\n"));
+                if let Some(date) = &options.today {
+                    text.push_str(&format!("Today is {date}.\n"));
+                    today = Some(date.clone());
                 }
                 text.push_str(rest);
             }
@@ -97,8 +101,9 @@ impl Prompt {
                 for (idx, description) in descriptions.iter().enumerate() {
                     text.push_str(&format!("({}) {description}\n", idx + 1));
                 }
-                if let Some(today) = &options.today {
-                    text.push_str(&format!("Today is {today}.\n"));
+                if let Some(date) = &options.today {
+                    text.push_str(&format!("Today is {date}.\n"));
+                    today = Some(date.clone());
                 }
                 text.push_str("Here are some examples.\n");
             }
@@ -128,6 +133,7 @@ impl Prompt {
             text,
             input_label: fewshot.input_label.clone(),
             fewshot: fewshot.name.clone(),
+            today,
             format,
             tools_source,
             tools: OnceLock::new(),
@@ -142,6 +148,7 @@ impl Prompt {
             input_label: fewshot.input_label.clone(),
             fewshot: fewshot.name.clone(),
             format: fewshot.format,
+            today: None,
             tools_source: None,
             tools: OnceLock::new(),
         }
@@ -176,6 +183,11 @@ impl Prompt {
     /// Where the examples came from: `hotpotqa`, `fever` or a file path.
     pub fn fewshot(&self) -> &str {
         &self.fewshot
+    }
+
+    /// The date the prompt states (`--today`), which runs record so the prompt can be rebuilt.
+    pub fn today(&self) -> Option<&str> {
+        self.today.as_deref()
     }
 
     /// How the examples lay out a solution, and so what each call asks the model for.

@@ -120,7 +120,10 @@ async fn replay_recorded(
         // A user's file, when it is still there; else the label of the bundled prompt.
         Some(path) => Fewshot::from_file(std::path::Path::new(path)).unwrap_or_else(|_| Fewshot::hotpotqa()),
     };
-    let prompt = Prompt::new(profile, &fewshot, &Toolbox::default(), &PromptOptions::default());
+    let options = PromptOptions {
+        today: recorded.today.clone(),
+    };
+    let prompt = Prompt::new(profile, &fewshot, &Toolbox::default(), &options);
     let model = recorded.model.clone().unwrap_or_else(|| "replay".to_owned());
     let llm = match recorded.api {
         // The assistant messages as the server sent them: the agent reads their calls again.
@@ -234,7 +237,9 @@ async fn replay_method(
     };
     let config = recorded_method(recorded);
     let max_steps = max_steps.or(recorded.max_steps).unwrap_or(DEFAULT_MAX_STEPS);
-    let options = PromptOptions::default();
+    let options = PromptOptions {
+        today: recorded.today.clone(),
+    };
     let solver = Solver::new(
         &config,
         profile,

@@ -62,6 +62,10 @@ pub struct Run {
     /// `export` rebuild the exact prompt (and notice when that file changed). Absent otherwise.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub fewshot_from: Option<FewshotSource>,
+    /// The date the prompt stated (`ask --today`, `chat`): `Today is {date}.`, so that replay and
+    /// export rebuild the prompt the model saw. Absent when it stated none.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub today: Option<String>,
     /// The step budget the run had; replay honours it.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub max_steps: Option<usize>,
@@ -438,6 +442,7 @@ impl Run {
             fewshot: None,
             cot_fewshot: None,
             fewshot_from: None,
+            today: None,
             max_steps: None,
             tools: Vec::new(),
             tool_descriptions: Vec::new(),

@@ -194,7 +194,9 @@ pub fn run_solver(run: &Run) -> Result<(Solver, usize), RebuildError> {
         profile,
         &examples,
         &toolbox,
-        &PromptOptions::default(),
+        &PromptOptions {
+            today: run.today.clone(),
+        },
         max_steps,
     )?;
     // A trial under a strategy other than `none` saw Reflexion's prompt, with what it recorded

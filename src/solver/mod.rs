@@ -370,6 +370,7 @@ impl Solver {
                     run.model = Some(llm.model().to_owned());
                     run.api = llm.api();
                     run.fewshot = Some(prompt.fewshot().to_owned());
+                    run.today = prompt.today().map(str::to_owned);
                     run.reflect = Some(strategy);
                     run.reflections = memory.reflections;
                     run.last_trial = memory.last_trial;
@@ -623,6 +624,7 @@ impl Solver {
         run.model = Some(llm.model().to_owned());
         run.api = llm.api();
         run.fewshot = Some(prompt.fewshot().to_owned());
+        run.today = prompt.today().map(str::to_owned);
         let scratchpad = Scratchpad::new(prompt.answer_request(question));
         Episode::new(run, scratchpad, prompt.text().len())
     }

@@ -10,7 +10,7 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
 
 use serde_json::{Value, json};
-use wiremock::{Mock, MockServer, Request, Respond, ResponseTemplate};
+use wiremock::{MockServer, Request, Respond, ResponseTemplate};
 
 const QUESTIONS: &str = "fixtures/hotpotqa/official.json";
 
@@ -44,12 +44,7 @@ impl Respond for YesServer {
 
 impl YesServer {
     async fn start(&self) -> MockServer {
-        let server = MockServer::start().await;
-        Mock::given(wiremock::matchers::method("POST"))
-            .respond_with(self.clone())
-            .mount(&server)
-            .await;
-        server
+        crate::serve_posts(self.clone()).await
     }
 
     fn n_requests(&self) -> usize {
@@ -437,5 +432,50 @@ fn a_hostile_shard_record_is_refused_by_every_reader_in_one_line() {
             stderr.contains(&format!("results file `{path}`, line 2: shard record")),
             "{args:?}: {stderr}"
         );
+    }
+}
+
+/// The refusals of `--reflect` that no setting can make work, each before any model call: a FEVER
+/// file (Reflexion's prompt asks a question), and `--api tools` (it sends no text prompt).
+#[test]
+fn reflect_refusals_name_what_cannot_work() {
+    let dir = tempfile::tempdir().unwrap();
+    let out = dir.path().join("never.jsonl");
+    let out = out.to_str().unwrap();
+    let cases: [(&[&str], &str); 2] = [
+        (
+            &[
+                "fixtures/fever/paper_dev.jsonl",
+                "--limit",
+                "2",
+                "--api",
+                "completions",
+            ],
+            "`fixtures/fever/paper_dev.jsonl` is a FEVER file: run its trials with `--reflect none`",
+        ),
+        (
+            &[QUESTIONS, "--docstore", "distractor", "--api", "tools"],
+            "`--reflect reflexion` writes Reflexion's text prompt; `--api tools` sends no text prompt",
+        ),
+    ];
+    for (args, message) in cases {
+        let mut all = vec!["eval"];
+        all.extend_from_slice(args);
+        all.extend([
+            "--trials",
+            "2",
+            "--reflect",
+            "reflexion",
+            "--model",
+            "m",
+            "--base-url",
+            "http://127.0.0.1:9/v1",
+            "--out",
+            out,
+        ]);
+        let (_, stderr, code) = run(&all);
+        assert_eq!(code, 2, "{args:?}: {stderr}");
+        assert!(stderr.contains(message), "{args:?}: {stderr}");
+        assert!(!Path::new(out).exists(), "nothing written");
     }
 }

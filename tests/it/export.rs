@@ -1204,11 +1204,29 @@ fn sharegpt_lines_of_every_method_of_tools_runs_and_of_failed_runs_are_read_by_l
 
 #[tokio::test(flavor = "multi_thread")]
 async fn a_run_made_with_a_command_tool_exports_with_the_prompt_line_it_recorded() {
+    let prompt = exported_prompt_is_the_prompt_seen(&["--tool", "Weather=cat"]).await;
+    assert!(
+        prompt.contains("(4) Weather[input], which runs the command `cat`"),
+        "{prompt}"
+    );
+}
+
+/// `ask --today` records its date line: the export rebuilds the prompt with it.
+#[tokio::test]
+async fn a_run_made_with_today_exports_with_its_date_line() {
+    let prompt = exported_prompt_is_the_prompt_seen(&["--today", "2026-11-22"]).await;
+    assert!(prompt.contains("\nToday is 2026-11-22.\n"), "{prompt}");
+}
+
+/// Records an `ask` run made with `args`, exports it with its examples: the system message and
+/// the question are the prompt the server received. That prompt.
+async fn exported_prompt_is_the_prompt_seen(args: &[&str]) -> String {
     let server = answering_server().await;
     let dir = tempfile::tempdir().unwrap();
-    let record = dir.path().join("weather.json");
+    let record = dir.path().join("run.json");
     let output = crate::binary()
-        .args(["ask", "What is the weather in Paris?", "--tool", "Weather=cat"])
+        .args(["ask", "What is the weather in Paris?"])
+        .args(args)
         .args([
             "--api",
             "completions",
@@ -1229,10 +1247,6 @@ async fn a_run_made_with_a_command_tool_exports_with_the_prompt_line_it_recorded
         String::from_utf8_lossy(&output.stderr)
     );
     let prompt = prompts(&server).await[0].clone();
-    assert!(
-        prompt.contains("(4) Weather[input], which runs the command `cat`"),
-        "{prompt}"
-    );
     let (status, written, stderr) = export(
         dir.path(),
         &[
@@ -1252,6 +1266,7 @@ async fn a_run_made_with_a_command_tool_exports_with_the_prompt_line_it_recorded
         line["messages"][1]["content"].as_str().unwrap()
     );
     assert_eq!(seen, prompt);
+    prompt
 }
 
 #[test]

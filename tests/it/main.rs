@@ -64,6 +64,16 @@ pub fn refused_port() -> u16 {
     listener.local_addr().unwrap().port()
 }
 
+/// A local server answering every POST with `responder` (a scripted model).
+pub async fn serve_posts(responder: impl wiremock::Respond + 'static) -> wiremock::MockServer {
+    let server = wiremock::MockServer::start().await;
+    wiremock::Mock::given(wiremock::matchers::method("POST"))
+        .respond_with(responder)
+        .mount(&server)
+        .await;
+    server
+}
+
 /// A path inside the repository's `fixtures/`.
 pub fn fixture(path: &str) -> std::path::PathBuf {
     std::path::Path::new(env!("CARGO_MANIFEST_DIR"))

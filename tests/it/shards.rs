@@ -590,6 +590,21 @@ async fn merging_refuses_what_disagrees_and_reports_what_is_missing() {
         )
     );
 
+    // Two questions at one position of the selection: not one selection.
+    let mut crowded = shard(2);
+    crowded[0]["shard"]["position"] = shard(0)[0]["shard"]["position"].clone();
+    write_lines(&root.join("crowded.jsonl"), &crowded);
+    let (_, stderr, code) = merge(&["shards/A/0.jsonl", "crowded.jsonl"]);
+    assert_eq!(code, 2, "{stderr}");
+    assert!(
+        stderr.contains("their runs differ in selections")
+            && stderr.contains(&format!(
+                "question `{}` at position",
+                crowded[0]["id"].as_str().unwrap()
+            )),
+        "{stderr}"
+    );
+
     // Missing shards and questions: said by merge, score, compare and report.
     let mut cut = shard(0);
     let n_cut = cut.len();

@@ -8,7 +8,7 @@ use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex};
 
 use serde_json::{Value, json};
-use wiremock::{Mock, MockServer, Request, Respond, ResponseTemplate};
+use wiremock::{MockServer, Request, Respond, ResponseTemplate};
 
 const QUESTIONS: &str = "fixtures/hotpotqa/official.json";
 const MISSOURI: &str = "Where was the first governor after the The Missouri Compromise from?";
@@ -130,12 +130,7 @@ impl ScriptedServer {
     }
 
     async fn start(&self) -> MockServer {
-        let server = MockServer::start().await;
-        Mock::given(wiremock::matchers::method("POST"))
-            .respond_with(self.clone())
-            .mount(&server)
-            .await;
-        server
+        crate::serve_posts(self.clone()).await
     }
 }
 
