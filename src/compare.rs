@@ -298,10 +298,8 @@ impl ScoredFile {
                 em_share: None,
             });
         }
-        let task = if runs
-            .iter()
-            .all(|scored| scored.run.fewshot.as_deref() == Some("fever"))
-        {
+        // The runs' task as they record it (older runs': derived once, by `Run::task`).
+        let task = if runs.iter().all(|scored| scored.run.task() == Task::Fever) {
             Task::Fever
         } else {
             Task::HotpotQa

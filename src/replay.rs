@@ -14,19 +14,17 @@ use serde::Serialize;
 use futures::future::BoxFuture;
 
 use crate::action::{Action, ActionError, ActionGrammar};
-use crate::agent::{Agent, DEFAULT_MAX_STEPS, Episode, Repeats};
+use crate::agent::{Agent, Episode, Repeats};
 use crate::docstore::DocstoreInfo;
 use crate::environment::{Environment, EnvironmentError, Inspected, Recording};
 use crate::eval::results::{ResultsError, RunLine, parse_run_lines};
-use crate::export::rebuild::{recorded_examples, recorded_method};
-use crate::fewshot::{Bundled, Fewshot};
+use crate::export::rebuild::{ChangedExamples, RebuildError, RunOverrides, run_solver};
 use crate::llm::{Api, ReplayLlm};
 use crate::method::Method;
 use crate::profile::Profile;
-use crate::prompt::{Prompt, PromptOptions};
 use crate::run::files::{FilesError, Found, Wanted, recorded_files};
 use crate::run::{Run, RunFileError, Stopped, Usage};
-use crate::solver::{Examples, Solver};
+use crate::solver::Solver;
 use crate::tool::Toolbox;
 use crate::trace::TracePrinter;
 
@@ -108,22 +106,26 @@ async fn replay_recorded(
     live: &LiveEnvironment<'_>,
     trace: &mut TracePrinter,
 ) -> (Episode, Option<usize>) {
+    // The run's setup, rebuilt as `export` rebuilds it: a few-shot file that is gone, or a tool
+    // whose prompt line the run does not record, ends the replay of that run in an error.
+    let overrides = RunOverrides {
+        profile,
+        max_steps,
+        // Its answers are the recording's: a changed examples file is noted (`changed_fewshot`).
+        changed_examples: ChangedExamples::Accept,
+    };
+    let (solver, max_steps) = match run_solver(recorded, &overrides) {
+        Ok(rebuilt) => rebuilt,
+        Err(error) => return (not_rebuilt(recorded, &error), None),
+    };
     if recorded.method() != Method::React {
-        return replay_method(recorded, profile, max_steps, live, trace).await;
+        return replay_method(recorded, solver, live, trace).await;
     }
     let profile = profile.unwrap_or(recorded.profile);
     let grammar = ActionGrammar::new(profile, recorded.tools.iter().cloned());
-    // Replayed completions ignore the prompt, but the trajectory shows the input's label.
-    let fewshot = match recorded.fewshot.as_deref() {
-        Some("fever") => Fewshot::fever(),
-        Some("hotpotqa") | None => Fewshot::hotpotqa(),
-        // A user's file, when it is still there; else the label of the bundled prompt.
-        Some(path) => Fewshot::from_file(std::path::Path::new(path)).unwrap_or_else(|_| Fewshot::hotpotqa()),
+    let Some(prompt) = solver.loop_prompt() else {
+        unreachable!("a ReAct solver has a loop prompt")
     };
-    let options = PromptOptions {
-        today: recorded.today.clone(),
-    };
-    let prompt = Prompt::new(profile, &fewshot, &Toolbox::default(), &options);
     let model = recorded.model.clone().unwrap_or_else(|| "replay".to_owned());
     let llm = match recorded.api {
         // The assistant messages as the server sent them: the agent reads their calls again.
@@ -137,7 +139,6 @@ async fn replay_recorded(
             unrecorded = Some(*step);
         }
     });
-    let max_steps = max_steps.or(recorded.max_steps).unwrap_or(DEFAULT_MAX_STEPS);
     let agent = Agent {
         // A run file does not say which repeated-action policy recorded it (Reflexion's agent had
         // none), only how the run stopped, so that stop decides: a recording that did not stop for
@@ -149,7 +150,7 @@ async fn replay_recorded(
             Some(stopped) if stopped != Stopped::RepeatedAction => Repeats::Allow,
             _ => Repeats::of(profile),
         },
-        ..Agent::new(&llm, &prompt, &grammar, max_steps)
+        ..Agent::new(&llm, prompt, &grammar, max_steps)
     };
     if !trace.is_silent() {
         trace.header("Question:", &recorded.question);
@@ -216,48 +217,11 @@ fn carry_over(run: &mut Run, recorded: &Run) {
 /// samples as the model.
 async fn replay_method(
     recorded: &Run,
-    profile: Option<Profile>,
-    max_steps: Option<usize>,
+    solver: Solver,
     live: &LiveEnvironment<'_>,
     trace: &mut TracePrinter,
 ) -> (Episode, Option<usize>) {
-    let profile = profile.unwrap_or(recorded.profile);
-    let grammar = ActionGrammar::new(profile, recorded.tools.iter().cloned());
-    let (names, task) = recorded_examples(recorded);
-    // A user's files, when they are all still there; else the bundled examples (the prompt
-    // matters to a replay only for the input's label).
-    let files: Option<Vec<Fewshot>> = names
-        .iter()
-        .filter(|name| Bundled::named(name).is_none())
-        .map(|path| Fewshot::from_file(Path::new(path)).ok())
-        .collect();
-    let examples = match files {
-        Some(files) if !files.is_empty() => Examples::Files(files),
-        _ => Examples::Bundled(task),
-    };
-    let config = recorded_method(recorded);
-    let max_steps = max_steps.or(recorded.max_steps).unwrap_or(DEFAULT_MAX_STEPS);
-    let options = PromptOptions {
-        today: recorded.today.clone(),
-    };
-    let solver = Solver::new(
-        &config,
-        profile,
-        &examples,
-        &Toolbox::default(),
-        &options,
-        max_steps,
-    )
-    .or_else(|_| {
-        Solver::new(
-            &config,
-            profile,
-            &Examples::Bundled(task),
-            &Toolbox::default(),
-            &options,
-            max_steps,
-        )
-    });
+    let grammar = solver.grammar().clone();
     let model = recorded.model.clone().unwrap_or_else(|| "replay".to_owned());
     let llm = ReplayLlm::new(model, recorded.completions())
         .recorded_api(recorded.api)
@@ -273,20 +237,25 @@ async fn replay_method(
         trace.header("Question:", &recorded.question);
         trace_memory(trace, recorded);
     }
-    let mut episode = match solver {
-        Ok(solver) => {
-            solver
-                .with_grammar(grammar)
-                .solve(&llm, &recorded.question, &mut environment, &mut |event| {
-                    trace.event(event)
-                })
-                .await
-        }
-        // invariant: the bundled examples fit every method and N is at least 1 (`max(1)`)
-        Err(error) => unreachable!("a method over bundled examples always sets up: {error}"),
-    };
+    let mut episode = solver
+        .solve(&llm, &recorded.question, &mut environment, &mut |event| {
+            trace.event(event)
+        })
+        .await;
     carry_over(&mut episode.run, recorded);
     (episode, unrecorded)
+}
+
+/// The replay of a run whose setup cannot be rebuilt: an error naming why, its identity kept.
+fn not_rebuilt(recorded: &Run, error: &RebuildError) -> Episode {
+    let mut run = Run::new(&recorded.question, recorded.profile);
+    run.stopped = Some(Stopped::Error);
+    run.error = Some(format!(
+        "cannot set its method up again: {}",
+        crate::agent::error_chain(error)
+    ));
+    carry_over(&mut run, recorded);
+    Episode::new(run, crate::scratchpad::Scratchpad::new(String::new()), 0)
 }
 
 /// The live environment of a replay given tools but no docstore: a tool action goes to its tool;

@@ -13,7 +13,10 @@ use crate::metrics::normalize_answer;
 use crate::run::Run;
 
 pub use format::{ExportFormat, Written};
-pub use rebuild::{Example, RebuildError, Speaker, ToolsConversation, Turn, digest, rebuild, run_solver};
+pub use rebuild::{
+    ChangedExamples, Example, RebuildError, RunOverrides, Speaker, ToolsConversation, Turn, digest, rebuild,
+    run_solver,
+};
 
 /// Which runs are worth learning from.
 #[derive(Debug, Clone, Copy, PartialEq)]

@@ -145,8 +145,9 @@ pub fn digest(bytes: &[u8]) -> String {
 /// its step budget, CoT-SC's N and temperature. The prompts of its phases are the bytes its model
 /// saw. This is the one place a run's prompt is built from its record; what else a prompt will
 /// show (a trial's reflections) belongs here.
-pub fn run_solver(run: &Run) -> Result<(Solver, usize), RebuildError> {
-    let profile = run.profile;
+/// `overrides` are what `replay --profile` and `--max-steps` change; `export` passes none.
+pub fn run_solver(run: &Run, overrides: &RunOverrides) -> Result<(Solver, usize), RebuildError> {
+    let profile = overrides.profile.unwrap_or(run.profile);
     let (names, task) = recorded_examples(run);
     let files: Vec<&str> = names
         .iter()
@@ -158,7 +159,7 @@ pub fn run_solver(run: &Run) -> Result<(Solver, usize), RebuildError> {
     } else {
         let mut fewshots = Vec::new();
         for path in files {
-            if let Some(source) = &run.fewshot_from {
+            if let (Some(source), ChangedExamples::Refuse) = (&run.fewshot_from, overrides.changed_examples) {
                 let bytes = std::fs::read(path).map_err(|source| FewshotError::Read {
                     path: path.into(),
                     source,
@@ -182,7 +183,7 @@ pub fn run_solver(run: &Run) -> Result<(Solver, usize), RebuildError> {
         Examples::Files(files) if files.iter().any(|file| file.input_label == "Claim") => Bundled::Fever,
         _ => task,
     };
-    let max_steps = run.max_steps.unwrap_or_else(|| {
+    let max_steps = overrides.max_steps.or(run.max_steps).unwrap_or_else(|| {
         if run.method() == Method::React {
             DEFAULT_MAX_STEPS
         } else {
@@ -208,18 +209,33 @@ pub fn run_solver(run: &Run) -> Result<(Solver, usize), RebuildError> {
     Ok((solver, max_steps))
 }
 
-/// The examples a run names (`fewshot`, and a backoff's `cot_fewshot`) and the task they are of.
+/// What a replay changes of a run's setup: its profile (`replay --profile`) and its step budget
+/// (`replay --max-steps`); nothing by default.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct RunOverrides {
+    pub profile: Option<crate::profile::Profile>,
+    pub max_steps: Option<usize>,
+    pub changed_examples: ChangedExamples,
+}
+
+/// What a drawn examples file (`--fewshot-from`) whose digest is not the run's does: `export`
+/// refuses it (its prompt would not be the run's); `replay`, whose answers come from the
+/// recording, goes on and says so.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum ChangedExamples {
+    #[default]
+    Refuse,
+    Accept,
+}
+
+/// The examples a run names (`fewshot`, and a backoff's `cot_fewshot`) and its task
+/// ([`Run::task`]: recorded, or derived once for older runs).
 pub fn recorded_examples(run: &Run) -> (Vec<&str>, Bundled) {
     let names: Vec<&str> = [run.fewshot.as_deref(), run.cot_fewshot.as_deref()]
         .into_iter()
         .flatten()
         .collect();
-    let task = if names.contains(&"fever") {
-        Bundled::Fever
-    } else {
-        Bundled::HotpotQa
-    };
-    (names, task)
+    (names, run.task())
 }
 
 /// The method a run recorded and how it sampled: N and the temperature of its vote (N: its
@@ -325,7 +341,7 @@ impl Llm for Captured {
 /// Standard, CoT-SC, a backoff answered by CoT-SC). The run is replayed through the method
 /// [`run_solver`] sets up; a replay that ends otherwise than the recording is refused.
 pub async fn rebuild(recorded: &Run) -> Result<Vec<Example>, RebuildError> {
-    let (solver, max_steps) = run_solver(recorded)?;
+    let (solver, max_steps) = run_solver(recorded, &RunOverrides::default())?;
     let model = recorded.model.clone().unwrap_or_else(|| "replay".to_owned());
     let replay = match recorded.api {
         Some(Api::Tools) => ReplayLlm::with_replies(model, recorded.replies()),

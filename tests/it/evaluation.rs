@@ -479,3 +479,55 @@ fn reflect_refusals_name_what_cannot_work() {
         assert!(!Path::new(out).exists(), "nothing written");
     }
 }
+
+/// A FEVER evaluation with its own few-shot file is FEVER to every command: its runs record the
+/// task, so `compare` and `report` say accuracy, not EM/F1; a replay of a run whose few-shot
+/// file is gone ends in an error naming it, never with other examples.
+#[tokio::test(flavor = "multi_thread")]
+async fn a_fever_evaluation_with_its_own_examples_is_fever_to_every_command() {
+    let model = YesServer::default();
+    let server = model.start().await;
+    let dir = tempfile::tempdir().unwrap();
+    let fewshot = dir.path().join("claims.txt");
+    std::fs::copy(crate::fixture("../fewshot/fever.txt"), &fewshot).unwrap();
+    let out = dir.path().join("fever.jsonl");
+    let uri = server.uri();
+    let (_, stderr, code) = run(&[
+        "eval",
+        "fixtures/fever/paper_dev.jsonl",
+        "--limit",
+        "3",
+        "--fewshot",
+        fewshot.to_str().unwrap(),
+        "--model",
+        "m",
+        "--api",
+        "completions",
+        "--base-url",
+        &uri,
+        "--out",
+        out.to_str().unwrap(),
+    ]);
+    assert!(code == 0 || code == 1, "{stderr}");
+    let text = std::fs::read_to_string(&out).unwrap();
+    assert!(
+        text.lines().all(|line| line.contains(r#""task":"fever""#)),
+        "{text}"
+    );
+    let out = out.to_str().unwrap();
+    let (stdout, stderr, code) = run(&["compare", out, out]);
+    assert_eq!(code, 0, "{stderr}");
+    assert!(stdout.contains("accuracy"), "{stdout}");
+    let report = dir.path().join("r.html");
+    let (_, stderr, code) = run(&["report", out, "--out", report.to_str().unwrap()]);
+    assert_eq!(code, 0, "{stderr}");
+    assert!(std::fs::read_to_string(&report).unwrap().contains("accuracy"));
+
+    std::fs::remove_file(&fewshot).unwrap();
+    let (_, stderr, code) = run(&["replay", out]);
+    assert_eq!(code, 2, "{stderr}");
+    assert!(
+        stderr.contains("cannot set its method up again") && stderr.contains("claims.txt"),
+        "{stderr}"
+    );
+}
