@@ -14,7 +14,7 @@ use std::sync::Arc;
 use serde::Serialize;
 
 use crate::eval::Task;
-use crate::eval::attempts::{Reduce, Reduced, Seen};
+use crate::eval::attempts::{ByQuestion, Reduce, Reduced, Seen};
 use crate::eval::merge::{self, EvaluatedRun, Evaluation, MergeError};
 use crate::eval::results::ResultsError;
 use crate::metrics::{AnswerScore, normalize_answer};
@@ -201,19 +201,9 @@ impl ScoredFile {
             .unwrap_or(Attempt::Only);
         self.attempts = std::mem::take(&mut self.runs);
         self.reduced = Some(reduce.describe(kind));
-        let mut order: Vec<&str> = Vec::new();
-        let mut by_id: HashMap<&str, Vec<&ScoredRun>> = HashMap::new();
-        for scored in &self.attempts {
-            by_id
-                .entry(scored.id.as_str())
-                .or_insert_with(|| {
-                    order.push(scored.id.as_str());
-                    Vec::new()
-                })
-                .push(scored);
-        }
-        for id in order {
-            let attempts = &by_id[id];
+        let by_id = ByQuestion::of(&self.attempts, |scored| scored.id.as_str());
+        for id in &by_id.order {
+            let attempts = &by_id.groups[id];
             let seen: Vec<Seen<'_>> = attempts
                 .iter()
                 .map(|scored| Seen {
@@ -276,8 +266,7 @@ impl ScoredFile {
                     id,
                     attempt: match attempt {
                         Attempt::Only => String::new(),
-                        Attempt::Trial(k) => format!(" in trial {k}"),
-                        Attempt::Epoch(k) => format!(" in epoch {k}"),
+                        attempt => format!(" in {attempt}"),
                     },
                 });
             }

@@ -124,6 +124,7 @@ async fn replay_recorded(
     let profile = profile.unwrap_or(recorded.profile);
     let grammar = ActionGrammar::new(profile, recorded.tools.iter().cloned());
     let Some(prompt) = solver.loop_prompt() else {
+        // invariant: `run_solver` sets a `react` run up as ReAct, whose phase loops
         unreachable!("a ReAct solver has a loop prompt")
     };
     let model = recorded.model.clone().unwrap_or_else(|| "replay".to_owned());

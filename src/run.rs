@@ -314,6 +314,17 @@ pub enum Attempt {
     Epoch(u32),
 }
 
+/// `trial 2`, `epoch 3`; `run` for a question asked once.
+impl std::fmt::Display for Attempt {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Attempt::Only => f.write_str("run"),
+            Attempt::Trial(trial) => write!(f, "trial {trial}"),
+            Attempt::Epoch(epoch) => write!(f, "epoch {epoch}"),
+        }
+    }
+}
+
 /// How a run ended.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]

@@ -256,15 +256,41 @@ fn trial_rows(scores: &[&AttemptScore]) -> Vec<TrialRow> {
         .collect()
 }
 
+/// Attempts grouped by their question: the one grouping `eval`, `score`, `compare` and `report`
+/// make. The ids in the order first met; each id's items in the order given.
+#[derive(Debug)]
+pub struct ByQuestion<'a, T> {
+    pub order: Vec<&'a str>,
+    pub groups: HashMap<&'a str, Vec<&'a T>>,
+}
+
+impl<'a, T> ByQuestion<'a, T> {
+    pub fn of(items: impl IntoIterator<Item = &'a T>, id: impl Fn(&'a T) -> &'a str) -> ByQuestion<'a, T> {
+        let mut grouped = ByQuestion {
+            order: Vec::new(),
+            groups: HashMap::new(),
+        };
+        for item in items {
+            let key = id(item);
+            grouped
+                .groups
+                .entry(key)
+                .or_insert_with(|| {
+                    grouped.order.push(key);
+                    Vec::new()
+                })
+                .push(item);
+        }
+        grouped
+    }
+}
+
 /// Each of `questions`' epochs, in `questions`' order (none for a question with no run).
 fn by_question<'a>(scores: &[&'a AttemptScore], questions: &[&str]) -> Vec<Vec<&'a AttemptScore>> {
-    let mut groups: HashMap<&str, Vec<&AttemptScore>> = HashMap::new();
-    for score in scores {
-        groups.entry(score.id.as_str()).or_default().push(score);
-    }
+    let mut grouped = ByQuestion::of(scores.iter().copied(), |score| score.id.as_str());
     questions
         .iter()
-        .map(|id| groups.remove(id).unwrap_or_default())
+        .map(|id| grouped.groups.remove(*id).unwrap_or_default())
         .collect()
 }
 

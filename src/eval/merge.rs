@@ -161,8 +161,7 @@ impl fmt::Display for AttemptName {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self.0 {
             Attempt::Only => f.write_str("its only attempt"),
-            Attempt::Trial(trial) => write!(f, "trial {trial}"),
-            Attempt::Epoch(epoch) => write!(f, "epoch {epoch}"),
+            attempt => attempt.fmt(f),
         }
     }
 }

@@ -174,10 +174,7 @@ pub fn score_evaluation(predictions: &[PathBuf], gold: &Path) -> Result<ScoreRep
         gaps,
     } = read_predictions(predictions)?;
     let gold_file = QuestionFile::read(gold)?;
-    let mut by_id: HashMap<&str, Vec<&Prediction>> = HashMap::new();
-    for prediction in &predictions {
-        by_id.entry(prediction.id.as_str()).or_default().push(prediction);
-    }
+    let by_id = super::attempts::ByQuestion::of(&predictions, |prediction| prediction.id.as_str()).groups;
     let zero = AnswerScore::WRONG;
     let mut per_question: Vec<Vec<AnswerScore>> = Vec::with_capacity(gold_file.questions.len());
     let mut attempt_scores = Vec::new();

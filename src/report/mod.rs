@@ -15,6 +15,7 @@ use std::time::Duration;
 use serde::Serialize;
 
 use crate::compare::{self, CompareError, Comparison, Golds, ScoredFile, ScoredRun};
+use crate::eval::attempts::ByQuestion;
 use crate::eval::summary::{Outcome, Scores, Summary, SummaryContext};
 use crate::eval::{QuestionFile, QuestionFileError};
 use crate::fsutil::atomic_write;
@@ -371,10 +372,7 @@ fn page_data<'a>(
     let attempts_by_id: Vec<HashMap<&str, Vec<&ScoredRun>>> = files
         .iter()
         .map(|file| {
-            let mut attempts: HashMap<&str, Vec<&ScoredRun>> = HashMap::new();
-            for run in &file.attempts {
-                attempts.entry(run.id.as_str()).or_default().push(run);
-            }
+            let mut attempts = ByQuestion::of(&file.attempts, |run| run.id.as_str()).groups;
             for runs in attempts.values_mut() {
                 runs.sort_by_key(|run| run.run.attempt());
             }
@@ -443,11 +441,7 @@ fn step_data(run: &crate::run::Run) -> Vec<[Option<&str>; 3]> {
 fn attempt_data(scored: &ScoredRun) -> AttemptData<'_> {
     let run = &scored.run;
     AttemptData {
-        label: match run.attempt() {
-            crate::run::Attempt::Trial(k) => format!("trial {k}"),
-            crate::run::Attempt::Epoch(k) => format!("epoch {k}"),
-            crate::run::Attempt::Only => "run".to_owned(),
-        },
+        label: run.attempt().to_string(),
         answer: run.answer.as_deref(),
         em: u8::from(scored.score.em),
         stop: scored.stopped().as_str(),
