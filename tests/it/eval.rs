@@ -910,12 +910,7 @@ fn score_command_prints_the_json_object() {
         .arg("--json")
         .output()
         .unwrap();
-    assert_eq!(
-        output.status.code(),
-        Some(0),
-        "{}",
-        String::from_utf8_lossy(&output.stderr)
-    );
+    crate::assert_exit_0(&output);
     assert_eq!(
         String::from_utf8(output.stdout).unwrap(),
         "{\"n\":6,\"em\":0.3333333333333333,\"f1\":0.3333333333333333,\"prec\":0.3333333333333333,\"recall\":0.3333333333333333,\"missing\":4}\n"

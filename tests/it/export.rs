@@ -45,6 +45,18 @@ fn export(dir: &Path, args: &[&str]) -> (i32, String, String) {
     )
 }
 
+/// `source` exported as `--format openai-chat --with-examples --all`, which must succeed: its
+/// lines, and what it said on stderr.
+#[track_caller]
+fn chat_with_examples(dir: &Path, source: &str) -> (Vec<Value>, String) {
+    let (status, written, stderr) = export(
+        dir,
+        &[source, "--format", "openai-chat", "--with-examples", "--all"],
+    );
+    assert_eq!(status, 0, "{stderr}");
+    (lines(&written), stderr)
+}
+
 fn lines(text: &str) -> Vec<Value> {
     text.lines()
         .map(|line| serde_json::from_str(line).unwrap())
@@ -155,9 +167,9 @@ fn fine_tuning_errors(line: &Value) -> Vec<String> {
     errors
 }
 
-#[test]
-fn openai_chat_lines_of_every_method_and_of_tools_runs_follow_the_fine_tuning_rules() {
-    let dir = tempfile::tempdir().unwrap();
+/// The recorded runs every export format is checked on: each method's results file, and the
+/// runs of `fixtures/runs/function-calls/` and `fixtures/runs/tools/`.
+fn every_method_and_tools_runs() -> Vec<String> {
     let mut sources: Vec<String> = METHODS
         .iter()
         .map(|method| format!("fixtures/runs/methods/{method}.results.jsonl"))
@@ -166,6 +178,13 @@ fn openai_chat_lines_of_every_method_and_of_tools_runs_follow_the_fine_tuning_ru
         "fixtures/runs/function-calls".into(),
         "fixtures/runs/tools".into(),
     ]);
+    sources
+}
+
+#[test]
+fn openai_chat_lines_of_every_method_and_of_tools_runs_follow_the_fine_tuning_rules() {
+    let dir = tempfile::tempdir().unwrap();
+    let sources = every_method_and_tools_runs();
     for source in &sources {
         let (status, written, stderr) = export(dir.path(), &[source, "--format", "openai-chat", "--all"]);
         assert_eq!(status, 0, "{source}: {stderr}");
@@ -231,13 +250,8 @@ async fn text_trajectories_are_the_replayed_scratchpad_byte_for_byte() {
         "fixtures/runs/methods/react.results.jsonl",
         "fixtures/compare/trial-1.results.jsonl",
     ] {
-        let (status, written, stderr) = export(
-            dir.path(),
-            &[source, "--format", "openai-chat", "--with-examples", "--all"],
-        );
-        assert_eq!(status, 0, "{stderr}");
+        let (exported, stderr) = chat_with_examples(dir.path(), source);
         let scratchpads = replayed_scratchpads(&fixture(source.trim_start_matches("fixtures/"))).await;
-        let exported = lines(&written);
         assert_eq!(exported.len(), scratchpads.len(), "{stderr}");
         for (line, (run, scratchpad)) in exported.iter().zip(&scratchpads) {
             // Each message is its piece of the scratchpad without the newline that ends it.
@@ -303,18 +317,9 @@ fn alpaca_and_sharegpt_hold_the_same_turns_field_by_field() {
 #[test]
 fn a_tools_run_exports_as_the_conversation_it_was() {
     let dir = tempfile::tempdir().unwrap();
-    let (status, written, stderr) = export(
-        dir.path(),
-        &[
-            "fixtures/runs/function-calls/grand-ole-opry.json",
-            "--format",
-            "openai-chat",
-            "--with-examples",
-            "--all",
-        ],
-    );
-    assert_eq!(status, 0, "{stderr}");
-    let line = &lines(&written)[0];
+    let (exported, stderr) =
+        chat_with_examples(dir.path(), "fixtures/runs/function-calls/grand-ole-opry.json");
+    let line = &exported[0];
     let names: Vec<&str> = line["tools"]
         .as_array()
         .unwrap()
@@ -559,17 +564,21 @@ async fn answering_server() -> MockServer {
 }
 
 async fn prompts(server: &MockServer) -> Vec<String> {
-    server
-        .received_requests()
+    crate::request_bodies(server)
         .await
-        .unwrap()
         .iter()
-        .map(|request| {
-            let body: Value = serde_json::from_slice(&request.body).unwrap();
-            body["prompt"].as_str().unwrap().to_owned()
-        })
+        .map(|body| body["prompt"].as_str().unwrap().to_owned())
         .collect()
 }
+
+/// `eval` of the three questions of `fixtures/docstore/hotpotqa-distractor-3.json`, each over its
+/// own context paragraphs (`--docstore distractor`).
+const EVAL_DISTRACTOR_3: [&str; 4] = [
+    "eval",
+    "fixtures/docstore/hotpotqa-distractor-3.json",
+    "--docstore",
+    "distractor",
+];
 
 /// The binary in the repository root, `args` first, asking `server` through `/completions` with
 /// examples drawn from Reflexion's trial 1 (`--shots shots`).
@@ -587,14 +596,7 @@ fn drawing_from(server: &MockServer, args: &[&str], source: &Path, shots: &str) 
     let mut command = crate::binary();
     command
         .args(args)
-        .args([
-            "--api",
-            "completions",
-            "--model",
-            "m",
-            "--base-url",
-            &server.uri(),
-        ])
+        .args(crate::completions_model(&server.uri()))
         .arg("--fewshot-from")
         .arg(source)
         .args(["--shots", shots])
@@ -603,13 +605,7 @@ fn drawing_from(server: &MockServer, args: &[&str], source: &Path, shots: &str) 
 }
 
 fn eval_fewshot_from(server: &MockServer, results: &Path, shots: &str) -> std::process::Output {
-    let eval = [
-        "eval",
-        "fixtures/docstore/hotpotqa-distractor-3.json",
-        "--docstore",
-        "distractor",
-    ];
-    drawing_from_trial_1(server, &eval, shots)
+    drawing_from_trial_1(server, &EVAL_DISTRACTOR_3, shots)
         .args(["--seed", "7", "--out"])
         .arg(results)
         .output()
@@ -627,20 +623,11 @@ async fn shards_drawing_fewshot_from_draw_the_same_examples_and_merge() {
     let mut files = Vec::new();
     for shard in ["0/2", "1/2"] {
         let results = dir.path().join(format!("shard-{}.results.jsonl", &shard[..1]));
-        let output = drawing_from_trial_1(
-            &server,
-            &[
-                "eval",
-                "fixtures/docstore/hotpotqa-distractor-3.json",
-                "--docstore",
-                "distractor",
-            ],
-            "33",
-        )
-        .args(["--seed", "7", "--shard", shard, "--out"])
-        .arg(&results)
-        .output()
-        .unwrap();
+        let output = drawing_from_trial_1(&server, &EVAL_DISTRACTOR_3, "33")
+            .args(["--seed", "7", "--shard", shard, "--out"])
+            .arg(&results)
+            .output()
+            .unwrap();
         let stderr = String::from_utf8_lossy(&output.stderr);
         assert_eq!(output.status.code(), Some(0), "{shard}: {stderr}");
         for (_, run) in read_runs(&results).unwrap() {
@@ -660,12 +647,7 @@ async fn shards_drawing_fewshot_from_draw_the_same_examples_and_merge() {
         .arg(dir.path().join("merged.jsonl"))
         .output()
         .unwrap();
-    assert_eq!(
-        merged.status.code(),
-        Some(0),
-        "{}",
-        String::from_utf8_lossy(&merged.stderr)
-    );
+    crate::assert_exit_0(&merged);
 }
 
 /// `--fewshot-from` reads a directory of results files as one evaluation, as `export` and
@@ -682,13 +664,7 @@ async fn fewshot_from_refuses_results_that_are_not_one_evaluation() {
     std::fs::create_dir(&shards).unwrap();
     std::fs::write(shards.join("a.jsonl"), format!("{first}\n")).unwrap();
     std::fs::write(shards.join("b.jsonl"), format!("{other}\n")).unwrap();
-    let eval = [
-        "eval",
-        "fixtures/docstore/hotpotqa-distractor-3.json",
-        "--docstore",
-        "distractor",
-    ];
-    let output = drawing_from(&server, &eval, &shards, "1")
+    let output = drawing_from(&server, &EVAL_DISTRACTOR_3, &shards, "1")
         .arg("--out")
         .arg(dir.path().join("dev.results.jsonl"))
         .output()
@@ -716,12 +692,7 @@ async fn fewshot_from_draws_k_right_runs_never_a_question_asked_the_same_for_eve
     assert!(prompts(&server).await.is_empty());
 
     let output = eval_fewshot_from(&server, &results, "33");
-    assert_eq!(
-        output.status.code(),
-        Some(0),
-        "{}",
-        String::from_utf8_lossy(&output.stderr)
-    );
+    crate::assert_exit_0(&output);
     let prompts = prompts(&server).await;
     assert_eq!(prompts.len(), 3);
     let questions: Vec<String> = read_runs(&results)
@@ -758,12 +729,7 @@ async fn fewshot_from_draws_k_right_runs_never_a_question_asked_the_same_for_eve
     }
     // The same seed draws the same examples again: resuming is allowed, and changes nothing.
     let output = eval_fewshot_from(&server, &results, "33");
-    assert_eq!(
-        output.status.code(),
-        Some(0),
-        "{}",
-        String::from_utf8_lossy(&output.stderr)
-    );
+    crate::assert_exit_0(&output);
     assert_eq!(std::fs::read_to_string(&examples).unwrap(), text);
     // Other examples are refused: the results file's runs were made with these.
     let output = eval_fewshot_from(&server, &results, "32");
@@ -779,21 +745,11 @@ async fn a_run_made_with_fewshot_from_replays_and_exports_its_exact_prompt() {
     let dir = tempfile::tempdir().unwrap();
     let results = dir.path().join("dev.results.jsonl");
     let output = eval_fewshot_from(&server, &results, "3");
-    assert_eq!(
-        output.status.code(),
-        Some(0),
-        "{}",
-        String::from_utf8_lossy(&output.stderr)
-    );
+    crate::assert_exit_0(&output);
     let prompts = prompts(&server).await;
     // Replay: the recorded answers, with no model.
     let replay = crate::binary().arg("replay").arg(&results).output().unwrap();
-    assert_eq!(
-        replay.status.code(),
-        Some(0),
-        "{}",
-        String::from_utf8_lossy(&replay.stderr)
-    );
+    crate::assert_exit_0(&replay);
     assert_eq!(String::from_utf8_lossy(&replay.stdout).lines().count(), 3);
     // Export with the examples: the prompt the server saw, then what the model wrote.
     let (status, written, stderr) = export(
@@ -1020,12 +976,7 @@ async fn ask_fewshot_from_never_draws_the_question_asked_and_writes_beside_its_r
     assert_eq!(output.status.code(), Some(2));
     assert!(String::from_utf8_lossy(&output.stderr).contains("holds 33 right runs"));
     let output = ask("33");
-    assert_eq!(
-        output.status.code(),
-        Some(0),
-        "{}",
-        String::from_utf8_lossy(&output.stderr)
-    );
+    crate::assert_exit_0(&output);
     let prompt = &prompts(&server).await[0];
     assert_eq!(prompt.matches("Question: Which of Jonny Craig").count(), 1);
     assert!(prompt.ends_with(
@@ -1181,15 +1132,8 @@ fn llama_factory_errors(line: &Value) -> Vec<String> {
 #[test]
 fn sharegpt_lines_of_every_method_of_tools_runs_and_of_failed_runs_are_read_by_llama_factory() {
     let dir = tempfile::tempdir().unwrap();
-    let mut sources: Vec<String> = METHODS
-        .iter()
-        .map(|method| format!("fixtures/runs/methods/{method}.results.jsonl"))
-        .collect();
-    sources.extend([
-        "fixtures/runs/function-calls".into(),
-        "fixtures/runs/tools".into(),
-        results_with_a_failed_first_call(dir.path()),
-    ]);
+    let mut sources = every_method_and_tools_runs();
+    sources.push(results_with_a_failed_first_call(dir.path()));
     for source in &sources {
         let (status, written, stderr) = export(dir.path(), &[source, "--format", "sharegpt", "--all"]);
         assert_eq!(status, 0, "{source}: {stderr}");
@@ -1227,38 +1171,16 @@ async fn exported_prompt_is_the_prompt_seen(args: &[&str]) -> String {
     let output = crate::binary()
         .args(["ask", "What is the weather in Paris?"])
         .args(args)
-        .args([
-            "--api",
-            "completions",
-            "--model",
-            "m",
-            "--base-url",
-            &server.uri(),
-        ])
+        .args(crate::completions_model(&server.uri()))
         .arg("--record")
         .arg(&record)
         .current_dir(env!("CARGO_MANIFEST_DIR"))
         .output()
         .unwrap();
-    assert_eq!(
-        output.status.code(),
-        Some(0),
-        "{}",
-        String::from_utf8_lossy(&output.stderr)
-    );
+    crate::assert_exit_0(&output);
     let prompt = prompts(&server).await[0].clone();
-    let (status, written, stderr) = export(
-        dir.path(),
-        &[
-            record.to_str().unwrap(),
-            "--format",
-            "openai-chat",
-            "--with-examples",
-            "--all",
-        ],
-    );
-    assert_eq!(status, 0, "{stderr}");
-    let line = &lines(&written)[0];
+    let (exported, _) = chat_with_examples(dir.path(), record.to_str().unwrap());
+    let line = &exported[0];
     // The prompt the server saw: the system message, the question, the label the model continued.
     let seen = format!(
         "{}\n{}\nThought 1:",
@@ -1350,30 +1272,16 @@ async fn extending_an_evaluation_that_drew_a_question_it_now_asks_names_that_que
     let dir = tempfile::tempdir().unwrap();
     let results = dir.path().join("dev.results.jsonl");
     let eval = |limit: &[&str]| {
-        drawing_from_trial_1(
-            &server,
-            &[
-                "eval",
-                "fixtures/docstore/hotpotqa-distractor-3.json",
-                "--docstore",
-                "distractor",
-            ],
-            "33",
-        )
-        .args(limit)
-        .args(["--seed", "7", "--out"])
-        .arg(&results)
-        .output()
-        .unwrap()
+        drawing_from_trial_1(&server, &EVAL_DISTRACTOR_3, "33")
+            .args(limit)
+            .args(["--seed", "7", "--out"])
+            .arg(&results)
+            .output()
+            .unwrap()
     };
     // The first question alone: Jonny Craig's right run (the second question) may be drawn, and is.
     let output = eval(&["--limit", "1"]);
-    assert_eq!(
-        output.status.code(),
-        Some(0),
-        "{}",
-        String::from_utf8_lossy(&output.stderr)
-    );
+    crate::assert_exit_0(&output);
     let examples = dir.path().join("dev.results.fewshot.txt");
     let drawn = std::fs::read_to_string(&examples).unwrap();
     assert!(drawn.contains("Jonny Craig"));

@@ -74,14 +74,7 @@ async fn converse_once(body: ResponseTemplate) -> (Result<react_docstore::llm::R
             purpose: CallPurpose::Step,
         })
         .await;
-    let requests = server
-        .received_requests()
-        .await
-        .unwrap()
-        .iter()
-        .map(|request| serde_json::from_slice(&request.body).unwrap())
-        .collect();
-    (result, requests)
+    (result, crate::request_bodies(&server).await)
 }
 
 /// A server, its reply body, the thought and the calls (actions, ids) read from it.
@@ -433,13 +426,7 @@ async fn ask_with_tools_runs_the_conversation_and_its_run_replays_with_no_model(
     assert!(stderr.contains("Action 1: Search[Grand Ole Opry]"), "{stderr}");
 
     // The conversation as the server saw it.
-    let requests: Vec<Value> = server
-        .received_requests()
-        .await
-        .unwrap()
-        .iter()
-        .map(|request| serde_json::from_slice(&request.body).unwrap())
-        .collect();
+    let requests = crate::request_bodies(&server).await;
     assert_eq!(requests.len(), 4);
     let roles = |request: &Value| -> Vec<String> {
         request["messages"]
@@ -833,13 +820,7 @@ async fn chat_with_tools_rewrites_follow_ups_with_a_plain_call_and_answers_with_
         String::from_utf8_lossy(&output.stdout),
         "George D. Hay\nNovember 28, 1925\n"
     );
-    let requests: Vec<Value> = server
-        .received_requests()
-        .await
-        .unwrap()
-        .iter()
-        .map(|request| serde_json::from_slice(&request.body).unwrap())
-        .collect();
+    let requests = crate::request_bodies(&server).await;
     let offered: Vec<bool> = requests
         .iter()
         .map(|request| request.get("tools").is_some())

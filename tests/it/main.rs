@@ -74,6 +74,34 @@ pub async fn serve_posts(responder: impl wiremock::Respond + 'static) -> wiremoc
     server
 }
 
+/// Fails the test, showing the command's stderr, unless it exited with 0.
+#[track_caller]
+pub fn assert_exit_0(output: &std::process::Output) {
+    assert_eq!(
+        output.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&output.stderr)
+    );
+}
+
+/// `--model m --api completions --base-url BASE_URL`: the binary asks the local completions
+/// server at `base_url`.
+pub fn completions_model(base_url: &str) -> [&str; 6] {
+    ["--model", "m", "--api", "completions", "--base-url", base_url]
+}
+
+/// The JSON bodies of the requests `server` received, in the order received.
+pub async fn request_bodies(server: &wiremock::MockServer) -> Vec<serde_json::Value> {
+    server
+        .received_requests()
+        .await
+        .unwrap()
+        .iter()
+        .map(|request| serde_json::from_slice(&request.body).unwrap())
+        .collect()
+}
+
 /// A path inside the repository's `fixtures/`.
 pub fn fixture(path: &str) -> std::path::PathBuf {
     std::path::Path::new(env!("CARGO_MANIFEST_DIR"))

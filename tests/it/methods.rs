@@ -114,6 +114,17 @@ async fn solve(solver: &Solver, model: &ScriptedModel, question: &str) -> (Run, 
     (episode.run, events)
 }
 
+/// [`solve`] the question with `method` under the default profile, HotpotQA's examples and at
+/// most `max_steps` steps.
+async fn solve_default(method: Method, max_steps: usize, model: &ScriptedModel) -> (Run, Vec<String>) {
+    solve(
+        &solver(method, Profile::Default, Bundled::HotpotQa, max_steps),
+        model,
+        QUESTION,
+    )
+    .await
+}
+
 /// The repository's prompt strings, copied verbatim into `fixtures/react/` (see its SOURCE.md).
 fn repository_key(file: &str, key: &str) -> String {
     let text = std::fs::read_to_string(crate::fixture(&format!("react/{file}"))).unwrap();
@@ -231,12 +242,7 @@ async fn act_runs_the_loop_without_thoughts() {
         ],
         vec![],
     );
-    let (run, events) = solve(
-        &solver(Method::Act, Profile::Default, Bundled::HotpotQa, 7),
-        &model,
-        QUESTION,
-    )
-    .await;
+    let (run, events) = solve_default(Method::Act, 7, &model).await;
     assert_eq!(run.answer.as_deref(), Some("Arthur's Magazine"));
     assert_eq!(run.stopped, Some(Stopped::Finish));
     assert!(run.steps.iter().all(|step| step.thought.is_none()));
@@ -358,12 +364,7 @@ async fn react_then_cot_sc_backs_off_on_the_budget_and_on_repetition_but_not_on_
         ],
         samples.clone(),
     );
-    let (run, _) = solve(
-        &solver(Method::ReactThenCotSc, Profile::Default, Bundled::HotpotQa, 2),
-        &model,
-        QUESTION,
-    )
-    .await;
+    let (run, _) = solve_default(Method::ReactThenCotSc, 2, &model).await;
     assert_eq!(
         run.backoff.map(|backoff| backoff.reason),
         Some(BackoffReason::MaxSteps)
@@ -376,12 +377,7 @@ async fn react_then_cot_sc_backs_off_on_the_budget_and_on_repetition_but_not_on_
     // Repetition: the same search four times stops the run; CoT-SC answers.
     let same = " I search.\nAction: Search[A]";
     let model = ScriptedModel::new(&[same, same, same, same, same], samples.clone());
-    let (run, _) = solve(
-        &solver(Method::ReactThenCotSc, Profile::Default, Bundled::HotpotQa, 7),
-        &model,
-        QUESTION,
-    )
-    .await;
+    let (run, _) = solve_default(Method::ReactThenCotSc, 7, &model).await;
     assert_eq!(
         run.backoff.map(|backoff| backoff.reason),
         Some(BackoffReason::RepeatedAction)
@@ -389,12 +385,7 @@ async fn react_then_cot_sc_backs_off_on_the_budget_and_on_repetition_but_not_on_
     assert_eq!(run.answer.as_deref(), Some("1844"));
     // ReAct that finishes is kept.
     let model = ScriptedModel::new(&[" Done.\nAction 1: Finish[1989]"], samples);
-    let (run, _) = solve(
-        &solver(Method::ReactThenCotSc, Profile::Default, Bundled::HotpotQa, 7),
-        &model,
-        QUESTION,
-    )
-    .await;
+    let (run, _) = solve_default(Method::ReactThenCotSc, 7, &model).await;
     assert_eq!(
         (run.answer.as_deref(), run.answered_by, run.backoff),
         (Some("1989"), Some(Method::React), None)
@@ -411,12 +402,7 @@ async fn an_empty_finish_is_no_answer_and_backs_off() {
         let step = format!(" I give up.\nAction 1: {finish}");
         let samples: Vec<Vec<&str>> = vec![answers.iter().map(String::as_str).collect()];
         let model = ScriptedModel::new(&[&step], samples.clone());
-        let (run, _) = solve(
-            &solver(Method::React, Profile::Default, Bundled::HotpotQa, 7),
-            &model,
-            QUESTION,
-        )
-        .await;
+        let (run, _) = solve_default(Method::React, 7, &model).await;
         assert_eq!(
             (run.answer, run.stopped),
             (None, Some(Stopped::Finish)),
@@ -424,12 +410,7 @@ async fn an_empty_finish_is_no_answer_and_backs_off() {
         );
 
         let model = ScriptedModel::new(&[&step], samples);
-        let (run, events) = solve(
-            &solver(Method::ReactThenCotSc, Profile::Default, Bundled::HotpotQa, 7),
-            &model,
-            QUESTION,
-        )
-        .await;
+        let (run, events) = solve_default(Method::ReactThenCotSc, 7, &model).await;
         assert_eq!(
             run.backoff.map(|backoff| backoff.reason),
             Some(BackoffReason::NoAnswer),
@@ -464,16 +445,8 @@ async fn an_error_is_no_backoff() {
             "--docstore",
             "corpus:fixtures/docstore/corpus-3.jsonl",
         ])
-        .args([
-            "--model",
-            "m",
-            "--api",
-            "completions",
-            "--base-url",
-            &server.uri(),
-            "--json",
-            QUESTION,
-        ])
+        .args(crate::completions_model(&server.uri()))
+        .args(["--json", QUESTION])
         .current_dir(env!("CARGO_MANIFEST_DIR"))
         .output()
         .unwrap();
@@ -565,13 +538,7 @@ async fn cot_sc_asks_for_n_in_one_request_and_for_the_rest_where_n_is_ignored() 
             "{}",
             String::from_utf8_lossy(&output.stderr)
         );
-        let requests: Vec<Value> = server
-            .received_requests()
-            .await
-            .unwrap()
-            .iter()
-            .map(|request| serde_json::from_slice(&request.body).unwrap())
-            .collect();
+        let requests = crate::request_bodies(&server).await;
         let asked: Vec<u64> = requests
             .iter()
             .map(|body| body["n"].as_u64().unwrap_or(1))
@@ -633,11 +600,7 @@ impl Respond for RefusesN {
 /// without it, not only the first refused, and no request made once the client knows carries it.
 #[tokio::test]
 async fn a_refused_n_is_asked_again_without_it_for_every_request_in_flight() {
-    let server = MockServer::start().await;
-    Mock::given(wiremock::matchers::method("POST"))
-        .respond_with(RefusesN)
-        .mount(&server)
-        .await;
+    let server = crate::serve_posts(RefusesN).await;
     let dir = tempfile::tempdir().unwrap();
     let questions = dir.path().join("q10.json");
     let records: Vec<Value> = (1..=10)
@@ -649,14 +612,7 @@ async fn a_refused_n_is_asked_again_without_it_for_every_request_in_flight() {
         .arg("eval")
         .arg(&questions)
         .args(["--method", "cot-sc", "--samples", "21", "--concurrency", "8"])
-        .args([
-            "--model",
-            "m",
-            "--api",
-            "completions",
-            "--base-url",
-            &server.uri(),
-        ])
+        .args(crate::completions_model(&server.uri()))
         .arg("--out")
         .arg(&results)
         .output()
@@ -685,13 +641,7 @@ async fn a_refused_n_is_asked_again_without_it_for_every_request_in_flight() {
     // In the order received: each question's request with `n` is its first, and at most the 8
     // questions in flight at once sent one. A request made after the client learned of a refusal
     // would be a question's second with `n`, or a later question's.
-    let requests: Vec<Value> = server
-        .received_requests()
-        .await
-        .unwrap()
-        .iter()
-        .map(|request| serde_json::from_slice(&request.body).unwrap())
-        .collect();
+    let requests = crate::request_bodies(&server).await;
     let mut seen = std::collections::HashSet::new();
     let mut with_n = 0;
     for body in &requests {
@@ -753,27 +703,15 @@ async fn eval_names_the_method_on_every_line_and_refuses_to_resume_another() {
                 method,
                 "--json",
             ])
-            .args([
-                "--model",
-                "m",
-                "--api",
-                "completions",
-                "--base-url",
-                &server.uri(),
-                "--out",
-            ])
+            .args(crate::completions_model(&server.uri()))
+            .arg("--out")
             .arg(&results)
             .current_dir(env!("CARGO_MANIFEST_DIR"))
             .output()
             .unwrap()
     };
     let output = eval("cot-sc");
-    assert_eq!(
-        output.status.code(),
-        Some(0),
-        "{}",
-        String::from_utf8_lossy(&output.stderr)
-    );
+    crate::assert_exit_0(&output);
     let summary: Value = serde_json::from_slice(&output.stdout).unwrap();
     assert_eq!(summary["method"], "cot-sc");
     // Every question's 21 samples: 14 `yes`, 7 `no`.

@@ -225,70 +225,74 @@ fn chromium() -> PathBuf {
         .expect("the report test needs Chromium: `apt-get install chromium` (.ci/run installs it)")
 }
 
-/// Catches errors from the first script on: inserted at the top of `<head>`.
+/// Catches errors from the first script on, and gives the self-test scripts
+/// `window.__selfTest(measure)`: it runs `measure(out, wait)` (`wait(ms)` a promise of `ms`
+/// milliseconds), then writes `out`, with the exception `measure` threw and the errors caught,
+/// into `<pre id="selftest">`. Inserted at the top of `<head>`.
 const CATCH_ERRORS: &str = r#"<script>
 window.__errors = [];
 window.addEventListener('error', function (event) { window.__errors.push(String(event.message)); });
 window.addEventListener('securitypolicyviolation', function (event) { window.__errors.push('blocked ' + event.blockedURI); });
+window.__selfTest = async function (measure) {
+  var out = {};
+  function wait(ms) { return new Promise(function (resolve) { setTimeout(resolve, ms); }); }
+  try {
+    await measure(out, wait);
+  } catch (error) {
+    out.exception = String(error && error.stack || error);
+  }
+  out.errors = window.__errors;
+  var pre = document.createElement('pre');
+  pre.id = 'selftest';
+  pre.textContent = JSON.stringify(out);
+  document.body.appendChild(pre);
+};
 </script>"#;
 
 /// Drives the page as a reader would, then writes what it saw into `<pre id="selftest">`.
 const SELF_TEST: &str = r#"<script>
-(function () {
-  var out = {};
-  function wait(ms) { return new Promise(function (resolve) { setTimeout(resolve, ms); }); }
+window.__selfTest(async function (out, wait) {
   function rows() { return Array.prototype.slice.call(document.querySelectorAll('#table-spacer .row')); }
   function set(id, value, kind) { var control = document.getElementById(id); control.value = value; control.dispatchEvent(new Event(kind)); }
-  (async function () {
-    try {
-      out.figures = {};
-      document.querySelectorAll('#comparison [data-field]').forEach(function (node) { out.figures[node.dataset.field] = Number(node.dataset.value); });
-      out.count = document.getElementById('count').textContent;
-      out.rows = rows().length;
-      set('status', 'flipped', 'change');
-      out.flipped_ids = rows().map(function (row) { return row.children[0].textContent; });
-      set('status', 'all', 'change');
-      set('stop', 'max_steps', 'change');
-      set('file', '1', 'change');
-      out.b_max_steps = rows().map(function (row) { return row.children[row.children.length - 1].textContent; });
-      set('stop', '', 'change');
-      set('file', '0', 'change');
-      document.querySelector('#table-head button[data-key="steps0"]').click();
-      document.querySelector('#table-head button[data-key="steps0"]').click();
-      out.sorted_steps = rows().map(function (row) { return Number(row.children[6].textContent); });
-      var body = document.getElementById('table-body');
-      body.scrollTop = body.scrollHeight;
-      window.dispatchEvent(new Event('resize'));
-      out.last_rows = rows().map(function (row) { return Number(row.style.top.replace('px', '')); });
-      out.row_height = rows()[0].getBoundingClientRect().height;
-      set('search', HOSTILE_ID, 'input');
-      await wait(400);
-      var found = rows();
-      out.search_rows = found.length;
-      out.question_cell = found[0].children[1].textContent;
-      found[0].click();
-      out.runs_shown = document.querySelectorAll('#detail .run').length;
-      out.detail = document.getElementById('detail').textContent;
-      out.gold_marks = Array.prototype.map.call(document.querySelectorAll('#detail .observation mark'), function (mark) { return mark.textContent; });
-      out.selected = document.querySelectorAll('#table-spacer .row.selected').length;
-      set('search', '', 'input');
-      await wait(400);
-      out.count_after = document.getElementById('count').textContent;
-      out.images = document.querySelectorAll('img').length;
-      out.bold = document.querySelectorAll('[onmouseover], [onerror]').length;
-      out.text = document.body.textContent;
-      out.pwned = window.__pwned || null;
-      out.resources = performance.getEntriesByType('resource').map(function (entry) { return entry.name; });
-    } catch (error) {
-      out.exception = String(error && error.stack || error);
-    }
-    out.errors = window.__errors;
-    var pre = document.createElement('pre');
-    pre.id = 'selftest';
-    pre.textContent = JSON.stringify(out);
-    document.body.appendChild(pre);
-  })();
-})();
+  out.figures = {};
+  document.querySelectorAll('#comparison [data-field]').forEach(function (node) { out.figures[node.dataset.field] = Number(node.dataset.value); });
+  out.count = document.getElementById('count').textContent;
+  out.rows = rows().length;
+  set('status', 'flipped', 'change');
+  out.flipped_ids = rows().map(function (row) { return row.children[0].textContent; });
+  set('status', 'all', 'change');
+  set('stop', 'max_steps', 'change');
+  set('file', '1', 'change');
+  out.b_max_steps = rows().map(function (row) { return row.children[row.children.length - 1].textContent; });
+  set('stop', '', 'change');
+  set('file', '0', 'change');
+  document.querySelector('#table-head button[data-key="steps0"]').click();
+  document.querySelector('#table-head button[data-key="steps0"]').click();
+  out.sorted_steps = rows().map(function (row) { return Number(row.children[6].textContent); });
+  var body = document.getElementById('table-body');
+  body.scrollTop = body.scrollHeight;
+  window.dispatchEvent(new Event('resize'));
+  out.last_rows = rows().map(function (row) { return Number(row.style.top.replace('px', '')); });
+  out.row_height = rows()[0].getBoundingClientRect().height;
+  set('search', HOSTILE_ID, 'input');
+  await wait(400);
+  var found = rows();
+  out.search_rows = found.length;
+  out.question_cell = found[0].children[1].textContent;
+  found[0].click();
+  out.runs_shown = document.querySelectorAll('#detail .run').length;
+  out.detail = document.getElementById('detail').textContent;
+  out.gold_marks = Array.prototype.map.call(document.querySelectorAll('#detail .observation mark'), function (mark) { return mark.textContent; });
+  out.selected = document.querySelectorAll('#table-spacer .row.selected').length;
+  set('search', '', 'input');
+  await wait(400);
+  out.count_after = document.getElementById('count').textContent;
+  out.images = document.querySelectorAll('img').length;
+  out.bold = document.querySelectorAll('[onmouseover], [onerror]').length;
+  out.text = document.body.textContent;
+  out.pwned = window.__pwned || null;
+  out.resources = performance.getEntriesByType('resource').map(function (entry) { return entry.name; });
+});
 </script>"#;
 
 /// What a self-test script wrote into `<pre id="selftest">` of the DOM Chromium dumped.
@@ -609,49 +613,21 @@ fn on_a_1280_pixel_screen_the_table_is_within_reach_and_its_colours_are_explaine
 
 /// Clicks the question `QUESTION_ID` and writes the question panel's text into `<pre id="selftest">`.
 const SHOW_QUESTION: &str = r#"<script>
-(function () {
-  var out = {};
-  function wait(ms) { return new Promise(function (resolve) { setTimeout(resolve, ms); }); }
-  (async function () {
-    try {
-      var control = document.getElementById('search');
-      control.value = QUESTION_ID;
-      control.dispatchEvent(new Event('input'));
-      await wait(400);
-      document.querySelector('#table-spacer .row').click();
-      out.detail = document.getElementById('detail').textContent;
-    } catch (error) {
-      out.exception = String(error && error.stack || error);
-    }
-    out.errors = window.__errors;
-    var pre = document.createElement('pre');
-    pre.id = 'selftest';
-    pre.textContent = JSON.stringify(out);
-    document.body.appendChild(pre);
-  })();
-})();
+window.__selfTest(async function (out, wait) {
+  var control = document.getElementById('search');
+  control.value = QUESTION_ID;
+  control.dispatchEvent(new Event('input'));
+  await wait(400);
+  document.querySelector('#table-spacer .row').click();
+  out.detail = document.getElementById('detail').textContent;
+});
 </script>"#;
 
 /// Opens question `id` of the report `html` in headless Chromium (files in `dir`): what the page
 /// showed, checked free of script errors.
 fn show_question_in_chromium(html: &str, id: &str, dir: &Path) -> Value {
-    let under_test = html
-        .replacen("<head>", &format!("<head>{CATCH_ERRORS}"), 1)
-        .replacen(
-            "</body>",
-            &format!(
-                "{}</body>",
-                SHOW_QUESTION.replace("QUESTION_ID", &format!("{id:?}"))
-            ),
-            1,
-        );
-    let page = dir.join("under-test.html");
-    std::fs::write(&page, under_test).unwrap();
-    let (dom, _) = run_in_chromium(&page, &dir.join("profile"));
-    let seen = self_test_output(&dom);
-    assert_eq!(seen.get("exception"), None, "{seen}");
-    assert_eq!(seen["errors"], serde_json::json!([]));
-    seen
+    let script = SHOW_QUESTION.replace("QUESTION_ID", &format!("{id:?}"));
+    measure_in_chromium(html, &script, "1400,1000", dir)
 }
 
 #[test]
@@ -724,38 +700,29 @@ fn measure_in_chromium(html: &str, script: &str, size: &str, dir: &Path) -> Valu
 /// Every chart as the browser laid it out: its title, the boxes (`getBBox`, in the chart's own
 /// units) of the labels under its axis in order, its bars and its axis label.
 const MEASURE_CHARTS: &str = r#"<script>
-(function () {
-  var out = { charts: [] };
-  try {
-    document.querySelectorAll('figure.chart svg').forEach(function (svg) {
-      var view = svg.viewBox.baseVal;
-      // The labels under the axis (those of the y axis are anchored at their end).
-      var ticks = Array.prototype.map.call(svg.querySelectorAll('text.tick[text-anchor="middle"]'), function (text) {
-        var box = text.getBBox();
-        return { text: text.textContent, x: box.x, width: box.width };
-      });
-      ticks.sort(function (a, b) { return a.x - b.x; });
-      var bars = Array.prototype.filter.call(svg.querySelectorAll('rect'), function (rect) { return rect.querySelector('title'); })
-        .map(function (rect) { return { x: rect.x.baseVal.value, height: rect.height.baseVal.value, title: rect.querySelector('title').textContent }; });
-      bars.sort(function (a, b) { return a.x - b.x; });
-      out.charts.push({
-        title: svg.getAttribute('aria-label'),
-        width: view.width,
-        ticks: ticks,
-        bars: bars,
-        axis_label: svg.querySelector('text.axis-label').textContent,
-        title_box: (function (box) { return [box.x, box.x + box.width]; })(svg.querySelector('text.chart-title').getBBox())
-      });
+window.__selfTest(function (out) {
+  out.charts = [];
+  document.querySelectorAll('figure.chart svg').forEach(function (svg) {
+    var view = svg.viewBox.baseVal;
+    // The labels under the axis (those of the y axis are anchored at their end).
+    var ticks = Array.prototype.map.call(svg.querySelectorAll('text.tick[text-anchor="middle"]'), function (text) {
+      var box = text.getBBox();
+      return { text: text.textContent, x: box.x, width: box.width };
     });
-  } catch (error) {
-    out.exception = String(error && error.stack || error);
-  }
-  out.errors = window.__errors;
-  var pre = document.createElement('pre');
-  pre.id = 'selftest';
-  pre.textContent = JSON.stringify(out);
-  document.body.appendChild(pre);
-})();
+    ticks.sort(function (a, b) { return a.x - b.x; });
+    var bars = Array.prototype.filter.call(svg.querySelectorAll('rect'), function (rect) { return rect.querySelector('title'); })
+      .map(function (rect) { return { x: rect.x.baseVal.value, height: rect.height.baseVal.value, title: rect.querySelector('title').textContent }; });
+    bars.sort(function (a, b) { return a.x - b.x; });
+    out.charts.push({
+      title: svg.getAttribute('aria-label'),
+      width: view.width,
+      ticks: ticks,
+      bars: bars,
+      axis_label: svg.querySelector('text.axis-label').textContent,
+      title_box: (function (box) { return [box.x, box.x + box.width]; })(svg.querySelector('text.chart-title').getBBox())
+    });
+  });
+});
 </script>"#;
 
 /// Trial 1 with token counts spread from 10,912 to 16,000 a question, as a real model server
@@ -986,39 +953,26 @@ fn a_trials_report_names_the_reflect_strategy_and_says_calls_include_reflections
 /// the answer cells' widths, and, scrolled to its right end, where the last column's head and
 /// cell are against the table's box.
 const MEASURE_TABLE: &str = r#"<script>
-(function () {
-  var out = {};
-  function wait(ms) { return new Promise(function (resolve) { setTimeout(resolve, ms); }); }
-  (async function () {
-    try {
-      out.page_overflow = document.documentElement.scrollWidth - window.innerWidth;
-      var row = document.querySelector('#table-spacer .row');
-      var heads = document.querySelectorAll('#table-head button');
-      out.answer_widths = [];
-      heads.forEach(function (button, idx) {
-        if (button.dataset.key.indexOf('answer') === 0) out.answer_widths.push(row.children[idx].getBoundingClientRect().width);
-      });
-      var body = document.getElementById('table-body');
-      out.sideways = body.scrollWidth - body.clientWidth;
-      body.scrollLeft = body.scrollWidth;
-      body.dispatchEvent(new Event('scroll'));
-      await wait(100);
-      var box = body.getBoundingClientRect();
-      var lastHead = heads[heads.length - 1].getBoundingClientRect();
-      var lastCell = row.children[row.children.length - 1].getBoundingClientRect();
-      out.box_right = box.right;
-      out.last_head = [lastHead.left, lastHead.right];
-      out.last_cell = [lastCell.left, lastCell.right];
-    } catch (error) {
-      out.exception = String(error && error.stack || error);
-    }
-    out.errors = window.__errors;
-    var pre = document.createElement('pre');
-    pre.id = 'selftest';
-    pre.textContent = JSON.stringify(out);
-    document.body.appendChild(pre);
-  })();
-})();
+window.__selfTest(async function (out, wait) {
+  out.page_overflow = document.documentElement.scrollWidth - window.innerWidth;
+  var row = document.querySelector('#table-spacer .row');
+  var heads = document.querySelectorAll('#table-head button');
+  out.answer_widths = [];
+  heads.forEach(function (button, idx) {
+    if (button.dataset.key.indexOf('answer') === 0) out.answer_widths.push(row.children[idx].getBoundingClientRect().width);
+  });
+  var body = document.getElementById('table-body');
+  out.sideways = body.scrollWidth - body.clientWidth;
+  body.scrollLeft = body.scrollWidth;
+  body.dispatchEvent(new Event('scroll'));
+  await wait(100);
+  var box = body.getBoundingClientRect();
+  var lastHead = heads[heads.length - 1].getBoundingClientRect();
+  var lastCell = row.children[row.children.length - 1].getBoundingClientRect();
+  out.box_right = box.right;
+  out.last_head = [lastHead.left, lastHead.right];
+  out.last_cell = [lastCell.left, lastCell.right];
+});
 </script>"#;
 
 #[test]

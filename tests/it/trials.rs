@@ -151,14 +151,7 @@ async fn evaluated(
 fn eval(server: &MockServer, results: &Path, args: &[&str]) -> (Value, String, i32) {
     let output = crate::binary()
         .args(["eval", QUESTIONS, "--docstore", "distractor", "--json"])
-        .args([
-            "--model",
-            "m",
-            "--api",
-            "completions",
-            "--base-url",
-            &server.uri(),
-        ])
+        .args(crate::completions_model(&server.uri()))
         .args(args)
         .arg("--out")
         .arg(results)
@@ -678,12 +671,7 @@ fn compare_reduces_a_trials_file_to_its_final_state_or_a_trial() {
             .args(extra)
             .output()
             .unwrap();
-        assert_eq!(
-            output.status.code(),
-            Some(0),
-            "{}",
-            String::from_utf8_lossy(&output.stderr)
-        );
+        crate::assert_exit_0(&output);
         String::from_utf8(output.stdout).unwrap()
     };
     let text = compare(&[]);
@@ -811,12 +799,7 @@ async fn sharded_trials_score_as_the_unsharded_evaluation() {
             .current_dir(env!("CARGO_MANIFEST_DIR"))
             .output()
             .unwrap();
-        assert_eq!(
-            output.status.code(),
-            Some(0),
-            "{}",
-            String::from_utf8_lossy(&output.stderr)
-        );
+        crate::assert_exit_0(&output);
         serde_json::from_slice::<Value>(&output.stdout).unwrap()
     };
     let whole = crate::fixture("runs/trials/reflexion.results.jsonl");
@@ -835,12 +818,7 @@ async fn sharded_trials_score_as_the_unsharded_evaluation() {
             .arg(&out)
             .output()
             .unwrap();
-        assert_eq!(
-            output.status.code(),
-            Some(0),
-            "{}",
-            String::from_utf8_lossy(&output.stderr)
-        );
+        crate::assert_exit_0(&output);
         std::fs::read_to_string(out).unwrap()
     };
     assert_eq!(
@@ -863,12 +841,7 @@ fn a_trial_exports_with_what_its_prompt_showed_of_the_failed_trials() {
             .args(extra)
             .output()
             .unwrap();
-        assert_eq!(
-            output.status.code(),
-            Some(0),
-            "{}",
-            String::from_utf8_lossy(&output.stderr)
-        );
+        crate::assert_exit_0(&output);
         let lines: Vec<Value> = std::fs::read_to_string(&out)
             .unwrap()
             .lines()
