@@ -143,3 +143,63 @@ fn the_layer_check_sees_a_cycle() {
         vec![vec!["a".to_owned(), "b".to_owned(), "c".to_owned()]]
     );
 }
+
+/// The modules in the order `lib.rs` declares them: a newcomer reading it meets the layers bottom
+/// up.
+fn declared_order(lib: &str) -> Vec<String> {
+    lib.lines()
+        .filter_map(|line| {
+            let line = line.trim();
+            let name = line
+                .strip_prefix("pub mod ")
+                .or_else(|| line.strip_prefix("mod "))?;
+            Some(name.trim_end_matches(';').to_owned())
+        })
+        .collect()
+}
+
+/// The edges between top-level modules that import a module `lib.rs` declares after them: a lower
+/// layer reaching up.
+fn upward_edges(graph: &BTreeMap<String, BTreeSet<String>>, order: &[String]) -> Vec<(String, String)> {
+    let rank = |module: &str| order.iter().position(|declared| declared == module);
+    let mut upward = Vec::new();
+    for (from, targets) in graph {
+        for to in targets {
+            if from.contains("::") || to.contains("::") {
+                continue;
+            }
+            if let (Some(from_rank), Some(to_rank)) = (rank(from), rank(to))
+                && to_rank > from_rank
+            {
+                upward.push((from.clone(), to.clone()));
+            }
+        }
+    }
+    upward
+}
+
+#[test]
+fn lib_rs_declares_the_layers_bottom_up_and_no_module_imports_one_above_it() {
+    let root = Path::new(env!("CARGO_MANIFEST_DIR"));
+    let lib = std::fs::read_to_string(root.join("src/lib.rs")).unwrap();
+    let order = declared_order(&lib);
+    let upward = upward_edges(&edges(&root.join("src")), &order);
+    assert!(
+        upward.is_empty(),
+        "these modules import one `lib.rs` declares after them (declare the lower one first, or move the shared piece down): {upward:?}"
+    );
+}
+
+#[test]
+fn the_order_check_sees_a_lower_layer_reaching_up() {
+    let order = declared_order("pub mod run;\nmod http;\npub mod eval;\n");
+    assert_eq!(order, ["run", "http", "eval"]);
+    let mut graph: BTreeMap<String, BTreeSet<String>> = BTreeMap::new();
+    graph.entry("eval".into()).or_default().insert("run".into());
+    assert!(upward_edges(&graph, &order).is_empty());
+    graph.entry("run".into()).or_default().insert("eval".into());
+    assert_eq!(
+        upward_edges(&graph, &order),
+        [("run".to_owned(), "eval".to_owned())]
+    );
+}
