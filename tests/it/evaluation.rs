@@ -14,6 +14,9 @@ use wiremock::{MockServer, Request, Respond, ResponseTemplate};
 
 const QUESTIONS: &str = "fixtures/hotpotqa/official.json";
 
+/// A model on a port nothing listens on: for commands refused before they ask it.
+const NEVER_ASKED: [&str; 4] = ["--model", "m", "--base-url", "http://127.0.0.1:9/v1"];
+
 /// An OpenAI-compatible `/completions` server that answers every prompt `yes` (as many choices as
 /// `n` asks), counting requests.
 #[derive(Clone, Default)]
@@ -47,6 +50,13 @@ impl YesServer {
         crate::serve_posts(self.clone()).await
     }
 
+    /// A server answering as one, and a directory for what the test writes.
+    async fn started() -> (YesServer, MockServer, tempfile::TempDir) {
+        let model = YesServer::default();
+        let server = model.start().await;
+        (model, server, tempfile::tempdir().unwrap())
+    }
+
     fn n_requests(&self) -> usize {
         self.requests.load(Ordering::SeqCst)
     }
@@ -68,6 +78,13 @@ fn run(args: &[&str]) -> (String, String, i32) {
 
 /// `eval QUESTIONS --docstore distractor --json` against `server`, into `out`, with `args`.
 fn eval(server: &MockServer, out: &Path, args: &[&str]) -> (String, String, i32) {
+    let mut all = vec!["--docstore", "distractor"];
+    all.extend_from_slice(args);
+    eval_file(QUESTIONS, server, out, &all)
+}
+
+/// `eval QUESTIONS --json` of model `m` (unless `args` name one) against `server`, into `out`.
+fn eval_file(questions: &str, server: &MockServer, out: &Path, args: &[&str]) -> (String, String, i32) {
     let uri = server.uri();
     let model: &[&str] = if args.contains(&"--model") {
         &[]
@@ -76,17 +93,14 @@ fn eval(server: &MockServer, out: &Path, args: &[&str]) -> (String, String, i32)
     };
     let mut all = vec![
         "eval",
-        QUESTIONS,
-        "--docstore",
-        "distractor",
+        questions,
         "--json",
         "--api",
         "completions",
         "--base-url",
         &uri,
-        "--out",
-        out.to_str().unwrap(),
     ];
+    all.extend(["--out", out.to_str().unwrap()]);
     all.extend_from_slice(model);
     all.extend_from_slice(args);
     run(&all)
@@ -106,9 +120,7 @@ fn difference(stderr: &str) -> &str {
 /// them with the same words.
 #[tokio::test(flavor = "multi_thread")]
 async fn a_resume_with_another_setting_is_refused_and_merge_refuses_it_alike() {
-    let model = YesServer::default();
-    let server = model.start().await;
-    let dir = tempfile::tempdir().unwrap();
+    let (model, server, dir) = YesServer::started().await;
     // Another few-shot file: the bundled examples less the last one.
     let bundled = std::fs::read_to_string(crate::fixture("../fewshot/hotpotqa.txt")).unwrap();
     let cut = bundled
@@ -121,37 +133,33 @@ async fn a_resume_with_another_setting_is_refused_and_merge_refuses_it_alike() {
     let fewshot = dir.path().join("five.txt");
     std::fs::write(&fewshot, cut).unwrap();
     let fewshot = fewshot.to_str().unwrap();
-    let cases: [(&str, &[&str], &[&str]); 10] = [
-        ("model", &[], &["--model", "m2"]),
-        ("profile", &[], &["--profile", "paper"]),
-        ("few-shot examples", &[], &["--fewshot", fewshot]),
+    // The setting, the first evaluation's flags, and the flags the resume changes.
+    let fewshot_flag = format!("--fewshot {fewshot}");
+    let cases = [
+        ("model", "", "--model m2"),
+        ("profile", "", "--profile paper"),
+        ("few-shot examples", "", fewshot_flag.as_str()),
         (
             "samples and sample temperature",
-            &["--method", "cot-sc", "--samples", "3"],
-            &["--samples", "5"],
+            "--method cot-sc --samples 3",
+            "--samples 5",
         ),
         (
             "samples and sample temperature",
-            &["--method", "cot-sc", "--samples", "3"],
-            &["--sample-temperature", "1.5"],
+            "--method cot-sc --samples 3",
+            "--sample-temperature 1.5",
         ),
-        ("temperature", &[], &["--temperature", "0.5"]),
-        ("model options", &[], &["--llm-option", "top_p=0.9"]),
-        ("step budget", &[], &["--max-steps", "5"]),
-        (
-            "attempts",
-            &["--trials", "2", "--reflect", "none"],
-            &["--reflect", "reflexion"],
-        ),
-        (
-            "selection",
-            &["--shard", "0/1", "--limit", "2"],
-            &["--limit", "3"],
-        ),
+        ("temperature", "", "--temperature 0.5"),
+        ("model options", "", "--llm-option top_p=0.9"),
+        ("step budget", "", "--max-steps 5"),
+        ("attempts", "--trials 2 --reflect none", "--reflect reflexion"),
+        ("selection", "--shard 0/1 --limit 2", "--limit 3"),
     ];
     for (case_idx, (field, base, changed)) in cases.into_iter().enumerate() {
+        let base: Vec<&str> = base.split_whitespace().collect();
+        let changed: Vec<&str> = changed.split_whitespace().collect();
         let first = dir.path().join(format!("{case_idx}-first.jsonl"));
-        let (_, stderr, code) = eval(&server, &first, base);
+        let (_, stderr, code) = eval(&server, &first, &base);
         assert_eq!(code, 0, "{field}: {stderr}");
         let before = std::fs::read(&first).unwrap();
         let n_requests = model.n_requests();
@@ -162,7 +170,7 @@ async fn a_resume_with_another_setting_is_refused_and_merge_refuses_it_alike() {
             .flatten()
             .copied()
             .collect();
-        args.extend_from_slice(changed);
+        args.extend_from_slice(&changed);
         let (_, refused, code) = eval(&server, &first, &args);
         assert_eq!(code, 2, "{field}: {refused}");
         assert_eq!(
@@ -242,9 +250,7 @@ async fn a_resume_with_only_settings_that_do_not_change_answers_goes_on() {
 /// command goes on, and the errors are kept aside, not lost.
 #[tokio::test(flavor = "multi_thread")]
 async fn a_file_of_errors_only_pins_nothing_and_is_kept_aside() {
-    let model = YesServer::default();
-    let server = model.start().await;
-    let dir = tempfile::tempdir().unwrap();
+    let (_model, server, dir) = YesServer::started().await;
     let out = dir.path().join("r.jsonl");
     // Five Wikipedia errors, as `eval` without `--docstore distractor` left them.
     let questions: Value =
@@ -340,16 +346,8 @@ fn question_files_and_results_files_are_told_apart() {
         "fixtures/runs/trials/none.results.jsonl",
     ] {
         let out = dir.path().join("never.jsonl");
-        let (_, stderr, code) = run(&[
-            "eval",
-            runs,
-            "--model",
-            "m",
-            "--base-url",
-            "http://127.0.0.1:9/v1",
-            "--out",
-            out.to_str().unwrap(),
-        ]);
+        let (_, stderr, code) =
+            run(&[&["eval", runs, "--out", out.to_str().unwrap()][..], &NEVER_ASKED].concat());
         assert_eq!(code, 2, "{stderr}");
         assert!(
             stderr.contains(&format!(
@@ -401,20 +399,12 @@ fn a_hostile_shard_record_is_refused_by_every_reader_in_one_line() {
         vec!["compare", path, path],
         vec!["report", path, "--out", out],
         vec!["export", path, "--format", "openai-chat", "--out", out],
-        vec![
-            "eval",
-            QUESTIONS,
-            "--fewshot-from",
-            path,
-            "--shots",
-            "1",
-            "--model",
-            "m",
-            "--base-url",
-            "http://127.0.0.1:9/v1",
-            "--out",
-            out,
-        ],
+        [
+            &["eval", QUESTIONS, "--fewshot-from", path, "--shots", "1"][..],
+            &NEVER_ASKED,
+            &["--out", out],
+        ]
+        .concat(),
     ];
     for args in readers {
         let binary = env!("CARGO_BIN_EXE_react-docstore");
@@ -461,18 +451,8 @@ fn reflect_refusals_name_what_cannot_work() {
     for (args, message) in cases {
         let mut all = vec!["eval"];
         all.extend_from_slice(args);
-        all.extend([
-            "--trials",
-            "2",
-            "--reflect",
-            "reflexion",
-            "--model",
-            "m",
-            "--base-url",
-            "http://127.0.0.1:9/v1",
-            "--out",
-            out,
-        ]);
+        all.extend(["--trials", "2", "--reflect", "reflexion", "--out", out]);
+        all.extend_from_slice(&NEVER_ASKED);
         let (_, stderr, code) = run(&all);
         assert_eq!(code, 2, "{args:?}: {stderr}");
         assert!(stderr.contains(message), "{args:?}: {stderr}");
@@ -485,29 +465,17 @@ fn reflect_refusals_name_what_cannot_work() {
 /// file is gone ends in an error naming it, never with other examples.
 #[tokio::test(flavor = "multi_thread")]
 async fn a_fever_evaluation_with_its_own_examples_is_fever_to_every_command() {
-    let model = YesServer::default();
-    let server = model.start().await;
-    let dir = tempfile::tempdir().unwrap();
+    let (_model, server, dir) = YesServer::started().await;
     let fewshot = dir.path().join("claims.txt");
     std::fs::copy(crate::fixture("../fewshot/fever.txt"), &fewshot).unwrap();
     let out = dir.path().join("fever.jsonl");
-    let uri = server.uri();
-    let (_, stderr, code) = run(&[
-        "eval",
+    let fewshot = fewshot.to_str().unwrap();
+    let (_, stderr, code) = eval_file(
         "fixtures/fever/paper_dev.jsonl",
-        "--limit",
-        "3",
-        "--fewshot",
-        fewshot.to_str().unwrap(),
-        "--model",
-        "m",
-        "--api",
-        "completions",
-        "--base-url",
-        &uri,
-        "--out",
-        out.to_str().unwrap(),
-    ]);
+        &server,
+        &out,
+        &["--limit", "3", "--fewshot", fewshot],
+    );
     assert!(code == 0 || code == 1, "{stderr}");
     let text = std::fs::read_to_string(&out).unwrap();
     assert!(
@@ -523,7 +491,7 @@ async fn a_fever_evaluation_with_its_own_examples_is_fever_to_every_command() {
     assert_eq!(code, 0, "{stderr}");
     assert!(std::fs::read_to_string(&report).unwrap().contains("accuracy"));
 
-    std::fs::remove_file(&fewshot).unwrap();
+    std::fs::remove_file(fewshot).unwrap();
     let (_, stderr, code) = run(&["replay", out]);
     assert_eq!(code, 2, "{stderr}");
     assert!(
