@@ -12,6 +12,7 @@
 // Layers, bottom up: a module imports only modules declared above it (tests/it/layers.rs).
 
 // Words every layer shares.
+pub mod digest;
 pub mod fsutil;
 mod json;
 pub mod method;

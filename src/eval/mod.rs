@@ -655,7 +655,7 @@ fn evaluation_settings(
     questions_digest: String,
 ) -> Result<EvalSettings, EvalError> {
     let digest_of = |path: &Path| {
-        crate::run::settings::file_digest(path).map_err(|source| EvalError::Digest {
+        crate::digest::file_digest(path).map_err(|source| EvalError::Digest {
             path: path.to_owned(),
             source,
         })

@@ -316,7 +316,7 @@ impl QuestionFile {
         path: &Path,
         filter: &RecordFilter,
     ) -> Result<QuestionFile, QuestionFileError> {
-        let digest = crate::run::settings::digest(text.as_bytes());
+        let digest = crate::digest::digest(text.as_bytes());
         let text = text.strip_prefix('\u{feff}').unwrap_or(text);
         let start = Start::of(text.as_bytes()).check(path)?;
         let mut builder = Builder::new(path, filter);
@@ -367,7 +367,7 @@ impl<R> Hashing<R> {
     /// `sha256:` and the hex digest of the bytes read.
     fn finish(self) -> String {
         use sha2::Digest;
-        crate::run::settings::hex_digest(self.hasher.finalize().as_slice())
+        crate::digest::hex_digest(self.hasher.finalize().as_slice())
     }
 }
 

@@ -8,7 +8,6 @@ use std::path::Path;
 use std::sync::{Arc, Mutex, PoisonError};
 
 use futures::future::BoxFuture;
-use sha2::{Digest, Sha256};
 
 use crate::agent::{Agent, DEFAULT_MAX_STEPS, Episode, Repeats};
 use crate::environment::Recording;
@@ -129,16 +128,7 @@ fn instruction_of(prompt: &str) -> String {
     instruction
 }
 
-/// The SHA-256 of `bytes`, as runs record it: `sha256:` and 64 hex digits.
-pub fn digest(bytes: &[u8]) -> String {
-    let hash = Sha256::digest(bytes);
-    let mut text = String::with_capacity(7 + 64);
-    text.push_str("sha256:");
-    for byte in hash.iter() {
-        text.push_str(&format!("{byte:02x}"));
-    }
-    text
-}
+pub use crate::digest::digest;
 
 /// The method a run recorded, set up again as it ran: its profile, its examples (bundled, or
 /// its files, whose digest is checked when the run recorded one), its tools (their prompt lines),

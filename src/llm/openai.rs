@@ -794,9 +794,28 @@ impl Llm for OpenAiClient {
         Some(super::Generation {
             temperature: self.config.temperature,
             max_tokens: self.config.max_tokens,
-            options: self.config.options.clone(),
+            options: recordable_options(&self.config.options),
         })
     }
+}
+
+/// The `--llm-option`s as results files record them: an option whose name says it holds a
+/// secret (`key`, `token`, `secret`, `password`, `auth`) is kept as its value's digest, so two
+/// evaluations still compare and no secret reaches a file.
+fn recordable_options(options: &Map<String, Value>) -> Map<String, Value> {
+    const SECRET_WORDS: [&str; 5] = ["key", "token", "secret", "password", "auth"];
+    options
+        .iter()
+        .map(|(name, value)| {
+            let lower = name.to_lowercase();
+            let value = if SECRET_WORDS.iter().any(|word| lower.contains(word)) {
+                Value::String(crate::digest::digest(value.to_string().as_bytes()))
+            } else {
+                value.clone()
+            };
+            (name.clone(), value)
+        })
+        .collect()
 }
 
 /// Cuts a completion (or a reply's text) to [`MAX_COMPLETION_BYTES`], with a warning.
@@ -856,6 +875,17 @@ fn display_url(url: &reqwest::Url) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn options_that_name_a_secret_are_recorded_as_a_digest() {
+        let mut options = Map::new();
+        options.insert("top_p".to_owned(), Value::from(0.9));
+        options.insert("X-Api-Key".to_owned(), Value::from("sk-secret"));
+        let recorded = recordable_options(&options);
+        assert_eq!(recorded["top_p"], Value::from(0.9));
+        let key = recorded["X-Api-Key"].as_str().unwrap();
+        assert!(key.starts_with("sha256:") && !key.contains("sk-secret"), "{key}");
+    }
 
     #[test]
     fn options_parse_as_json_else_string() {

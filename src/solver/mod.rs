@@ -211,7 +211,7 @@ impl Solver {
         [self.loop_prompt(), self.answer_prompt()]
             .into_iter()
             .flatten()
-            .map(|prompt| crate::run::settings::digest(prompt.text().as_bytes()))
+            .map(|prompt| crate::digest::digest(prompt.text().as_bytes()))
             .collect()
     }
 
