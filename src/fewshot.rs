@@ -65,8 +65,7 @@ impl fmt::Display for Format {
     }
 }
 
-/// The bundled example sets: one per task (the name will go; [`Task`] is the one type).
-pub use crate::task::Task as Bundled;
+use crate::task::Task;
 
 /// Few-shot examples and the label the task's inputs carry (`Question` or `Claim`).
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -135,20 +134,20 @@ impl Fewshot {
     /// The bundled examples of `task` in `format`. The `paper` profile takes the repository's
     /// strings verbatim; the `default` profile cleans the other methods' examples
     /// ([`clean_examples`]) and keeps ReAct's verbatim, as every recorded run saw them.
-    pub fn bundled(task: Bundled, format: Format, profile: Profile) -> Fewshot {
+    pub fn bundled(task: Task, format: Format, profile: Profile) -> Fewshot {
         let examples = match (task, format) {
-            (Bundled::HotpotQa, Format::React) => return Fewshot::hotpotqa(),
-            (Bundled::Fever, Format::React) => return Fewshot::fever(),
-            (Bundled::HotpotQa, Format::Act) => HOTPOTQA_ACT,
-            (Bundled::HotpotQa, Format::Cot) => HOTPOTQA_COT,
-            (Bundled::HotpotQa, Format::Standard) => HOTPOTQA_STANDARD,
-            (Bundled::Fever, Format::Act) => FEVER_ACT,
-            (Bundled::Fever, Format::Cot) => FEVER_COT,
-            (Bundled::Fever, Format::Standard) => FEVER_STANDARD,
+            (Task::HotpotQa, Format::React) => return Fewshot::hotpotqa(),
+            (Task::Fever, Format::React) => return Fewshot::fever(),
+            (Task::HotpotQa, Format::Act) => HOTPOTQA_ACT,
+            (Task::HotpotQa, Format::Cot) => HOTPOTQA_COT,
+            (Task::HotpotQa, Format::Standard) => HOTPOTQA_STANDARD,
+            (Task::Fever, Format::Act) => FEVER_ACT,
+            (Task::Fever, Format::Cot) => FEVER_COT,
+            (Task::Fever, Format::Standard) => FEVER_STANDARD,
         };
         let (input_label, header) = match task {
-            Bundled::HotpotQa => ("Question", Header::QuestionAnswering),
-            Bundled::Fever => ("Claim", Header::InExamples),
+            Task::HotpotQa => ("Question", Header::QuestionAnswering),
+            Task::Fever => ("Claim", Header::InExamples),
         };
         Fewshot {
             name: task.name().to_owned(),

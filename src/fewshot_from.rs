@@ -8,11 +8,12 @@ use std::path::{Path, PathBuf};
 use xxhash_rust::xxh3::xxh3_64_with_seed;
 
 use crate::export::{Excluded, Keep, digest, is_kept, question_key, rebuild};
-use crate::fewshot::{Bundled, Fewshot, FewshotError, Format, without_thoughts};
+use crate::fewshot::{Fewshot, FewshotError, Format, without_thoughts};
 use crate::fsutil::atomic_write;
 use crate::method::Method;
 use crate::profile::Profile;
 use crate::run::{Attempt, FewshotSource, Run};
+use crate::task::Task;
 
 /// Where to draw examples from, and how many.
 #[derive(Debug, Clone)]
@@ -104,7 +105,7 @@ impl FewshotFrom {
     pub async fn draw(
         &self,
         method: Method,
-        task: Bundled,
+        task: Task,
         profile: Profile,
         excluded: &Excluded,
         beside: &Path,

@@ -13,7 +13,6 @@ use react_docstore::docstore::{
     DEFAULT_USER_AGENT, DocstoreConfig, DocstoreKind, DocstoreSource, default_cache_dir,
 };
 use react_docstore::export::SourcedRun;
-use react_docstore::fewshot::Bundled;
 use react_docstore::fewshot::Fewshot;
 use react_docstore::fewshot_from::FewshotFrom;
 use react_docstore::input::Interaction;
@@ -22,6 +21,7 @@ use react_docstore::output;
 use react_docstore::prompt::PromptOptions;
 use react_docstore::replay::{read_runs, run_files};
 use react_docstore::solver::{DEFAULT_SAMPLE_TEMPERATURE, DEFAULT_SAMPLES, Examples, MethodConfig};
+use react_docstore::task::Task;
 use react_docstore::tool::Toolbox;
 use react_docstore::tools::{self, BuiltinTool, CommandToolConfig, Network, ToolsConfig, WebSearchConfig};
 use react_docstore::{Method, Profile};
@@ -81,7 +81,7 @@ impl AgentArgs {
     pub fn config(&self, prompt_options: PromptOptions) -> anyhow::Result<AgentConfig> {
         self.check_method()?;
         let examples = if self.fewshot.is_empty() {
-            Examples::Bundled(Bundled::HotpotQa)
+            Examples::Bundled(Task::HotpotQa)
         } else {
             let files = self
                 .fewshot

@@ -38,7 +38,7 @@ pub use summary::{Outcome, Summary, SummaryContext};
 
 use crate::docstore::DocstoreSource;
 use crate::environment::{EnvironmentError, Inspected, Workbench};
-use crate::fewshot::{Bundled, Fewshot, FewshotError};
+use crate::fewshot::{Fewshot, FewshotError};
 use crate::fewshot_from::{FewshotFrom, FewshotFromError, OtherExamples};
 use crate::llm::{
     Api, Completion, ConverseRequest, Llm, LlmError, LlmRequest, Reply, SampleRequest, Samples,
@@ -651,7 +651,7 @@ fn evaluation_settings(
     services: &EvalServices,
     solver: &Solver,
     plan: Option<&shard::ShardPlan>,
-    bundled: Bundled,
+    bundled: Task,
     questions_digest: String,
 ) -> Result<EvalSettings, EvalError> {
     let digest_of = |path: &Path| {

@@ -11,7 +11,7 @@ use futures::future::BoxFuture;
 
 use crate::agent::{Agent, DEFAULT_MAX_STEPS, Episode, Repeats};
 use crate::environment::Recording;
-use crate::fewshot::{Bundled, Fewshot, FewshotError, Format};
+use crate::fewshot::{Fewshot, FewshotError, Format};
 use crate::llm::{
     Api, Completion, ConverseRequest, FunctionSpec, Llm, LlmError, LlmRequest, Message, ReplayLlm, Reply,
     SampleRequest, Samples,
@@ -24,6 +24,7 @@ use crate::run::{Run, RunStep, Stopped, ToolDescription};
 use crate::scratchpad::Scratchpad;
 use crate::solver::reflexion::Memory;
 use crate::solver::{DEFAULT_SAMPLE_TEMPERATURE, Examples, MethodConfig, Solver, SolverError};
+use crate::task::Task;
 use crate::tool::{Tool, ToolError, Toolbox};
 
 /// Why a run cannot be rebuilt as its model saw it.
@@ -142,7 +143,7 @@ pub fn run_solver(run: &Run, overrides: &RunOverrides) -> Result<(Solver, usize)
     let files: Vec<&str> = names
         .iter()
         .copied()
-        .filter(|name| Bundled::named(name).is_none())
+        .filter(|name| Task::named(name).is_none())
         .collect();
     let examples = if files.is_empty() {
         Examples::Bundled(task)
@@ -170,7 +171,7 @@ pub fn run_solver(run: &Run, overrides: &RunOverrides) -> Result<(Solver, usize)
     let toolbox = recorded_toolbox(run)?;
     let config = recorded_method(run);
     let task = match &examples {
-        Examples::Files(files) if files.iter().any(|file| file.input_label == "Claim") => Bundled::Fever,
+        Examples::Files(files) if files.iter().any(|file| file.input_label == "Claim") => Task::Fever,
         _ => task,
     };
     let max_steps = overrides.max_steps.or(run.max_steps).unwrap_or_else(|| {
@@ -220,7 +221,7 @@ pub enum ChangedExamples {
 
 /// The examples a run names (`fewshot`, and a backoff's `cot_fewshot`) and its task
 /// ([`Run::task`]: recorded, or derived once for older runs).
-pub fn recorded_examples(run: &Run) -> (Vec<&str>, Bundled) {
+pub fn recorded_examples(run: &Run) -> (Vec<&str>, Task) {
     let names: Vec<&str> = [run.fewshot.as_deref(), run.cot_fewshot.as_deref()]
         .into_iter()
         .flatten()

@@ -14,7 +14,7 @@ use futures::future::join_all;
 use crate::action::ActionGrammar;
 use crate::agent::{Agent, Episode, StepEvent};
 use crate::environment::Environment;
-use crate::fewshot::{Bundled, Fewshot, FewshotError, Format};
+use crate::fewshot::{Fewshot, FewshotError, Format};
 use crate::llm::{Llm, LlmError, SampleRequest, Samples};
 use crate::method::{Method, Reflect};
 use crate::profile::Profile;
@@ -69,9 +69,9 @@ impl Default for MethodConfig {
 impl MethodConfig {
     /// The step budget: the one given, else the notebook's 7 — and for FEVER with a backoff
     /// method, the paper's 5.
-    pub fn max_steps(&self, given: Option<usize>, task: Bundled) -> usize {
+    pub fn max_steps(&self, given: Option<usize>, task: Task) -> usize {
         given.unwrap_or(match (self.method.backs_off(), task) {
-            (true, Bundled::Fever) => FEVER_BACKOFF_MAX_STEPS,
+            (true, Task::Fever) => FEVER_BACKOFF_MAX_STEPS,
             _ => crate::agent::DEFAULT_MAX_STEPS,
         })
     }
@@ -81,7 +81,7 @@ impl MethodConfig {
 /// (one per phase, each in its phase's format; ReAct examples serve Act without their thoughts).
 #[derive(Debug, Clone)]
 pub enum Examples {
-    Bundled(Bundled),
+    Bundled(Task),
     Files(Vec<Fewshot>),
 }
 

@@ -443,7 +443,7 @@ mod tests {
         let trial = trial_prompt(&Fewshot::hotpotqa(), Frame::React, "");
         assert!(trial.text().ends_with("Finish[yes]\n(END OF EXAMPLES)\n\n\n\n"));
         assert!(trial.text().starts_with("Solve a question answering task"));
-        let cot = Fewshot::bundled(crate::fewshot::Bundled::HotpotQa, Format::Cot, Profile::Paper);
+        let cot = Fewshot::bundled(crate::task::Task::HotpotQa, Format::Cot, Profile::Paper);
         let trial = trial_prompt(&cot, Frame::Cot, "");
         assert!(trial.text().ends_with("Finish[Yes]\n(END OF EXAMPLES)\n\n\n\n"));
         assert_eq!(fill("{a} {b} {c}", &[("a", "{b}"), ("b", "2")]), "{b} 2 {c}");

@@ -55,7 +55,7 @@ fn agent_config(today: Option<&str>) -> AgentConfig {
         profile: Profile::Default,
         method: react_docstore::solver::MethodConfig::default(),
         max_steps: None,
-        examples: react_docstore::solver::Examples::Bundled(react_docstore::fewshot::Bundled::HotpotQa),
+        examples: react_docstore::solver::Examples::Bundled(react_docstore::task::Task::HotpotQa),
         prompt_options: PromptOptions {
             today: today.map(str::to_owned),
         },

@@ -824,8 +824,8 @@ async fn drawn(
     method: react_docstore::Method,
     shots: usize,
 ) -> (String, react_docstore::fewshot::Fewshot) {
-    use react_docstore::fewshot::Bundled;
     use react_docstore::fewshot_from::FewshotFrom;
+    use react_docstore::task::Task;
     let dir = tempfile::tempdir().unwrap();
     let from = FewshotFrom {
         results: fixture(source),
@@ -841,7 +841,7 @@ async fn drawn(
     let drawn = from
         .draw(
             method,
-            Bundled::HotpotQa,
+            Task::HotpotQa,
             react_docstore::Profile::Default,
             &Default::default(),
             &beside,
@@ -1218,8 +1218,8 @@ fn a_run_naming_a_tool_whose_prompt_line_it_does_not_record_is_not_exported_and_
 
 #[tokio::test]
 async fn fewshot_from_draws_a_questions_first_attempt_whatever_the_order_of_the_file() {
-    use react_docstore::fewshot::Bundled;
     use react_docstore::fewshot_from::{FewshotFrom, OtherExamples};
+    use react_docstore::task::Task;
     let text = std::fs::read_to_string(fixture("compare/trial-1.results.jsonl")).unwrap();
     let right: Vec<Value> = text
         .lines()
@@ -1251,7 +1251,7 @@ async fn fewshot_from_draws_a_questions_first_attempt_whatever_the_order_of_the_
         let beside = dir.path().join("r.results.jsonl");
         from.draw(
             react_docstore::Method::React,
-            Bundled::HotpotQa,
+            Task::HotpotQa,
             react_docstore::Profile::Default,
             &Default::default(),
             &beside,

@@ -5,11 +5,11 @@
 use std::sync::{Arc, Mutex};
 
 use react_docstore::environment::{Environment, EnvironmentError};
-use react_docstore::fewshot::Bundled;
 use react_docstore::llm::{CallPurpose, Completion, Llm, LlmError, LlmRequest, SampleRequest, Samples};
 use react_docstore::prompt::PromptOptions;
 use react_docstore::run::{BackoffReason, Run, Stopped};
 use react_docstore::solver::{Examples, MethodConfig, Solver};
+use react_docstore::task::Task;
 use react_docstore::tool::Toolbox;
 use react_docstore::{Action, ActionError, Method, Profile};
 use serde_json::{Value, json};
@@ -87,7 +87,7 @@ impl Environment for Pages {
     }
 }
 
-fn solver(method: Method, profile: Profile, task: Bundled, max_steps: usize) -> Solver {
+fn solver(method: Method, profile: Profile, task: Task, max_steps: usize) -> Solver {
     let config = MethodConfig {
         method,
         samples: 5,
@@ -118,7 +118,7 @@ async fn solve(solver: &Solver, model: &ScriptedModel, question: &str) -> (Run, 
 /// most `max_steps` steps.
 async fn solve_default(method: Method, max_steps: usize, model: &ScriptedModel) -> (Run, Vec<String>) {
     solve(
-        &solver(method, Profile::Default, Bundled::HotpotQa, max_steps),
+        &solver(method, Profile::Default, Task::HotpotQa, max_steps),
         model,
         QUESTION,
     )
@@ -138,7 +138,7 @@ async fn paper_prompts_are_the_repository_keys_plus_the_question() {
     let cases = [
         (
             Method::Act,
-            Bundled::HotpotQa,
+            Task::HotpotQa,
             "prompts_naive.json",
             "webact_simple6",
             "Question",
@@ -146,7 +146,7 @@ async fn paper_prompts_are_the_repository_keys_plus_the_question() {
         ),
         (
             Method::Cot,
-            Bundled::HotpotQa,
+            Task::HotpotQa,
             "prompts_naive.json",
             "cotqa_simple6",
             "Question",
@@ -154,7 +154,7 @@ async fn paper_prompts_are_the_repository_keys_plus_the_question() {
         ),
         (
             Method::Standard,
-            Bundled::HotpotQa,
+            Task::HotpotQa,
             "prompts_naive.json",
             "webqa_simple6",
             "Question",
@@ -162,7 +162,7 @@ async fn paper_prompts_are_the_repository_keys_plus_the_question() {
         ),
         (
             Method::Act,
-            Bundled::Fever,
+            Task::Fever,
             "fever.json",
             "webact_simple3",
             "Claim",
@@ -170,7 +170,7 @@ async fn paper_prompts_are_the_repository_keys_plus_the_question() {
         ),
         (
             Method::Cot,
-            Bundled::Fever,
+            Task::Fever,
             "fever.json",
             "cotqa_simple3",
             "Claim",
@@ -178,7 +178,7 @@ async fn paper_prompts_are_the_repository_keys_plus_the_question() {
         ),
         (
             Method::Standard,
-            Bundled::Fever,
+            Task::Fever,
             "fever.json",
             "webqa_simple3",
             "Claim",
@@ -186,7 +186,7 @@ async fn paper_prompts_are_the_repository_keys_plus_the_question() {
         ),
         (
             Method::CotSc,
-            Bundled::Fever,
+            Task::Fever,
             "fever.json",
             "cotqa_simple3",
             "Claim",
@@ -207,7 +207,7 @@ async fn paper_prompts_are_the_repository_keys_plus_the_question() {
 #[tokio::test]
 async fn default_prompts_clean_the_examples_and_keep_the_prefix_across_questions() {
     let model = ScriptedModel::new(&[], vec![vec![" 1844"], vec![" 1989"]]);
-    let standard = solver(Method::Standard, Profile::Default, Bundled::Fever, 7);
+    let standard = solver(Method::Standard, Profile::Default, Task::Fever, 7);
     solve(&standard, &model, "First claim.").await;
     solve(&standard, &model, "Second claim.").await;
     let prompts = model.prompts();
@@ -218,7 +218,7 @@ async fn default_prompts_clean_the_examples_and_keep_the_prefix_across_questions
         prefix.contains("\nAnswer: REFUTES\n") && !prefix.contains(" \n"),
         "{prefix}"
     );
-    let act = solver(Method::Act, Profile::Default, Bundled::HotpotQa, 7);
+    let act = solver(Method::Act, Profile::Default, Task::HotpotQa, 7);
     let model = ScriptedModel::new(&["Finish[x]"], vec![]);
     solve(&act, &model, QUESTION).await;
     let prompt = &model.prompts()[0];
@@ -267,7 +267,7 @@ async fn cot_reads_the_answer_line_and_a_completion_without_one_is_no_answer() {
             vec![" I do not know."],
         ],
     );
-    let cot = solver(Method::Cot, Profile::Default, Bundled::HotpotQa, 7);
+    let cot = solver(Method::Cot, Profile::Default, Task::HotpotQa, 7);
     let (run, _) = solve(&cot, &model, QUESTION).await;
     assert_eq!(
         (run.answer.as_deref(), run.stopped),
@@ -303,7 +303,7 @@ async fn cot_sc_votes_over_the_normalised_answers_and_backs_off_below_half() {
         Solver::new(
             &config(method),
             Profile::Default,
-            &Examples::Bundled(Bundled::HotpotQa),
+            &Examples::Bundled(Task::HotpotQa),
             &Toolbox::default(),
             &PromptOptions::default(),
             7,
