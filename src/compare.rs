@@ -303,11 +303,6 @@ impl ScoredFile {
         })
     }
 
-    /// [`ScoredFile::gaps`], each sentence naming the evaluation.
-    pub fn gap_notes(&self) -> Vec<String> {
-        gap_notes(std::slice::from_ref(self))
-    }
-
     /// The file's name as a reader would say it (its last component; comma-joined files whole).
     pub fn name(&self) -> String {
         if crate::run::files::is_list(&self.path) {

@@ -411,7 +411,6 @@ pub async fn evaluate(
             path: config.questions.clone(),
         });
     }
-    let bundled = task;
     let drawn = match &config.fewshot_from {
         Some(from) => {
             let mut excluded = crate::export::Excluded::default();
@@ -425,7 +424,7 @@ pub async fn evaluate(
             let drawn = from
                 .draw(
                     config.method.method,
-                    bundled,
+                    task,
                     config.profile,
                     &excluded,
                     &config.results,
@@ -439,7 +438,7 @@ pub async fn evaluate(
     let examples = if let Some(drawn) = &drawn {
         Examples::Files(vec![drawn.fewshot.clone()])
     } else if config.fewshot.is_empty() {
-        Examples::Bundled(bundled)
+        Examples::Bundled(task)
     } else {
         Examples::Files(
             config
@@ -455,7 +454,7 @@ pub async fn evaluate(
         &examples,
         &services.toolbox,
         &PromptOptions::default(),
-        config.method.max_steps(config.max_steps, bundled),
+        config.method.max_steps(config.max_steps, task),
     )?;
     if let Attempts::Trials { reflect, .. } = config.attempts
         && reflect != Reflect::None
@@ -471,14 +470,7 @@ pub async fn evaluate(
             return Err(EvalError::ReflectTools { strategy: reflect });
         }
     }
-    let settings = evaluation_settings(
-        config,
-        services,
-        &solver,
-        shard.as_ref(),
-        bundled,
-        questions_digest,
-    )?;
+    let settings = evaluation_settings(config, services, &solver, shard.as_ref(), task, questions_digest)?;
     let (mut results, stored) = ResultsFile::open(&config.results)?;
     let notes = ProgressReporter::notes(config);
     if stored.torn_bytes > 0 {
@@ -651,7 +643,7 @@ fn evaluation_settings(
     services: &EvalServices,
     solver: &Solver,
     plan: Option<&shard::ShardPlan>,
-    bundled: Task,
+    task: Task,
     questions_digest: String,
 ) -> Result<EvalSettings, EvalError> {
     let digest_of = |path: &Path| {
@@ -673,7 +665,7 @@ fn evaluation_settings(
         generation: services.llm.generation(),
         max_steps: method
             .acts()
-            .then(|| config.method.max_steps(config.max_steps, bundled)),
+            .then(|| config.method.max_steps(config.max_steps, task)),
         prompts: solver.prompt_digests(),
         tools: solver.grammar().tool_names().to_vec(),
         attempts: match config.attempts {

@@ -393,13 +393,11 @@ pub struct NotOneEvaluation {
 
 /// `fields` (names of [`Comparison::unknown`]) in the order messages list settings.
 pub fn in_field_order(fields: &std::collections::BTreeSet<&'static str>) -> Vec<&'static str> {
-    let mut ordered: Vec<&'static str> = FIELDS
+    FIELDS
         .iter()
         .map(|(name, _)| *name)
         .filter(|name| fields.contains(name))
-        .collect();
-    ordered.dedup();
-    ordered
+        .collect()
 }
 
 /// Compares two runs' settings: `Err` naming both places when they are not one evaluation, else
