@@ -25,14 +25,16 @@ use std::time::{Duration, Instant};
 
 use futures::future::BoxFuture;
 use react_docstore::Profile;
+use react_docstore::agent::tool::Toolbox;
+use react_docstore::agent::trace::LogOutput;
 use react_docstore::docstore::corpus::context_paragraphs;
 use react_docstore::docstore::{
     ContextParagraph, DistractorSource, Docstore, DocstoreError, DocstoreSource, IndexSource,
 };
-use react_docstore::eval::{self, Contexts, EvalConfig, EvalServices, Progress, Resume, Selection};
+use react_docstore::eval::{self, EvalConfig, EvalServices, Progress, Resume};
 use react_docstore::llm::{Api, OpenAiClient, OpenAiConfig};
-use react_docstore::tool::Toolbox;
-use react_docstore::trace::LogOutput;
+use react_docstore::record::questions::Contexts;
+use react_docstore::record::selection::Selection;
 use wiremock::matchers::{method, path};
 use wiremock::{Mock, MockServer, Request, Respond, ResponseTemplate};
 

@@ -5,8 +5,8 @@
 use std::time::Instant;
 
 use react_docstore::Run;
+use react_docstore::agent::trace::TracePrinter;
 use react_docstore::replay::replay_run;
-use react_docstore::trace::TracePrinter;
 
 fn main() -> anyhow::Result<()> {
     let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("fixtures/runs");

@@ -15,10 +15,10 @@ use std::path::{Path, PathBuf};
 use std::process::Command;
 use std::time::Instant;
 
-use react_docstore::compare::{self, DEFAULT_SEED, ScoredFile};
+use react_docstore::analysis::compare::{self, DEFAULT_SEED, ScoredFile};
+use react_docstore::analysis::report::{ReportConfig, write_report};
 use react_docstore::metrics::AnswerScore;
-use react_docstore::report::{ReportConfig, write_report};
-use react_docstore::run::Run;
+use react_docstore::record::run::Run;
 use serde_json::Value;
 
 /// The few-shot prompt a HotpotQA question starts with, in characters (about 1,700 tokens).

@@ -6,12 +6,12 @@
 use std::sync::Arc;
 
 use futures::future::BoxFuture;
+use react_docstore::agent::environment::Workbench;
+use react_docstore::agent::fewshot::{Fewshot, Format, Header};
+use react_docstore::agent::prompt::{Prompt, PromptOptions};
+use react_docstore::agent::tool::{Tool, ToolError, Toolbox};
 use react_docstore::docstore::{Docstore, DocstoreError};
-use react_docstore::environment::Workbench;
-use react_docstore::fewshot::{Fewshot, Format, Header};
 use react_docstore::llm::ReplayLlm;
-use react_docstore::prompt::{Prompt, PromptOptions};
-use react_docstore::tool::{Tool, ToolError, Toolbox};
 use react_docstore::{ActionGrammar, Agent, Episode, Profile};
 
 /// The instruction and worked examples. With `Header::InExamples` the prompt carries its own

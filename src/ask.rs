@@ -4,18 +4,18 @@
 use std::io::Write;
 use std::path::{Path, PathBuf};
 
+use crate::agent::environment::Workbench;
+use crate::agent::prompt::PromptOptions;
+use crate::agent::tool::Toolbox;
+use crate::agent::trace::TracePrinter;
 use crate::docstore::DocstoreSource;
-use crate::environment::Workbench;
-use crate::export::Excluded;
-use crate::fewshot_from::{FewshotFrom, FewshotFromError, OtherExamples};
 use crate::fsutil::AtomicFile;
 use crate::llm::Llm;
 use crate::profile::Profile;
-use crate::prompt::PromptOptions;
-use crate::run::{Run, RunFileError, Stopped};
+use crate::record::run::{Run, RunFileError, Stopped};
 use crate::solver::{Examples, MethodConfig, Solver, SolverError};
-use crate::tool::Toolbox;
-use crate::trace::TracePrinter;
+use crate::trajectories::export::Excluded;
+use crate::trajectories::fewshot_from::{FewshotFrom, FewshotFromError, OtherExamples};
 
 /// What `ask` prints on stdout.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

@@ -5,13 +5,13 @@
 use std::io::{BufRead, Write};
 
 use crate::agent::error_chain;
+use crate::agent::tool::Toolbox;
+use crate::agent::trace::TracePrinter;
 use crate::ask::{AgentConfig, Outcome, run_question};
 use crate::docstore::DocstoreSource;
 use crate::input::{InputLine, InputLines, Interaction, LEAVE_HINT};
 use crate::llm::{CallPurpose, Llm, LlmError, LlmRequest};
-use crate::run::{Run, Stopped, Usage};
-use crate::tool::Toolbox;
-use crate::trace::TracePrinter;
+use crate::record::run::{Run, Stopped, Usage};
 
 /// What the rewriting call continues: the history and the follow-up come before it.
 const STANDALONE_LABEL: &str = "Standalone question:";

@@ -5,12 +5,12 @@ use std::io::{BufRead, Write};
 
 use serde::Serialize;
 
-use crate::action::ActionGrammar;
+use crate::agent::action::ActionGrammar;
+use crate::agent::environment::{Environment, EnvironmentError, Workbench};
+use crate::agent::tool::Toolbox;
 use crate::docstore::DocstoreSource;
-use crate::environment::{Environment, EnvironmentError, Workbench};
 use crate::input::{InputLine, InputLines, Interaction, LEAVE_HINT};
 use crate::profile::Profile;
-use crate::tool::Toolbox;
 
 /// How `explore` prints.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

@@ -1,15 +1,15 @@
 //! react-docstore: a few-shot ReAct agent that answers multi-hop questions over Wikipedia.
 //!
-//! The modules are declared in layers, bottom up, the way data flows: the few-shot [`fewshot`]
-//! examples and the [`prompt`] header start a question's [`scratchpad`]; the [`llm`] writes a
-//! thought and an [`action`]; the [`environment`] runs it against the [`docstore`] or a [`tool`];
-//! the [`agent`] loop repeats until `Finish` and records a [`run`] (which also holds what makes
-//! runs one evaluation, [`run::settings`]); [`solver`] sets each method up; [`export`] and
-//! [`fewshot_from`] turn runs into trajectories; [`ask`], [`chat`], [`eval`] and [`replay`] are the
-//! apps; [`compare`] and [`report`] read results; [`explore`], [`mcp`] and [`serve`] hand the
-//! docstore to people and other agents. A module imports only modules declared above it.
+//! The modules are declared in layers, bottom up, the way data flows: the words every layer
+//! shares; the [`llm`] and the [`docstore`]; the [`record`] of runs (a run, question and results
+//! files, what makes runs one evaluation); the [`agent`] (few-shot examples, prompt, scratchpad,
+//! action grammar, environment, the loop); the [`solver`]s that set each method up; the
+//! [`trajectories`] rebuilt from runs (export, few-shot from runs); the [`analysis`] of results;
+//! the [`eval`] runner; and the apps ([`ask`], [`chat`], [`replay`], [`explore`], [`mcp`],
+//! [`serve`]). A module imports only modules declared above it.
 
-// Layers, bottom up: a module imports only modules declared above it (tests/it/layers.rs).
+// Layers, bottom up: a module imports only modules declared above it, and so does each module
+// of a folder among its siblings (tests/it/layers.rs).
 
 // Words every layer shares.
 pub mod digest;
@@ -20,53 +20,42 @@ pub mod profile;
 pub mod task;
 mod http;
 pub mod secret;
-
-// A question's prompt, the model, and the action it writes.
-pub mod fewshot;
-pub mod scratchpad;
-pub mod llm;
-pub mod action;
-pub mod tool;
-pub mod calls;
-pub mod prompt;
-
-// What an action reads: the docstores, and the lines of input and output around them.
 pub mod input;
 pub mod output;
-pub mod docstore;
-pub mod environment;
-
-// The record of a run, and the scores it carries.
 pub mod metrics;
-pub mod run;
 
-// The agent loop and the methods built on it.
-pub mod tools;
+// The model, and the docstores an action reads.
+pub mod llm;
+pub mod docstore;
+
+// The record of runs: a run, question files, results files, one evaluation's settings.
+pub mod record;
+
+// The agent: a question's prompt, the action the model writes, the loop that runs it.
 pub mod agent;
+
+// The methods built on the agent.
 pub mod solver;
-pub mod trace;
 
-// Trajectories: runs rebuilt as training data and as few-shot examples.
-pub mod export;
-pub mod fewshot_from;
+// Trajectories: runs rebuilt, as training data and as few-shot examples.
+pub mod trajectories;
 
-// The apps: one question, a conversation, a whole question file, recordings again.
+// Analysis of results: the reductions of attempts, summaries, scores, comparisons, the report.
+pub mod analysis;
+
+// The evaluation runner.
+pub mod eval;
+
+// The apps: one question, a conversation, recordings again; the docstore by hand and served.
 pub mod ask;
 pub mod chat;
-pub mod eval;
 pub mod replay;
-
-// Analysis of results files.
-pub mod compare;
-pub mod report;
-
-// The docstore served to other agents, and by hand.
 pub mod explore;
 pub mod mcp;
 pub mod serve;
 
-pub use action::{Action, ActionError, ActionGrammar};
+pub use agent::action::{Action, ActionError, ActionGrammar};
 pub use agent::{Agent, Episode, StepEvent};
 pub use method::Method;
 pub use profile::Profile;
-pub use run::{Run, RunStep, Stopped, Usage};
+pub use record::run::{Run, RunStep, Stopped, Usage};

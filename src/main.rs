@@ -1,17 +1,17 @@
 //! The `react-docstore` binary: parses the command line and hands each command to its module in
 //! `commands/`.
 
-mod commands;
+mod cli;
 
 use std::io::Write;
 use std::process::ExitCode;
 
 use clap::{Parser, Subcommand};
 
+use react_docstore::agent::trace::{Color, LogFormat, LogOutput};
 use react_docstore::output;
-use react_docstore::trace::{Color, LogFormat, LogOutput};
 
-use commands::{ask, chat, compare, eval, explore, export, index, mcp, merge, replay, report, score, serve};
+use cli::{ask, chat, compare, eval, explore, export, index, mcp, merge, replay, report, score, serve};
 
 #[derive(Parser)]
 #[command(

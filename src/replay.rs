@@ -13,20 +13,20 @@ use serde::Serialize;
 
 use futures::future::BoxFuture;
 
-use crate::action::{Action, ActionError, ActionGrammar};
+use crate::agent::action::{Action, ActionError, ActionGrammar};
+use crate::agent::environment::{Environment, EnvironmentError, Inspected, Recording};
+use crate::agent::tool::Toolbox;
+use crate::agent::trace::TracePrinter;
 use crate::agent::{Agent, Episode, Repeats};
 use crate::docstore::DocstoreInfo;
-use crate::environment::{Environment, EnvironmentError, Inspected, Recording};
-use crate::eval::results::{ResultsError, RunLine, parse_run_lines};
-use crate::export::rebuild::{ChangedExamples, RebuildError, RunOverrides, run_solver};
 use crate::llm::{Api, ReplayLlm};
 use crate::method::Method;
 use crate::profile::Profile;
-use crate::run::files::{FilesError, Found, Wanted, recorded_files};
-use crate::run::{Run, RunFileError, Stopped, Usage};
+use crate::record::files::{FilesError, Found, Wanted, recorded_files};
+use crate::record::results::{ResultsError, RunLine, parse_run_lines};
+use crate::record::run::{Run, RunFileError, Stopped, Usage};
 use crate::solver::Solver;
-use crate::tool::Toolbox;
-use crate::trace::TracePrinter;
+use crate::trajectories::rebuild::{ChangedExamples, RebuildError, RunOverrides, run_solver};
 
 /// What `replay` prints on stdout.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -169,9 +169,9 @@ async fn replay_recorded(
 /// What a trial's prompt showed of the question's failed trials: the last one, the reflections.
 fn trace_memory(trace: &mut TracePrinter, recorded: &Run) {
     match recorded.attempt() {
-        crate::run::Attempt::Trial(k) => trace.header("Trial:", &k.to_string()),
-        crate::run::Attempt::Epoch(k) => trace.header("Epoch:", &k.to_string()),
-        crate::run::Attempt::Only => {}
+        crate::record::run::Attempt::Trial(k) => trace.header("Trial:", &k.to_string()),
+        crate::record::run::Attempt::Epoch(k) => trace.header("Epoch:", &k.to_string()),
+        crate::record::run::Attempt::Only => {}
     }
     if let Some(last_trial) = &recorded.last_trial {
         trace.header("Last trial:", last_trial);
@@ -256,7 +256,7 @@ fn not_rebuilt(recorded: &Run, error: &RebuildError) -> Episode {
         crate::agent::error_chain(error)
     ));
     carry_over(&mut run, recorded);
-    Episode::new(run, crate::scratchpad::Scratchpad::new(String::new()), 0)
+    Episode::new(run, crate::agent::scratchpad::Scratchpad::new(String::new()), 0)
 }
 
 /// The live environment of a replay given tools but no docstore: a tool action goes to its tool;
@@ -615,7 +615,7 @@ fn changed_fewshot(run: &Run) -> Option<String> {
     let source = run.fewshot_from.as_ref()?;
     let path = run.fewshot.as_deref()?;
     match std::fs::read(path) {
-        Ok(bytes) if crate::export::digest(&bytes) == source.digest => None,
+        Ok(bytes) if crate::trajectories::export::digest(&bytes) == source.digest => None,
         Ok(_) => Some(format!(
             "its few-shot file `{path}` changed since the run: the prompt replayed is not the one it was made with"
         )),

@@ -7,8 +7,8 @@
 //! CSS selectors, so pages that are not MediaWiki's own markup read sensibly too. Both return
 //! owned data (a `scraper::Html` is not `Send`): no parsed document outlives the call.
 
-mod browser;
 mod soup;
+mod browser;
 
 use super::page::SearchOutcome;
 use crate::profile::Profile;

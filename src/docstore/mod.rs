@@ -20,12 +20,12 @@ use futures::future::BoxFuture;
 
 use crate::profile::Profile;
 
-pub mod corpus;
-pub mod fetch;
+pub mod python;
+pub mod page;
 pub mod html;
 pub mod index;
-pub mod page;
-pub mod python;
+pub mod corpus;
+pub mod fetch;
 pub mod wikipedia;
 
 pub use corpus::{CorpusSource, DistractorSource};

@@ -4,11 +4,11 @@
 
 use std::fmt;
 
+use crate::agent::environment::EnvironmentError;
+use crate::agent::tool::ToolError;
+use crate::agent::tools::websearch::WebSearchError;
 use crate::docstore::DocstoreError;
-use crate::environment::EnvironmentError;
 use crate::llm::LlmError;
-use crate::tool::ToolError;
-use crate::tools::websearch::WebSearchError;
 
 /// Which part of the system failed, and how: two questions that failed alike have equal classes.
 #[derive(Debug, Clone, PartialEq, Eq, Hash)]

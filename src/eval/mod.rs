@@ -4,16 +4,8 @@
 //! [`questions`] reads the files, [`selection`] picks the questions, [`results`] is the JSON Lines
 //! file that survives a crash, [`summary`] adds the outcomes up, [`score`] is the `score` command.
 
-pub mod attempts;
 pub mod failure;
-pub mod merge;
-pub mod questions;
-pub mod results;
 mod resume;
-pub mod score;
-pub mod selection;
-pub mod shard;
-pub mod summary;
 
 use std::cell::Cell;
 use std::collections::{HashMap, HashSet};
@@ -28,30 +20,31 @@ use futures::future::BoxFuture;
 use futures::{FutureExt, StreamExt};
 use indicatif::{ProgressBar, ProgressStyle};
 
-pub use attempts::{Attempts, AttemptsSummary};
 pub use failure::{FailureClass, FailureKind, FailureOrigin};
-pub use questions::{Contexts, Question, QuestionFile, QuestionFileError, Task};
-pub use results::{ResultsError, ResultsFile};
-pub use selection::{Selection, SelectionError, Subset};
-pub use shard::{Shard, ShardArg, ShardError};
-pub use summary::{Outcome, Summary, SummaryContext};
 
+use crate::agent::environment::{EnvironmentError, Inspected, Workbench};
+use crate::agent::fewshot::{Fewshot, FewshotError};
+use crate::agent::prompt::PromptOptions;
+use crate::agent::tool::Toolbox;
+use crate::agent::trace::LogOutput;
+use crate::analysis::attempts::{self, Attempts, AttemptsSummary};
+use crate::analysis::summary::{self, Outcome, Summary, SummaryContext};
 use crate::docstore::DocstoreSource;
-use crate::environment::{EnvironmentError, Inspected, Workbench};
-use crate::fewshot::{Fewshot, FewshotError};
-use crate::fewshot_from::{FewshotFrom, FewshotFromError, OtherExamples};
 use crate::llm::{
     Api, Completion, ConverseRequest, Llm, LlmError, LlmRequest, Reply, SampleRequest, Samples,
 };
 use crate::method::Reflect;
 use crate::metrics::AnswerScore;
 use crate::profile::Profile;
-use crate::prompt::PromptOptions;
-use crate::run::settings::{AttemptsRecord, EvalSettings, Sampling, SelectionRecord, ShardSplit};
-use crate::run::{Attempt, Run, RunErrorKind, Stopped};
+use crate::record::questions::{Contexts, Question, QuestionFileError};
+use crate::record::results::{ResultsError, ResultsFile};
+use crate::record::run::settings::{AttemptsRecord, EvalSettings, Sampling, SelectionRecord, ShardSplit};
+use crate::record::run::{Attempt, Run, RunErrorKind, Stopped};
+use crate::record::selection::{Selection, SelectionError};
+use crate::record::shard::{self, ShardError};
 use crate::solver::{Examples, MethodConfig, Solver, SolverError, Trial};
-use crate::tool::Toolbox;
-use crate::trace::LogOutput;
+use crate::task::Task;
+use crate::trajectories::fewshot_from::{FewshotFrom, FewshotFromError, OtherExamples};
 
 /// How to evaluate.
 #[derive(Debug, Clone)]
@@ -152,7 +145,7 @@ pub enum EvalError {
     )]
     OtherEvaluation {
         results: PathBuf,
-        difference: Box<crate::run::settings::NotOneEvaluation>,
+        difference: Box<crate::record::run::settings::NotOneEvaluation>,
     },
     #[error("cannot read `{}` to record its digest", path.display())]
     Digest {
@@ -413,7 +406,7 @@ pub async fn evaluate(
     }
     let drawn = match &config.fewshot_from {
         Some(from) => {
-            let mut excluded = crate::export::Excluded::default();
+            let mut excluded = crate::trajectories::export::Excluded::default();
             // The whole selection, other shards' questions too: every shard draws the same.
             for question in &questions {
                 excluded.insert(&question.id, question.position, &question.question);
@@ -533,7 +526,7 @@ pub async fn evaluate(
         }
         let round_start = tally.outcomes.len();
         for (question, run) in resumed_now {
-            resumed_errors += usize::from(run.stopped == Some(crate::run::Stopped::Error));
+            resumed_errors += usize::from(run.stopped == Some(crate::record::run::Stopped::Error));
             tally.record(run, question, Origin::Resumed);
         }
         progress.advance(&tally.outcomes[round_start..]);
@@ -948,7 +941,7 @@ async fn run_question<'q>(
     run.method = Some(solver.method());
     if let Attempt::Epoch(epoch) = job.attempt {
         run.epoch = Some(epoch);
-        run.format = crate::run::RUN_FORMAT_V2.to_owned();
+        run.format = crate::record::run::RUN_FORMAT_V2.to_owned();
     }
     run.id = Some(question.id.clone());
     run.docstore = Some(services.docstore.info());

@@ -9,11 +9,12 @@
 use std::collections::{BTreeSet, HashMap};
 use std::path::{Path, PathBuf};
 
-use super::results::{ResultsFile, RunLine, StoredRuns};
-use super::shard::{self, ShardPlan};
-use super::{EvalConfig, EvalError, Question, Resume, abbreviated};
-use crate::run::settings::{Comparable, EvalSettings, SettingsSource, check_same, in_field_order};
-use crate::run::{Attempt, Run, RunErrorKind, Stopped};
+use super::{EvalConfig, EvalError, Resume, abbreviated};
+use crate::record::questions::Question;
+use crate::record::results::{ResultsFile, RunLine, StoredRuns};
+use crate::record::run::settings::{Comparable, EvalSettings, SettingsSource, check_same, in_field_order};
+use crate::record::run::{Attempt, Run, RunErrorKind, Stopped};
+use crate::record::shard::{self, ShardPlan};
 
 /// What the results file holds for this evaluation once it is ready to take more runs.
 #[derive(Debug, Default)]

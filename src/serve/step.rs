@@ -5,15 +5,15 @@
 
 use std::sync::Arc;
 
-use crate::action::{Action, ActionError, ActionGrammar};
+use crate::agent::action::{Action, ActionError, ActionGrammar};
+use crate::agent::environment::{Environment, EnvironmentError, Workbench};
+use crate::agent::tool::Toolbox;
 use crate::docstore::corpus::load_pages;
 use crate::docstore::{
     Docstore, DocstoreConfig, DocstoreError, DocstoreInfo, DocstoreKind, DocstoreSource, Fetcher,
     IndexExplorer, IndexSource, PageIndex, Reader, WikipediaExplorer, WikipediaSource,
 };
-use crate::environment::{Environment, EnvironmentError, Workbench};
 use crate::profile::Profile;
-use crate::tool::Toolbox;
 
 use super::pool::{IndexPool, PoolError, PoolSize};
 use super::recent::RecentPages;

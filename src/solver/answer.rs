@@ -4,7 +4,7 @@
 //! completions: these are our rules, the same in both profiles. A completion with no answer is
 //! a run without an answer, never an error.
 
-use crate::fewshot::Format;
+use crate::agent::fewshot::Format;
 
 /// What kind of answer the task takes.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -76,7 +76,7 @@ fn read_cot(completion: &str) -> ReadCompletion {
         Some((idx, answer)) => (&lines[..idx], Some(answer.trim().to_owned())),
         None => (&lines[..], so_the_answer_is(completion)),
     };
-    let thought = crate::action::joined_lines(thought_lines);
+    let thought = crate::agent::action::joined_lines(thought_lines);
     let thought = strip_label(&thought, "Thought:")
         .unwrap_or(&thought)
         .trim()

@@ -11,18 +11,18 @@ pub mod vote;
 
 use futures::future::join_all;
 
-use crate::action::ActionGrammar;
+use crate::agent::action::ActionGrammar;
+use crate::agent::environment::Environment;
+use crate::agent::fewshot::{Fewshot, FewshotError, Format};
+use crate::agent::prompt::{Prompt, PromptOptions};
+use crate::agent::scratchpad::Scratchpad;
+use crate::agent::tool::Toolbox;
 use crate::agent::{Agent, Episode, StepEvent};
-use crate::environment::Environment;
-use crate::fewshot::{Fewshot, FewshotError, Format};
 use crate::llm::{Llm, LlmError, SampleRequest, Samples};
 use crate::method::{Method, Reflect};
 use crate::profile::Profile;
-use crate::prompt::{Prompt, PromptOptions};
-use crate::run::{Backoff, BackoffReason, RUN_FORMAT_V2, Run, Sample, Stopped, ToolDescription};
-use crate::scratchpad::Scratchpad;
+use crate::record::run::{Backoff, BackoffReason, RUN_FORMAT_V2, Run, Sample, Stopped, ToolDescription};
 use crate::task::Task;
-use crate::tool::Toolbox;
 
 pub use answer::{AnswerKind, ReadCompletion, fever_label, read_completion};
 pub use vote::{is_weak, majority};
@@ -169,7 +169,7 @@ impl Solver {
             answer_prompt: answer_fewshot.clone().map(prompt),
             answer_fewshot,
             grammar: ActionGrammar::new(profile, toolbox.names()),
-            tool_descriptions: crate::tools::descriptions_to_record(toolbox),
+            tool_descriptions: crate::agent::tools::descriptions_to_record(toolbox),
             max_steps,
             samples: config.samples,
             sample_temperature: config.sample_temperature,
@@ -351,7 +351,7 @@ impl Solver {
         // invariant: react has loop examples and cot answer examples (`phase_formats`), and only they reflect
         let fewshot = fewshot.expect("a method that reflects has its examples");
         let mut reply = None;
-        let mut usage = crate::run::Usage::default();
+        let mut usage = crate::record::run::Usage::default();
         if let Some(previous) =
             previous.filter(|previous| strategy.asks_reflection() && previous.stopped != Some(Stopped::Error))
         {
@@ -521,7 +521,7 @@ impl Solver {
         let mut completions: Vec<(String, usize)> = Vec::new();
         let mut failure: Option<LlmError> = None;
         let mut n_requests = 0;
-        let mut usage = crate::run::Usage::default();
+        let mut usage = crate::record::run::Usage::default();
         let mut take = |reply: Result<Samples, LlmError>,
                         n_requests: &mut usize,
                         completions: &mut Vec<(String, usize)>| {

@@ -8,12 +8,12 @@
 //! the thought and the action in two calls; ours ask for both in one, so each of our prompts is
 //! the one Reflexion sends for the thought.
 
-use crate::fewshot::{Fewshot, Format};
+use crate::agent::fewshot::{Fewshot, Format};
+use crate::agent::prompt::Prompt;
 use crate::llm::{CallPurpose, Llm, LlmError, LlmRequest, TokenUsage};
 use crate::method::Reflect;
 use crate::profile::Profile;
-use crate::prompt::Prompt;
-use crate::run::{Run, Stopped};
+use crate::record::run::{Run, Stopped};
 
 /// `REACT_REFLECT_INSTRUCTION`: the ReAct prompt of a trial under any strategy but `none`.
 const REACT_REFLECT_INSTRUCTION: &str = include_str!("../../fewshot/reflexion/react_reflect_instruction.txt");
@@ -343,7 +343,7 @@ pub fn next_memory(previous: &Run, strategy: Reflect, reflection: Option<String>
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::run::RunStep;
+    use crate::record::run::RunStep;
 
     fn failed_run() -> Run {
         let mut run = Run::new("Which magazine was started first?", Profile::Paper);

@@ -3,7 +3,7 @@
 use std::collections::HashMap;
 
 use crate::metrics::normalize_answer;
-use crate::run::{Sample, Vote};
+use crate::record::run::{Sample, Vote};
 
 /// The majority over `samples` of `n_samples` asked at `temperature`. Answers are compared after
 /// the official metric's normalisation (`The Beatles.` = `beatles`); the winner is written as

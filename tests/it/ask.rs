@@ -2,16 +2,16 @@
 //! in-test docstore serving fixed observations; `--record` then `replay`; the CLI's output.
 
 use futures::future::BoxFuture;
+use react_docstore::agent::prompt::PromptOptions;
+use react_docstore::agent::tool::Toolbox;
+use react_docstore::agent::trace::TracePrinter;
 use react_docstore::ask::{self, AgentConfig, AskConfig, AskOutput, Outcome};
 use react_docstore::chat::{self, ChatConfig, ChatOutput};
 use react_docstore::docstore::{ContextParagraph, Docstore, DocstoreError, DocstoreSource};
 use react_docstore::input::Interaction;
 use react_docstore::llm::Api;
-use react_docstore::prompt::PromptOptions;
+use react_docstore::record::run::Run;
 use react_docstore::replay::replay_run;
-use react_docstore::run::Run;
-use react_docstore::tool::Toolbox;
-use react_docstore::trace::TracePrinter;
 use react_docstore::{Profile, Stopped};
 use serde_json::Value;
 

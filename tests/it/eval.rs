@@ -9,16 +9,17 @@ use std::time::Duration;
 
 use futures::future::BoxFuture;
 use react_docstore::Profile;
+use react_docstore::agent::tool::Toolbox;
+use react_docstore::agent::trace::LogOutput;
+use react_docstore::analysis::score::score;
+use react_docstore::analysis::summary::Summary;
 use react_docstore::docstore::{ContextParagraph, Docstore, DocstoreError, DocstoreSource};
-use react_docstore::eval::score::score;
-use react_docstore::eval::{
-    self, Contexts, EvalConfig, EvalError, EvalServices, Progress, QuestionFile, Resume, Selection, Subset,
-    Summary,
-};
+use react_docstore::eval::{self, EvalConfig, EvalError, EvalServices, Progress, Resume};
 use react_docstore::llm::{Completion, Llm, LlmError, LlmRequest};
-use react_docstore::run::Run;
-use react_docstore::tool::Toolbox;
-use react_docstore::trace::LogOutput;
+use react_docstore::record::questions::{Contexts, QuestionFile};
+use react_docstore::record::results::{ResultsError, ResultsFile};
+use react_docstore::record::run::Run;
+use react_docstore::record::selection::{Selection, Subset};
 
 use crate::{Captured, fixture};
 
@@ -923,8 +924,8 @@ fn score_command_prints_the_json_object() {
 async fn a_results_file_has_one_writer_at_a_time() {
     let dir = tempfile::tempdir().unwrap();
     let results = dir.path().join("results.jsonl");
-    let (_held, _) = eval::ResultsFile::open(&results).unwrap();
-    let refused = eval::ResultsFile::open(&results).unwrap_err().to_string();
+    let (_held, _) = ResultsFile::open(&results).unwrap();
+    let refused = ResultsFile::open(&results).unwrap_err().to_string();
     assert_eq!(
         refused,
         format!(
@@ -952,7 +953,7 @@ async fn a_results_file_has_one_writer_at_a_time() {
             let refused = eval::evaluate(&again, &services(llm.clone()), std::future::pending()).await;
             assert!(matches!(
                 refused,
-                Err(EvalError::Results(eval::ResultsError::Locked { .. }))
+                Err(EvalError::Results(ResultsError::Locked { .. }))
             ));
             // Refused before any question ran (the first evaluation's calls aside).
             assert!(llm.n_calls.load(Ordering::SeqCst) <= n_calls + 1);
@@ -980,7 +981,7 @@ fn torn_line_repair_works_on_bytes() {
     );
     bytes.extend_from_slice(br#"{"id": "2", "quest"#);
     std::fs::write(&path, &bytes).unwrap();
-    let error = eval::ResultsFile::open(&path).unwrap_err();
+    let error = ResultsFile::open(&path).unwrap_err();
     assert_eq!(
         format!("{:#}", anyhow::Error::from(error)),
         format!(
@@ -993,7 +994,7 @@ fn torn_line_repair_works_on_bytes() {
     // Multi-byte UTF-8 before a torn line: the cut lands exactly where the torn line starts.
     let whole = format!("{}{}", run("0", "caf\u{e9} \u{1F600}?"), run("1", "ok"));
     std::fs::write(&path, format!("{whole}{{\"id\": \"2\", \"qu")).unwrap();
-    let (_results, stored) = eval::ResultsFile::open(&path).unwrap();
+    let (_results, stored) = ResultsFile::open(&path).unwrap();
     assert_eq!((stored.runs.len(), stored.torn_bytes), (2, 15));
     assert_eq!(std::fs::read_to_string(&path).unwrap(), whole);
 }
@@ -1196,8 +1197,8 @@ async fn the_question_file_is_read_once_keeping_only_the_selection() {
 
 #[tokio::test]
 async fn replaying_a_results_file_gives_back_the_eval_summary() {
+    use react_docstore::agent::trace::TracePrinter;
     use react_docstore::replay::{Output, ReplayConfig, replay, run_files};
-    use react_docstore::trace::TracePrinter;
 
     let dir = tempfile::tempdir().unwrap();
     std::fs::create_dir_all(dir.path().join("b")).unwrap();

@@ -11,8 +11,8 @@ use wiremock::matchers::method;
 use wiremock::{Mock, MockServer, ResponseTemplate};
 
 use react_docstore::Run;
+use react_docstore::agent::trace::TracePrinter;
 use react_docstore::replay::{read_runs, replay_run};
-use react_docstore::trace::TracePrinter;
 
 use crate::fixture;
 
@@ -725,7 +725,10 @@ async fn fewshot_from_draws_k_right_runs_never_a_question_asked_the_same_for_eve
         assert_eq!(run.fewshot.as_deref(), Some(examples.to_str().unwrap()));
         let source = run.fewshot_from.unwrap();
         assert_eq!((source.shots, source.seed), (33, 7));
-        assert_eq!(source.digest, react_docstore::export::digest(text.as_bytes()));
+        assert_eq!(
+            source.digest,
+            react_docstore::trajectories::export::digest(text.as_bytes())
+        );
     }
     // The same seed draws the same examples again: resuming is allowed, and changes nothing.
     let output = eval_fewshot_from(&server, &results, "33");
@@ -823,9 +826,9 @@ async fn drawn(
     source: &str,
     method: react_docstore::Method,
     shots: usize,
-) -> (String, react_docstore::fewshot::Fewshot) {
-    use react_docstore::fewshot_from::FewshotFrom;
+) -> (String, react_docstore::agent::fewshot::Fewshot) {
     use react_docstore::task::Task;
+    use react_docstore::trajectories::fewshot_from::FewshotFrom;
     let dir = tempfile::tempdir().unwrap();
     let from = FewshotFrom {
         results: fixture(source),
@@ -845,7 +848,7 @@ async fn drawn(
             react_docstore::Profile::Default,
             &Default::default(),
             &beside,
-            react_docstore::fewshot_from::OtherExamples::Replace,
+            react_docstore::trajectories::fewshot_from::OtherExamples::Replace,
         )
         .await
         .unwrap();
@@ -858,7 +861,7 @@ async fn drawn(
 #[tokio::test]
 async fn drawn_examples_take_the_methods_few_shot_format() {
     use react_docstore::Method;
-    use react_docstore::fewshot::Format;
+    use react_docstore::agent::fewshot::Format;
     // Act: ReAct's right runs without their thoughts.
     let (text, fewshot) = drawn("compare/trial-1.results.jsonl", Method::Act, 4).await;
     assert_eq!(fewshot.format, Format::Act);
@@ -988,7 +991,7 @@ async fn ask_fewshot_from_never_draws_the_question_asked_and_writes_beside_its_r
     let text = std::fs::read_to_string(&examples).unwrap();
     assert_eq!(
         run.fewshot_from.unwrap().digest,
-        react_docstore::export::digest(text.as_bytes())
+        react_docstore::trajectories::export::digest(text.as_bytes())
     );
     assert!(prompt.contains(&text));
 }
@@ -1218,8 +1221,8 @@ fn a_run_naming_a_tool_whose_prompt_line_it_does_not_record_is_not_exported_and_
 
 #[tokio::test]
 async fn fewshot_from_draws_a_questions_first_attempt_whatever_the_order_of_the_file() {
-    use react_docstore::fewshot_from::{FewshotFrom, OtherExamples};
     use react_docstore::task::Task;
+    use react_docstore::trajectories::fewshot_from::{FewshotFrom, OtherExamples};
     let text = std::fs::read_to_string(fixture("compare/trial-1.results.jsonl")).unwrap();
     let right: Vec<Value> = text
         .lines()

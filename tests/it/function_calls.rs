@@ -6,9 +6,9 @@
 use std::collections::HashSet;
 use std::process::Command;
 
-use react_docstore::calls::FunctionSet;
+use react_docstore::agent::calls::FunctionSet;
+use react_docstore::agent::tool::Toolbox;
 use react_docstore::llm::{Api, CallPurpose, ConverseRequest, Llm, LlmError, Message};
-use react_docstore::tool::Toolbox;
 use react_docstore::{Action, Run};
 use serde_json::{Value, json};
 use wiremock::ResponseTemplate;

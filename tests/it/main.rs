@@ -29,13 +29,16 @@ impl std::io::Write for Captured {
 
 impl Captured {
     /// A plain-text trace printer into this buffer.
-    pub fn printer(&self) -> react_docstore::trace::TracePrinter {
-        react_docstore::trace::TracePrinter::new(Box::new(self.clone()), react_docstore::trace::Color::Never)
+    pub fn printer(&self) -> react_docstore::agent::trace::TracePrinter {
+        react_docstore::agent::trace::TracePrinter::new(
+            Box::new(self.clone()),
+            react_docstore::agent::trace::Color::Never,
+        )
     }
 
     /// An evaluation log into this buffer.
-    pub fn log(&self) -> react_docstore::trace::LogOutput {
-        react_docstore::trace::LogOutput::new(Box::new(self.clone()))
+    pub fn log(&self) -> react_docstore::agent::trace::LogOutput {
+        react_docstore::agent::trace::LogOutput::new(Box::new(self.clone()))
     }
 
     pub fn text(&self) -> String {

@@ -4,13 +4,13 @@
 
 use std::sync::{Arc, Mutex};
 
-use react_docstore::environment::{Environment, EnvironmentError};
+use react_docstore::agent::environment::{Environment, EnvironmentError};
+use react_docstore::agent::prompt::PromptOptions;
+use react_docstore::agent::tool::Toolbox;
 use react_docstore::llm::{CallPurpose, Completion, Llm, LlmError, LlmRequest, SampleRequest, Samples};
-use react_docstore::prompt::PromptOptions;
-use react_docstore::run::{BackoffReason, Run, Stopped};
+use react_docstore::record::run::{BackoffReason, Run, Stopped};
 use react_docstore::solver::{Examples, MethodConfig, Solver};
 use react_docstore::task::Task;
-use react_docstore::tool::Toolbox;
 use react_docstore::{Action, ActionError, Method, Profile};
 use serde_json::{Value, json};
 use wiremock::{Mock, MockServer, Request, Respond, ResponseTemplate};
@@ -905,7 +905,9 @@ impl Llm for OneChoiceModel {
 
 #[tokio::test]
 async fn samples_asked_one_by_one_stay_within_the_evaluations_concurrency() {
-    use react_docstore::eval::{self, Contexts, EvalConfig, EvalServices, Progress, Resume, Selection};
+    use react_docstore::eval::{self, EvalConfig, EvalServices, Progress, Resume};
+    use react_docstore::record::questions::Contexts;
+    use react_docstore::record::selection::Selection;
     let dir = tempfile::tempdir().unwrap();
     let model = Arc::new(OneChoiceModel::default());
     let config = EvalConfig {
@@ -973,7 +975,7 @@ fn a_run_of_a_method_this_build_does_not_know_is_refused_naming_it() {
 
 #[test]
 fn fewshot_files_are_taken_in_their_methods_format() {
-    use react_docstore::fewshot::Fewshot;
+    use react_docstore::agent::fewshot::Fewshot;
     let dir = tempfile::tempdir().unwrap();
     let write = |name: &str, text: &str| {
         let path = dir.path().join(name);

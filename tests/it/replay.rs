@@ -5,14 +5,14 @@ use std::path::{Path, PathBuf};
 use std::sync::Mutex;
 
 use futures::future::BoxFuture;
-use react_docstore::action::{Action, ActionGrammar};
 use react_docstore::agent::Episode;
-use react_docstore::environment::Recording;
+use react_docstore::agent::action::{Action, ActionGrammar};
+use react_docstore::agent::environment::Recording;
+use react_docstore::agent::prompt::{Prompt, PromptOptions};
+use react_docstore::agent::trace::TracePrinter;
 use react_docstore::llm::{CallPurpose, Completion, Llm, LlmError, LlmRequest, ReplayLlm};
 use react_docstore::metrics::normalize_answer;
-use react_docstore::prompt::{Prompt, PromptOptions};
 use react_docstore::replay::replay_run;
-use react_docstore::trace::TracePrinter;
 use react_docstore::{Agent, Profile, Run, Stopped};
 
 use crate::fixture;
@@ -297,7 +297,7 @@ fn each_prompt_starts_with_the_previous_one() {
         let grammar = ActionGrammar::new(run.profile, []);
         let prompt = Prompt::new(
             run.profile,
-            &react_docstore::fewshot::Fewshot::hotpotqa(),
+            &react_docstore::agent::fewshot::Fewshot::hotpotqa(),
             &Default::default(),
             &PromptOptions::default(),
         );
@@ -605,7 +605,7 @@ impl CountedWrites {
 
 #[test]
 fn a_live_trace_writes_each_line_whole_and_a_replay_once_a_run() {
-    use react_docstore::trace::Color;
+    use react_docstore::agent::trace::Color;
     // Live: each line in one write, as it comes.
     let out = CountedWrites::default();
     let mut trace = TracePrinter::new(Box::new(out.clone()), Color::Never);
@@ -618,8 +618,8 @@ fn a_live_trace_writes_each_line_whole_and_a_replay_once_a_run() {
 
     // A replay of 512 runs (some 7,000 lines): one write a run, and one for the summary.
     let out = CountedWrites::default();
-    let mut trace =
-        TracePrinter::new(Box::new(out.clone()), Color::Never).flushed(react_docstore::trace::Flush::EachRun);
+    let mut trace = TracePrinter::new(Box::new(out.clone()), Color::Never)
+        .flushed(react_docstore::agent::trace::Flush::EachRun);
     let config = react_docstore::replay::ReplayConfig {
         paths: vec![fixture("runs/reflexion")],
         output: react_docstore::replay::Output::Text,
@@ -651,7 +651,7 @@ fn a_live_trace_writes_each_line_whole_and_a_replay_once_a_run() {
     // Where stdout goes elsewhere: a write when the buffer is full, the same text.
     let full = CountedWrites::default();
     let mut trace = TracePrinter::new(Box::new(full.clone()), Color::Never)
-        .flushed(react_docstore::trace::Flush::WhenFull);
+        .flushed(react_docstore::agent::trace::Flush::WhenFull);
     block_on(react_docstore::replay::replay(
         &config,
         &|_, _| None,

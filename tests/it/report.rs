@@ -513,7 +513,7 @@ fn the_command_eval_names_writes_the_report() {
     std::fs::create_dir(&sub).unwrap();
     let results = sub.join("dev.results.jsonl");
     std::fs::copy(fixture(TRIAL_1), &results).unwrap();
-    let command = react_docstore::report::report_command(&results);
+    let command = react_docstore::analysis::report::report_command(&results);
     assert!(command.starts_with("react-docstore report "), "{command}");
     let binary_dir = Path::new(env!("CARGO_BIN_EXE_react-docstore")).parent().unwrap();
     let path = std::env::join_paths(

@@ -11,10 +11,10 @@ use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::TcpStream;
 
 use react_docstore::Profile;
+use react_docstore::agent::tool::Toolbox;
 use react_docstore::docstore::{DocstoreConfig, DocstoreKind};
 use react_docstore::explore::Explore;
 use react_docstore::serve::{self, PoolSize, ServeLimits, Served, ServedDocstore, StateKey, Stopped};
-use react_docstore::tool::Toolbox;
 
 use crate::fixture;
 

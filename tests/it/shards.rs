@@ -6,8 +6,10 @@
 use std::collections::{BTreeSet, HashMap};
 use std::path::{Path, PathBuf};
 
-use react_docstore::eval::shard::{ShardArg, shard_of};
-use react_docstore::eval::{Contexts, Selection, Shard};
+use react_docstore::record::questions::Contexts;
+use react_docstore::record::selection::Selection;
+use react_docstore::record::shard::Shard;
+use react_docstore::record::shard::{ShardArg, shard_of};
 use wiremock::matchers::{method, path};
 use wiremock::{Mock, MockServer, Request, Respond, ResponseTemplate};
 

@@ -6,19 +6,19 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use futures::future::BoxFuture;
-use react_docstore::docstore::{Docstore, DocstoreError};
-use react_docstore::environment::{Environment, Workbench};
-use react_docstore::fewshot::Fewshot;
-use react_docstore::prompt::{Prompt, PromptOptions};
-use react_docstore::replay::replay_run;
-use react_docstore::run::Run;
-use react_docstore::tool::Toolbox;
-use react_docstore::tools::calculator::{self, MAX_EXPRESSION_CHARS};
-use react_docstore::tools::websearch::MAX_BODY_BYTES;
-use react_docstore::tools::{
+use react_docstore::agent::environment::{Environment, Workbench};
+use react_docstore::agent::fewshot::Fewshot;
+use react_docstore::agent::prompt::{Prompt, PromptOptions};
+use react_docstore::agent::tool::Toolbox;
+use react_docstore::agent::tools::calculator::{self, MAX_EXPRESSION_CHARS};
+use react_docstore::agent::tools::websearch::MAX_BODY_BYTES;
+use react_docstore::agent::tools::{
     ApiKey, BuiltinTool, CommandTool, CommandToolConfig, Network, ToolsConfig, WebSearch, WebSearchConfig,
 };
-use react_docstore::trace::TracePrinter;
+use react_docstore::agent::trace::TracePrinter;
+use react_docstore::docstore::{Docstore, DocstoreError};
+use react_docstore::record::run::Run;
+use react_docstore::replay::replay_run;
 use react_docstore::{ActionGrammar, Profile};
 use wiremock::matchers::{method, path, query_param};
 use wiremock::{Mock, MockServer, ResponseTemplate};
@@ -846,7 +846,7 @@ async fn replayed_run_uses_calculate_and_websearch() {
 async fn unregistered_tool_is_an_invalid_action() {
     let grammar = ActionGrammar::new(Profile::Default, ["Calculate".to_owned()]);
     let mut toolbox = Toolbox::default();
-    toolbox.register(Arc::new(react_docstore::tools::Calculate));
+    toolbox.register(Arc::new(react_docstore::agent::tools::Calculate));
     let mut workbench = Workbench::new(Box::new(NoDocstore), toolbox, grammar.clone());
     let observe = |text: &str| {
         let parsed = grammar.parse(text);

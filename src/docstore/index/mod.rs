@@ -22,15 +22,15 @@ use super::page::{Reader, SearchStep};
 use super::{ContextParagraph, Docstore, DocstoreError, DocstoreInfo, DocstoreSource};
 use crate::profile::Profile;
 
-pub mod build;
-pub mod formats;
-mod input;
-pub mod manifest;
-mod read_only;
-pub mod schema;
-pub mod search;
 pub mod title;
 pub mod titles;
+pub mod schema;
+pub mod formats;
+pub mod manifest;
+mod input;
+mod read_only;
+pub mod build;
+pub mod search;
 
 pub use build::{BuildConfig, BuildProgress, BuildReport, MalformedRecords, build};
 pub use formats::DumpFormat;

@@ -5,9 +5,9 @@ use proptest::prelude::*;
 
 #[path = "tag_soup.rs"]
 mod tag_soup;
+use react_docstore::agent::tools::calculator;
 use react_docstore::docstore::page::{OBSERVATION_CHARS, SENTENCE_CHARS};
 use react_docstore::docstore::{Reader, SearchOutcome, parse_search_page};
-use react_docstore::tools::calculator;
 use react_docstore::{ActionGrammar, Profile};
 
 /// Text from `pieces` and arbitrary Unicode, glued together.

@@ -1,0 +1,409 @@
+//! `Agent`: the ReAct loop — ask the model, read its action, observe, repeat until `Finish`.
+//!
+//! The text formats (`--api completions`, `chat`) grow one scratchpad the model continues; with
+//! `--api tools` the same loop converses in function calls ([`tool_calls`]).
+
+mod tool_calls;
+
+use crate::agent::action::{Action, ActionGrammar};
+use crate::agent::environment::Environment;
+use crate::agent::fewshot::Format;
+use crate::agent::prompt::Prompt;
+use crate::agent::scratchpad::Scratchpad;
+use crate::llm::{Api, CallPurpose, Llm, LlmRequest};
+use crate::profile::Profile;
+use crate::record::run::{Run, RunStep, Stopped};
+
+/// The ReAct notebook's step budget: `for i in range(1, 8)`.
+pub const DEFAULT_MAX_STEPS: usize = 7;
+
+/// How many identical steps in a row (same action, same observation) end a `default`-profile run
+/// with `stopped: repeated_action`. A recorded agent recovered after three, so four.
+pub const MAX_IDENTICAL_STEPS: usize = 4;
+
+/// What the agent does when the model repeats itself.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Repeats {
+    /// End the run after this many identical steps in a row (the `default` profile).
+    StopAfter(usize),
+    /// Let the step budget end it (the `paper` profile, and replays of runs that were not
+    /// stopped for repeating themselves).
+    Allow,
+}
+
+impl Repeats {
+    /// The profile's own policy.
+    pub fn of(profile: Profile) -> Repeats {
+        match profile {
+            Profile::Paper => Repeats::Allow,
+            Profile::Default => Repeats::StopAfter(MAX_IDENTICAL_STEPS),
+        }
+    }
+}
+
+/// Something that happened during a run, for live traces.
+#[derive(Debug, Clone, Copy)]
+pub enum StepEvent<'a> {
+    /// The model decided: its thought and the action as written into the scratchpad.
+    Decided {
+        step: usize,
+        thought: &'a str,
+        action: &'a str,
+    },
+    Observed {
+        step: usize,
+        observation: &'a str,
+    },
+    /// An Act step's action (Act steps have no thought).
+    Acted {
+        step: usize,
+        action: &'a str,
+    },
+    /// A sampled completion of a CoT, Standard or CoT-SC phase: its reasoning (CoT) and the
+    /// answer read from it. `index` is 1-based among a CoT-SC phase's samples, `None` for a
+    /// method's single completion.
+    Sampled {
+        index: Option<usize>,
+        thought: Option<&'a str>,
+        answer: Option<&'a str>,
+    },
+    /// CoT-SC's majority: the answer (none when no sample answered), its votes, the samples.
+    Voted {
+        answer: Option<&'a str>,
+        votes: usize,
+        samples: usize,
+    },
+    /// A backoff method gave up on its first phase and asks the second.
+    BackedOff {
+        from: &'a str,
+        to: &'a str,
+        reason: &'a str,
+    },
+}
+
+/// A step's thought, its action as written, and what was observed.
+struct Observed {
+    thought: String,
+    written: String,
+    observation: String,
+}
+
+/// One question's finished episode: the run record and the whole scratchpad.
+#[derive(Debug, Clone)]
+pub struct Episode {
+    pub run: Run,
+    pub scratchpad: Scratchpad,
+    prompt_len: usize,
+}
+
+impl Episode {
+    /// An episode of a run whose scratchpad starts with a few-shot prompt `prompt_len` bytes long.
+    pub(crate) fn new(run: Run, scratchpad: Scratchpad, prompt_len: usize) -> Episode {
+        Episode {
+            run,
+            scratchpad,
+            prompt_len,
+        }
+    }
+
+    /// This episode's scratchpad with another run record (a backoff's merged record).
+    pub(crate) fn with_run(self, run: Run) -> Episode {
+        Episode { run, ..self }
+    }
+
+    /// The scratchpad without the few-shot prompt: `Question: ...` and the numbered steps.
+    pub fn trajectory(&self) -> &str {
+        &self.scratchpad.text()[self.prompt_len..]
+    }
+}
+
+/// Runs questions with one model, prompt and grammar. Cheap to share across concurrent questions:
+/// everything that changes during a question lives in the scratchpad and the environment.
+pub struct Agent<'a> {
+    pub llm: &'a dyn Llm,
+    pub prompt: &'a Prompt,
+    pub grammar: &'a ActionGrammar,
+    pub max_steps: usize,
+    pub repeats: Repeats,
+}
+
+impl<'a> Agent<'a> {
+    /// An agent with the profile's own repeated-action policy.
+    pub fn new(
+        llm: &'a dyn Llm,
+        prompt: &'a Prompt,
+        grammar: &'a ActionGrammar,
+        max_steps: usize,
+    ) -> Agent<'a> {
+        Agent {
+            llm,
+            prompt,
+            grammar,
+            max_steps,
+            repeats: Repeats::of(grammar.profile()),
+        }
+    }
+
+    /// Runs one question to its end. Infrastructure failures end the run with `stopped: error`
+    /// and the message in `error`; what was done before stays in the run.
+    pub async fn run(
+        &self,
+        question: &str,
+        environment: &mut dyn Environment,
+        on_event: &mut (dyn FnMut(StepEvent<'_>) + Send),
+    ) -> Episode {
+        if self.llm.api() == Some(Api::Tools) {
+            return self.converse(question, environment, on_event).await;
+        }
+        let profile = self.grammar.profile();
+        let mut scratchpad = self.prompt.scratchpad(question);
+        let prompt_len = self.prompt.text().len();
+        let mut run = self.start_run(question);
+        let mut identical_steps = 0;
+
+        for step in 1..=self.max_steps {
+            let mut completions = Vec::new();
+            match self
+                .decide(step, &mut scratchpad, &mut run, &mut completions)
+                .await
+            {
+                Err(error) => {
+                    run.steps.push(RunStep {
+                        n: step,
+                        completions,
+                        replies: Vec::new(),
+                        thought: None,
+                        action: None,
+                        observation: None,
+                    });
+                    fail(&mut run, &error);
+                    break;
+                }
+                Ok((thought, written, parsed)) => {
+                    on_event(match self.prompt.format() {
+                        Format::Act => StepEvent::Acted {
+                            step,
+                            action: &written,
+                        },
+                        _ => StepEvent::Decided {
+                            step,
+                            thought: &thought,
+                            action: &written,
+                        },
+                    });
+                    if parsed.is_err() {
+                        run.usage.invalid_actions += 1;
+                    }
+                    if let Ok(Action::Finish(answer)) = &parsed {
+                        run.answer = crate::record::run::finish_answer(answer);
+                        run.stopped = Some(Stopped::Finish);
+                        let thought = match self.prompt.format() {
+                            Format::Act => {
+                                scratchpad.push_act_step(step, &written, None);
+                                None
+                            }
+                            _ => {
+                                scratchpad.push_last_step(step, &thought, &written);
+                                Some(thought)
+                            }
+                        };
+                        run.steps.push(RunStep {
+                            n: step,
+                            completions,
+                            replies: Vec::new(),
+                            thought,
+                            action: Some(written),
+                            observation: None,
+                        });
+                        break;
+                    }
+                    let observation = match environment.observe(step, &parsed, &written).await {
+                        Ok(observation) => observation,
+                        Err(error) => {
+                            run.steps.push(RunStep {
+                                n: step,
+                                completions,
+                                replies: Vec::new(),
+                                thought: (self.prompt.format() != Format::Act).then_some(thought),
+                                action: Some(written),
+                                observation: None,
+                            });
+                            fail(&mut run, &error);
+                            break;
+                        }
+                    };
+                    let observation = match profile {
+                        // `obs = obs.replace('\\n', '')`
+                        Profile::Paper => observation.replace("\\n", ""),
+                        Profile::Default => observation,
+                    };
+                    on_event(StepEvent::Observed {
+                        step,
+                        observation: &observation,
+                    });
+                    let record = RunStep {
+                        n: step,
+                        completions,
+                        replies: Vec::new(),
+                        thought: None,
+                        action: None,
+                        observation: None,
+                    };
+                    let observed = Observed {
+                        thought,
+                        written,
+                        observation,
+                    };
+                    if self.record_observed(&mut run, &mut scratchpad, &mut identical_steps, record, observed)
+                    {
+                        break;
+                    }
+                }
+            }
+        }
+        self.end_run(&mut run);
+        Episode {
+            run,
+            scratchpad,
+            prompt_len,
+        }
+    }
+
+    /// The run record of a question about to start.
+    fn start_run(&self, question: &str) -> Run {
+        let mut run = Run::new(question, self.grammar.profile());
+        run.model = Some(self.llm.model().to_owned());
+        run.api = self.llm.api();
+        run.max_steps = Some(self.max_steps);
+        run.fewshot = Some(self.prompt.fewshot().to_owned());
+        run.today = self.prompt.today().map(str::to_owned);
+        run.tools = self.grammar.tool_names().to_vec();
+        run
+    }
+
+    /// A run the loop left without a stop reason ran out of steps.
+    fn end_run(&self, run: &mut Run) {
+        if run.stopped.is_none() {
+            run.stopped = Some(Stopped::MaxSteps);
+            if self.grammar.profile() == Profile::Paper {
+                // `step(env, "finish[]")`: the paper's forced empty answer.
+                run.answer = Some(String::new());
+            }
+        }
+    }
+
+    /// Records a step that observed something, in the scratchpad and the run (`record` holds its
+    /// number and what the model sent). Says whether the step repeats the ones before it once too
+    /// often (`identical` counts the identical steps in a row): the run then stopped.
+    fn record_observed(
+        &self,
+        run: &mut Run,
+        scratchpad: &mut Scratchpad,
+        identical: &mut usize,
+        mut record: RunStep,
+        observed: Observed,
+    ) -> bool {
+        let Observed {
+            thought,
+            written,
+            observation,
+        } = observed;
+        match self.prompt.format() {
+            Format::Act => scratchpad.push_act_step(record.n, &written, Some(&observation)),
+            _ => scratchpad.push_step(record.n, &thought, &written, &observation),
+        }
+        let repeats_last = run.steps.last().is_some_and(|last| {
+            last.action.as_deref() == Some(written.as_str())
+                && last.observation.as_deref() == Some(observation.as_str())
+        });
+        *identical = if repeats_last { *identical + 1 } else { 1 };
+        record.thought = (self.prompt.format() != Format::Act).then_some(thought);
+        record.action = Some(written);
+        record.observation = Some(observation);
+        run.steps.push(record);
+        let repeated = matches!(self.repeats, Repeats::StopAfter(limit) if *identical >= limit);
+        if repeated {
+            run.stopped = Some(Stopped::RepeatedAction);
+        }
+        repeated
+    }
+
+    /// Asks the model for step `step` (and once more when it wrote no action): the thought, the
+    /// action as written into the scratchpad, and the parsed action.
+    async fn decide(
+        &self,
+        step: usize,
+        scratchpad: &mut Scratchpad,
+        run: &mut Run,
+        completions: &mut Vec<String>,
+    ) -> Result<(String, String, Result<Action, crate::agent::action::ActionError>), crate::llm::LlmError>
+    {
+        let acts_only = self.prompt.format() == Format::Act;
+        let stop = [format!("\nObservation {step}:")];
+        let request = LlmRequest {
+            // An Act step has no thought: the model continues after `Action {step}:`.
+            prompt: if acts_only {
+                scratchpad.act_prompt(step)
+            } else {
+                scratchpad.thought_prompt(step)
+            },
+            stop: &stop,
+            step,
+            purpose: CallPurpose::Step,
+        };
+        let completion = self.llm.complete(request).await?;
+        run.usage.count(&completion);
+        completions.push(completion.text);
+        let cut = self.grammar.cut_completion(&completions[0], step);
+        if acts_only {
+            // Its first line is the action. With no thought to continue from there is no
+            // fallback call: a line that is no action is an invalid action the model reads about.
+            let line = cut.trim_start().split('\n').next().unwrap_or("");
+            let action_text = self.grammar.fallback_action(line);
+            let parsed = self.grammar.parse(&action_text);
+            let written = self.grammar.display(&action_text, &parsed);
+            return Ok((String::new(), written, parsed));
+        }
+        let split = self.grammar.split_completion(cut, step);
+        let (thought, action_text) = match split.action {
+            Some(action_text) => (split.thought, action_text),
+            None => {
+                let thought = self.grammar.fallback_thought(cut);
+                let stop = ["\n".to_owned()];
+                let request = LlmRequest {
+                    prompt: scratchpad.action_prompt(step, &thought),
+                    stop: &stop,
+                    step,
+                    purpose: CallPurpose::Fallback,
+                };
+                let completion = self.llm.complete(request).await?;
+                run.usage.count(&completion);
+                run.usage.fallback_calls += 1;
+                // The stop sequence is `\n`: whatever follows the first newline was never asked for.
+                let line = completion.text.split('\n').next().unwrap_or("").to_owned();
+                completions.push(completion.text);
+                (thought, self.grammar.fallback_action(&line))
+            }
+        };
+        let parsed = self.grammar.parse(&action_text);
+        let written = self.grammar.display(&action_text, &parsed);
+        Ok((thought, written, parsed))
+    }
+}
+
+fn fail(run: &mut Run, error: &(dyn std::error::Error + 'static)) {
+    run.stopped = Some(Stopped::Error);
+    run.error = Some(error_chain(error));
+}
+
+/// An error and its causes on one line, `: `-separated (what `{:#}` prints for `anyhow`).
+pub(crate) fn error_chain(error: &(dyn std::error::Error + 'static)) -> String {
+    let mut message = error.to_string();
+    let mut source = error.source();
+    while let Some(cause) = source {
+        message.push_str(": ");
+        message.push_str(&cause.to_string());
+        source = cause.source();
+    }
+    message
+}

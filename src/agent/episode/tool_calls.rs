@@ -1,0 +1,274 @@
+//! The agent's loop with `--api tools`: the actions offered as functions, each call a step.
+//!
+//! The conversation: the system message (the task, the functions, the few-shot examples as
+//! tool-call transcripts), the question as the user message, then each reply echoed as the server
+//! sent it (its text, and its `tool_calls` under their unique ids: calls read from the text are
+//! echoed only as that text) and, for each of its calls, a `tool` message with the call's id and
+//! the observation. The reply's text is the thought
+//! of its first call's step; several calls in one reply run in order, each its own step. A reply
+//! that calls nothing gets one reminder (a user message; the second call counts as the text
+//! format's fallback call), and a second reply that calls nothing is an invalid action, answered
+//! by a user message. The step budget, the repeated-action stop and usage accounting are the
+//! text format's.
+
+use std::collections::{HashSet, VecDeque};
+
+use crate::agent::action::Action;
+use crate::agent::calls::{Call, CallError, FunctionSet};
+use crate::agent::environment::Environment;
+use crate::agent::scratchpad::Scratchpad;
+use crate::llm::{CallPurpose, ConverseRequest, FunctionSpec, LlmError, Message};
+use crate::record::run::{Run, RunStep, Stopped};
+
+use crate::agent::episode::{Agent, Episode, Observed, StepEvent, fail};
+
+/// The `default` profile's prompt offers the functions; the `paper` profile has none.
+#[derive(Debug, thiserror::Error)]
+#[error("the `paper` profile knows no tool calls: a `--api tools` run needs the `default` profile")]
+struct PaperHasNoTools;
+
+/// What one step asked of the model.
+struct Asked {
+    thought: String,
+    calls: Vec<Call>,
+    /// The reply text of a step that called nothing, even after the reminder.
+    no_call: Option<String>,
+}
+
+/// The conversation of one question.
+struct Conversation<'f> {
+    messages: Vec<Message>,
+    functions: &'f FunctionSet,
+    specs: Vec<FunctionSpec>,
+    used_ids: HashSet<String>,
+}
+
+impl Agent<'_> {
+    /// [`Agent::run`] with a model that calls functions.
+    pub(super) async fn converse(
+        &self,
+        question: &str,
+        environment: &mut dyn Environment,
+        on_event: &mut (dyn FnMut(StepEvent<'_>) + Send),
+    ) -> Episode {
+        let mut run = self.start_run(question);
+        let label = self.prompt.input_label();
+        let opening = format!("{label}: {question}");
+        let mut scratchpad = Scratchpad::new(format!("{opening}\n"));
+        let Some(tools) = self.prompt.tools() else {
+            fail(&mut run, &PaperHasNoTools);
+            return Episode {
+                run,
+                scratchpad,
+                prompt_len: 0,
+            };
+        };
+        // A replay's prompt has no toolbox: the recorded tool names still name their functions.
+        let functions = tools.functions.including(self.grammar.tool_names());
+        let mut conversation = Conversation {
+            messages: vec![Message::System(tools.system.clone()), Message::User(opening)],
+            specs: functions.specs(),
+            functions: &functions,
+            used_ids: HashSet::new(),
+        };
+        let mut pending: VecDeque<Call> = VecDeque::new();
+        let mut thought = String::new();
+        let mut identical_steps = 0;
+
+        for step in 1..=self.max_steps {
+            let mut record = RunStep {
+                n: step,
+                completions: Vec::new(),
+                replies: Vec::new(),
+                thought: None,
+                action: None,
+                observation: None,
+            };
+            if pending.is_empty() {
+                match self.ask(step, &mut conversation, &mut run, &mut record).await {
+                    Err(error) => {
+                        run.steps.push(record);
+                        fail(&mut run, &error);
+                        break;
+                    }
+                    Ok(Asked {
+                        thought: text,
+                        no_call: Some(written),
+                        ..
+                    }) => {
+                        // The text format's fallback that still wrote no action: an invalid one.
+                        run.usage.invalid_actions += 1;
+                        on_event(StepEvent::Decided {
+                            step,
+                            thought: &text,
+                            action: &written,
+                        });
+                        let observation = functions.invalid_call_observation(&CallError::NoCall);
+                        on_event(StepEvent::Observed {
+                            step,
+                            observation: &observation,
+                        });
+                        conversation.messages.push(Message::User(observation.clone()));
+                        let observed = Observed {
+                            thought: text,
+                            written,
+                            observation,
+                        };
+                        if self.record_observed(
+                            &mut run,
+                            &mut scratchpad,
+                            &mut identical_steps,
+                            record,
+                            observed,
+                        ) {
+                            break;
+                        }
+                        continue;
+                    }
+                    Ok(asked) => {
+                        thought = asked.thought;
+                        pending.extend(asked.calls);
+                    }
+                }
+            }
+            let Some(call) = pending.pop_front() else {
+                // invariant: `ask` returns at least one call unless it returned `no_call`
+                unreachable!("a reply with no call is an invalid step")
+            };
+            let step_thought = std::mem::take(&mut thought);
+            let written = call.written();
+            on_event(StepEvent::Decided {
+                step,
+                thought: &step_thought,
+                action: &written,
+            });
+            let observation = match &call.action {
+                Ok(Action::Finish(answer)) => {
+                    run.answer = crate::record::run::finish_answer(answer);
+                    run.stopped = Some(Stopped::Finish);
+                    scratchpad.push_last_step(step, &step_thought, &written);
+                    record.thought = Some(step_thought);
+                    record.action = Some(written);
+                    run.steps.push(record);
+                    break;
+                }
+                Ok(action) => {
+                    let parsed = Ok(action.clone());
+                    match environment.observe(step, &parsed, &written).await {
+                        Ok(observation) => observation,
+                        Err(error) => {
+                            record.thought = Some(step_thought);
+                            record.action = Some(written);
+                            run.steps.push(record);
+                            fail(&mut run, &error);
+                            break;
+                        }
+                    }
+                }
+                Err(error) => {
+                    run.usage.invalid_actions += 1;
+                    functions.invalid_call_observation(error)
+                }
+            };
+            on_event(StepEvent::Observed {
+                step,
+                observation: &observation,
+            });
+            conversation.messages.push(Message::Tool {
+                call_id: call.id.clone(),
+                content: observation.clone(),
+            });
+            let observed = Observed {
+                thought: step_thought,
+                written,
+                observation,
+            };
+            if self.record_observed(&mut run, &mut scratchpad, &mut identical_steps, record, observed) {
+                break;
+            }
+        }
+        self.end_run(&mut run);
+        Episode {
+            run,
+            scratchpad,
+            prompt_len: 0,
+        }
+    }
+
+    /// Asks for step `step`'s calls: once, and once more after a reminder when the reply called
+    /// nothing. The replies go into the conversation and the step's record.
+    async fn ask(
+        &self,
+        step: usize,
+        conversation: &mut Conversation<'_>,
+        run: &mut Run,
+        record: &mut RunStep,
+    ) -> Result<Asked, LlmError> {
+        let first = self
+            .reply(step, CallPurpose::Step, conversation, run, record)
+            .await?;
+        if !first.calls.is_empty() {
+            return Ok(Asked {
+                thought: first.thought,
+                calls: first.calls,
+                no_call: None,
+            });
+        }
+        let reminder = format!(
+            "Call one of the functions to go on: {}.",
+            conversation.functions.valid_calls()
+        );
+        conversation.messages.push(Message::User(reminder));
+        run.usage.fallback_calls += 1;
+        let second = self
+            .reply(step, CallPurpose::Reminder, conversation, run, record)
+            .await?;
+        let thought = [first.thought.as_str(), second.thought.as_str()]
+            .into_iter()
+            .filter(|text| !text.is_empty())
+            .collect::<Vec<_>>()
+            .join(" ");
+        if second.calls.is_empty() {
+            // As the text format's fallback keeps the first line of what it got.
+            let written = second.thought.lines().next().unwrap_or("").trim().to_owned();
+            return Ok(Asked {
+                thought: first.thought,
+                calls: Vec::new(),
+                no_call: Some(written),
+            });
+        }
+        Ok(Asked {
+            thought,
+            calls: second.calls,
+            no_call: None,
+        })
+    }
+
+    /// One call to the model: its reply recorded, counted, echoed into the conversation and read.
+    async fn reply(
+        &self,
+        step: usize,
+        purpose: CallPurpose,
+        conversation: &mut Conversation<'_>,
+        run: &mut Run,
+        record: &mut RunStep,
+    ) -> Result<crate::agent::calls::ReadReply, LlmError> {
+        let request = ConverseRequest {
+            messages: &conversation.messages,
+            functions: &conversation.specs,
+            step,
+            purpose,
+        };
+        let reply = self.llm.converse(request).await?;
+        run.usage.count_call(reply.usage);
+        let read = conversation
+            .functions
+            .read_reply(&reply.message, step, &mut conversation.used_ids);
+        conversation.messages.push(read.echo(&reply.message));
+        record
+            .completions
+            .push(reply.message.content.clone().unwrap_or_default());
+        record.replies.push(reply.message);
+        Ok(read)
+    }
+}

@@ -1,0 +1,279 @@
+//! `score`: the official HotpotQA answer metric of a predictions file (or of an evaluation's
+//! shards, read as one) against a gold question file, as `hotpot_evaluate_v1.py` computes it —
+//! every gold question counts, a missing prediction scores zero.
+
+use std::collections::HashMap;
+use std::io::{self, Write};
+use std::path::{Path, PathBuf};
+
+use serde::Serialize;
+use serde_json::Value;
+
+use crate::analysis::attempts::{AttemptScore, AttemptsSummary};
+use crate::analysis::summary::{Scores, mean_scores};
+use crate::json::type_name;
+use crate::metrics::AnswerScore;
+use crate::record::merge::{MergeError, read_evaluation};
+use crate::record::questions::{QuestionFile, QuestionFileError, Task};
+use crate::record::run::Attempt;
+
+/// The answer metric over a gold file (`--json`: `{"n", "em", "f1", "prec", "recall", "missing"}`,
+/// and `accuracy` for FEVER).
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct ScoreReport {
+    #[serde(skip)]
+    pub task: Task,
+    /// Means over every gold question.
+    #[serde(flatten)]
+    pub scores: Scores,
+    /// FEVER: label accuracy (the exact match of the normalized label), as `eval` reports it.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub accuracy: Option<f64>,
+    /// Gold questions without a prediction (scored zero).
+    pub missing: usize,
+    /// The first few of them.
+    #[serde(skip)]
+    pub missing_examples: Vec<String>,
+    /// Trials' rows, or epochs' reductions, when the results asked questions more than once.
+    #[serde(flatten)]
+    pub attempts: AttemptsSummary,
+    /// Sharded predictions: the shards no file holds (left out when none is missing).
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub missing_shards: Vec<u32>,
+    /// What the predictions lack or held twice, one sentence each (several files or shards).
+    #[serde(skip)]
+    pub gaps: Vec<String>,
+}
+
+#[derive(Debug, thiserror::Error)]
+pub enum ScoreError {
+    #[error("cannot read predictions file `{}`", path.display())]
+    Read {
+        path: PathBuf,
+        #[source]
+        source: io::Error,
+    },
+    #[error("predictions file `{}`: `answer.{id}` is {found}, expected a string", path.display())]
+    AnswerType {
+        path: PathBuf,
+        id: String,
+        found: &'static str,
+    },
+    #[error("predictions file `{}` is neither an official `{{\"answer\": {{id: text}}}}` object nor `eval` results", path.display())]
+    Format {
+        path: PathBuf,
+        #[source]
+        source: MergeError,
+    },
+    #[error(transparent)]
+    Merge(#[from] MergeError),
+    #[error(transparent)]
+    Gold(#[from] QuestionFileError),
+    #[error("gold file `{}`: question `{id}` has no answer to score against", path.display())]
+    NoGold { path: PathBuf, id: String },
+}
+
+/// One prediction: a question's answer in one attempt.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Prediction {
+    pub id: String,
+    pub attempt: Attempt,
+    pub answer: String,
+}
+
+/// Predictions (every attempt of a question one of its own), and what the evaluation they came
+/// from lacks.
+#[derive(Debug, Default)]
+pub struct Predictions {
+    pub predictions: Vec<Prediction>,
+    pub missing_shards: Vec<u32>,
+    pub gaps: Vec<String>,
+}
+
+/// Reads predictions: one official `{"answer": {id: text}, ...}` file, or `eval` results JSON
+/// Lines — one file, or several (and directories) read as one evaluation.
+pub fn read_predictions(paths: &[PathBuf]) -> Result<Predictions, ScoreError> {
+    let results = match paths {
+        [path] if !path.is_dir() => match read_official(path)? {
+            Some(answers) => {
+                return Ok(Predictions {
+                    predictions: answers
+                        .into_iter()
+                        .map(|(id, answer)| Prediction {
+                            id,
+                            attempt: Attempt::Only,
+                            answer,
+                        })
+                        .collect(),
+                    ..Predictions::default()
+                });
+            }
+            None => read_evaluation(paths).map_err(|source| ScoreError::Format {
+                path: path.clone(),
+                source,
+            })?,
+        },
+        _ => read_evaluation(paths)?,
+    };
+    Ok(Predictions {
+        gaps: results.gaps(),
+        missing_shards: results
+            .shards
+            .map(|coverage| coverage.missing_shards)
+            .unwrap_or_default(),
+        predictions: results
+            .runs
+            .into_iter()
+            .map(|evaluated| Prediction {
+                attempt: evaluated.run.attempt(),
+                id: evaluated.id,
+                answer: evaluated.run.answer.unwrap_or_default(),
+            })
+            .collect(),
+    })
+}
+
+/// The answers of an official predictions file; `None` when it is not one.
+fn read_official(path: &Path) -> Result<Option<HashMap<String, String>>, ScoreError> {
+    let text = std::fs::read_to_string(path).map_err(|source| ScoreError::Read {
+        path: path.to_owned(),
+        source,
+    })?;
+    if let Ok(Value::Object(mut object)) = serde_json::from_str::<Value>(&text)
+        && let Some(Value::Object(answers)) = object.remove("answer")
+    {
+        return answers
+            .into_iter()
+            .map(|(id, answer)| match answer {
+                Value::String(answer) => Ok((id, answer)),
+                other => Err(ScoreError::AnswerType {
+                    path: path.to_owned(),
+                    id,
+                    found: type_name(&other),
+                }),
+            })
+            .collect::<Result<_, _>>()
+            .map(Some);
+    }
+    Ok(None)
+}
+
+/// Scores `predictions` against every question of `gold`. A question asked more than once counts
+/// once in the headline: trials by their final state (right in any trial, else the last), epochs
+/// by the mean over epochs; the attempts' own figures come beside it.
+pub fn score(predictions: &Path, gold: &Path) -> Result<ScoreReport, ScoreError> {
+    score_evaluation(&[predictions.to_owned()], gold)
+}
+
+/// Scores predictions read from several files (an evaluation's shards, or directories of them)
+/// against every question of `gold`.
+pub fn score_evaluation(predictions: &[PathBuf], gold: &Path) -> Result<ScoreReport, ScoreError> {
+    let Predictions {
+        predictions,
+        missing_shards,
+        gaps,
+    } = read_predictions(predictions)?;
+    let gold_file = QuestionFile::read(gold)?;
+    let by_id =
+        crate::analysis::attempts::ByQuestion::of(&predictions, |prediction| prediction.id.as_str()).groups;
+    let zero = AnswerScore::WRONG;
+    let mut per_question: Vec<Vec<AnswerScore>> = Vec::with_capacity(gold_file.questions.len());
+    let mut attempt_scores = Vec::new();
+    let mut missing_examples = Vec::new();
+    let mut missing = 0;
+    for question in &gold_file.questions {
+        let Some(gold_answer) = question.gold() else {
+            return Err(ScoreError::NoGold {
+                path: gold.to_owned(),
+                id: question.id.clone(),
+            });
+        };
+        let Some(attempts) = by_id.get(question.id.as_str()) else {
+            missing += 1;
+            if missing_examples.len() < 5 {
+                missing_examples.push(question.id.clone());
+            }
+            per_question.push(vec![zero]);
+            continue;
+        };
+        let scored: Vec<(&Prediction, AnswerScore)> = attempts
+            .iter()
+            .map(|prediction| (*prediction, AnswerScore::new(&prediction.answer, gold_answer)))
+            .collect();
+        for (prediction, score) in &scored {
+            attempt_scores.push(AttemptScore {
+                id: prediction.id.clone(),
+                attempt: prediction.attempt,
+                em: score.em,
+                f1: score.f1,
+                answer: Some(prediction.answer.clone()),
+            });
+        }
+        per_question.push(headline_scores(&scored));
+    }
+    // Epochs: every question over as many attempts as the most any had, those not made wrong,
+    // as the attempts' own figures count them.
+    if attempt_scores
+        .iter()
+        .any(|score| matches!(score.attempt, Attempt::Epoch(_)))
+    {
+        let most = per_question.iter().map(Vec::len).max().unwrap_or(0);
+        for scores in &mut per_question {
+            scores.resize(most, zero);
+        }
+    }
+    let mean = mean_scores(&per_question);
+    let ids: Vec<&str> = gold_file
+        .questions
+        .iter()
+        .map(|question| question.id.as_str())
+        .collect();
+    Ok(ScoreReport {
+        task: gold_file.task,
+        scores: mean,
+        accuracy: (gold_file.task == Task::Fever).then_some(mean.em),
+        missing,
+        missing_examples,
+        attempts: AttemptsSummary::of(&attempt_scores, &ids),
+        missing_shards,
+        gaps,
+    })
+}
+
+/// What a question's attempts count for in the headline: every epoch (their mean); for trials
+/// the one right, else the last; for single runs the last line (a later line overrides).
+fn headline_scores(scored: &[(&Prediction, AnswerScore)]) -> Vec<AnswerScore> {
+    let attempt = |(prediction, _): &&(&Prediction, AnswerScore)| prediction.attempt;
+    if scored
+        .iter()
+        .any(|scored| matches!(attempt(&scored), Attempt::Epoch(_)))
+    {
+        return scored.iter().map(|(_, score)| *score).collect();
+    }
+    let right = scored
+        .iter()
+        .find(|scored| matches!(attempt(scored), Attempt::Trial(_)) && scored.1.em);
+    // The last of the greatest: a later line of a single run overrides an earlier one.
+    let last = scored.iter().max_by_key(attempt);
+    right.or(last).map(|(_, score)| *score).into_iter().collect()
+}
+
+impl ScoreReport {
+    pub fn write_text(&self, out: &mut dyn Write) -> io::Result<()> {
+        self.scores.write_headline(self.task, out)?;
+        if self.missing > 0 {
+            let examples = self
+                .missing_examples
+                .iter()
+                .map(|id| format!("`{id}`"))
+                .collect::<Vec<_>>()
+                .join(", ");
+            writeln!(
+                out,
+                "missing        {} predictions, scored zero (e.g. {examples})",
+                self.missing
+            )?;
+        }
+        self.attempts.write_text(out)
+    }
+}

@@ -1,0 +1,393 @@
+//! `Summary`: what an evaluation adds up to — official EM/F1/precision/recall overall, by question
+//! type and by how runs stopped; the mean cost of a question; wall time and throughput.
+
+use std::collections::BTreeMap;
+use std::io::{self, Write};
+use std::path::PathBuf;
+use std::time::Duration;
+
+use serde::Serialize;
+
+use crate::method::Method;
+use crate::metrics::AnswerScore;
+use crate::record::questions::{Question, Task};
+use crate::record::run::{BackoffReason, Run, Stopped, Usage};
+
+/// What the summary keeps of one finished run: enough to score it, not its trajectory.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Outcome {
+    pub kind: Option<String>,
+    pub stopped: Stopped,
+    /// `None` when the question has no gold answer.
+    pub score: Option<AnswerScore>,
+    pub n_steps: usize,
+    pub usage: Usage,
+    pub method: Method,
+    /// CoT-SC's winning answer's share of the samples, when the run voted.
+    pub vote_share: Option<f64>,
+    /// Why a backoff method's run left its first phase, when it did.
+    pub backoff: Option<BackoffReason>,
+}
+
+impl Outcome {
+    /// Scores `run` against `question`'s gold answer; a run without an answer scores zero.
+    pub fn new(run: &Run, question: &Question) -> Outcome {
+        let score = question
+            .gold()
+            .map(|gold| AnswerScore::new(run.answer.as_deref().unwrap_or(""), gold));
+        Outcome::scored(run, question.kind.clone(), score)
+    }
+
+    /// What the summary keeps of `run`, of question type `kind`, scored `score`.
+    pub fn scored(run: &Run, kind: Option<String>, score: Option<AnswerScore>) -> Outcome {
+        Outcome {
+            kind,
+            stopped: run.stopped.unwrap_or(Stopped::Error),
+            score,
+            n_steps: run.steps.len(),
+            usage: run.usage,
+            method: run.method(),
+            vote_share: run.vote.as_ref().map(crate::record::run::Vote::share),
+            backoff: run.backoff.map(|backoff| backoff.reason),
+        }
+    }
+}
+
+/// What the runs of a method that votes or backs off add up to.
+#[derive(Debug, Clone, PartialEq, Default, Serialize)]
+pub struct MethodSummary {
+    /// CoT-SC: the mean share of the samples the winning answer held, over the runs that voted.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub vote_share: Option<f64>,
+    /// A backoff method: the share of the finished questions that backed off.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub backoff_rate: Option<f64>,
+    /// A backoff method: the questions that backed off, by reason.
+    #[serde(skip_serializing_if = "BTreeMap::is_empty")]
+    pub backoffs: BTreeMap<String, usize>,
+}
+
+impl MethodSummary {
+    fn of(outcomes: &[Outcome], method: Option<Method>) -> MethodSummary {
+        let shares: Vec<f64> = outcomes.iter().filter_map(|outcome| outcome.vote_share).collect();
+        let mut backoffs = BTreeMap::new();
+        for reason in outcomes.iter().filter_map(|outcome| outcome.backoff) {
+            *backoffs.entry(reason.as_str().to_owned()).or_insert(0) += 1;
+        }
+        let backs_off = method.is_some_and(Method::backs_off);
+        MethodSummary {
+            vote_share: (!shares.is_empty()).then(|| shares.iter().sum::<f64>() / shares.len() as f64),
+            backoff_rate: (backs_off && !outcomes.is_empty())
+                .then(|| backoffs.values().sum::<usize>() as f64 / outcomes.len() as f64),
+            backoffs,
+        }
+    }
+}
+
+/// Mean scores of a group of questions.
+#[derive(Debug, Clone, Copy, PartialEq, Default, Serialize)]
+pub struct Scores {
+    pub n: usize,
+    pub em: f64,
+    pub f1: f64,
+    pub prec: f64,
+    pub recall: f64,
+}
+
+impl Scores {
+    pub(crate) fn of<'a>(scores: impl Iterator<Item = &'a AnswerScore>) -> Scores {
+        Scores::mean(scores.map(|score| Scores {
+            n: 1,
+            em: f64::from(u8::from(score.em)),
+            f1: score.f1,
+            prec: score.precision,
+            recall: score.recall,
+        }))
+    }
+
+    /// The mean of `groups`, each counted once (`n` is how many there were).
+    fn mean(groups: impl Iterator<Item = Scores>) -> Scores {
+        let mut sums = Scores::default();
+        for group in groups {
+            sums.n += 1;
+            sums.em += group.em;
+            sums.f1 += group.f1;
+            sums.prec += group.prec;
+            sums.recall += group.recall;
+        }
+        if sums.n > 0 {
+            let n = sums.n as f64;
+            sums.em /= n;
+            sums.f1 /= n;
+            sums.prec /= n;
+            sums.recall /= n;
+        }
+        sums
+    }
+
+    /// The overall line: label accuracy for FEVER, the answer metric for HotpotQA.
+    pub(crate) fn write_headline(&self, task: Task, out: &mut dyn Write) -> io::Result<()> {
+        match task {
+            Task::Fever => writeln!(out, "accuracy       {:.4} (n = {})", self.em, self.n),
+            Task::HotpotQa => writeln!(
+                out,
+                "EM {:.4}  F1 {:.4}  precision {:.4}  recall {:.4}  (n = {})",
+                self.em, self.f1, self.prec, self.recall, self.n
+            ),
+        }
+    }
+}
+
+/// Each question's mean scores over its attempts, then the mean over questions (`n` questions).
+pub fn mean_scores(per_question: &[Vec<AnswerScore>]) -> Scores {
+    Scores::mean(
+        per_question
+            .iter()
+            .filter(|attempts| !attempts.is_empty())
+            .map(|attempts| Scores::of(attempts.iter())),
+    )
+}
+
+/// The mean cost of one finished question.
+#[derive(Debug, Clone, Copy, PartialEq, Default, Serialize)]
+pub struct PerQuestion {
+    pub steps: f64,
+    pub llm_calls: f64,
+    pub fallback_calls: f64,
+    pub invalid_actions: f64,
+    pub prompt_tokens: f64,
+    pub completion_tokens: f64,
+}
+
+/// The evaluation's result, printed on stdout (`--json`: this object).
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct Summary {
+    pub task: Task,
+    /// The method every run used (`None` when the runs mix methods). Left out for `react`, as
+    /// its summaries always were.
+    #[serde(skip_serializing_if = "is_react_or_mixed")]
+    pub method: Option<Method>,
+    /// CoT-SC's vote share and the backoff rate, where the method has them.
+    #[serde(flatten)]
+    pub method_summary: MethodSummary,
+    /// Means over the finished questions with a gold answer (`n` of them). Errors score zero.
+    #[serde(flatten)]
+    pub scores: Scores,
+    /// FEVER: label accuracy (the exact match of the normalized label).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub accuracy: Option<f64>,
+    /// By HotpotQA `type` (bridge, comparison).
+    pub by_type: BTreeMap<String, Scores>,
+    /// By how runs stopped: finish, max_steps, repeated_action, error.
+    pub by_stopped: BTreeMap<String, Scores>,
+    pub per_question: PerQuestion,
+    /// Questions the selection names.
+    pub selected: usize,
+    /// Selected questions with a run in the results file.
+    pub done: usize,
+    /// Of those, found there when this evaluation started.
+    pub resumed: usize,
+    pub errors: usize,
+    /// Ctrl-C stopped the evaluation before every selected question was done.
+    pub interrupted: bool,
+    pub wall_seconds: f64,
+    /// Questions run by this invocation per minute of wall time.
+    pub questions_per_minute: f64,
+    pub results: PathBuf,
+    /// Trials' rows, or epochs' reductions, when questions were asked more than once.
+    #[serde(flatten)]
+    pub attempts: crate::analysis::attempts::AttemptsSummary,
+}
+
+fn is_react_or_mixed(method: &Option<Method>) -> bool {
+    method.is_none_or(|method| method == Method::React)
+}
+
+/// What the summary needs besides the outcomes.
+#[derive(Debug, Clone)]
+pub struct SummaryContext {
+    pub task: Task,
+    pub selected: usize,
+    pub resumed: usize,
+    pub interrupted: bool,
+    pub wall_time: Duration,
+    pub results: PathBuf,
+}
+
+impl Summary {
+    /// Questions whose model wrote `Finish[...]` (this run or a resumed one).
+    pub fn n_finished(&self) -> usize {
+        self.by_stopped
+            .get(crate::record::run::Stopped::Finish.as_str())
+            .map_or(0, |scores| scores.n)
+    }
+
+    /// The exit code DESIGN.md fixes: 2 when interrupted or when every question failed (the model
+    /// or the docstore is down), 1 when questions ran but none was answered, else 0.
+    pub fn exit_code(&self) -> u8 {
+        if self.interrupted || (self.done > 0 && self.errors == self.done) {
+            2
+        } else if self.n_finished() == 0 {
+            1
+        } else {
+            0
+        }
+    }
+
+    pub fn new(outcomes: &[Outcome], context: SummaryContext) -> Summary {
+        let overall = Scores::of(outcomes.iter().filter_map(|outcome| outcome.score.as_ref()));
+        let mut by_type: BTreeMap<String, Vec<&AnswerScore>> = BTreeMap::new();
+        let mut by_stopped: BTreeMap<String, Vec<&AnswerScore>> = BTreeMap::new();
+        for outcome in outcomes {
+            let Some(score) = &outcome.score else { continue };
+            if let Some(kind) = &outcome.kind {
+                by_type.entry(kind.clone()).or_default().push(score);
+            }
+            by_stopped
+                .entry(outcome.stopped.as_str().to_owned())
+                .or_default()
+                .push(score);
+        }
+        let group = |groups: BTreeMap<String, Vec<&AnswerScore>>| {
+            groups
+                .into_iter()
+                .map(|(name, scores)| (name, Scores::of(scores.into_iter())))
+                .collect()
+        };
+        let mut total = Usage::default();
+        let mut n_steps = 0;
+        for outcome in outcomes {
+            total.add(&outcome.usage);
+            n_steps += outcome.n_steps;
+        }
+        let mean = |sum: u64| {
+            if outcomes.is_empty() {
+                0.0
+            } else {
+                sum as f64 / outcomes.len() as f64
+            }
+        };
+        let wall_seconds = context.wall_time.as_secs_f64();
+        let n_run_now = outcomes.len() - context.resumed;
+        let method = match outcomes.first() {
+            Some(first) if outcomes.iter().all(|outcome| outcome.method == first.method) => {
+                Some(first.method)
+            }
+            Some(_) => None,
+            None => Some(Method::React),
+        };
+        Summary {
+            task: context.task,
+            method,
+            method_summary: MethodSummary::of(outcomes, method),
+            scores: overall,
+            accuracy: (context.task == Task::Fever).then_some(overall.em),
+            by_type: group(by_type),
+            by_stopped: group(by_stopped),
+            per_question: PerQuestion {
+                steps: mean(n_steps as u64),
+                llm_calls: mean(total.llm_calls),
+                fallback_calls: mean(total.fallback_calls),
+                invalid_actions: mean(total.invalid_actions),
+                prompt_tokens: mean(total.prompt_tokens),
+                completion_tokens: mean(total.completion_tokens),
+            },
+            selected: context.selected,
+            done: outcomes.len(),
+            resumed: context.resumed,
+            errors: outcomes
+                .iter()
+                .filter(|outcome| outcome.stopped == Stopped::Error)
+                .count(),
+            interrupted: context.interrupted,
+            wall_seconds,
+            questions_per_minute: if wall_seconds > 0.0 {
+                n_run_now as f64 * 60.0 / wall_seconds
+            } else {
+                0.0
+            },
+            results: context.results,
+            attempts: crate::analysis::attempts::AttemptsSummary::default(),
+        }
+    }
+
+    /// The human-readable summary.
+    pub fn write_text(&self, out: &mut dyn Write) -> io::Result<()> {
+        let status = if self.interrupted { ", interrupted" } else { "" };
+        let errors = match self.errors {
+            1 => "1 error".to_owned(),
+            n => format!("{n} errors"),
+        };
+        writeln!(
+            out,
+            "questions      {} selected, {} done ({} resumed, {errors}){status}",
+            self.selected, self.done, self.resumed
+        )?;
+        if let Some(method) = self.method.filter(|method| *method != Method::React) {
+            writeln!(out, "method         {method}")?;
+        }
+        self.scores.write_headline(self.task, out)?;
+        self.attempts.write_text(out)?;
+        if let Some(share) = self.method_summary.vote_share {
+            writeln!(
+                out,
+                "vote share     {share:.4} (mean share of the samples the winning answer held)"
+            )?;
+        }
+        if let Some(rate) = self.method_summary.backoff_rate {
+            let reasons: Vec<String> = self
+                .method_summary
+                .backoffs
+                .iter()
+                .map(|(reason, n)| format!("{reason} {n}"))
+                .collect();
+            let reasons = if reasons.is_empty() {
+                String::new()
+            } else {
+                format!(": {}", reasons.join(", "))
+            };
+            writeln!(out, "backoff rate   {rate:.4} of the questions{reasons}")?;
+        }
+        for (title, groups) in [("by type", &self.by_type), ("by stop", &self.by_stopped)] {
+            if groups.is_empty() {
+                continue;
+            }
+            // FEVER is scored by label accuracy (the EM of the label): F1 means nothing there.
+            match self.task {
+                Task::Fever => writeln!(out, "{title:<18}{:>5}{:>10}", "n", "accuracy")?,
+                Task::HotpotQa => writeln!(
+                    out,
+                    "{title:<18}{:>5}{:>8}{:>8}{:>8}{:>8}",
+                    "n", "EM", "F1", "prec", "recall"
+                )?,
+            }
+            for (name, scores) in groups {
+                match self.task {
+                    Task::Fever => writeln!(out, "  {name:<16}{:>5}{:>10.4}", scores.n, scores.em)?,
+                    Task::HotpotQa => writeln!(
+                        out,
+                        "  {name:<16}{:>5}{:>8.4}{:>8.4}{:>8.4}{:>8.4}",
+                        scores.n, scores.em, scores.f1, scores.prec, scores.recall
+                    )?,
+                }
+            }
+        }
+        let per = &self.per_question;
+        writeln!(
+            out,
+            "per question   {:.2} steps, {:.2} LLM calls, {:.2} fallback calls, {:.2} invalid actions, {:.0} prompt tokens, {:.0} completion tokens",
+            per.steps,
+            per.llm_calls,
+            per.fallback_calls,
+            per.invalid_actions,
+            per.prompt_tokens,
+            per.completion_tokens
+        )?;
+        writeln!(
+            out,
+            "wall time      {:.1} s, {:.1} questions/minute",
+            self.wall_seconds, self.questions_per_minute
+        )?;
+        writeln!(out, "results        {}", self.results.display())
+    }
+}

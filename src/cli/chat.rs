@@ -1,0 +1,53 @@
+//! `chat`: a conversation whose follow-ups are rewritten into standalone questions, then answered.
+
+use std::process::ExitCode;
+
+use react_docstore::agent::prompt::PromptOptions;
+use react_docstore::agent::trace::TracePrinter;
+use react_docstore::chat::{self, ChatConfig, ChatOutput};
+use react_docstore::output;
+
+use super::options::{AgentRunArgs, stdin_interaction};
+
+#[derive(clap::Args)]
+pub struct ChatArgs {
+    /// The date the prompt states (`Today is {date}.`, YYYY-MM-DD); default: today (UTC).
+    #[arg(long, value_name = "DATE", value_parser = chat::check_date, help_heading = "Agent")]
+    today: Option<String>,
+    /// Print each question's run as one JSON line instead of its answer.
+    #[arg(long, help_heading = "Output")]
+    json: bool,
+    #[command(flatten)]
+    run: AgentRunArgs,
+}
+
+pub async fn run(args: ChatArgs) -> anyhow::Result<ExitCode> {
+    args.run.check_interactive("chat")?;
+    let llm = args.run.model.open()?;
+    let docstore = args.run.docstore.open(args.run.agent.profile)?;
+    let toolbox = args.run.tools.open(&args.run.docstore)?;
+    let today = args.today.unwrap_or_else(chat::today_utc);
+    let config = ChatConfig {
+        agent: args.run.agent.config(PromptOptions { today: Some(today) })?,
+        interaction: stdin_interaction(),
+        output: if args.json {
+            ChatOutput::Run
+        } else {
+            ChatOutput::Answer
+        },
+    };
+    let mut stdin = std::io::stdin().lock();
+    let mut stdout = output::stdout();
+    let mut trace = TracePrinter::stderr();
+    let summary = chat::chat(
+        &config,
+        &llm,
+        docstore.as_ref(),
+        &toolbox,
+        &mut stdin,
+        &mut stdout,
+        &mut trace,
+    )
+    .await?;
+    Ok(ExitCode::from(summary.exit_code()))
+}

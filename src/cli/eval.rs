@@ -1,0 +1,195 @@
+//! `eval`: a question file run concurrently, resumable from its results file; the summary on stdout.
+
+use std::io::Write;
+use std::path::{Path, PathBuf};
+use std::process::ExitCode;
+
+use react_docstore::agent::trace::LogOutput;
+use react_docstore::analysis::attempts::Attempts;
+use react_docstore::analysis::report;
+use react_docstore::docstore::DocstoreKind;
+use react_docstore::eval::{self, EvalConfig, EvalServices, Progress, Resume};
+use react_docstore::method::Reflect;
+use react_docstore::output;
+use react_docstore::record::questions::{Contexts, QuestionFile};
+use react_docstore::record::selection::{Selection, Subset};
+use react_docstore::record::shard::{Shard, ShardArg};
+
+use super::options::{AgentRunArgs, FewshotFromArgs};
+use super::signals::stop_signals;
+
+#[derive(clap::Args)]
+pub struct EvalArgs {
+    /// A HotpotQA (official, Hugging Face or ReAct-simplified JSON, or JSON Lines) or FEVER file.
+    questions: PathBuf,
+    #[command(flatten)]
+    run: AgentRunArgs,
+    #[command(flatten)]
+    fewshot_from: FewshotFromArgs,
+    #[command(flatten)]
+    selection: SelectionArgs,
+    #[command(flatten)]
+    attempts: AttemptArgs,
+    /// Questions in flight at once.
+    #[arg(
+        long,
+        default_value_t = 1,
+        value_name = "N",
+        value_parser = clap::value_parser!(u16).range(1..),
+        help_heading = "Output"
+    )]
+    concurrency: u16,
+    /// Every finished run is appended here; running the same command again resumes from it.
+    /// Default: `<questions file stem>.results.jsonl` in the current directory
+    /// (`<stem>.shard-I-of-N.results.jsonl` with `--shard`).
+    #[arg(long, value_name = "FILE", help_heading = "Output")]
+    out: Option<PathBuf>,
+    /// Run again the questions whose run ended in an error (the results file drops them first).
+    #[arg(long, help_heading = "Output")]
+    retry_errors: bool,
+    /// Print the summary as one JSON object.
+    #[arg(long, help_heading = "Output")]
+    json: bool,
+}
+
+/// Which questions of the file to run: subset, then ids, then limit, then the shard.
+#[derive(clap::Args, Clone)]
+#[command(next_help_heading = "Selection")]
+struct SelectionArgs {
+    /// `paper500`: the 500 dev questions the ReAct paper scores, in its order; `reflexion100`: the 100
+    /// of Reflexion's HotpotQA runs (each needs the full dev file).
+    #[arg(long, value_name = "SUBSET")]
+    subset: Option<Subset>,
+    /// Only the questions whose ids this file lists, one a line.
+    #[arg(long, value_name = "FILE")]
+    ids: Option<PathBuf>,
+    /// At most this many questions.
+    #[arg(long, value_name = "N")]
+    limit: Option<usize>,
+    /// `I/N`: only shard I of N (0 ≤ I < N) of the selected questions, the same on every machine;
+    /// `auto`: from a Slurm job array (`SLURM_ARRAY_TASK_ID`, `SLURM_ARRAY_TASK_COUNT`), or
+    /// `auto/N` in a Kubernetes Indexed Job (`JOB_COMPLETION_INDEX`; N = its completions).
+    #[arg(long, value_name = "SHARD")]
+    shard: Option<ShardArg>,
+}
+
+/// How many times each question is asked: Reflexion's trials or independent epochs.
+#[derive(clap::Args, Clone)]
+#[command(next_help_heading = "Attempts")]
+struct AttemptArgs {
+    /// Reflexion's protocol: up to K trials; each trial after the first asks only the questions
+    /// no trial has answered right yet (the gold decides: see docs/trials.md).
+    #[arg(long, value_name = "K", value_parser = clap::value_parser!(u32).range(1..), conflicts_with = "epochs")]
+    trials: Option<u32>,
+    /// What a failed trial leaves for the next: `none`, `last-trial`, `reflexion` or
+    /// `last-trial-and-reflexion` (Reflexion's four strategies) [default: none].
+    #[arg(long, value_name = "STRATEGY", requires = "trials")]
+    reflect: Option<Reflect>,
+    /// Ask every question K times, independently; the summary gives mean EM/F1 with their
+    /// standard errors, the majority EM and pass@k.
+    #[arg(long, value_name = "K", value_parser = clap::value_parser!(u32).range(1..))]
+    epochs: Option<u32>,
+}
+
+impl AttemptArgs {
+    fn attempts(&self) -> Attempts {
+        match (self.trials, self.epochs) {
+            (Some(trials), _) => Attempts::Trials {
+                trials,
+                reflect: self.reflect.unwrap_or_default(),
+            },
+            (None, Some(epochs)) => Attempts::Epochs(epochs),
+            (None, None) => Attempts::Once,
+        }
+    }
+}
+
+pub async fn run(args: EvalArgs, log: LogOutput) -> anyhow::Result<ExitCode> {
+    args.run.check_profile()?;
+    if let Some(strategy) = args
+        .attempts
+        .reflect
+        .filter(|strategy| *strategy != Reflect::None)
+        && args.run.tools.any()
+    {
+        anyhow::bail!(
+            "`--reflect {strategy}` shows Reflexion's prompt, which offers Search, Lookup and Finish only: drop `--tools`/`--tool`, or use `--reflect none`"
+        );
+    }
+    // Registered first: a job scheduler's SIGTERM during start-up is an interrupt too.
+    let interrupt = stop_signals()?;
+    let shard = args
+        .selection
+        .shard
+        .map(|shard| shard.resolve(|name| std::env::var(name).ok()))
+        .transpose()?;
+    let results = args
+        .out
+        .clone()
+        .unwrap_or_else(|| default_results_path(&args.questions, shard));
+    let config = EvalConfig {
+        questions: args.questions,
+        selection: Selection {
+            subset: args.selection.subset,
+            ids: args.selection.ids,
+            limit: args.selection.limit,
+            shard,
+        },
+        contexts: if args.run.docstore.docstore == DocstoreKind::Distractor {
+            Contexts::Required
+        } else {
+            Contexts::Unused
+        },
+        profile: args.run.agent.profile,
+        method: args.run.agent.method_config(),
+        max_steps: args.run.agent.max_steps,
+        fewshot: args.run.agent.fewshot,
+        attempts: args.attempts.attempts(),
+        fewshot_from: args.fewshot_from.open()?,
+        concurrency: usize::from(args.concurrency),
+        results,
+        resume: if args.retry_errors {
+            Resume::RetryErrors
+        } else {
+            Resume::SkipDone
+        },
+        progress: Progress::for_stderr(),
+        log,
+    };
+    // The inputs before the model: a missing or mistyped question file is named first.
+    QuestionFile::check_readable(&config.questions)?;
+    let services = EvalServices {
+        llm: args.run.model.open_shared()?,
+        docstore: args.run.docstore.open(args.run.agent.profile)?,
+        toolbox: args.run.tools.open(&args.run.docstore)?,
+    };
+    let summary = eval::evaluate(&config, &services, interrupt).await?;
+    let mut stdout = output::stdout();
+    if args.json {
+        writeln!(stdout, "{}", serde_json::to_string(&summary)?)?;
+    } else {
+        summary.write_text(&mut stdout)?;
+        writeln!(
+            stdout,
+            "report         {}",
+            report::report_command(&summary.results)
+        )?;
+    }
+    Ok(ExitCode::from(summary.exit_code()))
+}
+
+/// `dev.json` → `dev.results.jsonl` in the current directory (shard 3 of 8:
+/// `dev.shard-3-of-8.results.jsonl`).
+fn default_results_path(questions: &Path, shard: Option<Shard>) -> PathBuf {
+    let stem = questions
+        .file_stem()
+        .map(|stem| stem.to_string_lossy().into_owned())
+        .unwrap_or_else(|| "questions".to_owned());
+    match shard {
+        Some(shard) => PathBuf::from(format!(
+            "{stem}.shard-{}-of-{}.results.jsonl",
+            shard.index, shard.count
+        )),
+        None => PathBuf::from(format!("{stem}.results.jsonl")),
+    }
+}

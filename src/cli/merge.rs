@@ -1,0 +1,48 @@
+//! `merge`: several results files (an evaluation's shards, or directories of them) written as one.
+
+use std::io::Write;
+use std::path::PathBuf;
+use std::process::ExitCode;
+
+use react_docstore::output;
+use react_docstore::record::merge;
+
+#[derive(clap::Args)]
+pub struct MergeArgs {
+    /// Results files of `eval` (the shards of one evaluation), or directories of them (`*.jsonl`).
+    #[arg(required = true, value_name = "RESULTS")]
+    results: Vec<PathBuf>,
+    /// Where to write the merged results file (JSON Lines, in the selection's order).
+    #[arg(long, value_name = "FILE")]
+    out: PathBuf,
+}
+
+pub fn run(args: MergeArgs) -> anyhow::Result<ExitCode> {
+    let evaluation = merge::read_evaluation(&args.results)?;
+    merge::write_results(&evaluation, &args.out)?;
+    let runs = match evaluation.runs.len() {
+        1 => "1 run".to_owned(),
+        n => format!("{n} runs"),
+    };
+    let files = match evaluation.files.len() {
+        1 => "1 file".to_owned(),
+        n => format!("{n} files"),
+    };
+    writeln!(
+        output::stdout(),
+        "merged         {runs} of {files} into {}",
+        args.out.display()
+    )?;
+    warn_gaps(&evaluation.gaps())?;
+    Ok(ExitCode::SUCCESS)
+}
+
+/// What an evaluation read from several files lacks (missing shards, questions not run) or held
+/// twice, one `note:` line each on stderr.
+pub fn warn_gaps(gaps: &[String]) -> std::io::Result<()> {
+    let mut stderr = output::stderr();
+    for gap in gaps {
+        writeln!(stderr, "note: {gap}")?;
+    }
+    Ok(())
+}

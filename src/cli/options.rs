@@ -1,0 +1,465 @@
+//! The option groups several commands share (agent, model, docstore, tools) and what they open.
+
+use std::io::{IsTerminal, Write};
+use std::path::PathBuf;
+use std::sync::Arc;
+use std::time::Duration;
+
+use clap::Args;
+
+use react_docstore::agent::fewshot::Fewshot;
+use react_docstore::agent::prompt::PromptOptions;
+use react_docstore::agent::tool::Toolbox;
+use react_docstore::agent::tools::{
+    self, BuiltinTool, CommandToolConfig, Network, ToolsConfig, WebSearchConfig,
+};
+use react_docstore::ask::AgentConfig;
+use react_docstore::docstore::wikipedia::DEFAULT_WIKI_URL;
+use react_docstore::docstore::{
+    DEFAULT_USER_AGENT, DocstoreConfig, DocstoreKind, DocstoreSource, default_cache_dir,
+};
+use react_docstore::input::Interaction;
+use react_docstore::llm::{Api, ApiKey, Llm, ModelSettings, OpenAiClient};
+use react_docstore::output;
+use react_docstore::replay::{read_runs, run_files};
+use react_docstore::solver::{DEFAULT_SAMPLE_TEMPERATURE, DEFAULT_SAMPLES, Examples, MethodConfig};
+use react_docstore::task::Task;
+use react_docstore::trajectories::export::SourcedRun;
+use react_docstore::trajectories::fewshot_from::FewshotFrom;
+use react_docstore::{Method, Profile};
+
+/// The profile alone, for the commands that run no agent (`explore`, `serve`, `mcp`).
+#[derive(Args, Clone, Copy)]
+pub struct ProfileArg {
+    /// `paper` reads pages and words observations as the ReAct repository; `default` fixes its defects.
+    #[arg(
+        long,
+        env = "REACT_PROFILE",
+        default_value = "default",
+        value_name = "PROFILE"
+    )]
+    pub profile: Profile,
+}
+
+/// How the agent runs. In `--help`, under "Agent" (the profile and step budget) and "Method".
+#[derive(Args, Clone)]
+#[command(next_help_heading = "Agent")]
+pub struct AgentArgs {
+    /// `paper` reproduces the ReAct repository byte for byte; `default` fixes its defects.
+    #[arg(
+        long,
+        env = "REACT_PROFILE",
+        default_value = "default",
+        value_name = "PROFILE"
+    )]
+    pub profile: Profile,
+    /// How to answer: `react`, `act`, `cot`, `standard`, `cot-sc`, `react-then-cot-sc` or
+    /// `cot-sc-then-react` (the rows of the ReAct paper's Table 1).
+    #[arg(
+        long,
+        env = "REACT_METHOD",
+        default_value = "react",
+        value_name = "METHOD",
+        help_heading = "Method"
+    )]
+    pub method: Method,
+    /// The step budget of a question (at least 1) [default: 7; 5 for FEVER with a backoff method].
+    #[arg(long, value_name = "N", value_parser = parse_step_budget)]
+    pub max_steps: Option<usize>,
+    /// Few-shot examples in the method's format, instead of the bundled ones; a backoff method
+    /// takes two files (ReAct and CoT).
+    #[arg(long, value_name = "FILE", help_heading = "Method")]
+    pub fewshot: Vec<PathBuf>,
+    /// CoT-SC's samples per question (at least 1) [default: 21].
+    #[arg(long, value_name = "N", help_heading = "Method")]
+    pub samples: Option<usize>,
+    /// CoT-SC's sampling temperature [default: 0.7].
+    #[arg(long, value_name = "T", help_heading = "Method")]
+    pub sample_temperature: Option<f64>,
+}
+
+impl AgentArgs {
+    /// The library's agent configuration, with these prompt options.
+    pub fn config(&self, prompt_options: PromptOptions) -> anyhow::Result<AgentConfig> {
+        self.check_method()?;
+        let examples = if self.fewshot.is_empty() {
+            Examples::Bundled(Task::HotpotQa)
+        } else {
+            let files = self
+                .fewshot
+                .iter()
+                .map(|path| Fewshot::from_file(path))
+                .collect::<Result<Vec<_>, _>>()?;
+            Examples::Files(files)
+        };
+        Ok(AgentConfig {
+            profile: self.profile,
+            method: self.method_config(),
+            max_steps: self.max_steps,
+            examples,
+            prompt_options,
+        })
+    }
+
+    /// The method and its sampling.
+    pub fn method_config(&self) -> MethodConfig {
+        MethodConfig {
+            method: self.method,
+            samples: self.samples.unwrap_or(DEFAULT_SAMPLES),
+            sample_temperature: self.sample_temperature.unwrap_or(DEFAULT_SAMPLE_TEMPERATURE),
+        }
+    }
+
+    /// Options that mean nothing for the method are refused rather than ignored.
+    pub fn check_method(&self) -> anyhow::Result<()> {
+        let method = self.method;
+        if !method.samples() && (self.samples.is_some() || self.sample_temperature.is_some()) {
+            anyhow::bail!(
+                "`--samples` and `--sample-temperature` set CoT-SC's sampling: `--method {method}` samples nothing (use `cot-sc`, `react-then-cot-sc` or `cot-sc-then-react`)"
+            );
+        }
+        if self.samples == Some(0) {
+            anyhow::bail!("`--samples` must be at least 1");
+        }
+        if let Some(temperature) = self.sample_temperature
+            && !(temperature.is_finite() && temperature >= 0.0)
+        {
+            anyhow::bail!("`--sample-temperature` must be a number of at least 0, not `{temperature}`");
+        }
+        if !method.acts() && self.max_steps.is_some() {
+            anyhow::bail!(
+                "`--max-steps` is the step budget of ReAct and Act: `--method {method}` takes no steps"
+            );
+        }
+        Ok(())
+    }
+}
+
+/// `--docstore`'s help for the servers (`serve`, `mcp`), which refuse `distractor`.
+pub const SERVED_DOCSTORES: &str = "`wikipedia`, `corpus:FILE` or `index:DIR` (built by `index build`)";
+/// `--offline`'s help for the servers, which call no model.
+pub const SERVED_OFFLINE: &str = "Serve Wikipedia pages from the cache only; a miss is an error";
+/// `--docstore`'s help for `explore`, which refuses `distractor` (each question's paragraphs).
+pub const EXPLORED_DOCSTORES: &str = "`wikipedia`, `corpus:FILE` (JSON Lines pages, or a HotpotQA file's paragraphs) or `index:DIR` (built by `index build`)";
+/// `--offline`'s help for `explore`, which calls no model.
+pub const EXPLORED_OFFLINE: &str =
+    "Serve Wikipedia pages and web searches from the cache only; a miss is an error (no model is called)";
+
+/// Which model answers, and how to reach it.
+#[derive(Args, Clone)]
+#[command(next_help_heading = "Model")]
+pub struct ModelArgs {
+    /// The model name the server knows.
+    #[arg(long, env = "REACT_MODEL", value_name = "MODEL")]
+    pub model: Option<String>,
+    /// An OpenAI-compatible server (OpenAI, vLLM, llama.cpp, Ollama, LM Studio).
+    #[arg(long, env = "OPENAI_BASE_URL", value_name = "URL")]
+    pub base_url: Option<String>,
+    /// The API key; optional for local servers. Never printed.
+    #[arg(long, env = "OPENAI_API_KEY", hide_env_values = true, value_name = "KEY")]
+    pub api_key: Option<String>,
+    /// `chat` (/chat/completions, the prompt continued), `completions` (/completions, the prompt
+    /// as text) or `tools` (/chat/completions with the actions as functions the model calls).
+    #[arg(long, env = "REACT_API", default_value = "chat", value_name = "API")]
+    pub api: Api,
+    /// Sampling temperature.
+    #[arg(long, default_value_t = 0.0, value_name = "T")]
+    pub temperature: f64,
+    /// The cap on tokens per model call; 0 sends no cap.
+    #[arg(long, default_value_t = react_docstore::llm::openai::DEFAULT_MAX_TOKENS, value_name = "N")]
+    pub max_tokens: u32,
+    /// An extra request field, e.g. `seed=7` or `reasoning_effort=low` (JSON when it parses). Repeatable.
+    #[arg(long = "llm-option", value_name = "KEY=VALUE")]
+    pub llm_options: Vec<String>,
+    /// Seconds one model request may take.
+    #[arg(long, default_value_t = 120, value_name = "SECONDS")]
+    pub llm_timeout: u64,
+}
+
+impl ModelArgs {
+    /// The OpenAI-compatible client these options describe.
+    pub fn open(&self) -> anyhow::Result<OpenAiClient> {
+        let settings = ModelSettings {
+            model: self.model.clone(),
+            base_url: self.base_url.clone(),
+            api_key: self.api_key.clone().map(ApiKey::new),
+            api: self.api,
+            temperature: Some(self.temperature),
+            max_tokens: Some(self.max_tokens),
+            options: self.llm_options.clone(),
+            timeout: Some(Duration::from_secs(self.llm_timeout)),
+        };
+        Ok(OpenAiClient::from_settings(settings)?)
+    }
+
+    /// The model shared by concurrent questions.
+    pub fn open_shared(&self) -> anyhow::Result<Arc<dyn Llm>> {
+        Ok(Arc::new(self.open()?))
+    }
+}
+
+/// Where Search and Lookup read from.
+#[derive(Args, Clone)]
+#[command(next_help_heading = "Docstore")]
+pub struct DocstoreArgs {
+    /// `wikipedia`, `distractor` (each question's own paragraphs), `corpus:FILE` or `index:DIR`
+    /// (built by `index build`).
+    #[arg(long, default_value = "wikipedia", value_name = "DOCSTORE")]
+    pub docstore: DocstoreKind,
+    /// The Wikipedia to search; tests and mirrors point it elsewhere [default: English
+    /// Wikipedia].
+    #[arg(
+        long,
+        env = "REACT_WIKI_URL",
+        default_value = DEFAULT_WIKI_URL,
+        hide_default_value = true,
+        value_name = "URL"
+    )]
+    pub wiki_url: String,
+    /// Where fetched pages and web-search answers are cached (default: the user's cache
+    /// directory, `$XDG_CACHE_HOME/react-docstore` or `~/.cache/react-docstore`).
+    #[arg(long, env = "REACT_CACHE_DIR", value_name = "DIR")]
+    pub cache_dir: Option<PathBuf>,
+    /// Serve Wikipedia pages and web searches from the cache only; a miss is an error (a command
+    /// that asks a model still calls it: `replay` runs without one).
+    #[arg(long)]
+    pub offline: bool,
+    /// The User-Agent sent to Wikipedia: say who you are and how to reach you.
+    #[arg(long, env = "REACT_USER_AGENT", value_name = "TEXT")]
+    pub user_agent: Option<String>,
+}
+
+impl DocstoreArgs {
+    /// The library's docstore configuration under `profile`.
+    pub fn config(&self, profile: Profile) -> DocstoreConfig {
+        DocstoreConfig {
+            kind: self.docstore.clone(),
+            wiki_url: self.wiki_url.clone(),
+            cache_dir: self.cache_dir.clone(),
+            offline: self.offline,
+            user_agent: self
+                .user_agent
+                .clone()
+                .unwrap_or_else(|| DEFAULT_USER_AGENT.to_owned()),
+            ..DocstoreConfig::new(profile)
+        }
+    }
+
+    /// The docstore Search and Lookup read from: one explorer per question over a shared source.
+    pub fn open(&self, profile: Profile) -> anyhow::Result<Arc<dyn DocstoreSource>> {
+        Ok(self.config(profile).open()?)
+    }
+
+    /// `distractor` needs each question's paragraphs, which only `eval` has.
+    pub fn check_not_distractor(&self, command: &str) -> anyhow::Result<()> {
+        if self.docstore == DocstoreKind::Distractor {
+            anyhow::bail!(
+                "`--docstore distractor` searches each question's own paragraphs, which only `eval` has (a HotpotQA file with contexts); `{command}` can search Wikipedia, `--docstore index:DIR` (built by `index build`) or `--docstore corpus:FILE` (that file's paragraphs pooled, or JSON Lines pages)"
+            );
+        }
+        Ok(())
+    }
+}
+
+/// Extra bracketed tools.
+#[derive(Args, Clone)]
+#[command(next_help_heading = "Tools")]
+pub struct ToolArgs {
+    /// Built-in tools to register, comma-separated: `calculate`, `websearch`.
+    #[arg(long, value_delimiter = ',', value_name = "TOOLS")]
+    pub tools: Vec<BuiltinTool>,
+    /// A tool of your own: `NAME[input]` runs `sh -c COMMAND` with the input on stdin and reads
+    /// its stdout. Repeatable.
+    #[arg(long = "tool", value_name = "NAME=COMMAND", value_parser = CommandToolConfig::parse)]
+    pub commands: Vec<CommandToolConfig>,
+    /// The SerpApi-compatible search endpoint of `WebSearch` [default: SerpApi's].
+    #[arg(
+        long,
+        env = "REACT_SEARCH_URL",
+        default_value = tools::websearch::DEFAULT_SEARCH_URL,
+        hide_default_value = true,
+        value_name = "URL"
+    )]
+    pub search_url: String,
+    /// The SerpApi key of `WebSearch`. Never printed.
+    #[arg(long, env = "SERPAPI_API_KEY", hide_env_values = true, value_name = "KEY")]
+    pub serpapi_key: Option<String>,
+}
+
+impl ToolArgs {
+    /// Whether any extra tool is registered (`--tools`, `--tool`).
+    pub fn any(&self) -> bool {
+        !self.tools.is_empty() || !self.commands.is_empty()
+    }
+
+    /// The `paper` profile is the ReAct repository's agent, which knows no extra tools.
+    pub fn check_profile(&self, profile: Profile) -> anyhow::Result<()> {
+        if profile == Profile::Paper && !(self.tools.is_empty() && self.commands.is_empty()) {
+            anyhow::bail!(
+                "the `paper` profile reproduces the ReAct repository, which has no extra tools: drop `--tools`/`--tool` or use `--profile default`"
+            );
+        }
+        Ok(())
+    }
+
+    /// The extra tools the command line asks for. WebSearch answers are cached next to the pages:
+    /// in `--cache-dir`, else the same default directory the page cache uses, so `--offline`
+    /// answers a search an earlier run made whether or not either run named a cache directory.
+    pub fn open(&self, docstore: &DocstoreArgs) -> anyhow::Result<Toolbox> {
+        let config = ToolsConfig {
+            builtin: self.tools.clone(),
+            commands: self.commands.clone(),
+            websearch: WebSearchConfig {
+                search_url: self.search_url.clone(),
+                api_key: self.serpapi_key.clone().map(tools::ApiKey::new),
+                cache_dir: Some(docstore.cache_dir.clone().unwrap_or_else(default_cache_dir)),
+                network: if docstore.offline {
+                    Network::Offline
+                } else {
+                    Network::Online
+                },
+                ..WebSearchConfig::default()
+            },
+        };
+        Ok(config.open_toolbox()?)
+    }
+}
+
+/// What every command that runs the agent takes: the agent, its model, its docstore, its tools.
+#[derive(Args)]
+pub struct AgentRunArgs {
+    #[command(flatten)]
+    pub agent: AgentArgs,
+    #[command(flatten)]
+    pub model: ModelArgs,
+    #[command(flatten)]
+    pub docstore: DocstoreArgs,
+    #[command(flatten)]
+    pub tools: ToolArgs,
+}
+
+impl AgentRunArgs {
+    /// The `paper` profile is the ReAct repository's agent: its text format, no extra tools.
+    pub fn check_profile(&self) -> anyhow::Result<()> {
+        self.tools.check_profile(self.agent.profile)?;
+        if self.agent.profile == Profile::Paper && self.model.api == Api::Tools {
+            anyhow::bail!(
+                "the `paper` profile reproduces the ReAct repository's text format: `--api tools` needs `--profile default`"
+            );
+        }
+        let method = self.agent.method;
+        if method != Method::React && self.model.api == Api::Tools {
+            anyhow::bail!(
+                "`--api tools` calls the ReAct actions as functions: `--method {method}` needs `--api chat` or `--api completions`"
+            );
+        }
+        if self.tools.any() && !method.acts() {
+            anyhow::bail!(
+                "`--method {method}` takes no actions, so no tools: drop `--tools`/`--tool`, or use a method that acts (`react`, `act`, a backoff)"
+            );
+        }
+        self.agent.check_method()
+    }
+
+    /// Options that cannot work together for a one-question command, refused before anything runs.
+    pub fn check_interactive(&self, command: &str) -> anyhow::Result<()> {
+        self.check_profile()?;
+        self.docstore.check_not_distractor(command)
+    }
+}
+
+/// `--fewshot-from RESULTS --shots K [--seed S]`: few-shot examples drawn from earlier right runs.
+/// In `--help`, under "Method" with the other few-shot options.
+#[derive(Args, Clone)]
+#[command(next_help_heading = "Method")]
+pub struct FewshotFromArgs {
+    /// Draw the few-shot examples from the right runs of this results file (or directory of run
+    /// files), never from a question being asked; they are written beside the results (or run) file.
+    #[arg(long, value_name = "RESULTS", requires = "shots", conflicts_with = "fewshot")]
+    pub fewshot_from: Option<PathBuf>,
+    /// How many examples `--fewshot-from` draws.
+    #[arg(long, value_name = "K", requires = "fewshot_from", value_parser = clap::value_parser!(u16).range(1..))]
+    pub shots: Option<u16>,
+    /// Seed of `--fewshot-from`'s draw of examples, and of nothing else (the model's sampling
+    /// takes its own: `--llm-option seed=N`).
+    #[arg(
+        long,
+        visible_alias = "fewshot-seed",
+        default_value_t = 0,
+        value_name = "S",
+        requires = "fewshot_from"
+    )]
+    pub seed: u64,
+}
+
+impl FewshotFromArgs {
+    /// The runs to draw from, read once before anything runs.
+    pub fn open(&self) -> anyhow::Result<Option<FewshotFrom>> {
+        let Some(results) = &self.fewshot_from else {
+            return Ok(None);
+        };
+        let runs = read_results_runs(std::slice::from_ref(results))?
+            .into_iter()
+            .map(|sourced| sourced.run)
+            .collect();
+        Ok(Some(FewshotFrom {
+            results: results.clone(),
+            runs,
+            shots: usize::from(self.shots.unwrap_or(1)),
+            seed: self.seed,
+        }))
+    }
+}
+
+/// The runs of `paths` (files or directories) for `export` and `--fewshot-from`, each with where
+/// it was read. Results files are one evaluation, as `score` and `compare` read them: an
+/// evaluation's shards merged (what is missing noted on stderr), a question answered two ways or
+/// files of other settings refused. Other run files (`ask --save`) are read one by one.
+pub fn read_results_runs(paths: &[PathBuf]) -> anyhow::Result<Vec<SourcedRun>> {
+    let files = run_files(paths)?;
+    if !files
+        .iter()
+        .all(|file| file.extension().is_some_and(|ext| ext == "jsonl"))
+    {
+        let mut runs = Vec::new();
+        for file in files {
+            for (source, run) in read_runs(&file)? {
+                runs.push(SourcedRun {
+                    source: source.to_string(),
+                    run,
+                });
+            }
+        }
+        return Ok(runs);
+    }
+    let evaluation = react_docstore::record::merge::read_evaluation(&files)?;
+    for gap in evaluation.gaps() {
+        writeln!(output::stderr(), "note: {gap}")?;
+    }
+    Ok(evaluation
+        .runs
+        .into_iter()
+        .map(|evaluated| SourcedRun {
+            source: format!("{}:{}", evaluated.file.display(), evaluated.line),
+            run: evaluated.run,
+        })
+        .collect())
+}
+
+/// Whether a person types on stdin.
+pub fn stdin_interaction() -> Interaction {
+    if std::io::stdin().is_terminal() {
+        Interaction::Terminal
+    } else {
+        Interaction::Piped
+    }
+}
+
+/// `--max-steps`: a budget of 0 steps would end every run before the model is asked.
+fn parse_step_budget(text: &str) -> Result<usize, String> {
+    match text.parse::<usize>() {
+        Ok(0) => Err("the step budget must be at least 1".to_owned()),
+        Ok(n_steps) => Ok(n_steps),
+        Err(error) => Err(error.to_string()),
+    }
+}

@@ -1,0 +1,137 @@
+//! `replay`: recorded runs (run files, results files, directories of them) re-run offline.
+
+use std::io::Write;
+use std::path::PathBuf;
+use std::process::ExitCode;
+
+use react_docstore::agent::environment::{Environment, Workbench};
+use react_docstore::agent::trace::{Flush, TracePrinter};
+use react_docstore::docstore::DocstoreKind;
+use react_docstore::docstore::wikipedia::DEFAULT_WIKI_URL;
+use react_docstore::output::{self, Destinations};
+use react_docstore::replay::{self, Output, ReplayConfig, ToolsOnly};
+use react_docstore::{ActionGrammar, Profile, Run};
+
+use super::options::{DocstoreArgs, ToolArgs};
+
+#[derive(clap::Args)]
+pub struct ReplayArgs {
+    /// Run files (a run, or JSON Lines of runs such as an eval results file), or directories whose
+    /// `*.json` and `*.jsonl` files are replayed, recursively, in name order.
+    #[arg(required = true, value_name = "RUN")]
+    runs: Vec<PathBuf>,
+    /// Replay under this profile instead of the one each run recorded.
+    #[arg(long, value_name = "PROFILE")]
+    profile: Option<Profile>,
+    /// Replay with this step budget instead of the one each run recorded.
+    #[arg(long, value_name = "N")]
+    max_steps: Option<usize>,
+    /// Print each run as a JSON line, then a summary line.
+    #[arg(long)]
+    json: bool,
+    /// Where steps without a recorded observation are observed.
+    #[command(flatten)]
+    docstore: ReplayDocstoreArgs,
+    /// The tools that observe recorded tool actions without an observation.
+    #[command(flatten)]
+    tools: ToolArgs,
+}
+
+/// The docstore options of the other commands, except that `--docstore` has no default: replay
+/// reaches no docstore (and so no network) unless it is given.
+#[derive(clap::Args)]
+struct ReplayDocstoreArgs {
+    /// Observe steps that have no recorded observation with this docstore: `wikipedia`,
+    /// `corpus:FILE` or `index:DIR` (a corpus or an index must be the snapshot the runs were
+    /// recorded against, when they say). Without it, such a step ends its run in an error.
+    #[arg(long, value_name = "DOCSTORE")]
+    docstore: Option<DocstoreKind>,
+    /// The Wikipedia to search (with `--docstore wikipedia`) [default: English Wikipedia].
+    #[arg(
+        long,
+        env = "REACT_WIKI_URL",
+        default_value = DEFAULT_WIKI_URL,
+        hide_default_value = true,
+        value_name = "URL"
+    )]
+    wiki_url: String,
+    /// Where fetched pages and web-search answers are cached (default: the user's cache
+    /// directory, `$XDG_CACHE_HOME/react-docstore` or `~/.cache/react-docstore`).
+    #[arg(long, env = "REACT_CACHE_DIR", value_name = "DIR")]
+    cache_dir: Option<PathBuf>,
+    /// Serve Wikipedia pages and web searches from the cache only; a miss is an error.
+    #[arg(long)]
+    offline: bool,
+    /// The User-Agent sent to Wikipedia: say who you are and how to reach you.
+    #[arg(long, env = "REACT_USER_AGENT", value_name = "TEXT")]
+    user_agent: Option<String>,
+}
+
+impl ReplayDocstoreArgs {
+    /// The shared options, with the docstore given (or the default, which replay does not open).
+    fn shared(&self) -> DocstoreArgs {
+        DocstoreArgs {
+            docstore: self.docstore.clone().unwrap_or_default(),
+            wiki_url: self.wiki_url.clone(),
+            cache_dir: self.cache_dir.clone(),
+            offline: self.offline,
+            user_agent: self.user_agent.clone(),
+        }
+    }
+}
+
+pub async fn run(args: ReplayArgs) -> anyhow::Result<ExitCode> {
+    let docstore = args.docstore.shared();
+    let toolbox = args.tools.open(&docstore)?;
+    // Steps without a recorded observation are observed live, under each run's profile, only
+    // by a docstore given on the command line (and the tools given there).
+    let sources = match args.docstore.docstore {
+        Some(_) => {
+            docstore.check_not_distractor("replay")?;
+            Some(docstore.config(Profile::Default).open_sources()?)
+        }
+        None => None,
+    };
+    let config = ReplayConfig {
+        paths: args.runs,
+        output: if args.json { Output::Json } else { Output::Text },
+        profile: args.profile,
+        max_steps: args.max_steps,
+        docstore: sources
+            .as_ref()
+            .map(|sources| sources.get(Profile::Default).info()),
+    };
+    // Nothing a replay does waits unless a run's step goes to a live docstore or tool: then
+    // its trace is written as it comes, else once a run (or, when stdout goes elsewhere, where
+    // the order of the two cannot be seen, when the buffer is full).
+    let flush = match (sources.is_none() && toolbox.is_empty(), output::destinations()) {
+        (false, _) => Flush::EachLine,
+        (true, Destinations::One) => Flush::EachRun,
+        (true, Destinations::Two) => Flush::WhenFull,
+    };
+    let live = move |_run: &Run, grammar: &ActionGrammar| -> Option<Box<dyn Environment>> {
+        match &sources {
+            Some(sources) => Some(Box::new(Workbench::new(
+                sources.get(grammar.profile()).open(&[]),
+                toolbox.clone(),
+                grammar.clone(),
+            ))),
+            None if toolbox.is_empty() => None,
+            None => Some(Box::new(ToolsOnly::new(toolbox.clone()))),
+        }
+    };
+    let mut trace = TracePrinter::stderr().flushed(flush);
+    let summary = match flush {
+        // Nobody sees the order of the two streams: stdout too is written in large blocks.
+        Flush::WhenFull => {
+            let mut stdout = std::io::BufWriter::with_capacity(64 * 1024, output::stdout());
+            let summary = replay::replay(&config, &live, &mut stdout, &mut trace).await?;
+            stdout.flush()?;
+            summary
+        }
+        Flush::EachLine | Flush::EachRun => {
+            replay::replay(&config, &live, &mut output::stdout(), &mut trace).await?
+        }
+    };
+    Ok(ExitCode::from(summary.exit_code()))
+}

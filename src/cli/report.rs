@@ -1,0 +1,62 @@
+//! `report`: one self-contained HTML page of one or more results files.
+
+use std::io::Write;
+use std::path::PathBuf;
+use std::process::ExitCode;
+
+use react_docstore::analysis::compare::{DEFAULT_SEED, Golds};
+use react_docstore::analysis::report::{self, ReportConfig};
+use react_docstore::output;
+
+#[derive(clap::Args)]
+pub struct ReportArgs {
+    /// Results of `eval`, one evaluation each: a results file, a directory of them or
+    /// comma-joined files (shards merged as one); with two or more, the first is compared with
+    /// each other one.
+    #[arg(required = true, value_name = "RESULTS")]
+    results: Vec<PathBuf>,
+    /// Where to write the page.
+    #[arg(long, value_name = "FILE.html")]
+    out: PathBuf,
+    /// The question file, for EM and F1 by HotpotQA `type` and `level`.
+    #[arg(long, value_name = "FILE")]
+    questions: Option<PathBuf>,
+    /// Seed of the comparisons' bootstrap resampling, which draws their intervals (as `compare
+    /// --seed`).
+    #[arg(long, visible_alias = "bootstrap-seed", default_value_t = DEFAULT_SEED, value_name = "N")]
+    seed: u64,
+    /// Compare runs whose gold answers differ, each scored against its own file's gold (as
+    /// `compare --ignore-gold`).
+    #[arg(long)]
+    ignore_gold: bool,
+}
+
+pub fn run(args: ReportArgs) -> anyhow::Result<ExitCode> {
+    let written = report::write_report(&ReportConfig {
+        results: args.results,
+        questions: args.questions,
+        out: args.out,
+        seed: args.seed,
+        golds: if args.ignore_gold {
+            Golds::EachFileItsOwn
+        } else {
+            Golds::MustAgree
+        },
+    })?;
+    let questions = match written.questions {
+        1 => "1 question".to_owned(),
+        n => format!("{n} questions"),
+    };
+    let size = if written.bytes < 1_000_000 {
+        format!("{:.0} kB", written.bytes as f64 / 1e3)
+    } else {
+        format!("{:.1} MB", written.bytes as f64 / 1e6)
+    };
+    writeln!(
+        output::stdout(),
+        "report         {} ({questions}, {size})",
+        written.path.display()
+    )?;
+    super::merge::warn_gaps(&written.gaps)?;
+    Ok(ExitCode::SUCCESS)
+}

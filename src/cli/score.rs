@@ -1,0 +1,38 @@
+//! `score`: the official HotpotQA EM/F1 of a predictions file against a gold file.
+
+use std::io::Write;
+use std::path::PathBuf;
+use std::process::ExitCode;
+
+use react_docstore::output;
+
+#[derive(clap::Args)]
+pub struct ScoreArgs {
+    /// Predictions: the official `{"answer": {id: text}}` JSON, or `eval` results JSONL — several
+    /// files (or directories of them: an evaluation's shards) are read as one evaluation.
+    #[arg(required = true, num_args = 1.., value_name = "PREDICTIONS")]
+    predictions: Vec<PathBuf>,
+    /// The gold question file.
+    gold: PathBuf,
+    /// Print `{"n", "em", "f1", "prec", "recall", "missing"}` (and `accuracy` for FEVER,
+    /// `missing_shards` for shards).
+    #[arg(long)]
+    json: bool,
+}
+
+pub fn run(args: ScoreArgs) -> anyhow::Result<ExitCode> {
+    let report = react_docstore::analysis::score::score_evaluation(&args.predictions, &args.gold)?;
+    let mut stdout = output::stdout();
+    if args.json {
+        writeln!(stdout, "{}", serde_json::to_string(&report)?)?;
+    } else {
+        report.write_text(&mut stdout)?;
+    }
+    super::merge::warn_gaps(&report.gaps)?;
+    // 1: the predictions answer none of the gold questions.
+    Ok(if report.missing == report.scores.n {
+        ExitCode::from(1)
+    } else {
+        ExitCode::SUCCESS
+    })
+}

@@ -1,0 +1,343 @@
+//! `ResultsFile`: the `--out` JSON Lines file — one finished run a line, appended at once, read back to resume.
+//!
+//! One process writes a results file at a time: opening it takes an exclusive OS lock
+//! ([`File::try_lock`]), held until the `ResultsFile` is dropped (or the process exits), and a
+//! second opener is refused at once. Each run is written with a single `write` of the whole line
+//! on a file opened for appending, synchronously: dropping the evaluation (Ctrl-C, a crash of the
+//! caller) can never leave half a line from a cancelled future. A process killed mid-write can;
+//! the torn last line is dropped when the file is opened again. The file is read as bytes, so a
+//! line that is not UTF-8 is reported, never decoded lossily.
+
+use std::fs::{File, OpenOptions, TryLockError};
+use std::io::{Read, Write};
+use std::path::{Path, PathBuf};
+
+use crate::fsutil::AtomicFile;
+use crate::record::run::Run;
+
+/// An open results file, locked, ready to take more runs.
+#[derive(Debug)]
+pub struct ResultsFile {
+    path: PathBuf,
+    file: File,
+}
+
+/// What a results file already held.
+#[derive(Debug, Default)]
+pub struct StoredRuns {
+    /// The runs, each with its line.
+    pub runs: Vec<RunLine>,
+    /// Bytes of a torn last line (a write cut short) that were dropped.
+    pub torn_bytes: usize,
+}
+
+/// A run of a JSON Lines file and the line it was read from (counted from 1).
+#[derive(Debug)]
+pub struct RunLine {
+    pub line: usize,
+    pub run: Run,
+}
+
+/// The runs of a JSON Lines file, each with its line.
+#[derive(Debug, Default)]
+pub struct RunLines {
+    pub runs: Vec<RunLine>,
+    /// Bytes of an unterminated last line that is not a run (a write cut short).
+    pub torn_bytes: usize,
+    /// Bytes up to the end of the last whole line: where a torn line starts.
+    pub valid_len: usize,
+}
+
+#[derive(Debug, thiserror::Error)]
+pub enum ResultsError {
+    #[error("cannot read results file `{}`", path.display())]
+    Read {
+        path: PathBuf,
+        #[source]
+        source: std::io::Error,
+    },
+    #[error("results file `{}`, line {line}: not a run", path.display())]
+    Parse {
+        path: PathBuf,
+        line: usize,
+        #[source]
+        source: serde_json::Error,
+    },
+    #[error(
+        "`{}` is a question file, not results: `eval` answers its questions, and `score RESULTS {}` scores results against it",
+        path.display(),
+        path.display()
+    )]
+    QuestionFile { path: PathBuf },
+    #[error("results file `{}`, line {line}: not valid UTF-8", path.display())]
+    NotUtf8 {
+        path: PathBuf,
+        line: usize,
+        #[source]
+        source: std::str::Utf8Error,
+    },
+    #[error("results file `{}`, line {line}: field `id` is missing", path.display())]
+    MissingId { path: PathBuf, line: usize },
+    #[error(
+        "results file `{}` is in use by another evaluation (it holds the file's lock); wait for it to finish or choose another `--out`",
+        path.display()
+    )]
+    Locked { path: PathBuf },
+    #[error("cannot lock results file `{}`", path.display())]
+    Lock {
+        path: PathBuf,
+        #[source]
+        source: std::io::Error,
+    },
+    #[error("cannot write results file `{}`", path.display())]
+    Write {
+        path: PathBuf,
+        #[source]
+        source: std::io::Error,
+    },
+}
+
+impl ResultsFile {
+    /// Opens `path` for appending (creating it) under an exclusive lock, returning the runs it
+    /// already holds. Refused at once ([`ResultsError::Locked`]) while another process holds the
+    /// lock. A torn last line is cut off the file so the next run starts on a line of its own.
+    pub fn open(path: &Path) -> Result<(ResultsFile, StoredRuns), ResultsError> {
+        let write_error = |source| ResultsError::Write {
+            path: path.to_owned(),
+            source,
+        };
+        let mut file = open_locked(path)?;
+        let mut bytes = Vec::new();
+        file.read_to_end(&mut bytes)
+            .map_err(|source| ResultsError::Read {
+                path: path.to_owned(),
+                source,
+            })?;
+        let lines = parse_run_lines(&bytes, path)?;
+        let valid_len = lines.valid_len;
+        let stored = with_ids(lines, path)?;
+        if stored.torn_bytes > 0 {
+            file.set_len(valid_len as u64).map_err(write_error)?;
+        } else if !bytes.is_empty() && !bytes.ends_with(b"\n") {
+            file.write_all(b"\n").map_err(write_error)?;
+        }
+        let results = ResultsFile {
+            path: path.to_owned(),
+            file,
+        };
+        Ok((results, stored))
+    }
+
+    /// Reads the runs of a results file without opening it for writing (for `score`).
+    pub fn read(path: &Path) -> Result<StoredRuns, ResultsError> {
+        let bytes = std::fs::read(path).map_err(|source| ResultsError::Read {
+            path: path.to_owned(),
+            source,
+        })?;
+        with_ids(parse_run_lines(&bytes, path)?, path)
+    }
+
+    /// Removes the runs `drop` picks from the file and from `stored`, so `eval` asks their
+    /// questions again; returns how many were removed. The kept runs are written to a temporary
+    /// file, locked, and renamed into place: a crash leaves either the old file or the new one,
+    /// and the lock is held throughout (an evaluation that opened the old file before the rename
+    /// finds it replaced and is refused).
+    pub fn drop_runs(
+        &mut self,
+        stored: &mut StoredRuns,
+        drop: impl Fn(&RunLine) -> bool,
+    ) -> Result<usize, ResultsError> {
+        let n_before = stored.runs.len();
+        stored.runs.retain(|line| !drop(line));
+        let n_dropped = n_before - stored.runs.len();
+        if n_dropped == 0 {
+            return Ok(0);
+        }
+        let mut rewritten = Vec::new();
+        for line in &stored.runs {
+            rewritten.extend(run_line(&line.run));
+        }
+        self.replace_with(&rewritten)?;
+        Ok(n_dropped)
+    }
+
+    /// Moves every run of the file to `aside` (written whole first), leaving the file empty:
+    /// runs of another evaluation that hold no finished question, kept rather than lost.
+    pub fn set_aside(&mut self, stored: &mut StoredRuns, aside: &Path) -> Result<(), ResultsError> {
+        // The file's bytes as they are, not the runs as this version would write them.
+        let bytes = std::fs::read(&self.path).map_err(|source| ResultsError::Read {
+            path: self.path.clone(),
+            source,
+        })?;
+        crate::fsutil::atomic_write(aside, &bytes).map_err(|source| ResultsError::Write {
+            path: aside.to_owned(),
+            source,
+        })?;
+        stored.runs.clear();
+        self.replace_with(&[])
+    }
+
+    /// Replaces the file's bytes, durably, keeping the lock throughout.
+    fn replace_with(&mut self, bytes: &[u8]) -> Result<(), ResultsError> {
+        let write_error = |source| ResultsError::Write {
+            path: self.path.clone(),
+            source,
+        };
+        let mut rewrite = AtomicFile::create(&self.path).map_err(write_error)?;
+        rewrite.file().try_lock().map_err(|error| ResultsError::Lock {
+            path: self.path.clone(),
+            source: error.into(),
+        })?;
+        rewrite.write_all(bytes).map_err(write_error)?;
+        let file = rewrite.commit().map_err(write_error)?;
+        // The old file's lock goes with its handle, after the new file is locked in its place.
+        self.file = file;
+        // What an earlier rewrite killed mid-write left beside the file.
+        crate::fsutil::remove_stale_temporaries(&self.path);
+        Ok(())
+    }
+
+    /// Appends one run as a line, in one write.
+    pub fn append(&mut self, run: &Run) -> Result<(), ResultsError> {
+        let line = run_line(run);
+        self.file
+            .write_all(&line)
+            .and_then(|()| self.file.flush())
+            .map_err(|source| ResultsError::Write {
+                path: self.path.clone(),
+                source,
+            })
+    }
+
+    pub fn path(&self) -> &Path {
+        &self.path
+    }
+}
+
+/// One run as a JSON line.
+fn run_line(run: &Run) -> Vec<u8> {
+    // invariant: a `Run` (strings, numbers, string-keyed structs) always serializes
+    let mut line = serde_json::to_vec(run).expect("a run always serializes");
+    line.push(b'\n');
+    line
+}
+
+/// Opens `path` for reading and appending, creating it, and takes its exclusive lock.
+fn open_locked(path: &Path) -> Result<File, ResultsError> {
+    let file = OpenOptions::new()
+        .create(true)
+        .read(true)
+        .append(true)
+        .open(path)
+        .map_err(|source| ResultsError::Write {
+            path: path.to_owned(),
+            source,
+        })?;
+    match file.try_lock() {
+        Ok(()) => {}
+        Err(TryLockError::WouldBlock) => {
+            return Err(ResultsError::Locked {
+                path: path.to_owned(),
+            });
+        }
+        Err(TryLockError::Error(source)) => {
+            return Err(ResultsError::Lock {
+                path: path.to_owned(),
+                source,
+            });
+        }
+    }
+    // Between our open and our lock, the lock holder may have renamed a rewrite into place
+    // (`--retry-errors`): the file we locked is then not the file at `path`, and it is in use.
+    if !is_file_at(&file, path) {
+        return Err(ResultsError::Locked {
+            path: path.to_owned(),
+        });
+    }
+    Ok(file)
+}
+
+/// Whether `file` is the file `path` names now.
+#[cfg(unix)]
+fn is_file_at(file: &File, path: &Path) -> bool {
+    use std::os::unix::fs::MetadataExt;
+    match (file.metadata(), std::fs::metadata(path)) {
+        (Ok(open), Ok(named)) => open.dev() == named.dev() && open.ino() == named.ino(),
+        _ => false,
+    }
+}
+
+/// Whether `file` is the file `path` names now (without inode numbers: assumed).
+#[cfg(not(unix))]
+fn is_file_at(_file: &File, _path: &Path) -> bool {
+    true
+}
+
+/// The runs of a JSON Lines file's bytes, each with its line. Blank lines are skipped; an
+/// unterminated last line that is not a run is a torn write, counted and left out; any other
+/// line that is not UTF-8 or not a run is an error naming the file and the line.
+pub fn parse_run_lines(bytes: &[u8], path: &Path) -> Result<RunLines, ResultsError> {
+    let mut lines = RunLines::default();
+    let mut offset = 0;
+    for (line_idx, line) in bytes.split_inclusive(|&byte| byte == b'\n').enumerate() {
+        let line_start = offset;
+        offset += line.len();
+        let is_unterminated_last = !line.ends_with(b"\n");
+        let parsed = std::str::from_utf8(line)
+            .map_err(|source| ResultsError::NotUtf8 {
+                path: path.to_owned(),
+                line: line_idx + 1,
+                source,
+            })
+            .and_then(|text| {
+                if text.trim().is_empty() {
+                    return Ok(None);
+                }
+                serde_json::from_str::<Run>(text)
+                    .map(Some)
+                    .map_err(|source| ResultsError::Parse {
+                        path: path.to_owned(),
+                        line: line_idx + 1,
+                        source,
+                    })
+            });
+        match parsed {
+            Ok(Some(run)) => lines.runs.push(RunLine {
+                line: line_idx + 1,
+                run,
+            }),
+            Ok(None) => {}
+            Err(_) if is_unterminated_last => {
+                lines.torn_bytes = line.len();
+                lines.valid_len = line_start;
+                return Ok(lines);
+            }
+            Err(_) if crate::record::questions::is_question_file(bytes, path) => {
+                return Err(ResultsError::QuestionFile {
+                    path: path.to_owned(),
+                });
+            }
+            Err(error) => return Err(error),
+        }
+    }
+    lines.valid_len = bytes.len();
+    Ok(lines)
+}
+
+/// The runs of a results file, each of which must carry its question's `id`.
+fn with_ids(lines: RunLines, path: &Path) -> Result<StoredRuns, ResultsError> {
+    let mut stored = StoredRuns {
+        runs: Vec::with_capacity(lines.runs.len()),
+        torn_bytes: lines.torn_bytes,
+    };
+    for run_line in lines.runs {
+        if run_line.run.id.is_none() {
+            return Err(ResultsError::MissingId {
+                path: path.to_owned(),
+                line: run_line.line,
+            });
+        }
+        stored.runs.push(run_line);
+    }
+    Ok(stored)
+}

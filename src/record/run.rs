@@ -1,0 +1,608 @@
+//! `Run`: one question's record — the `react-docstore.run.v1` file `ask --record`, `replay` and `eval` share.
+
+use std::path::{Path, PathBuf};
+
+use serde::{Deserialize, Serialize};
+
+use crate::docstore::DocstoreInfo;
+use crate::fsutil::{atomic_write, remove_stale_temporaries};
+use crate::llm::{Api, ReplyMessage, TokenUsage};
+use crate::method::{Method, Reflect};
+use crate::metrics::AnswerScore;
+use crate::profile::Profile;
+use crate::task::Task;
+
+pub mod settings;
+
+pub use settings::EvalSettings;
+
+/// The format of a ReAct run (every run before the other methods, and every `react` run since).
+pub const RUN_FORMAT: &str = "react-docstore.run.v1";
+/// The format of a run of another method: it may hold samples, a vote and a backoff, which a
+/// build that reads only v1 would silently drop.
+pub const RUN_FORMAT_V2: &str = "react-docstore.run.v2";
+
+/// One question, as asked, answered and scored.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Run {
+    #[serde(default = "run_format")]
+    pub format: String,
+    /// The question's id in its file, when it came from one.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub id: Option<String>,
+    pub question: String,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub gold: Option<String>,
+    /// The task (`hotpotqa`, `fever`): how the answer is scored. Absent from older runs, whose
+    /// task [`Run::task`] derives.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub task: Option<Task>,
+    /// The method that answered (`--method`). Absent means `react`: runs from before methods
+    /// existed, and `ask`'s ReAct runs, whose file is unchanged; `eval` always names it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub method: Option<Method>,
+    #[serde(default)]
+    pub profile: Profile,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub model: Option<String>,
+    /// The API the model was asked through: `chat`, `completions` or `tools` (native function
+    /// calls: each step's `replies` hold the assistant messages). Absent from older runs and
+    /// runs of a model that is not a server's.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub api: Option<Api>,
+    /// The few-shot examples the prompt used: `hotpotqa`, `fever` or a file path.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub fewshot: Option<String>,
+    /// A backoff method's CoT-SC examples (`fewshot` names its ReAct examples).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cot_fewshot: Option<String>,
+    /// Examples drawn from earlier runs (`--fewshot-from`): the results file they came from, how
+    /// many, the seed, and the digest of the examples file `fewshot` names, so that `replay` and
+    /// `export` rebuild the exact prompt (and notice when that file changed). Absent otherwise.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub fewshot_from: Option<FewshotSource>,
+    /// The date the prompt stated (`ask --today`, `chat`): `Today is {date}.`, so that replay and
+    /// export rebuild the prompt the model saw. Absent when it stated none.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub today: Option<String>,
+    /// The step budget the run had; replay honours it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub max_steps: Option<usize>,
+    /// Extra tools that were registered (`Calculate`, `WebSearch`, ...), so replay parses their actions.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub tools: Vec<String>,
+    /// The prompt lines of the extra tools the crate cannot make again from their name (a
+    /// `--tool NAME=COMMAND` tool, a library user's tool), so that `export` rebuilds the prompt.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub tool_descriptions: Vec<ToolDescription>,
+    /// The docstore that answered the searches: its kind and, for a frozen one, its snapshot.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub docstore: Option<DocstoreInfo>,
+    /// The ReAct or Act steps (empty for CoT, Standard and CoT-SC). Required, even empty: a
+    /// record without it (a question file's) is no run.
+    pub steps: Vec<RunStep>,
+    /// The sampled completions of a CoT, Standard or CoT-SC phase, in the order sampled.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub samples: Vec<Sample>,
+    /// CoT-SC's majority vote over `samples`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub vote: Option<Vote>,
+    /// Why a backoff method left its first phase for its second.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub backoff: Option<Backoff>,
+    /// Which phase of a backoff method gave the answer: `react` or `cot-sc`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub answered_by: Option<Method>,
+    /// Reflexion's trial this run was (`eval --trials`), counted from 1.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub trial: Option<u32>,
+    /// The independent attempt this run was (`eval --epochs`), counted from 1.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub epoch: Option<u32>,
+    /// The strategy between trials (`--reflect`), when it was not `none`: the prompt was
+    /// Reflexion's, with what the failed trials left.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub reflect: Option<Reflect>,
+    /// The reflections this trial's prompt showed, oldest first.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub reflections: Vec<String>,
+    /// The failed trial this trial's prompt showed (`last-trial` strategies), as shown: its
+    /// scratchpad, long observations shortened.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub last_trial: Option<String>,
+    /// The model's reply to the reflection call made before this trial, as it came; the newest
+    /// of `reflections` was read from it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub reflection: Option<String>,
+    /// The shard of the evaluation this run was (`eval --shard I/N`): its part of the selected
+    /// questions and the question's place in the whole selection. Absent when unsharded.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub shard: Option<ShardRecord>,
+    /// The settings of the evaluation this run belongs to (`eval` writes them on every line):
+    /// what [`settings::Comparable`] compares to tell whether runs are one evaluation. Absent from
+    /// `ask`'s runs and from results lines written before they were recorded.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub evaluation: Option<Box<EvalSettings>>,
+    #[serde(default)]
+    pub answer: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub stopped: Option<Stopped>,
+    /// The infrastructure failure that ended the run (`stopped` is `error`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub error: Option<String>,
+    /// Whether that failure may fix itself (`eval` asks such a question again when resumed) or
+    /// not (kept until `--retry-errors`). Absent from older runs: lasting.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub error_kind: Option<RunErrorKind>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub em: Option<u8>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub f1: Option<f64>,
+    #[serde(default)]
+    pub usage: Usage,
+}
+
+fn run_format() -> String {
+    RUN_FORMAT.to_owned()
+}
+
+/// Where a run's few-shot examples were drawn from (`--fewshot-from`).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct FewshotSource {
+    /// The results file the examples are right runs of.
+    pub results: String,
+    /// How many examples (`--shots`).
+    pub shots: usize,
+    /// The seed that chose them (`--seed`).
+    pub seed: u64,
+    /// `sha256:` and the hex SHA-256 of the examples file's bytes.
+    pub digest: String,
+}
+
+/// An extra tool as the prompt showed it: its name, its line in the action list, and the
+/// few-shot examples it added (none for a `--tool NAME=COMMAND` tool).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ToolDescription {
+    pub name: String,
+    pub description: String,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub examples: Option<String>,
+}
+
+/// One Thought / Action / Observation step.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct RunStep {
+    /// 1-based; may be left out of a hand-written file, then steps are numbered by position.
+    #[serde(default)]
+    pub n: usize,
+    /// The raw model outputs of the step, in order: two when the fallback call was made. In a
+    /// `tools` run, the text of each reply of the step (`""` when it had none).
+    #[serde(default)]
+    pub completions: Vec<String>,
+    /// A `tools` run's assistant messages of the step as the server sent them (text and tool
+    /// calls): one, two after a reminder, none on a step that ran a later call of an earlier
+    /// reply. What `replay` serves back.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub replies: Vec<ReplyMessage>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub thought: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub action: Option<String>,
+    /// Absent on the step that finished the run.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub observation: Option<String>,
+}
+
+/// One sampled completion and the answer read from it.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Sample {
+    /// The model's text as it came (after `Thought:` or `Answer:`), cut at the stop sequences.
+    pub completion: String,
+    /// The answer read from it (FEVER: the label); absent when it holds none.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub answer: Option<String>,
+    /// The sampling request it came from, 1-based: the 21 samples of one `n: 21` request share
+    /// request 1; a server that ignores `n` gives each its own.
+    #[serde(default = "first_request")]
+    pub request: usize,
+}
+
+fn first_request() -> usize {
+    1
+}
+
+/// CoT-SC's majority over the normalised answers of its samples.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Vote {
+    /// The winning answer as first sampled; absent when no sample held an answer.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub answer: Option<String>,
+    /// Samples whose normalised answer is the winner's.
+    pub votes: usize,
+    /// Samples asked for (N); samples without an answer count here but do not vote.
+    pub samples: usize,
+    /// Samples that held an answer.
+    pub answered: usize,
+    /// The sampling temperature.
+    pub temperature: f64,
+}
+
+impl Vote {
+    /// The winner's share of the N samples.
+    pub fn share(&self) -> f64 {
+        if self.samples == 0 {
+            0.0
+        } else {
+            self.votes as f64 / self.samples as f64
+        }
+    }
+}
+
+/// A backoff: which phase gave up, why, and which answered instead.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Backoff {
+    pub from: Method,
+    pub to: Method,
+    pub reason: BackoffReason,
+}
+
+/// Why a backoff method left its first phase.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum BackoffReason {
+    /// ReAct used its whole step budget without `Finish`.
+    MaxSteps,
+    /// ReAct repeated itself until stopped.
+    RepeatedAction,
+    /// ReAct finished with an empty answer (`Finish[]`).
+    NoAnswer,
+    /// CoT-SC's majority held fewer than half of the samples (no answer at all included).
+    WeakMajority,
+}
+
+impl BackoffReason {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            BackoffReason::MaxSteps => "max_steps",
+            BackoffReason::RepeatedAction => "repeated_action",
+            BackoffReason::NoAnswer => "no_answer",
+            BackoffReason::WeakMajority => "weak_majority",
+        }
+    }
+
+    /// The reason in words, for traces.
+    pub fn describe(self) -> &'static str {
+        match self {
+            BackoffReason::MaxSteps => "it used its step budget without Finish",
+            BackoffReason::RepeatedAction => "it repeated an action until stopped",
+            BackoffReason::NoAnswer => "it finished without an answer",
+            BackoffReason::WeakMajority => "the majority holds fewer than half of the samples",
+        }
+    }
+}
+
+/// The answer a `Finish[...]` gives: none when it is empty or only whitespace, for every method
+/// (an empty answer is no answer: it backs off, and it does not vote).
+pub fn finish_answer(answer: &str) -> Option<String> {
+    (!answer.trim().is_empty()).then(|| answer.to_owned())
+}
+
+/// Where a run of a sharded evaluation (`eval --shard I/N`) belongs: shard `index` of `count`,
+/// and its question's `position` among the `selected` questions before they were split.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+pub struct ShardRecord {
+    /// The shard, from 0.
+    pub index: u32,
+    /// How many shards the selection was split into.
+    pub count: u32,
+    /// The question's place in the whole selection (after `--subset`, `--ids`, `--limit`), from 0:
+    /// merged shards are put back in this order.
+    pub position: usize,
+    /// How many questions the whole selection held: merging says which are missing.
+    pub selected: usize,
+}
+
+/// Which attempt at its question a run was.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub enum Attempt {
+    /// The question was asked once (no `--trials`, no `--epochs`).
+    Only,
+    /// Reflexion's trial k (`eval --trials`), from 1: trial k+1 runs only what was not yet right.
+    Trial(u32),
+    /// Independent attempt k (`eval --epochs`), from 1.
+    Epoch(u32),
+}
+
+/// `trial 2`, `epoch 3`; `run` for a question asked once.
+impl std::fmt::Display for Attempt {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Attempt::Only => f.write_str("run"),
+            Attempt::Trial(trial) => write!(f, "trial {trial}"),
+            Attempt::Epoch(epoch) => write!(f, "epoch {epoch}"),
+        }
+    }
+}
+
+/// How a run ended.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Stopped {
+    /// The model wrote `Finish[...]` (ReAct, Act), an answer line (CoT, Standard), or the
+    /// samples had a majority (CoT-SC).
+    Finish,
+    /// The completion (or every sample) of CoT, Standard or CoT-SC held no answer.
+    NoAnswer,
+    /// The step budget ran out.
+    MaxSteps,
+    /// The model kept repeating the identical action with the identical observation.
+    RepeatedAction,
+    /// The model or a fetch failed after retries.
+    Error,
+}
+
+impl Stopped {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Stopped::Finish => "finish",
+            Stopped::NoAnswer => "no_answer",
+            Stopped::MaxSteps => "max_steps",
+            Stopped::RepeatedAction => "repeated_action",
+            Stopped::Error => "error",
+        }
+    }
+}
+
+/// Whether the failure that ended a run may fix itself.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum RunErrorKind {
+    /// A timeout, a refused or reset connection, 408, 429, 5xx, a Wikipedia outage: asked again
+    /// when the evaluation is resumed.
+    Transient,
+    /// 401, 403, 404, a prompt the server refuses (a context-length 400), a page not cached
+    /// offline: asking again gives the same answer, so it is kept until `--retry-errors`.
+    Lasting,
+}
+
+/// What a run cost.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
+pub struct Usage {
+    #[serde(default)]
+    pub llm_calls: u64,
+    #[serde(default)]
+    pub fallback_calls: u64,
+    #[serde(default)]
+    pub prompt_tokens: u64,
+    #[serde(default)]
+    pub completion_tokens: u64,
+    #[serde(default)]
+    pub invalid_actions: u64,
+}
+
+impl Usage {
+    /// One model call: counted, with the tokens its response reports.
+    pub fn count(&mut self, completion: &crate::llm::Completion) {
+        self.count_call(completion.usage);
+    }
+
+    /// One model call of any API, with the tokens its response reports when it does.
+    pub fn count_call(&mut self, tokens: Option<TokenUsage>) {
+        self.llm_calls += 1;
+        if let Some(tokens) = tokens {
+            self.prompt_tokens += tokens.prompt_tokens;
+            self.completion_tokens += tokens.completion_tokens;
+        }
+    }
+
+    pub fn add(&mut self, other: &Usage) {
+        self.llm_calls += other.llm_calls;
+        self.fallback_calls += other.fallback_calls;
+        self.prompt_tokens += other.prompt_tokens;
+        self.completion_tokens += other.completion_tokens;
+        self.invalid_actions += other.invalid_actions;
+    }
+}
+
+#[derive(Debug, thiserror::Error)]
+pub enum RunFileError {
+    #[error("cannot read run file `{}`", path.display())]
+    Read {
+        path: PathBuf,
+        #[source]
+        source: std::io::Error,
+    },
+    #[error("run file `{}` is not a valid run (line {line}, column {column})", path.display())]
+    Parse {
+        path: PathBuf,
+        line: usize,
+        column: usize,
+        #[source]
+        source: serde_json::Error,
+    },
+    #[error("run file `{}`: field `format` is `{found}`, expected `{RUN_FORMAT}` or `{RUN_FORMAT_V2}`", path.display())]
+    Format { path: PathBuf, found: String },
+    #[error("run file `{}`: step {position} has `n` = {found}, expected {position}", path.display())]
+    StepNumber {
+        path: PathBuf,
+        position: usize,
+        found: usize,
+    },
+    #[error("cannot write run file `{}`", path.display())]
+    Write {
+        path: PathBuf,
+        #[source]
+        source: std::io::Error,
+    },
+}
+
+impl Run {
+    /// A run about to start.
+    pub fn new(question: &str, profile: Profile) -> Run {
+        Run {
+            format: RUN_FORMAT.to_owned(),
+            id: None,
+            question: question.to_owned(),
+            gold: None,
+            task: None,
+            method: None,
+            profile,
+            model: None,
+            api: None,
+            fewshot: None,
+            cot_fewshot: None,
+            fewshot_from: None,
+            today: None,
+            max_steps: None,
+            tools: Vec::new(),
+            tool_descriptions: Vec::new(),
+            docstore: None,
+            steps: Vec::new(),
+            samples: Vec::new(),
+            vote: None,
+            backoff: None,
+            answered_by: None,
+            trial: None,
+            epoch: None,
+            reflect: None,
+            reflections: Vec::new(),
+            last_trial: None,
+            reflection: None,
+            shard: None,
+            evaluation: None,
+            answer: None,
+            stopped: None,
+            error: None,
+            error_kind: None,
+            em: None,
+            f1: None,
+            usage: Usage::default(),
+        }
+    }
+
+    /// The run's task: recorded, else (older runs) FEVER when its examples were the bundled
+    /// FEVER ones or its gold answer is a FEVER label, else HotpotQA.
+    pub fn task(&self) -> Task {
+        if let Some(task) = self.task {
+            return task;
+        }
+        let fever_examples = [self.fewshot.as_deref(), self.cot_fewshot.as_deref()].contains(&Some("fever"));
+        let labelled = self
+            .gold
+            .as_deref()
+            .is_some_and(|gold| matches!(gold, "SUPPORTS" | "REFUTES" | "NOT ENOUGH INFO"));
+        if fever_examples || labelled {
+            Task::Fever
+        } else {
+            Task::HotpotQa
+        }
+    }
+
+    /// Fills `em` and `f1` from the gold answer, when there is one.
+    pub fn score(&mut self) -> Option<AnswerScore> {
+        let gold = self.gold.as_deref()?;
+        let score = AnswerScore::new(self.answer.as_deref().unwrap_or(""), gold);
+        self.em = Some(u8::from(score.em));
+        self.f1 = Some(score.f1);
+        Some(score)
+    }
+
+    /// The recorded completions, step by step, for a [`crate::llm::ReplayLlm`].
+    pub fn completions(&self) -> Vec<Vec<String>> {
+        self.steps.iter().map(|step| step.completions.clone()).collect()
+    }
+
+    /// A `tools` run's recorded assistant messages, step by step, for a
+    /// [`crate::llm::ReplayLlm::with_replies`].
+    pub fn replies(&self) -> Vec<Vec<ReplyMessage>> {
+        self.steps.iter().map(|step| step.replies.clone()).collect()
+    }
+
+    /// The recorded completions of each sampling request, in order, for a
+    /// [`crate::llm::ReplayLlm::with_samples`].
+    pub fn sample_requests(&self) -> Vec<Vec<String>> {
+        let mut requests: Vec<Vec<String>> = Vec::new();
+        let mut last = None;
+        for sample in &self.samples {
+            if last != Some(sample.request) || requests.is_empty() {
+                requests.push(Vec::new());
+                last = Some(sample.request);
+            }
+            if let Some(request) = requests.last_mut() {
+                request.push(sample.completion.clone());
+            }
+        }
+        requests
+    }
+
+    /// The method that answered: `react` when the run does not say.
+    pub fn method(&self) -> Method {
+        self.method.unwrap_or_default()
+    }
+
+    /// Which attempt at its question the run was: a trial, an epoch, or the only one.
+    pub fn attempt(&self) -> Attempt {
+        match (self.trial, self.epoch) {
+            (Some(trial), _) => Attempt::Trial(trial),
+            (None, Some(epoch)) => Attempt::Epoch(epoch),
+            (None, None) => Attempt::Only,
+        }
+    }
+
+    /// The recorded observations, step by step.
+    pub fn observations(&self) -> Vec<Option<String>> {
+        self.steps.iter().map(|step| step.observation.clone()).collect()
+    }
+
+    /// Reads a run file and checks its format and step numbering.
+    pub fn read(path: &Path) -> Result<Run, RunFileError> {
+        let text = std::fs::read_to_string(path).map_err(|source| RunFileError::Read {
+            path: path.to_owned(),
+            source,
+        })?;
+        Run::from_json(&text, path)
+    }
+
+    pub fn from_json(text: &str, path: &Path) -> Result<Run, RunFileError> {
+        let mut run: Run = serde_json::from_str(text).map_err(|source| RunFileError::Parse {
+            path: path.to_owned(),
+            line: source.line(),
+            column: source.column(),
+            source,
+        })?;
+        if run.format != RUN_FORMAT && run.format != RUN_FORMAT_V2 {
+            return Err(RunFileError::Format {
+                path: path.to_owned(),
+                found: run.format,
+            });
+        }
+        for (idx, step) in run.steps.iter_mut().enumerate() {
+            if step.n == 0 {
+                step.n = idx + 1;
+            }
+            if step.n != idx + 1 {
+                return Err(RunFileError::StepNumber {
+                    path: path.to_owned(),
+                    position: idx + 1,
+                    found: step.n,
+                });
+            }
+        }
+        Ok(run)
+    }
+
+    /// Writes the run as pretty JSON, durably ([`atomic_write`]): a crash leaves the old file or
+    /// the new one, whole.
+    pub fn write(&self, path: &Path) -> Result<(), RunFileError> {
+        // invariant: a `Run` (strings, numbers, string-keyed structs) always serializes
+        let mut text = serde_json::to_string_pretty(self).expect("a run always serializes");
+        text.push('\n');
+        atomic_write(path, text.as_bytes()).map_err(|source| RunFileError::Write {
+            path: path.to_owned(),
+            source,
+        })?;
+        // What an earlier write killed mid-way left beside the file.
+        remove_stale_temporaries(path);
+        Ok(())
+    }
+}

@@ -1,0 +1,568 @@
+//! `EvalSettings`: what makes runs one evaluation — every setting that changes answers, written
+//! on every results line `eval` appends — and `compare`, the one comparison that `eval`'s resume,
+//! `merge`, `score`, `compare`, `report`, `export` and `--fewshot-from` make of two runs.
+//!
+//! Settings that do not change answers (`--concurrency`, timeouts, `--base-url`, the key, `--out`)
+//! are not part of it. An unsharded evaluation's selection (`--subset`, `--ids`, `--limit`) may be
+//! widened on resume; a shard's is part of the comparison, so the shards `merge` joins are of one
+//! selection. Lines written before results recorded their settings are compared on what they do
+//! record (model, API, profile, method, few-shot names, step budget, tools, attempt kind,
+//! strategy, docstore); the rest is unknown, which [`Comparison::unknown`] reports.
+
+use std::fmt;
+
+use serde::{Deserialize, Serialize};
+use serde_json::Value;
+
+use crate::docstore::DocstoreInfo;
+use crate::llm::{Api, Generation};
+use crate::method::{Method, Reflect};
+use crate::profile::Profile;
+use crate::record::run::{Attempt, Run};
+
+/// The settings of the evaluation a results line belongs to, as `eval` wrote them beside the run.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct EvalSettings {
+    pub model: String,
+    /// `None`: a model that is not an OpenAI-compatible server's (a recording, a test's).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub api: Option<Api>,
+    pub profile: Profile,
+    pub method: Method,
+    /// CoT-SC's N and temperature: `None` for methods that do not sample.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub sampling: Option<Sampling>,
+    /// What the requests carry besides the prompt; `None` for a model that is not a server's.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub generation: Option<Generation>,
+    /// The step budget of a method that acts; `None` for CoT, Standard and CoT-SC.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub max_steps: Option<usize>,
+    /// The digest of each phase's prompt before the question: the instruction, the few-shot
+    /// examples (bundled, `--fewshot` files or drawn by `--fewshot-from`) and the tools' lines.
+    pub prompts: Vec<String>,
+    pub tools: Vec<String>,
+    pub attempts: AttemptsRecord,
+    pub docstore: DocstoreInfo,
+    /// The question file's digest (`sha256:` of its bytes).
+    pub questions: String,
+    pub selection: SelectionRecord,
+}
+
+/// CoT-SC's sampling.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+pub struct Sampling {
+    pub samples: usize,
+    pub temperature: f64,
+}
+
+/// How many attempts each question gets, and of which kind.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(tag = "kind", rename_all = "snake_case")]
+pub enum AttemptsRecord {
+    Once,
+    Trials { count: u32, reflect: Reflect },
+    Epochs { count: u32 },
+}
+
+/// Which questions of the file the evaluation asks.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct SelectionRecord {
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub subset: Option<String>,
+    /// The digest of the `--ids` file.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub ids: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub limit: Option<usize>,
+    /// With `--shard`: how many shards, and how many questions the whole selection held.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub shards: Option<ShardSplit>,
+}
+
+/// A sharded selection's split (the shard's own index is each line's `shard` record).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ShardSplit {
+    pub count: u32,
+    pub selected: usize,
+}
+
+impl fmt::Display for AttemptsRecord {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            AttemptsRecord::Once => f.write_str("one attempt a question"),
+            AttemptsRecord::Trials { count, reflect } => write!(f, "{count} trials, `--reflect {reflect}`"),
+            AttemptsRecord::Epochs { count } => write!(f, "{count} epochs"),
+        }
+    }
+}
+
+impl fmt::Display for SelectionRecord {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let mut parts = Vec::new();
+        if let Some(subset) = &self.subset {
+            parts.push(format!("--subset {subset}"));
+        }
+        if let Some(ids) = &self.ids {
+            parts.push(format!("--ids {}", short_digest(ids)));
+        }
+        if let Some(limit) = self.limit {
+            parts.push(format!("--limit {limit}"));
+        }
+        if parts.is_empty() {
+            parts.push("every question".to_owned());
+        }
+        if let Some(split) = self.shards {
+            parts.push(format!(
+                "in {} shards of {} questions",
+                split.count, split.selected
+            ));
+        }
+        f.write_str(&parts.join(" "))
+    }
+}
+
+/// A digest as messages show it: its first 12 hex digits.
+fn short_digest(digest: &str) -> &str {
+    let end = digest
+        .char_indices()
+        .nth("sha256:".len() + 12)
+        .map_or(digest.len(), |(cut, _)| cut);
+    &digest[..end]
+}
+
+pub use crate::digest::{digest, file_digest};
+
+/// One setting of a run as the comparison sees it.
+#[derive(Debug, Clone, PartialEq)]
+enum Setting {
+    /// Recorded (or derived from what every line records), as messages show it.
+    Known(String),
+    /// Derived from an older line in a form only other older lines share (a few-shot file's
+    /// name, not its digest): compared with those alone.
+    Named(String),
+    /// Not recorded by the line's version.
+    Unknown,
+}
+
+/// The fields compared, in the order a difference is reported, each with the flag that sets it.
+const FIELDS: [(&str, &str); 16] = [
+    ("model", "--model"),
+    ("API", "--api"),
+    ("profile", "--profile"),
+    ("method", "--method"),
+    ("samples and sample temperature", "--samples/--sample-temperature"),
+    ("temperature", "--temperature"),
+    ("max tokens", "--max-tokens"),
+    ("model options", "--llm-option"),
+    ("step budget", "--max-steps"),
+    ("few-shot examples", "--fewshot/--fewshot-from"),
+    ("tools", "--tools/--tool"),
+    ("attempts", "--trials/--epochs/--reflect"),
+    ("docstore", "--docstore"),
+    ("question file", "QUESTIONS"),
+    ("selection", "--subset/--ids/--limit/--shard"),
+    ("shard", "--shard"),
+];
+
+/// The index of the selection in [`FIELDS`]: compared only when the runs are sharded.
+const SELECTION: usize = 14;
+
+/// A run's settings as the comparison sees them, one value a field of [`FIELDS`].
+#[derive(Debug, Clone, PartialEq)]
+pub struct Comparable {
+    values: Vec<Setting>,
+    sharded: bool,
+}
+
+impl Comparable {
+    /// The settings a results line records: its `evaluation` record when it has one, else what
+    /// older lines record.
+    pub fn of_run(run: &Run) -> Comparable {
+        let sharded = run.shard.is_some();
+        match &run.evaluation {
+            Some(settings) => Comparable::of_settings(settings, run.shard.is_some()),
+            None => Comparable::of_older_run(run, sharded),
+        }
+    }
+
+    /// The settings of an evaluation about to run.
+    pub fn of_settings(settings: &EvalSettings, sharded: bool) -> Comparable {
+        let known = |text: String| Setting::Known(text);
+        let generation = settings.generation.as_ref();
+        let values = vec![
+            known(format!("`{}`", settings.model)),
+            known(
+                settings
+                    .api
+                    .map_or_else(|| "none".to_owned(), |api| format!("`{}`", api.as_str())),
+            ),
+            known(format!("`{}`", settings.profile)),
+            known(format!("`{}`", settings.method)),
+            known(match settings.sampling {
+                Some(sampling) => format!("N = {}, T = {}", sampling.samples, sampling.temperature),
+                None => "none".to_owned(),
+            }),
+            known(generation.map_or_else(
+                || "none".to_owned(),
+                |generation| generation.temperature.to_string(),
+            )),
+            known(match generation.and_then(|generation| generation.max_tokens) {
+                Some(max_tokens) => max_tokens.to_string(),
+                None => "none".to_owned(),
+            }),
+            known(match generation {
+                Some(generation) if !generation.options.is_empty() => {
+                    // serde_json's maps are sorted by key: one text for one set of options
+                    Value::Object(generation.options.clone()).to_string()
+                }
+                _ => "none".to_owned(),
+            }),
+            known(
+                settings
+                    .max_steps
+                    .map_or_else(|| "none".to_owned(), |max_steps| max_steps.to_string()),
+            ),
+            known(
+                settings
+                    .prompts
+                    .iter()
+                    .map(|digest| format!("prompt {}", short_digest(digest)))
+                    .collect::<Vec<_>>()
+                    .join(", "),
+            ),
+            known(tools_text(&settings.tools)),
+            known(settings.attempts.to_string()),
+            known(settings.docstore.to_string()),
+            known(format!("digest {}", short_digest(&settings.questions))),
+            known(settings.selection.to_string()),
+            known(match settings.selection.shards {
+                Some(_) => "sharded".to_owned(),
+                None => "unsharded".to_owned(),
+            }),
+        ];
+        Comparable { values, sharded }
+    }
+
+    /// What a line written before the `evaluation` record tells.
+    fn of_older_run(run: &Run, sharded: bool) -> Comparable {
+        let known = |text: String| Setting::Known(text);
+        let sampling = match (run.method().samples(), &run.vote) {
+            (false, _) => known("none".to_owned()),
+            (true, Some(vote)) => known(format!("N = {}, T = {}", vote.samples, vote.temperature)),
+            (true, None) => Setting::Unknown,
+        };
+        let attempts = match (run.attempt(), run.reflect) {
+            (Attempt::Only, _) => known(AttemptsRecord::Once.to_string()),
+            _ => Setting::Unknown,
+        };
+        let fewshot = match &run.fewshot_from {
+            Some(source) => Setting::Named(format!("drawn, digest {}", short_digest(&source.digest))),
+            None => Setting::Named(
+                [run.fewshot.as_deref(), run.cot_fewshot.as_deref()]
+                    .into_iter()
+                    .flatten()
+                    .map(|name| format!("`{name}`"))
+                    .collect::<Vec<_>>()
+                    .join(", "),
+            ),
+        };
+        let values = vec![
+            run.model
+                .clone()
+                .map_or(Setting::Unknown, |model| known(format!("`{model}`"))),
+            run.api
+                .map_or(Setting::Unknown, |api| known(format!("`{}`", api.as_str()))),
+            known(format!("`{}`", run.profile)),
+            known(format!("`{}`", run.method())),
+            sampling,
+            Setting::Unknown,
+            Setting::Unknown,
+            Setting::Unknown,
+            match (run.method().acts(), run.max_steps) {
+                (false, _) => known("none".to_owned()),
+                (true, Some(max_steps)) => known(max_steps.to_string()),
+                (true, None) => Setting::Unknown,
+            },
+            fewshot,
+            Setting::Named(tools_text(&run.tools)),
+            attempts,
+            run.docstore
+                .as_ref()
+                .map_or(Setting::Unknown, |docstore| known(docstore.to_string())),
+            Setting::Unknown,
+            Setting::Unknown,
+            known(if sharded { "sharded" } else { "unsharded" }.to_owned()),
+        ];
+        Comparable { values, sharded }
+    }
+
+    /// The first setting in which `self` and `other` differ, and which fields one of them does
+    /// not record (not compared).
+    pub fn compare(&self, other: &Comparable) -> Comparison {
+        let mut comparison = Comparison::default();
+        for (field_idx, (mine, theirs)) in self.values.iter().zip(&other.values).enumerate() {
+            if field_idx == SELECTION && !(self.sharded && other.sharded) {
+                // An unsharded evaluation may be widened; sharded beside unsharded is the
+                // `shard` field's difference.
+                continue;
+            }
+            let differs = match (mine, theirs) {
+                (Setting::Known(mine), Setting::Known(theirs))
+                | (Setting::Named(mine), Setting::Named(theirs)) => {
+                    (mine != theirs).then(|| (mine.clone(), theirs.clone()))
+                }
+                _ => {
+                    comparison.unknown.push(FIELDS[field_idx].0);
+                    None
+                }
+            };
+            if let Some((mine, theirs)) = differs
+                && comparison.difference.is_none()
+            {
+                comparison.difference = Some(SettingDifference {
+                    field: FIELDS[field_idx].0,
+                    flag: FIELDS[field_idx].1,
+                    first: mine,
+                    second: theirs,
+                });
+            }
+        }
+        comparison
+    }
+}
+
+fn tools_text(tools: &[String]) -> String {
+    if tools.is_empty() {
+        "none".to_owned()
+    } else {
+        tools.join(", ")
+    }
+}
+
+/// What [`Comparable::compare`] found.
+#[derive(Debug, Default)]
+pub struct Comparison {
+    /// The first field that differs.
+    pub difference: Option<SettingDifference>,
+    /// Fields one side does not record (an older line), in [`FIELDS`] order.
+    pub unknown: Vec<&'static str>,
+}
+
+/// One setting that differs: its name, the flags that set it, and both values as messages show them.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct SettingDifference {
+    pub field: &'static str,
+    pub flag: &'static str,
+    pub first: String,
+    pub second: String,
+}
+
+/// Where a compared run came from: a results file's line, or the command about to run.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum SettingsSource {
+    Line { file: std::path::PathBuf, line: usize },
+    ThisCommand,
+}
+
+impl fmt::Display for SettingsSource {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            SettingsSource::Line { file, line } => write!(f, "`{}` line {line}", file.display()),
+            SettingsSource::ThisCommand => f.write_str("this command"),
+        }
+    }
+}
+
+/// Two runs that are not one evaluation: the one message every reader and writer gives.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error(
+    "not one evaluation: they differ in {} — {} has {}, {} has {} ({} sets it)",
+    difference.field,
+    first,
+    difference.first,
+    second,
+    difference.second,
+    difference.flag
+)]
+pub struct NotOneEvaluation {
+    pub first: SettingsSource,
+    pub second: SettingsSource,
+    pub difference: SettingDifference,
+}
+
+/// `fields` (names of [`Comparison::unknown`]) in the order messages list settings.
+pub fn in_field_order(fields: &std::collections::BTreeSet<&'static str>) -> Vec<&'static str> {
+    FIELDS
+        .iter()
+        .map(|(name, _)| *name)
+        .filter(|name| fields.contains(name))
+        .collect()
+}
+
+/// Compares two runs' settings: `Err` naming both places when they are not one evaluation, else
+/// the fields one of them does not record.
+pub fn check_same(
+    first: (&Comparable, SettingsSource),
+    second: (&Comparable, SettingsSource),
+) -> Result<Vec<&'static str>, Box<NotOneEvaluation>> {
+    let comparison = first.0.compare(second.0);
+    match comparison.difference {
+        Some(difference) => Err(Box::new(NotOneEvaluation {
+            first: first.1,
+            second: second.1,
+            difference,
+        })),
+        None => Ok(comparison.unknown),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::Map;
+
+    fn settings() -> EvalSettings {
+        EvalSettings {
+            model: "gpt-4o-mini".to_owned(),
+            api: Some(Api::Chat),
+            profile: Profile::Default,
+            method: Method::CotSc,
+            sampling: Some(Sampling {
+                samples: 21,
+                temperature: 0.7,
+            }),
+            generation: Some(Generation {
+                temperature: 0.0,
+                max_tokens: Some(256),
+                options: Map::new(),
+            }),
+            max_steps: Some(7),
+            prompts: vec![digest(b"examples")],
+            tools: Vec::new(),
+            attempts: AttemptsRecord::Once,
+            docstore: DocstoreInfo {
+                kind: "distractor".to_owned(),
+                snapshot: None,
+            },
+            questions: digest(b"questions"),
+            selection: SelectionRecord {
+                subset: None,
+                ids: None,
+                limit: Some(5),
+                shards: None,
+            },
+        }
+    }
+
+    /// Each setting that changes answers, changed alone, is a difference naming its field.
+    #[test]
+    fn every_setting_is_compared() {
+        let base = settings();
+        type Change = Box<dyn Fn(&mut EvalSettings)>;
+        let changes: Vec<(&str, Change)> = vec![
+            ("model", Box::new(|s| s.model = "other".to_owned())),
+            ("API", Box::new(|s| s.api = Some(Api::Completions))),
+            ("profile", Box::new(|s| s.profile = Profile::Paper)),
+            ("method", Box::new(|s| s.method = Method::Cot)),
+            (
+                "samples and sample temperature",
+                Box::new(|s| {
+                    s.sampling = Some(Sampling {
+                        samples: 7,
+                        temperature: 0.7,
+                    })
+                }),
+            ),
+            (
+                "samples and sample temperature",
+                Box::new(|s| {
+                    s.sampling = Some(Sampling {
+                        samples: 21,
+                        temperature: 1.5,
+                    })
+                }),
+            ),
+            (
+                "temperature",
+                Box::new(|s| s.generation.as_mut().unwrap().temperature = 0.5),
+            ),
+            (
+                "max tokens",
+                Box::new(|s| s.generation.as_mut().unwrap().max_tokens = None),
+            ),
+            (
+                "model options",
+                Box::new(|s| {
+                    s.generation
+                        .as_mut()
+                        .unwrap()
+                        .options
+                        .insert("top_p".to_owned(), Value::from(0.9));
+                }),
+            ),
+            ("step budget", Box::new(|s| s.max_steps = Some(5))),
+            (
+                "few-shot examples",
+                Box::new(|s| s.prompts = vec![digest(b"other examples")]),
+            ),
+            ("tools", Box::new(|s| s.tools = vec!["Calculate".to_owned()])),
+            (
+                "attempts",
+                Box::new(|s| s.attempts = AttemptsRecord::Epochs { count: 3 }),
+            ),
+            (
+                "attempts",
+                Box::new(|s| {
+                    s.attempts = AttemptsRecord::Trials {
+                        count: 3,
+                        reflect: Reflect::Reflexion,
+                    }
+                }),
+            ),
+            ("docstore", Box::new(|s| s.docstore.kind = "wikipedia".to_owned())),
+            (
+                "question file",
+                Box::new(|s| s.questions = digest(b"other questions")),
+            ),
+        ];
+        for (field, change) in changes {
+            let mut other = base.clone();
+            change(&mut other);
+            let comparison =
+                Comparable::of_settings(&base, false).compare(&Comparable::of_settings(&other, false));
+            assert_eq!(
+                comparison.difference.map(|difference| difference.field),
+                Some(field)
+            );
+        }
+    }
+
+    /// An unsharded selection may be widened; a shard's may not.
+    #[test]
+    fn only_a_sharded_selection_is_compared() {
+        let narrow = settings();
+        let mut wide = settings();
+        wide.selection.limit = Some(10);
+        let unsharded =
+            Comparable::of_settings(&narrow, false).compare(&Comparable::of_settings(&wide, false));
+        assert_eq!(unsharded.difference, None);
+        let sharded = Comparable::of_settings(&narrow, true).compare(&Comparable::of_settings(&wide, true));
+        assert_eq!(
+            sharded.difference.map(|difference| difference.field),
+            Some("selection")
+        );
+    }
+
+    #[test]
+    fn digests_are_sha256_hex() {
+        assert_eq!(
+            digest(b"abc"),
+            "sha256:ba7816bf8f01cfea414140de5dae2223b00361a396177a9cb410ff61f20015ad"
+        );
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("abc");
+        std::fs::write(&path, b"abc").unwrap();
+        assert_eq!(file_digest(&path).unwrap(), digest(b"abc"));
+    }
+}

@@ -1,0 +1,287 @@
+//! The three formats of `export`: OpenAI chat fine-tuning JSONL, Alpaca JSON, ShareGPT JSONL.
+
+use std::collections::HashSet;
+use std::io::{self, Write};
+use std::str::FromStr;
+
+use serde_json::{Value, json};
+
+use crate::agent::calls::function_key;
+use crate::llm::openai::wire_message;
+use crate::llm::{FunctionSpec, Message, SentCall};
+
+use crate::trajectories::export::PromptPart;
+use crate::trajectories::rebuild::{Example, Speaker, Turn};
+
+/// What `export --format` writes.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ExportFormat {
+    /// One `{"messages": [...]}` a line (and `"tools"` for a `tools` run), as OpenAI's
+    /// fine-tuning takes them: the prompt as `system`, the question and each observation as
+    /// `user`, each model turn as `assistant` (a `tools` run: its conversation as sent).
+    OpenAiChat,
+    /// One JSON array of `{"instruction", "input", "output"}`: the prompt and the question; empty;
+    /// the trajectory.
+    Alpaca,
+    /// One `{"conversations": [{"from", "value"}]}` a line: `system`, `human`, `gpt`.
+    ShareGpt,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("unknown export format `{name}`, expected `openai-chat`, `alpaca` or `sharegpt`")]
+pub struct UnknownFormat {
+    name: String,
+}
+
+impl FromStr for ExportFormat {
+    type Err = UnknownFormat;
+
+    fn from_str(name: &str) -> Result<ExportFormat, UnknownFormat> {
+        match name {
+            "openai-chat" | "openai" => Ok(ExportFormat::OpenAiChat),
+            "alpaca" => Ok(ExportFormat::Alpaca),
+            "sharegpt" => Ok(ExportFormat::ShareGpt),
+            _ => Err(UnknownFormat {
+                name: name.to_owned(),
+            }),
+        }
+    }
+}
+
+/// One example as written, how many bytes of text it holds (for the token estimate), and the
+/// calls to functions it does not offer that were left out with their replies.
+pub struct Written {
+    pub value: Value,
+    pub text_bytes: usize,
+    pub unknown_calls: Vec<String>,
+}
+
+impl ExportFormat {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            ExportFormat::OpenAiChat => "openai-chat",
+            ExportFormat::Alpaca => "alpaca",
+            ExportFormat::ShareGpt => "sharegpt",
+        }
+    }
+
+    /// `example` in this format, its prompt part as `prompt` says; none when it holds nothing the
+    /// model wrote (a run whose first model call failed): such an example trains on nothing.
+    pub fn example(self, example: &Example, prompt: PromptPart) -> Option<Written> {
+        let system = match prompt {
+            PromptPart::Instruction => example.instruction.as_str(),
+            PromptPart::WithExamples => example.prompt.as_str(),
+        };
+        // A run cut short (`--all`) ends with what the model wrote last: an observation after it
+        // teaches nothing.
+        let mut turns = example.turns.as_slice();
+        while let [rest @ .., last] = turns
+            && last.speaker == Speaker::Input
+            && !rest.is_empty()
+        {
+            turns = rest;
+        }
+        // A tools conversation in `openai-chat` is checked on its messages, below.
+        let conversed = self == ExportFormat::OpenAiChat && example.conversation.is_some();
+        if !conversed && !turns.iter().any(|turn| turn.speaker == Speaker::Model) {
+            return None;
+        }
+        let written = match self {
+            ExportFormat::OpenAiChat => match &example.conversation {
+                Some(conversation) => {
+                    let (offered, unknown_calls) =
+                        offered_calls(&conversation.messages, &conversation.functions);
+                    let mut sent = offered.as_slice();
+                    while let [rest @ .., Message::Tool { .. } | Message::User(_)] = sent {
+                        sent = rest;
+                    }
+                    if !sent
+                        .iter()
+                        .any(|message| matches!(message, Message::Assistant { .. }))
+                    {
+                        return None;
+                    }
+                    let messages: Vec<Message> = sent
+                        .iter()
+                        .filter_map(|message| match message {
+                            // The system message as sent, or its instruction alone.
+                            Message::System(sent) => match prompt {
+                                PromptPart::WithExamples => Some(Message::System(sent.clone())),
+                                PromptPart::Instruction => system_message(system),
+                            },
+                            other => Some(other.clone()),
+                        })
+                        .collect();
+                    let tools: Vec<Value> = conversation
+                        .functions
+                        .iter()
+                        .map(|function| json!({"type": "function", "function": function}))
+                        .collect();
+                    let text_bytes = messages.iter().map(message_bytes).sum();
+                    let messages: Vec<Value> = messages.iter().map(wire_message).collect();
+                    Written {
+                        value: json!({"messages": messages, "tools": tools}),
+                        text_bytes,
+                        unknown_calls,
+                    }
+                }
+                None => {
+                    let messages: Vec<Message> = system_message(system)
+                        .into_iter()
+                        .chain(turns.iter().map(|turn| match turn.speaker {
+                            Speaker::Input => Message::User(turn.text.clone()),
+                            Speaker::Model => Message::Assistant {
+                                content: turn.text.clone(),
+                                calls: Vec::new(),
+                            },
+                        }))
+                        .collect();
+                    let text_bytes = messages.iter().map(message_bytes).sum();
+                    let messages: Vec<Value> = messages.iter().map(wire_message).collect();
+                    Written {
+                        value: json!({"messages": messages}),
+                        text_bytes,
+                        unknown_calls: Vec::new(),
+                    }
+                }
+            },
+            ExportFormat::ShareGpt => {
+                let system = system_text(system);
+                let mut conversations: Vec<Value> = Vec::new();
+                let mut text_bytes = 0;
+                if let Some(system) = system {
+                    text_bytes += system.len();
+                    conversations.push(json!({"from": "system", "value": system}));
+                }
+                for turn in turns {
+                    text_bytes += turn.text.len();
+                    let from = match turn.speaker {
+                        Speaker::Input => "human",
+                        Speaker::Model => "gpt",
+                    };
+                    conversations.push(json!({"from": from, "value": turn.text}));
+                }
+                Written {
+                    value: json!({"conversations": conversations}),
+                    text_bytes,
+                    unknown_calls: Vec::new(),
+                }
+            }
+            ExportFormat::Alpaca => {
+                let (question, rest) = turns
+                    .split_first()
+                    .map_or((None, &[][..]), |(first, rest)| (Some(first), rest));
+                let mut instruction = system.to_owned();
+                if let Some(Turn { text, .. }) = question {
+                    instruction.push_str(text);
+                }
+                let output = rest
+                    .iter()
+                    .map(|turn| turn.text.as_str())
+                    .collect::<Vec<_>>()
+                    .join("\n");
+                Written {
+                    text_bytes: instruction.len() + output.len(),
+                    value: json!({"instruction": instruction, "input": "", "output": output}),
+                    unknown_calls: Vec::new(),
+                }
+            }
+        };
+        Some(written)
+    }
+
+    /// Writes the `index`-th example (from 0).
+    pub fn write(self, out: &mut dyn Write, value: &Value, index: usize) -> io::Result<()> {
+        // invariant: a JSON value of strings, arrays and objects always serializes
+        let line = serde_json::to_string(value).expect("a JSON value serializes");
+        match self {
+            ExportFormat::Alpaca => {
+                let separator = if index == 0 { "[\n" } else { ",\n" };
+                write!(out, "{separator}{line}")
+            }
+            ExportFormat::OpenAiChat | ExportFormat::ShareGpt => writeln!(out, "{line}"),
+        }
+    }
+
+    /// Ends the file after `n_examples` were written.
+    pub fn finish(self, out: &mut dyn Write, n_examples: usize) -> io::Result<()> {
+        match (self, n_examples) {
+            (ExportFormat::Alpaca, 0) => writeln!(out, "[]"),
+            (ExportFormat::Alpaca, _) => writeln!(out, "\n]"),
+            _ => Ok(()),
+        }?;
+        out.flush()
+    }
+}
+
+/// The messages of a tools conversation without the calls to functions it does not offer (a
+/// model's `serach`: the agent answered it with an error observation, and OpenAI's fine-tuning
+/// refuses a call to a function not among `tools`) and the tool messages answering them; an
+/// assistant message left with neither text nor calls goes too. A call whose name the agent read
+/// as an offered function's (case, `_` and `-` aside) takes that function's name. Returns the
+/// messages and the names of the calls left out.
+fn offered_calls(messages: &[Message], functions: &[FunctionSpec]) -> (Vec<Message>, Vec<String>) {
+    let offered = |name: &str| {
+        functions
+            .iter()
+            .find(|function| function_key(&function.name) == function_key(name))
+    };
+    let mut left_out_ids: HashSet<&str> = HashSet::new();
+    let mut left_out_names = Vec::new();
+    let mut kept = Vec::with_capacity(messages.len());
+    for message in messages {
+        match message {
+            Message::Assistant { content, calls } => {
+                let mut kept_calls = Vec::with_capacity(calls.len());
+                for call in calls {
+                    match offered(&call.name) {
+                        Some(function) => kept_calls.push(SentCall {
+                            name: function.name.clone(),
+                            ..call.clone()
+                        }),
+                        None => {
+                            left_out_ids.insert(&call.id);
+                            left_out_names.push(call.name.clone());
+                        }
+                    }
+                }
+                if content.is_empty() && kept_calls.is_empty() && !calls.is_empty() {
+                    continue;
+                }
+                kept.push(Message::Assistant {
+                    content: content.clone(),
+                    calls: kept_calls,
+                });
+            }
+            Message::Tool { call_id, .. } if left_out_ids.contains(call_id.as_str()) => {}
+            other => kept.push(other.clone()),
+        }
+    }
+    (kept, left_out_names)
+}
+
+/// The system message of an example: the prompt part without the newline that ends it (the
+/// question starts the next message); none when it is empty.
+fn system_message(system: &str) -> Option<Message> {
+    system_text(system).map(|text| Message::System(text.to_owned()))
+}
+
+/// The text of [`system_message`].
+fn system_text(system: &str) -> Option<&str> {
+    let text = system.strip_suffix('\n').unwrap_or(system);
+    (!text.trim().is_empty()).then_some(text)
+}
+
+fn message_bytes(message: &Message) -> usize {
+    match message {
+        Message::System(text) | Message::User(text) => text.len(),
+        Message::Assistant { content, calls } => {
+            content.len()
+                + calls
+                    .iter()
+                    .map(|call| call.name.len() + call.arguments.len())
+                    .sum::<usize>()
+        }
+        Message::Tool { content, .. } => content.len(),
+    }
+}
