@@ -67,26 +67,26 @@ pub struct AskConfig {
 
 /// How a run ended, for the exit code: 0 answered, 1 ran but no answer, 2 error.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Outcome {
+pub enum AskOutcome {
     Answered,
     Unanswered,
     Failed,
 }
 
-impl Outcome {
-    pub fn of(run: &Run) -> Outcome {
+impl AskOutcome {
+    pub fn of(run: &Run) -> AskOutcome {
         match (run.stopped, run.answer.as_deref()) {
-            (Some(Stopped::Error), _) => Outcome::Failed,
-            (_, Some(answer)) if !answer.trim().is_empty() => Outcome::Answered,
-            _ => Outcome::Unanswered,
+            (Some(Stopped::Error), _) => AskOutcome::Failed,
+            (_, Some(answer)) if !answer.trim().is_empty() => AskOutcome::Answered,
+            _ => AskOutcome::Unanswered,
         }
     }
 
     pub fn exit_code(self) -> u8 {
         match self {
-            Outcome::Answered => 0,
-            Outcome::Unanswered => 1,
-            Outcome::Failed => 2,
+            AskOutcome::Answered => 0,
+            AskOutcome::Unanswered => 1,
+            AskOutcome::Failed => 2,
         }
     }
 }
@@ -212,16 +212,16 @@ pub async fn ask(
     let mut run = run_question(&config.question, &solver, llm, docstore, toolbox, trace).await;
     run.fewshot_from = drawn.map(|drawn| drawn.source);
     let answer = run.answer.as_deref().unwrap_or("");
-    match Outcome::of(&run) {
-        Outcome::Answered => trace.header("Answer:", answer),
-        Outcome::Unanswered => trace.note(&format!(
+    match AskOutcome::of(&run) {
+        AskOutcome::Answered => trace.header("Answer:", answer),
+        AskOutcome::Unanswered => trace.note(&format!(
             "no answer: the run stopped at {}",
             run.stopped.map_or("its start", Stopped::as_str)
         )),
-        Outcome::Failed => {}
+        AskOutcome::Failed => {}
     }
     match config.output {
-        AskOutput::Answer if Outcome::of(&run) == Outcome::Answered => writeln!(stdout, "{answer}"),
+        AskOutput::Answer if AskOutcome::of(&run) == AskOutcome::Answered => writeln!(stdout, "{answer}"),
         AskOutput::Answer => Ok(()),
         AskOutput::Run => serde_json::to_writer_pretty(&mut *stdout, &run)
             .map_err(std::io::Error::from)

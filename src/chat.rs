@@ -7,7 +7,7 @@ use std::io::{BufRead, Write};
 use crate::agent::error_chain;
 use crate::agent::tool::Toolbox;
 use crate::agent::trace::TracePrinter;
-use crate::ask::{AgentConfig, Outcome, run_question};
+use crate::ask::{AgentConfig, AskOutcome, run_question};
 use crate::docstore::DocstoreSource;
 use crate::input::{InputLine, InputLines, Interaction, LEAVE_HINT};
 use crate::llm::{CallPurpose, Llm, LlmError, LlmRequest};
@@ -23,7 +23,7 @@ stands alone, repeat it unchanged.";
 
 /// One answered question of the session.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Turn {
+pub struct ChatTurn {
     /// The standalone question the agent answered.
     pub question: String,
     pub answer: String,
@@ -32,12 +32,12 @@ pub struct Turn {
 /// The session's history, oldest first.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct Conversation {
-    pub turns: Vec<Turn>,
+    pub turns: Vec<ChatTurn>,
 }
 
 impl Conversation {
     pub fn push(&mut self, question: &str, answer: &str) {
-        self.turns.push(Turn {
+        self.turns.push(ChatTurn {
             question: question.to_owned(),
             answer: answer.to_owned(),
         });
@@ -224,17 +224,17 @@ pub async fn chat(
         };
         let mut run = run_question(&question, &solver, llm, docstore, toolbox, trace).await;
         run.usage.add(&rewrite_usage);
-        match Outcome::of(&run) {
-            Outcome::Answered => {
+        match AskOutcome::of(&run) {
+            AskOutcome::Answered => {
                 let answer = run.answer.as_deref().unwrap_or("");
                 trace.header("Answer:", answer);
                 summary.conversation.push(&question, answer);
             }
-            Outcome::Unanswered => trace.note(&format!(
+            AskOutcome::Unanswered => trace.note(&format!(
                 "no answer: the run stopped at {}",
                 run.stopped.map_or("its start", Stopped::as_str)
             )),
-            Outcome::Failed => summary.n_failed += 1,
+            AskOutcome::Failed => summary.n_failed += 1,
         }
         report(&run, config.output, stdout, trace)?;
         trace.blank();
@@ -263,9 +263,9 @@ fn report(
     }
     match output {
         ChatOutput::Answer => {
-            let answer = match Outcome::of(run) {
-                Outcome::Answered => run.answer.as_deref().unwrap_or(""),
-                Outcome::Unanswered | Outcome::Failed => "",
+            let answer = match AskOutcome::of(run) {
+                AskOutcome::Answered => run.answer.as_deref().unwrap_or(""),
+                AskOutcome::Unanswered | AskOutcome::Failed => "",
             };
             // One line per question, whatever the model put inside `Finish[...]`.
             let answer = answer.lines().map(str::trim).collect::<Vec<_>>().join(" ");

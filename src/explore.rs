@@ -14,7 +14,7 @@ use crate::profile::Profile;
 
 /// How `explore` prints.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Format {
+pub enum ExploreFormat {
     /// `Action: ...` / `Observation: ...` lines (interactive: the observation only).
     Text,
     /// One `{"action": ..., "observation": ...}` line per action.
@@ -62,17 +62,17 @@ impl Explore {
 pub async fn run_actions(
     explore: &mut Explore,
     actions: &[String],
-    format: Format,
+    format: ExploreFormat,
     out: &mut dyn Write,
 ) -> anyhow::Result<()> {
     for written in actions {
         let explored = explore.run(written).await?;
         match format {
-            Format::Text => {
+            ExploreFormat::Text => {
                 writeln!(out, "Action: {}", explored.action)?;
                 writeln!(out, "Observation: {}", explored.observation.trim_end())?;
             }
-            Format::Json => writeln!(out, "{}", serde_json::to_string(&explored)?)?,
+            ExploreFormat::Json => writeln!(out, "{}", serde_json::to_string(&explored)?)?,
         }
         out.flush()?;
     }
@@ -86,7 +86,7 @@ pub async fn run_actions(
 pub async fn run_interactive(
     explore: &mut Explore,
     input: &mut dyn BufRead,
-    format: Format,
+    format: ExploreFormat,
     out: &mut dyn Write,
     errors: &mut dyn Write,
     interaction: Interaction,
@@ -113,8 +113,8 @@ pub async fn run_interactive(
         };
         match explore.run(&action).await {
             Ok(explored) => match format {
-                Format::Text => writeln!(out, "{}", explored.observation.trim_end())?,
-                Format::Json => writeln!(out, "{}", serde_json::to_string(&explored)?)?,
+                ExploreFormat::Text => writeln!(out, "{}", explored.observation.trim_end())?,
+                ExploreFormat::Json => writeln!(out, "{}", serde_json::to_string(&explored)?)?,
             },
             Err(error) => {
                 let _ = writeln!(errors, "error: {:#}", anyhow::Error::new(error));

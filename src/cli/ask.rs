@@ -6,7 +6,7 @@ use std::process::ExitCode;
 
 use react_docstore::agent::prompt::PromptOptions;
 use react_docstore::agent::trace::TracePrinter;
-use react_docstore::ask::{self, AskConfig, AskOutput, Outcome};
+use react_docstore::ask::{self, AskConfig, AskOutcome, AskOutput};
 use react_docstore::chat;
 use react_docstore::output;
 
@@ -64,5 +64,5 @@ pub async fn run(args: AskArgs) -> anyhow::Result<ExitCode> {
     if let Some(error) = &run.error {
         let _ = writeln!(output::stderr(), "error: {error}");
     }
-    Ok(ExitCode::from(Outcome::of(&run).exit_code()))
+    Ok(ExitCode::from(AskOutcome::of(&run).exit_code()))
 }

@@ -2,7 +2,7 @@
 
 use std::process::ExitCode;
 
-use react_docstore::explore::{self, Explore, Format};
+use react_docstore::explore::{self, Explore, ExploreFormat};
 use react_docstore::output;
 
 use super::options::{
@@ -37,7 +37,11 @@ pub async fn run(args: ExploreArgs) -> anyhow::Result<ExitCode> {
         args.tools.open(&args.docstore)?,
         args.profile.profile,
     );
-    let format = if args.json { Format::Json } else { Format::Text };
+    let format = if args.json {
+        ExploreFormat::Json
+    } else {
+        ExploreFormat::Text
+    };
     let mut stdout = output::stdout();
     if args.actions.is_empty() {
         // Between actions the session waits for the next line; nothing else runs meanwhile.

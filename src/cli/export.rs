@@ -13,7 +13,7 @@ use react_docstore::output;
 use react_docstore::record::questions::Contexts;
 use react_docstore::record::selection::Selection;
 use react_docstore::trajectories::export::{
-    self, Attempts, Excluded, ExportConfig, ExportFormat, Keep, PromptPart,
+    self, ExamplesPerQuestion, Excluded, ExportConfig, ExportFormat, Keep, PromptPart,
 };
 
 #[derive(clap::Args)]
@@ -74,9 +74,9 @@ pub async fn run(args: ExportArgs) -> anyhow::Result<ExitCode> {
         method: args.method,
         trial: args.trial,
         attempts: if args.every_attempt {
-            Attempts::Every
+            ExamplesPerQuestion::Every
         } else {
-            Attempts::OnePerQuestion
+            ExamplesPerQuestion::OnePerQuestion
         },
         prompt: if args.with_examples {
             PromptPart::WithExamples

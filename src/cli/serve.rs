@@ -9,7 +9,7 @@ use std::time::Duration;
 use anyhow::Context as _;
 
 use react_docstore::output;
-use react_docstore::serve::{self, PoolSize, ServeLimits, Served, ServedDocstore, StateKey, Stopped};
+use react_docstore::serve::{self, PoolSize, ServeLimits, Served, ServedDocstore, Shutdown, StateKey};
 
 use super::options::{DocstoreArgs, ProfileArg, SERVED_DOCSTORES, SERVED_OFFLINE};
 use super::signals::stop_signals;
@@ -143,11 +143,11 @@ pub async fn run(args: ServeArgs) -> anyhow::Result<ExitCode> {
     });
     let stopped = serve::serve(listener, serve::router(served, &limits), &limits, stop).await?;
     Ok(match stopped {
-        Stopped::Drained => {
+        Shutdown::Drained => {
             let _ = writeln!(output::stderr(), "stopped: every request in flight was answered");
             ExitCode::SUCCESS
         }
-        Stopped::Abandoned { requests } => {
+        Shutdown::Abandoned { requests } => {
             let _ = writeln!(
                 output::stderr(),
                 "stopped: {requests} request{} still in flight after the {} s drain timeout {} abandoned unanswered",

@@ -111,7 +111,7 @@ pub fn router(served: Arc<Served>, limits: &ServeLimits) -> Router {
 
 /// How a server stopped.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Stopped {
+pub enum Shutdown {
     /// Every request in flight was answered.
     Drained,
     /// The drain timeout passed with `requests` still in flight: they were dropped unanswered.
@@ -125,7 +125,7 @@ pub async fn serve(
     router: Router,
     limits: &ServeLimits,
     shutdown: impl Future<Output = ()>,
-) -> std::io::Result<Stopped> {
+) -> std::io::Result<Shutdown> {
     use hyper_util::rt::{TokioIo, TokioTimer};
 
     let graceful = hyper_util::server::graceful::GracefulShutdown::new();
@@ -177,11 +177,11 @@ pub async fn serve(
         // Connections still open with no request under way (a client slow to send its headers,
         // a close lingering) leave nothing unanswered.
         return Ok(match in_flight.count() {
-            0 => Stopped::Drained,
-            requests => Stopped::Abandoned { requests },
+            0 => Shutdown::Drained,
+            requests => Shutdown::Abandoned { requests },
         });
     }
-    Ok(Stopped::Drained)
+    Ok(Shutdown::Drained)
 }
 
 /// An error answer: `{"error": "..."}` with its status.

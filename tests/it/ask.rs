@@ -5,7 +5,7 @@ use futures::future::BoxFuture;
 use react_docstore::agent::prompt::PromptOptions;
 use react_docstore::agent::tool::Toolbox;
 use react_docstore::agent::trace::TracePrinter;
-use react_docstore::ask::{self, AgentConfig, AskConfig, AskOutput, Outcome};
+use react_docstore::ask::{self, AgentConfig, AskConfig, AskOutcome, AskOutput};
 use react_docstore::chat::{self, ChatConfig, ChatOutput};
 use react_docstore::docstore::{ContextParagraph, Docstore, DocstoreError, DocstoreSource};
 use react_docstore::input::Interaction;
@@ -125,7 +125,7 @@ async fn ask_reaches_finish_records_and_replays_identically() {
 
     assert_eq!(stdout, "1,800 to 7,000 ft\n");
     assert_eq!(run.stopped, Some(Stopped::Finish));
-    assert_eq!(Outcome::of(&run), Outcome::Answered);
+    assert_eq!(AskOutcome::of(&run), AskOutcome::Answered);
     assert_eq!(run.model.as_deref(), Some("gpt-4"));
     assert_eq!(
         (
@@ -173,8 +173,8 @@ async fn ask_json_prints_the_run_and_a_failing_model_ends_it_with_the_error() {
     };
     let (run, stdout) = ask_with(&config, &llm, &mut TracePrinter::silent()).await;
     let run = run.unwrap();
-    assert_eq!(Outcome::of(&run), Outcome::Failed);
-    assert_eq!(Outcome::of(&run).exit_code(), 2);
+    assert_eq!(AskOutcome::of(&run), AskOutcome::Failed);
+    assert_eq!(AskOutcome::of(&run).exit_code(), 2);
     let printed: Run = serde_json::from_str(&stdout).unwrap();
     assert_eq!(printed, run);
     let error = run.error.unwrap().replace(&server.uri(), "[SERVER]");

@@ -173,7 +173,7 @@ async fn explore_on_a_terminal_says_how_to_leave() {
     use react_docstore::Profile;
     use react_docstore::agent::tool::Toolbox;
     use react_docstore::docstore::CorpusSource;
-    use react_docstore::explore::{Explore, Format, run_interactive};
+    use react_docstore::explore::{Explore, ExploreFormat, run_interactive};
     use react_docstore::input::Interaction;
 
     let source = CorpusSource::load(&fixture("docstore/corpus-3.jsonl"), Profile::Default).unwrap();
@@ -183,7 +183,7 @@ async fn explore_on_a_terminal_says_how_to_leave() {
     run_interactive(
         &mut session,
         &mut input,
-        Format::Text,
+        ExploreFormat::Text,
         &mut out,
         &mut errors,
         Interaction::Terminal,

@@ -244,3 +244,45 @@ fn the_order_check_sees_a_lower_layer_reaching_up() {
         [("record::run".to_owned(), "record::eval".to_owned())]
     );
 }
+
+/// The names of the public types a file declares (`pub struct`, `pub enum`, `pub trait`, `pub type`).
+fn public_types(text: &str) -> Vec<String> {
+    text.lines()
+        .filter_map(|line| {
+            let rest = line.trim_start().strip_prefix("pub ")?;
+            let rest = ["struct ", "enum ", "trait ", "type "]
+                .iter()
+                .find_map(|keyword| rest.strip_prefix(keyword))?;
+            let name: String = rest
+                .chars()
+                .take_while(|c| c.is_alphanumeric() || *c == '_')
+                .collect();
+            (!name.is_empty()).then_some(name)
+        })
+        .collect()
+}
+
+#[test]
+fn no_two_public_types_share_a_name() {
+    let src = Path::new(env!("CARGO_MANIFEST_DIR")).join("src");
+    let mut declared: BTreeMap<String, Vec<String>> = BTreeMap::new();
+    for file in super::audit::source_files(&src) {
+        let text = std::fs::read_to_string(&file).unwrap();
+        for name in public_types(non_test_code(&text)) {
+            let place = file.strip_prefix(&src).unwrap().display().to_string();
+            declared.entry(name).or_default().push(place);
+        }
+    }
+    assert!(declared.len() > 100, "found only {} public types", declared.len());
+    let shared: Vec<_> = declared.iter().filter(|(_, files)| files.len() > 1).collect();
+    assert!(
+        shared.is_empty(),
+        "public types that share a name (a reader cannot tell which one a `use` means): {shared:?}"
+    );
+}
+
+#[test]
+fn the_name_check_sees_a_public_type() {
+    let text = "pub struct Run {\n}\npub(crate) struct Hidden;\n    pub enum Stopped { A }\npub type Alias = u8;\npub trait Llm {}\npub fn run() {}\n";
+    assert_eq!(public_types(text), ["Run", "Stopped", "Alias", "Llm"]);
+}

@@ -14,7 +14,7 @@ use react_docstore::Profile;
 use react_docstore::agent::tool::Toolbox;
 use react_docstore::docstore::{DocstoreConfig, DocstoreKind};
 use react_docstore::explore::Explore;
-use react_docstore::serve::{self, PoolSize, ServeLimits, Served, ServedDocstore, StateKey, Stopped};
+use react_docstore::serve::{self, PoolSize, ServeLimits, Served, ServedDocstore, Shutdown, StateKey};
 
 use crate::fixture;
 
@@ -31,7 +31,7 @@ fn key() -> StateKey {
 struct TestServer {
     url: String,
     stop: Option<tokio::sync::oneshot::Sender<()>>,
-    task: Option<tokio::task::JoinHandle<std::io::Result<Stopped>>>,
+    task: Option<tokio::task::JoinHandle<std::io::Result<Shutdown>>>,
 }
 
 impl TestServer {
@@ -106,7 +106,7 @@ impl TestServer {
             let _ = stop.send(());
         }
         if let Some(task) = self.task.take() {
-            assert_eq!(task.await.unwrap().unwrap(), Stopped::Drained);
+            assert_eq!(task.await.unwrap().unwrap(), Shutdown::Drained);
         }
     }
 }

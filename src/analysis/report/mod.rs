@@ -48,7 +48,7 @@ pub enum ReportError {
 
 /// What was written.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Written {
+pub struct ReportWritten {
     pub path: PathBuf,
     pub bytes: usize,
     pub questions: usize,
@@ -98,14 +98,14 @@ pub(crate) struct Report {
 }
 
 /// Reads the results files, compares the first with each other one and writes the page.
-pub fn write_report(config: &ReportConfig) -> Result<Written, ReportError> {
+pub fn write_report(config: &ReportConfig) -> Result<ReportWritten, ReportError> {
     let (html, questions, gaps) = render(config)?;
     atomic_write(&config.out, html.as_bytes()).map_err(|source| ReportError::Write {
         path: config.out.clone(),
         source,
     })?;
     crate::fsutil::remove_stale_temporaries(&config.out);
-    Ok(Written {
+    Ok(ReportWritten {
         path: config.out.clone(),
         bytes: html.len(),
         questions,

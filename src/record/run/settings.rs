@@ -7,7 +7,7 @@
 //! widened on resume; a shard's is part of the comparison, so the shards `merge` joins are of one
 //! selection. Lines written before results recorded their settings are compared on what they do
 //! record (model, API, profile, method, few-shot names, step budget, tools, attempt kind,
-//! strategy, docstore); the rest is unknown, which [`Comparison::unknown`] reports.
+//! strategy, docstore); the rest is unknown, which [`SettingsComparison::unknown`] reports.
 
 use std::fmt;
 
@@ -299,8 +299,8 @@ impl Comparable {
 
     /// The first setting in which `self` and `other` differ, and which fields one of them does
     /// not record (not compared).
-    pub fn compare(&self, other: &Comparable) -> Comparison {
-        let mut comparison = Comparison::default();
+    pub fn compare(&self, other: &Comparable) -> SettingsComparison {
+        let mut comparison = SettingsComparison::default();
         for (field_idx, (mine, theirs)) in self.values.iter().zip(&other.values).enumerate() {
             if field_idx == SELECTION && !(self.sharded && other.sharded) {
                 // An unsharded evaluation may be widened; sharded beside unsharded is the
@@ -342,7 +342,7 @@ fn tools_text(tools: &[String]) -> String {
 
 /// What [`Comparable::compare`] found.
 #[derive(Debug, Default)]
-pub struct Comparison {
+pub struct SettingsComparison {
     /// The first field that differs.
     pub difference: Option<SettingDifference>,
     /// Fields one side does not record (an older line), in [`FIELDS`] order.
@@ -391,7 +391,7 @@ pub struct NotOneEvaluation {
     pub difference: SettingDifference,
 }
 
-/// `fields` (names of [`Comparison::unknown`]) in the order messages list settings.
+/// `fields` (names of [`SettingsComparison::unknown`]) in the order messages list settings.
 pub fn in_field_order(fields: &std::collections::BTreeSet<&'static str>) -> Vec<&'static str> {
     FIELDS
         .iter()

@@ -30,7 +30,7 @@ pub enum Keep {
 
 /// How many examples a question gives.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Attempts {
+pub enum ExamplesPerQuestion {
     /// The first kept trajectory of each question (its first right trial or epoch; a CoT-SC
     /// run's first right sample).
     OnePerQuestion,
@@ -110,7 +110,7 @@ pub struct ExportConfig {
     pub method: Option<Method>,
     /// Only runs of this trial (`eval --trials`).
     pub trial: Option<u32>,
-    pub attempts: Attempts,
+    pub attempts: ExamplesPerQuestion,
     pub prompt: PromptPart,
     pub excluded: Excluded,
 }
@@ -258,7 +258,7 @@ pub async fn export(
             continue;
         }
         let key = question_key(run);
-        if config.attempts == Attempts::OnePerQuestion && given.contains(&key) {
+        if config.attempts == ExamplesPerQuestion::OnePerQuestion && given.contains(&key) {
             summary.dropped_repeated += 1;
             continue;
         }
@@ -303,7 +303,7 @@ pub async fn export(
         }
         let before = kept.len();
         for (example, written) in written {
-            if config.attempts == Attempts::OnePerQuestion && kept.len() > before {
+            if config.attempts == ExamplesPerQuestion::OnePerQuestion && kept.len() > before {
                 break;
             }
             // The same trajectory after another prompt (a later trial's reflections) is another
