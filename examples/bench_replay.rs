@@ -14,10 +14,11 @@ fn main() -> anyhow::Result<()> {
     dirs.extend((1..=5).map(|trial| root.join(format!("reflexion/trial-{trial}"))));
     let runtime = tokio::runtime::Builder::new_current_thread().build()?;
     let read_start = Instant::now();
-    let runs: Vec<Run> = react_docstore::replay::run_files(&dirs)?
-        .iter()
-        .map(|path| Run::read(path))
-        .collect::<Result<_, _>>()?;
+    let runs: Vec<Run> =
+        react_docstore::record::files::recorded_paths(&dirs, react_docstore::record::files::Wanted::Runs)?
+            .iter()
+            .map(|path| Run::read(path))
+            .collect::<Result<_, _>>()?;
     let read = read_start.elapsed();
     let mut best = f64::INFINITY;
     let mut n_correct = 0;

@@ -14,7 +14,7 @@ use crate::llm::Llm;
 use crate::profile::Profile;
 use crate::record::run::{Run, RunFileError, Stopped};
 use crate::solver::{Examples, MethodConfig, Solver, SolverError};
-use crate::trajectories::export::Excluded;
+use crate::trajectories::Excluded;
 use crate::trajectories::fewshot_from::{FewshotFrom, FewshotFromError, OtherExamples};
 
 /// What `ask` prints on stdout.

@@ -5,7 +5,6 @@
 //! both, recursively.
 
 use std::collections::VecDeque;
-use std::fmt;
 use std::io::Write;
 use std::path::{Path, PathBuf};
 
@@ -22,9 +21,9 @@ use crate::docstore::DocstoreInfo;
 use crate::llm::{Api, ReplayLlm};
 use crate::method::Method;
 use crate::profile::Profile;
-use crate::record::files::{FilesError, Found, Wanted, recorded_files};
-use crate::record::results::{ResultsError, RunLine, parse_run_lines};
-use crate::record::run::{Run, RunFileError, Stopped, Usage};
+use crate::record::files::{FilesError, Found, RunsError, Wanted, read_runs, recorded_files};
+use crate::record::recorded::{RecordedRun, RunPlace};
+use crate::record::run::{Run, Stopped, Usage};
 use crate::solver::Solver;
 use crate::trajectories::rebuild::{ChangedExamples, RebuildError, RunOverrides, run_solver};
 
@@ -141,16 +140,8 @@ async fn replay_recorded(
         }
     });
     let agent = Agent {
-        // A run file does not say which repeated-action policy recorded it (Reflexion's agent had
-        // none), only how the run stopped, so that stop decides: a recording that did not stop for
-        // repeating itself replays to its own end (it was recorded without the stop, or never met
-        // it); any other replays under the profile's policy. The steps alone cannot decide: four
-        // identical steps that end a run at its budget are `max_steps` without the stop and
-        // `repeated_action` with it (tests/it/replay.rs checks both ways).
-        repeats: match recorded.stopped {
-            Some(stopped) if stopped != Stopped::RepeatedAction => Repeats::Allow,
-            _ => Repeats::of(profile),
-        },
+        // tests/it/replay.rs checks both ways of `Repeats::replaying`.
+        repeats: Repeats::replaying(recorded, profile),
         ..Agent::new(&llm, prompt, &grammar, max_steps)
     };
     if !trace.is_silent() {
@@ -290,46 +281,12 @@ impl Environment for ToolsOnly {
     }
 }
 
-/// Where a recorded run was read from: a file, and its line in a JSON Lines file.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
-pub struct RunSource {
-    /// Written as text, lossily when the name is not UTF-8.
-    #[serde(serialize_with = "serialize_lossy")]
-    pub file: PathBuf,
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub line: Option<usize>,
-}
-
-fn serialize_lossy<S: serde::Serializer>(path: &Path, serializer: S) -> Result<S::Ok, S::Error> {
-    serializer.serialize_str(&path.to_string_lossy())
-}
-
-impl fmt::Display for RunSource {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write!(f, "{}", self.file.display())?;
-        if let Some(line) = self.line {
-            write!(f, ", line {line}")?;
-        }
-        Ok(())
-    }
-}
-
 #[derive(Debug, thiserror::Error)]
 pub enum ReplayError {
     #[error(transparent)]
-    RunFile(#[from] RunFileError),
-    #[error(transparent)]
-    RunLines(#[from] ResultsError),
-    #[error("`{}`, line {line}: the last line is cut short (a write still in progress, or interrupted)", path.display())]
-    TornLine { path: PathBuf, line: usize },
+    Runs(#[from] RunsError),
     #[error(transparent)]
     Files(#[from] FilesError),
-    #[error(
-        "`{}` looks like a question file (questions, no recorded steps), not a run: `replay` takes the runs `ask --record` and `eval --out` write; `react-docstore eval {}` runs its questions",
-        path.display(),
-        path.display()
-    )]
-    QuestionFile { path: PathBuf },
     #[error("no run files found in {paths}")]
     NoRuns { paths: String },
     #[error("cannot write the replay's output")]
@@ -339,7 +296,7 @@ pub enum ReplayError {
     )]
     OtherDocstore {
         /// The run's file and line.
-        run: RunSource,
+        run: RunPlace,
         recorded: Box<DocstoreInfo>,
         current: Box<DocstoreInfo>,
     },
@@ -348,21 +305,12 @@ pub enum ReplayError {
 /// A replayed run as a `--json` line: the run's fields, and where it was read from.
 #[derive(Serialize)]
 struct SourcedRun<'a> {
-    source: &'a RunSource,
+    source: &'a RunPlace,
     #[serde(flatten)]
     run: &'a Run,
 }
 
-/// The run files named on a command line: files as given; a directory's `*.json` and `*.jsonl`
-/// files, in its subdirectories too, in name order (a subdirectory's files where its name sorts).
-pub fn run_files(paths: &[PathBuf]) -> Result<Vec<PathBuf>, ReplayError> {
-    Ok(found_run_files(paths)?
-        .into_iter()
-        .map(|(path, _)| path)
-        .collect())
-}
-
-/// [`run_files`], each with how it was found.
+/// The run files named on a command line ([`recorded_files`]' rule), each with how it was found.
 fn found_run_files(paths: &[PathBuf]) -> Result<Vec<(PathBuf, Found)>, ReplayError> {
     Ok(recorded_files(paths, Wanted::Runs)?
         .into_iter()
@@ -376,8 +324,8 @@ fn read_found_runs(
     path: &Path,
     found: Found,
     trace: &mut TracePrinter,
-) -> Result<Option<Vec<(RunSource, Run)>>, ReplayError> {
-    match (read_runs(path), found) {
+) -> Result<Option<Vec<RecordedRun>>, ReplayError> {
+    match (read_runs(path).map_err(ReplayError::from), found) {
         (Ok(runs), _) => Ok(Some(runs)),
         (Err(error), Found::InDirectory) => {
             trace.note(&format!("skipped: {error}"));
@@ -385,99 +333,6 @@ fn read_found_runs(
         }
         (Err(error), Found::Named) => Err(error),
     }
-}
-
-/// Whether a file that is not a run holds questions: its first record (a JSON Lines file's first
-/// line, a JSON array's first element, or the one object) has a `question` or a `claim` and no
-/// recorded `steps`. Only that first record is parsed.
-fn looks_like_questions(bytes: &[u8]) -> bool {
-    let start = bytes
-        .iter()
-        .position(|byte| !byte.is_ascii_whitespace())
-        .unwrap_or(bytes.len());
-    let first = match bytes.get(start) {
-        Some(b'[') => &bytes[start + 1..],
-        _ => &bytes[start..],
-    };
-    let Some(Ok(serde_json::Value::Object(record))) = serde_json::Deserializer::from_slice(first)
-        .into_iter::<serde_json::Value>()
-        .next()
-    else {
-        return false;
-    };
-    (record.contains_key("question") || record.contains_key("claim")) && !record.contains_key("steps")
-}
-
-/// `error`, or the question-file error when the file's bytes look like questions.
-fn unless_questions(error: ReplayError, bytes: &[u8], path: &Path) -> ReplayError {
-    if looks_like_questions(bytes) {
-        ReplayError::QuestionFile {
-            path: path.to_owned(),
-        }
-    } else {
-        error
-    }
-}
-
-/// The runs of one file with their sources: JSON Lines (`*.jsonl`, or a `.json` file of several
-/// runs a line each) or a single run. The file is read once (it may be a pipe).
-pub fn read_runs(path: &Path) -> Result<Vec<(RunSource, Run)>, ReplayError> {
-    let bytes = std::fs::read(path).map_err(|source| RunFileError::Read {
-        path: path.to_owned(),
-        source,
-    })?;
-    if path.extension().is_none_or(|ext| ext != "jsonl") {
-        return match single_run(&bytes, path) {
-            Ok(run) => {
-                let source = RunSource {
-                    file: path.to_owned(),
-                    line: None,
-                };
-                Ok(vec![(source, run)])
-            }
-            Err(single_error) => match parse_run_lines(&bytes, path) {
-                Ok(lines) if lines.runs.len() > 1 && lines.torn_bytes == 0 => Ok(sourced(path, lines.runs)),
-                _ => Err(unless_questions(single_error.into(), &bytes, path)),
-            },
-        };
-    }
-    let lines =
-        parse_run_lines(&bytes, path).map_err(|error| unless_questions(error.into(), &bytes, path))?;
-    if lines.torn_bytes > 0 {
-        return Err(ReplayError::TornLine {
-            path: path.to_owned(),
-            line: bytes[..lines.valid_len]
-                .iter()
-                .filter(|&&byte| byte == b'\n')
-                .count()
-                + 1,
-        });
-    }
-    Ok(sourced(path, lines.runs))
-}
-
-/// A single run's file, as [`Run::read`] parses it (text that is not UTF-8 cannot be read).
-fn single_run(bytes: &[u8], path: &Path) -> Result<Run, RunFileError> {
-    let text = std::str::from_utf8(bytes).map_err(|_| RunFileError::Read {
-        path: path.to_owned(),
-        source: std::io::Error::new(
-            std::io::ErrorKind::InvalidData,
-            "stream did not contain valid UTF-8",
-        ),
-    })?;
-    Run::from_json(text, path)
-}
-
-fn sourced(path: &Path, runs: Vec<RunLine>) -> Vec<(RunSource, Run)> {
-    runs.into_iter()
-        .map(|RunLine { line, run }| {
-            let source = RunSource {
-                file: path.to_owned(),
-                line: Some(line),
-            };
-            (source, run)
-        })
-        .collect()
 }
 
 /// Replays every run the config names, printing as it goes.
@@ -516,7 +371,11 @@ pub async fn replay(
             summary.n_skipped_files += 1;
             continue;
         };
-        for (source, recorded) in runs {
+        for RecordedRun {
+            place: source,
+            run: recorded,
+        } in runs
+        {
             if let Some(changed) = changed_fewshot(&recorded) {
                 trace.note(&format!("{source}: {changed}"));
             }
@@ -539,7 +398,7 @@ pub async fn replay(
             }
             if let Some(error) = &run.error {
                 // A run recorded as failed replays to its failure: that is the recording, not an error of the replay.
-                if recorded.stopped != Some(Stopped::Error) {
+                if recorded.how_stopped() != Stopped::Error {
                     summary.n_errors += 1;
                 }
                 match unrecorded {
@@ -559,7 +418,7 @@ pub async fn replay(
                 Output::Text => writeln!(stdout, "{}", run.answer.as_deref().unwrap_or("")),
                 Output::Json => {
                     let line = serde_json::to_string(&SourcedRun { source: &source, run })
-                        // invariant: a `Run` and a `RunSource` (its path written lossily) always serialize
+                        // invariant: a `Run` and a `RunPlace` (its path written lossily) always serialize
                         .expect("a run always serializes");
                     writeln!(stdout, "{line}")
                 }
@@ -615,7 +474,7 @@ fn changed_fewshot(run: &Run) -> Option<String> {
     let source = run.fewshot_from.as_ref()?;
     let path = run.fewshot.as_deref()?;
     match std::fs::read(path) {
-        Ok(bytes) if crate::trajectories::export::digest(&bytes) == source.digest => None,
+        Ok(bytes) if crate::digest::digest(&bytes) == source.digest => None,
         Ok(_) => Some(format!(
             "its few-shot file `{path}` changed since the run: the prompt replayed is not the one it was made with"
         )),
@@ -636,8 +495,8 @@ fn skipped_files(n_skipped: usize) -> String {
 
 /// Refuses runs recorded against another docstore than the frozen one given to observe their
 /// unrecorded steps (runs that do not say which docstore answered them are let through).
-fn check_same_docstore(runs: &[(RunSource, Run)], current: &DocstoreInfo) -> Result<(), ReplayError> {
-    for (source, run) in runs {
+fn check_same_docstore(runs: &[RecordedRun], current: &DocstoreInfo) -> Result<(), ReplayError> {
+    for RecordedRun { place: source, run } in runs {
         if let Some(recorded) = run.docstore.as_ref().filter(|recorded| *recorded != current) {
             return Err(ReplayError::OtherDocstore {
                 run: source.clone(),
@@ -651,6 +510,7 @@ fn check_same_docstore(runs: &[(RunSource, Run)], current: &DocstoreInfo) -> Res
 
 /// How a replayed run ended differently from its recording, if it did.
 fn difference(recorded: &Run, replayed: &Run) -> Option<String> {
+    // A hand-written run that records no end is what its replay makes of it.
     let recorded_stop = recorded.stopped?;
     if normalized(&recorded.answer) != normalized(&replayed.answer) {
         return Some(format!(
@@ -659,7 +519,7 @@ fn difference(recorded: &Run, replayed: &Run) -> Option<String> {
             recorded.answer.as_deref().unwrap_or("")
         ));
     }
-    let replayed_stop = replayed.stopped.unwrap_or(Stopped::Error);
+    let replayed_stop = replayed.how_stopped();
     if replayed_stop != recorded_stop || replayed.steps.len() != recorded.steps.len() {
         return Some(format!(
             "replay stopped ({}) after {} steps, the recording ({}) after {}",

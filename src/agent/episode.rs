@@ -39,6 +39,19 @@ impl Repeats {
             Profile::Default => Repeats::StopAfter(MAX_IDENTICAL_STEPS),
         }
     }
+
+    /// The policy a recorded run replays under. A run file does not say which policy recorded it
+    /// (Reflexion's agent had none), only how the run stopped, so that stop decides: a recording
+    /// that did not stop for repeating itself replays to its own end (it was recorded without the
+    /// stop, or never met it); any other, and one that records no stop, replays under `profile`'s.
+    /// The steps alone cannot decide: four identical steps that end a run at its budget are
+    /// `max_steps` without the stop and `repeated_action` with it.
+    pub fn replaying(recorded: &Run, profile: Profile) -> Repeats {
+        match recorded.stopped {
+            Some(stopped) if stopped != Stopped::RepeatedAction => Repeats::Allow,
+            _ => Repeats::of(profile),
+        }
+    }
 }
 
 /// Something that happened during a run, for live traces.

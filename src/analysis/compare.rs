@@ -9,13 +9,13 @@
 use std::collections::HashMap;
 use std::io::{self, Write};
 use std::path::{Path, PathBuf};
-use std::sync::Arc;
 
 use serde::Serialize;
 
 use crate::analysis::attempts::{ByQuestion, Reduce, Reduced, Seen};
 use crate::metrics::{AnswerScore, normalize_answer};
-use crate::record::merge::{self, EvaluatedRun, Evaluation, MergeError};
+use crate::record::merge::{self, Evaluation, MergeError};
+use crate::record::recorded::RecordedRun;
 use crate::record::results::ResultsError;
 use crate::record::run::{Attempt, Run, Stopped};
 use crate::task::Task;
@@ -25,15 +25,10 @@ pub const BOOTSTRAP_RESAMPLES: usize = 10_000;
 /// The default `--seed`: the output is the same on every machine and every run.
 pub const DEFAULT_SEED: u64 = 15;
 
-/// One run of a results file, scored, with the file and line it came from.
+/// One run of a results file (one of an evaluation's shards), scored.
 #[derive(Debug, Clone)]
 pub struct ScoredRun {
-    /// The results file the run was read from (one of an evaluation's shards).
-    pub file: Arc<Path>,
-    pub line: usize,
-    /// The question id (every results line has one).
-    pub id: String,
-    pub run: Run,
+    pub recorded: RecordedRun,
     pub score: AnswerScore,
     /// `--reduce mean`: the share of the question's attempts that were right (`score` holds the
     /// mean F1 then).
@@ -51,20 +46,24 @@ impl ScoredRun {
         self.em_share.unwrap_or(f64::from(u8::from(self.score.em)))
     }
 
-    /// How the run stopped: as it recorded, else as its fields tell (the run file does not require
-    /// `stopped`): an error recorded is `error`, an answer is `finish`, neither is `max_steps`.
+    /// The run.
+    pub fn run(&self) -> &Run {
+        &self.recorded.run
+    }
+
+    /// Its question id.
+    pub fn id(&self) -> &str {
+        self.recorded.id()
+    }
+
+    /// How the run stopped ([`Run::how_stopped`]).
     pub fn stopped(&self) -> Stopped {
-        match (self.run.stopped, &self.run.error, &self.run.answer) {
-            (Some(stopped), _, _) => stopped,
-            (None, Some(_), _) => Stopped::Error,
-            (None, None, Some(_)) => Stopped::Finish,
-            (None, None, None) => Stopped::MaxSteps,
-        }
+        self.recorded.run.how_stopped()
     }
 
     /// Prompt and completion tokens together.
     pub fn tokens(&self) -> u64 {
-        self.run.usage.prompt_tokens + self.run.usage.completion_tokens
+        self.run().usage.prompt_tokens + self.run().usage.completion_tokens
     }
 }
 
@@ -189,36 +188,36 @@ impl ScoredFile {
         if self
             .runs
             .iter()
-            .all(|scored| scored.run.attempt() == Attempt::Only)
+            .all(|scored| scored.run().attempt() == Attempt::Only)
         {
             return;
         }
         let kind = self
             .runs
             .iter()
-            .map(|scored| scored.run.attempt())
+            .map(|scored| scored.run().attempt())
             .find(|attempt| *attempt != Attempt::Only)
             .unwrap_or(Attempt::Only);
         self.attempts = std::mem::take(&mut self.runs);
         self.reduced = Some(reduce.describe(kind));
-        let by_id = ByQuestion::of(&self.attempts, |scored| scored.id.as_str());
+        let by_id = ByQuestion::of(&self.attempts, |scored| scored.id());
         for id in &by_id.order {
             let attempts = &by_id.groups[id];
             let seen: Vec<Seen<'_>> = attempts
                 .iter()
                 .map(|scored| Seen {
-                    attempt: scored.run.attempt(),
+                    attempt: scored.run().attempt(),
                     em: scored.score.em,
                     f1: scored.score.f1,
-                    answer: scored.run.answer.as_deref(),
+                    answer: scored.run().answer.as_deref(),
                 })
                 .collect();
             let mut reduced = match reduce.reduce(&seen) {
                 Some(Reduced::Attempt(idx)) => attempts[idx].clone(),
                 Some(Reduced::NoAnswer(idx)) => {
                     let mut scored = attempts[idx].clone();
-                    scored.run.answer = None;
-                    let gold = scored.run.gold.as_deref().unwrap_or("");
+                    scored.recorded.run.answer = None;
+                    let gold = scored.run().gold.as_deref().unwrap_or("");
                     scored.score = AnswerScore::new("", gold);
                     scored
                 }
@@ -239,9 +238,9 @@ impl ScoredFile {
             // What the question cost: every attempt the reduction looked at.
             let mut usage = crate::record::run::Usage::default();
             for idx in reduce.considered(&seen) {
-                usage.add(&attempts[idx].run.usage);
+                usage.add(&attempts[idx].run().usage);
             }
-            reduced.run.usage = usage;
+            reduced.recorded.run.usage = usage;
             self.runs.push(reduced);
         }
     }
@@ -256,11 +255,12 @@ impl ScoredFile {
         }
         let mut first_lines: HashMap<(String, Attempt), usize> = HashMap::with_capacity(lines.len());
         let mut runs = Vec::with_capacity(lines.len());
-        for EvaluatedRun { file, line, id, run } in lines {
+        for recorded in lines {
+            let (run, line, id) = (&recorded.run, recorded.line(), recorded.id().to_owned());
             let attempt = run.attempt();
             if let Some(&first_line) = first_lines.get(&(id.clone(), attempt)) {
                 return Err(CompareError::DuplicateId {
-                    path: file.to_path_buf(),
+                    path: recorded.place.file.to_path_buf(),
                     line,
                     first_line,
                     id,
@@ -270,25 +270,22 @@ impl ScoredFile {
                     },
                 });
             }
-            first_lines.insert((id.clone(), attempt), line);
+            first_lines.insert((id, attempt), line);
             let Some(gold) = run.gold.as_deref() else {
                 return Err(CompareError::MissingGold {
-                    path: file.to_path_buf(),
+                    path: recorded.place.file.to_path_buf(),
                     line,
                 });
             };
             let score = AnswerScore::new(run.answer.as_deref().unwrap_or(""), gold);
             runs.push(ScoredRun {
-                file,
-                line,
-                id,
-                run,
+                recorded,
                 score,
                 em_share: None,
             });
         }
         // The runs' task as they record it (older runs': derived once, by `Run::task`).
-        let task = if runs.iter().all(|scored| scored.run.task() == Task::Fever) {
+        let task = if runs.iter().all(|scored| scored.run().task() == Task::Fever) {
             Task::Fever
         } else {
             Task::HotpotQa
@@ -502,21 +499,21 @@ pub fn pair<'a>(
     b: &'a ScoredFile,
     golds: Golds,
 ) -> Result<(Vec<Pair<'a>>, usize, usize), CompareError> {
-    let b_by_id: HashMap<&str, &ScoredRun> = b.runs.iter().map(|run| (run.id.as_str(), run)).collect();
+    let b_by_id: HashMap<&str, &ScoredRun> = b.runs.iter().map(|run| (run.id(), run)).collect();
     let mut pairs = Vec::new();
     for a_run in &a.runs {
-        let Some(&b_run) = b_by_id.get(a_run.id.as_str()) else {
+        let Some(&b_run) = b_by_id.get(a_run.id()) else {
             continue;
         };
-        if a_run.run.question.trim() != b_run.run.question.trim() {
+        if a_run.run().question.trim() != b_run.run().question.trim() {
             return Err(CompareError::DifferentQuestion(Box::new(QuestionMismatch {
-                id: a_run.id.clone(),
-                a: a_run.file.to_path_buf(),
-                a_line: a_run.line,
-                a_question: a_run.run.question.clone(),
-                b: b_run.file.to_path_buf(),
-                b_line: b_run.line,
-                b_question: b_run.run.question.clone(),
+                id: a_run.id().to_owned(),
+                a: a_run.recorded.place.file.to_path_buf(),
+                a_line: a_run.recorded.line(),
+                a_question: a_run.run().question.clone(),
+                b: b_run.recorded.place.file.to_path_buf(),
+                b_line: b_run.recorded.line(),
+                b_question: b_run.run().question.clone(),
             })));
         }
         if golds == Golds::MustAgree {
@@ -536,18 +533,18 @@ pub fn pair<'a>(
 
 /// Refuses a pair whose runs were scored against golds the metric reads differently.
 fn check_same_gold(a_run: &ScoredRun, b_run: &ScoredRun) -> Result<(), CompareError> {
-    let gold = |run: &ScoredRun| run.run.gold.clone().unwrap_or_default();
+    let gold = |run: &ScoredRun| run.run().gold.clone().unwrap_or_default();
     let (a_gold, b_gold) = (gold(a_run), gold(b_run));
     if normalize_answer(&a_gold) == normalize_answer(&b_gold) {
         return Ok(());
     }
     Err(CompareError::DifferentGold(Box::new(GoldMismatch {
-        id: a_run.id.clone(),
-        a: a_run.file.to_path_buf(),
-        a_line: a_run.line,
+        id: a_run.id().to_owned(),
+        a: a_run.recorded.place.file.to_path_buf(),
+        a_line: a_run.recorded.line(),
         a_gold,
-        b: b_run.file.to_path_buf(),
-        b_line: b_run.line,
+        b: b_run.recorded.place.file.to_path_buf(),
+        b_line: b_run.recorded.line(),
         b_gold,
     })))
 }
@@ -592,15 +589,15 @@ pub fn compare(a: &ScoredFile, b: &ScoredFile, seed: u64, golds: Golds) -> Resul
         .collect();
     let [em_diff, f1_diff] = paired_bootstrap([&em_diffs, &f1_diffs], BOOTSTRAP_RESAMPLES, seed);
     let flip = |pair: &Pair, right| Flip {
-        id: pair.a.id.clone(),
-        a_answer: pair.a.run.answer.clone(),
-        b_answer: pair.b.run.answer.clone(),
-        gold: pair.a.run.gold.clone().unwrap_or_default(),
-        b_gold: pair.b.run.gold.clone().filter(|b_gold| {
-            normalize_answer(b_gold) != normalize_answer(pair.a.run.gold.as_deref().unwrap_or(""))
+        id: pair.a.id().to_owned(),
+        a_answer: pair.a.run().answer.clone(),
+        b_answer: pair.b.run().answer.clone(),
+        gold: pair.a.run().gold.clone().unwrap_or_default(),
+        b_gold: pair.b.run().gold.clone().filter(|b_gold| {
+            normalize_answer(b_gold) != normalize_answer(pair.a.run().gold.as_deref().unwrap_or(""))
         }),
         right,
-        question: pair.a.run.question.clone(),
+        question: pair.a.run().question.clone(),
     };
     let flipped = pairs
         .iter()
@@ -620,11 +617,11 @@ pub fn compare(a: &ScoredFile, b: &ScoredFile, seed: u64, golds: Golds) -> Resul
             em: mean(&|run| run.em()),
             f1: mean(&|run| run.score.f1),
             path: file.path.clone(),
-            mean_steps: mean(&|run| run.run.steps.len() as f64),
+            mean_steps: mean(&|run| run.run().steps.len() as f64),
             mean_tokens: mean(&|run| run.tokens() as f64),
             errors: runs.iter().filter(|run| run.stopped() == Stopped::Error).count(),
             method: {
-                let mut methods: Vec<&str> = runs.iter().map(|run| run.run.method().as_str()).collect();
+                let mut methods: Vec<&str> = runs.iter().map(|run| run.run().method().as_str()).collect();
                 methods.sort_unstable();
                 methods.dedup();
                 methods.join(", ")

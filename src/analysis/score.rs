@@ -94,7 +94,7 @@ pub struct Predictions {
 /// Lines — one file, or several (and directories) read as one evaluation.
 pub fn read_predictions(paths: &[PathBuf]) -> Result<Predictions, ScoreError> {
     let results = match paths {
-        [path] if !path.is_dir() => match read_official(path)? {
+        [path] if !path.is_dir() && !crate::record::files::is_list(path) => match read_official(path)? {
             Some(answers) => {
                 return Ok(Predictions {
                     predictions: answers
@@ -126,7 +126,7 @@ pub fn read_predictions(paths: &[PathBuf]) -> Result<Predictions, ScoreError> {
             .into_iter()
             .map(|evaluated| Prediction {
                 attempt: evaluated.run.attempt(),
-                id: evaluated.id,
+                id: evaluated.id().to_owned(),
                 answer: evaluated.run.answer.unwrap_or_default(),
             })
             .collect(),

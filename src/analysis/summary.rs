@@ -42,7 +42,7 @@ impl Outcome {
     pub fn scored(run: &Run, kind: Option<String>, score: Option<AnswerScore>) -> Outcome {
         Outcome {
             kind,
-            stopped: run.stopped.unwrap_or(Stopped::Error),
+            stopped: run.how_stopped(),
             score,
             n_steps: run.steps.len(),
             usage: run.usage,

@@ -13,8 +13,9 @@ use react_docstore::output;
 use react_docstore::record::questions::Contexts;
 use react_docstore::record::selection::Selection;
 use react_docstore::trajectories::export::{
-    self, ExamplesPerQuestion, Excluded, ExportConfig, ExportFormat, Keep, PromptPart,
+    self, ExamplesPerQuestion, ExportConfig, ExportFormat, PromptPart,
 };
+use react_docstore::trajectories::{Excluded, Keep};
 
 #[derive(clap::Args)]
 pub struct ExportArgs {

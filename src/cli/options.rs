@@ -21,10 +21,10 @@ use react_docstore::docstore::{
 use react_docstore::input::Interaction;
 use react_docstore::llm::{Api, ApiKey, Llm, ModelSettings, OpenAiClient};
 use react_docstore::output;
-use react_docstore::replay::{read_runs, run_files};
+use react_docstore::record::files::{Wanted, read_runs, recorded_paths};
+use react_docstore::record::recorded::RecordedRun;
 use react_docstore::solver::{DEFAULT_SAMPLE_TEMPERATURE, DEFAULT_SAMPLES, Examples, MethodConfig};
 use react_docstore::task::Task;
-use react_docstore::trajectories::export::SourcedRun;
 use react_docstore::trajectories::fewshot_from::FewshotFrom;
 use react_docstore::{Method, Profile};
 
@@ -415,20 +415,15 @@ impl FewshotFromArgs {
 /// it was read. Results files are one evaluation, as `score` and `compare` read them: an
 /// evaluation's shards merged (what is missing noted on stderr), a question answered two ways or
 /// files of other settings refused. Other run files (`ask --save`) are read one by one.
-pub fn read_results_runs(paths: &[PathBuf]) -> anyhow::Result<Vec<SourcedRun>> {
-    let files = run_files(paths)?;
+pub fn read_results_runs(paths: &[PathBuf]) -> anyhow::Result<Vec<RecordedRun>> {
+    let files = recorded_paths(paths, Wanted::Runs)?;
     if !files
         .iter()
         .all(|file| file.extension().is_some_and(|ext| ext == "jsonl"))
     {
         let mut runs = Vec::new();
         for file in files {
-            for (source, run) in read_runs(&file)? {
-                runs.push(SourcedRun {
-                    source: source.to_string(),
-                    run,
-                });
-            }
+            runs.extend(read_runs(&file)?);
         }
         return Ok(runs);
     }
@@ -436,14 +431,7 @@ pub fn read_results_runs(paths: &[PathBuf]) -> anyhow::Result<Vec<SourcedRun>> {
     for gap in evaluation.gaps() {
         writeln!(output::stderr(), "note: {gap}")?;
     }
-    Ok(evaluation
-        .runs
-        .into_iter()
-        .map(|evaluated| SourcedRun {
-            source: format!("{}:{}", evaluated.file.display(), evaluated.line),
-            run: evaluated.run,
-        })
-        .collect())
+    Ok(evaluation.runs)
 }
 
 /// Whether a person types on stdin.

@@ -406,7 +406,7 @@ pub async fn evaluate(
     }
     let drawn = match &config.fewshot_from {
         Some(from) => {
-            let mut excluded = crate::trajectories::export::Excluded::default();
+            let mut excluded = crate::trajectories::Excluded::default();
             // The whole selection, other shards' questions too: every shard draws the same.
             for question in &questions {
                 excluded.insert(&question.id, question.position, &question.question);
@@ -526,7 +526,7 @@ pub async fn evaluate(
         }
         let round_start = tally.outcomes.len();
         for (question, run) in resumed_now {
-            resumed_errors += usize::from(run.stopped == Some(crate::record::run::Stopped::Error));
+            resumed_errors += usize::from(run.how_stopped() == Stopped::Error);
             tally.record(run, question, Origin::Resumed);
         }
         progress.advance(&tally.outcomes[round_start..]);

@@ -11,7 +11,8 @@ use std::path::{Path, PathBuf};
 
 use super::{EvalConfig, EvalError, Resume, abbreviated};
 use crate::record::questions::Question;
-use crate::record::results::{ResultsFile, RunLine, StoredRuns};
+use crate::record::recorded::RecordedRun;
+use crate::record::results::{ResultsFile, StoredRuns};
 use crate::record::run::settings::{Comparable, EvalSettings, SettingsSource, check_same, in_field_order};
 use crate::record::run::{Attempt, Run, RunErrorKind, Stopped};
 use crate::record::shard::{self, ShardPlan};
@@ -78,12 +79,12 @@ pub(super) fn resume(
 }
 
 fn is_error(run: &Run) -> bool {
-    run.stopped == Some(Stopped::Error)
+    run.how_stopped() == Stopped::Error
 }
 
 /// One stored line against this evaluation: its settings, its shard, its question.
 fn check_line(
-    line: &RunLine,
+    line: &RecordedRun,
     current: &Comparable,
     plan: Option<&ShardPlan>,
     asked: &HashMap<&str, &str>,
@@ -105,7 +106,7 @@ fn check_line(
     shard::check_resume(std::slice::from_ref(&line.run), plan, &config.results)?;
     let source = SettingsSource::Line {
         file: config.results.clone(),
-        line: line.line,
+        line: line.line(),
     };
     let unknown = check_same(
         (&Comparable::of_run(&line.run), source),
@@ -120,7 +121,7 @@ fn check_line(
 
 /// The stored runs to ask again: errors that may fix themselves (all errors with
 /// `--retry-errors`), and every trial of a question after a trial asked again.
-fn asked_again(runs: &[RunLine], resume: Resume) -> AskedAgain {
+fn asked_again(runs: &[RecordedRun], resume: Resume) -> AskedAgain {
     let mut first_trial: HashMap<String, u32> = HashMap::new();
     let mut attempts = BTreeSet::new();
     for line in runs {

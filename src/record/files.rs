@@ -3,10 +3,15 @@
 //! `merge`, `export`, `--fewshot-from`). An argument is a file; a directory, whose files are found
 //! at any depth, in name order; or, when no file has that name, a comma list of these
 //! (`a.jsonl,b.jsonl`). Hidden entries (a name starting with `.`: an interrupted write's
-//! temporary file) are passed over.
+//! temporary file) are passed over. [`read_runs`] reads the runs of a file of either kind.
 
 use std::fs::FileType;
 use std::path::{Path, PathBuf};
+use std::sync::Arc;
+
+use crate::record::recorded::{RecordedRun, RunPlace};
+use crate::record::results::{ResultsError, parse_run_lines};
+use crate::record::run::{Run, RunFileError};
 
 /// Which files a directory is searched for.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -165,6 +170,104 @@ fn collect(dir: &Path, wanted: Wanted, depth: usize, files: &mut Vec<PathBuf>) -
         }
     }
     Ok(())
+}
+
+/// Why the runs of a file could not be read.
+#[derive(Debug, thiserror::Error)]
+pub enum RunsError {
+    #[error(transparent)]
+    RunFile(#[from] RunFileError),
+    #[error(transparent)]
+    RunLines(#[from] ResultsError),
+    #[error("`{}`, line {line}: the last line is cut short (a write still in progress, or interrupted)", path.display())]
+    TornLine { path: PathBuf, line: usize },
+    #[error(
+        "`{}` looks like a question file (questions, no recorded steps), not a run: `replay` takes the runs `ask --record` and `eval --out` write; `react-docstore eval {}` runs its questions",
+        path.display(),
+        path.display()
+    )]
+    QuestionFile { path: PathBuf },
+}
+
+/// The runs of one file with their places: JSON Lines (`*.jsonl`, or a `.json` file of several
+/// runs a line each) or a single run. The file is read once (it may be a pipe).
+pub fn read_runs(path: &Path) -> Result<Vec<RecordedRun>, RunsError> {
+    let bytes = std::fs::read(path).map_err(|source| RunFileError::Read {
+        path: path.to_owned(),
+        source,
+    })?;
+    if path.extension().is_none_or(|ext| ext != "jsonl") {
+        return match single_run(&bytes, path) {
+            Ok(run) => Ok(vec![RecordedRun {
+                place: RunPlace {
+                    file: Arc::from(path),
+                    line: None,
+                },
+                run,
+            }]),
+            Err(single_error) => match parse_run_lines(&bytes, path) {
+                Ok(lines) if lines.runs.len() > 1 && lines.torn_bytes == 0 => Ok(lines.runs),
+                _ => Err(unless_questions(single_error.into(), &bytes, path)),
+            },
+        };
+    }
+    let lines =
+        parse_run_lines(&bytes, path).map_err(|error| unless_questions(error.into(), &bytes, path))?;
+    if lines.torn_bytes > 0 {
+        return Err(RunsError::TornLine {
+            path: path.to_owned(),
+            line: bytes[..lines.valid_len]
+                .iter()
+                .filter(|&&byte| byte == b'\n')
+                .count()
+                + 1,
+        });
+    }
+    Ok(lines.runs)
+}
+
+/// A single run's file, as [`Run::read`] parses it (text that is not UTF-8 cannot be read).
+fn single_run(bytes: &[u8], path: &Path) -> Result<Run, RunFileError> {
+    let text = std::str::from_utf8(bytes).map_err(|_| RunFileError::Read {
+        path: path.to_owned(),
+        source: std::io::Error::new(
+            std::io::ErrorKind::InvalidData,
+            "stream did not contain valid UTF-8",
+        ),
+    })?;
+    Run::from_json(text, path)
+}
+
+/// Whether a file that is not a run holds questions: its first record (a JSON Lines file's first
+/// line, a JSON array's first element, or the one object) has a `question` or a `claim` and no
+/// recorded `steps`. Only that first record is parsed.
+fn looks_like_questions(bytes: &[u8]) -> bool {
+    let start = bytes
+        .iter()
+        .position(|byte| !byte.is_ascii_whitespace())
+        .unwrap_or(bytes.len());
+    let first = match bytes.get(start) {
+        Some(b'[') => &bytes[start + 1..],
+        _ => &bytes[start..],
+    };
+    let Some(Ok(serde_json::Value::Object(record))) = serde_json::Deserializer::from_slice(first)
+        .into_iter::<serde_json::Value>()
+        .next()
+    else {
+        return false;
+    };
+    (record.contains_key("question") || record.contains_key("claim")) && !record.contains_key("steps")
+}
+
+/// `error`, or the question-file error when the file's bytes look like questions.
+fn unless_questions(error: RunsError, bytes: &[u8], path: &Path) -> RunsError {
+    if looks_like_questions(bytes) {
+        RunsError::QuestionFile {
+            path: path.to_owned(),
+        }
+    } else {
+        error
+    }
 }
 
 #[cfg(test)]

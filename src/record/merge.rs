@@ -13,30 +13,19 @@
 use std::collections::{BTreeSet, HashMap, HashSet};
 use std::fmt;
 use std::path::{Path, PathBuf};
-use std::sync::Arc;
 
 use crate::fsutil::atomic_write;
 use crate::record::files::{FilesError, Wanted, recorded_paths};
-use crate::record::results::{ResultsError, RunLine, parse_run_lines};
+use crate::record::recorded::RecordedRun;
+use crate::record::results::{ResultsError, parse_run_lines};
 use crate::record::run::settings::{
     Comparable, NotOneEvaluation, SettingsSource, check_same, in_field_order,
 };
-use crate::record::run::{Attempt, Run, ShardRecord};
+use crate::record::run::{Attempt, ShardRecord};
 use crate::record::shard::{Shard, shard_of};
 
 /// How many missing shards or question positions a message lists before `…`.
 const LISTED: usize = 8;
-
-/// One run of the evaluation, with the file and line it was read from.
-#[derive(Debug, Clone)]
-pub struct EvaluatedRun {
-    pub file: Arc<Path>,
-    /// The line in `file`, from 1.
-    pub line: usize,
-    /// The question id (every results line has one).
-    pub id: String,
-    pub run: Run,
-}
 
 /// Several results files read as one evaluation.
 #[derive(Debug, Clone)]
@@ -45,7 +34,7 @@ pub struct Evaluation {
     pub files: Vec<PathBuf>,
     /// The runs, each (id, attempt) once: a sharded evaluation in its selection's order (attempt,
     /// then the question's position), else in the order the files and their lines were read.
-    pub runs: Vec<EvaluatedRun>,
+    pub runs: Vec<RecordedRun>,
     /// Runs read twice (the same question and attempt, the same answer, in two files): kept once.
     pub duplicates: usize,
     /// What the shard records say is there and missing (a sharded evaluation).
@@ -174,7 +163,7 @@ impl fmt::Display for AttemptName {
 /// questions counted.
 pub fn read_evaluation(paths: &[PathBuf]) -> Result<Evaluation, MergeError> {
     let files = recorded_paths(paths, Wanted::Results)?;
-    let mut runs: Vec<EvaluatedRun> = Vec::new();
+    let mut runs: Vec<RecordedRun> = Vec::new();
     // Where each (id, attempt) was first read: its index in `runs`, and its file's index.
     let mut first_read: HashMap<(String, Attempt), (usize, usize)> = HashMap::new();
     let mut duplicates = 0;
@@ -184,22 +173,15 @@ pub fn read_evaluation(paths: &[PathBuf]) -> Result<Evaluation, MergeError> {
             path: path.clone(),
             source,
         })?;
-        let file: Arc<Path> = Arc::from(path.as_path());
-        for RunLine { line, run } in parse_run_lines(&bytes, path)?.runs {
-            let Some(id) = run.id.clone() else {
+        for evaluated in parse_run_lines(&bytes, path)?.runs {
+            let Some(id) = evaluated.run.id.clone() else {
                 return Err(ResultsError::MissingId {
                     path: path.clone(),
-                    line,
+                    line: evaluated.line(),
                 }
                 .into());
             };
-            let key = (id.clone(), run.attempt());
-            let evaluated = EvaluatedRun {
-                file: Arc::clone(&file),
-                line,
-                id,
-                run,
-            };
+            let key = (id, evaluated.run.attempt());
             // Every line read, a duplicate too, is of the first line's evaluation.
             settings.check(&evaluated)?;
             match first_read.get(&key) {
@@ -237,8 +219,8 @@ pub fn read_evaluation(paths: &[PathBuf]) -> Result<Evaluation, MergeError> {
 }
 
 /// Refuses two reads of one (id, attempt) that ask or answer differently.
-fn same_run(first: &EvaluatedRun, second: &EvaluatedRun) -> Result<(), MergeError> {
-    let answer = |evaluated: &EvaluatedRun| match &evaluated.run.answer {
+fn same_run(first: &RecordedRun, second: &RecordedRun) -> Result<(), MergeError> {
+    let answer = |evaluated: &RecordedRun| match &evaluated.run.answer {
         Some(answer) => format!("{answer:?}"),
         None => "no answer".to_owned(),
     };
@@ -255,14 +237,14 @@ fn same_run(first: &EvaluatedRun, second: &EvaluatedRun) -> Result<(), MergeErro
     };
     match differs {
         Some((field, first_value, second_value)) => Err(MergeError::Conflict(Box::new(Disagreement {
-            id: first.id.clone(),
+            id: first.id().to_owned(),
             attempt: AttemptName(first.run.attempt()),
             field,
-            first: first.file.to_path_buf(),
-            first_line: first.line,
+            first: first.place.file.to_path_buf(),
+            first_line: first.line(),
             first_value,
-            second: second.file.to_path_buf(),
-            second_line: second.line,
+            second: second.place.file.to_path_buf(),
+            second_line: second.line(),
             second_value,
         }))),
         None => Ok(()),
@@ -278,7 +260,7 @@ struct SameSettings {
 }
 
 impl SameSettings {
-    fn check(&mut self, evaluated: &EvaluatedRun) -> Result<(), MergeError> {
+    fn check(&mut self, evaluated: &RecordedRun) -> Result<(), MergeError> {
         let comparable = Comparable::of_run(&evaluated.run);
         let Some((first, source)) = &self.first else {
             self.first = Some((comparable, evaluated.source()));
@@ -291,12 +273,12 @@ impl SameSettings {
     }
 }
 
-impl EvaluatedRun {
+impl RecordedRun {
     /// Its file and line, as a settings difference names them.
     fn source(&self) -> SettingsSource {
         SettingsSource::Line {
-            file: self.file.to_path_buf(),
-            line: self.line,
+            file: self.place.file.to_path_buf(),
+            line: self.line(),
         }
     }
 }
@@ -315,27 +297,27 @@ fn split_name(record: Option<ShardRecord>) -> String {
 /// What the shard records hold and miss; refuses runs of two splits (another count, another
 /// selection, sharded beside unsharded), impossible records, a run in a shard its id does not
 /// belong to, and two questions at one position.
-fn shard_coverage(runs: &[EvaluatedRun]) -> Result<Option<ShardCoverage>, MergeError> {
+fn shard_coverage(runs: &[RecordedRun]) -> Result<Option<ShardCoverage>, MergeError> {
     let Some(first) = runs.iter().find(|evaluated| evaluated.run.shard.is_some()) else {
         return Ok(None);
     };
     // invariant: `first` was found for having a shard record
     let split = first.run.shard.expect("the first sharded run has a shard");
-    let mixed = |evaluated: &EvaluatedRun, field, second_value| {
+    let mixed = |evaluated: &RecordedRun, field, second_value| {
         MergeError::MixedSettings(Box::new(Disagreement {
             id: String::new(),
             attempt: AttemptName(Attempt::Only),
             field,
-            first: first.file.to_path_buf(),
-            first_line: first.line,
+            first: first.place.file.to_path_buf(),
+            first_line: first.line(),
             first_value: split_name(Some(split)),
-            second: evaluated.file.to_path_buf(),
-            second_line: evaluated.line,
+            second: evaluated.place.file.to_path_buf(),
+            second_line: evaluated.line(),
             second_value,
         }))
     };
     let mut present = HashSet::new();
-    let mut at_position: HashMap<usize, &EvaluatedRun> = HashMap::new();
+    let mut at_position: HashMap<usize, &RecordedRun> = HashMap::new();
     for evaluated in runs {
         let Some(record) = evaluated.run.shard else {
             return Err(mixed(evaluated, "shards", split_name(None)));
@@ -346,8 +328,8 @@ fn shard_coverage(runs: &[EvaluatedRun]) -> Result<Option<ShardCoverage>, MergeE
             || record.selected > MAX_SELECTED
         {
             return Err(MergeError::BadShard {
-                path: evaluated.file.to_path_buf(),
-                line: evaluated.line,
+                path: evaluated.place.file.to_path_buf(),
+                line: evaluated.line(),
                 record: format!(
                     "{{index {}, count {}, position {}, selected {}}}",
                     record.index, record.count, record.position, record.selected
@@ -357,12 +339,12 @@ fn shard_coverage(runs: &[EvaluatedRun]) -> Result<Option<ShardCoverage>, MergeE
         if (record.count, record.selected) != (split.count, split.selected) {
             return Err(mixed(evaluated, "shards", split_name(Some(record))));
         }
-        let belongs = shard_of(&evaluated.id, record.count);
+        let belongs = shard_of(evaluated.id(), record.count);
         if belongs != record.index {
             return Err(MergeError::WrongShard {
-                path: evaluated.file.to_path_buf(),
-                line: evaluated.line,
-                id: evaluated.id.clone(),
+                path: evaluated.place.file.to_path_buf(),
+                line: evaluated.line(),
+                id: evaluated.id().to_owned(),
                 recorded: Shard {
                     index: record.index,
                     count: record.count,
@@ -371,17 +353,17 @@ fn shard_coverage(runs: &[EvaluatedRun]) -> Result<Option<ShardCoverage>, MergeE
             });
         }
         match at_position.get(&record.position) {
-            Some(other) if other.id != evaluated.id => {
+            Some(other) if other.id() != evaluated.id() => {
                 return Err(mixed(
                     evaluated,
                     "selections",
                     format!(
                         "question `{}` at position {} where `{}` line {} has `{}`",
-                        evaluated.id,
+                        evaluated.id(),
                         record.position,
-                        other.file.display(),
-                        other.line,
-                        other.id
+                        other.place.file.display(),
+                        other.line(),
+                        other.id()
                     ),
                 ));
             }

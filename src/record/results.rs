@@ -11,8 +11,10 @@
 use std::fs::{File, OpenOptions, TryLockError};
 use std::io::{Read, Write};
 use std::path::{Path, PathBuf};
+use std::sync::Arc;
 
 use crate::fsutil::AtomicFile;
+use crate::record::recorded::{RecordedRun, RunPlace};
 use crate::record::run::Run;
 
 /// An open results file, locked, ready to take more runs.
@@ -26,22 +28,15 @@ pub struct ResultsFile {
 #[derive(Debug, Default)]
 pub struct StoredRuns {
     /// The runs, each with its line.
-    pub runs: Vec<RunLine>,
+    pub runs: Vec<RecordedRun>,
     /// Bytes of a torn last line (a write cut short) that were dropped.
     pub torn_bytes: usize,
-}
-
-/// A run of a JSON Lines file and the line it was read from (counted from 1).
-#[derive(Debug)]
-pub struct RunLine {
-    pub line: usize,
-    pub run: Run,
 }
 
 /// The runs of a JSON Lines file, each with its line.
 #[derive(Debug, Default)]
 pub struct RunLines {
-    pub runs: Vec<RunLine>,
+    pub runs: Vec<RecordedRun>,
     /// Bytes of an unterminated last line that is not a run (a write cut short).
     pub torn_bytes: usize,
     /// Bytes up to the end of the last whole line: where a torn line starts.
@@ -145,7 +140,7 @@ impl ResultsFile {
     pub fn drop_runs(
         &mut self,
         stored: &mut StoredRuns,
-        drop: impl Fn(&RunLine) -> bool,
+        drop: impl Fn(&RecordedRun) -> bool,
     ) -> Result<usize, ResultsError> {
         let n_before = stored.runs.len();
         stored.runs.retain(|line| !drop(line));
@@ -278,6 +273,7 @@ fn is_file_at(_file: &File, _path: &Path) -> bool {
 /// line that is not UTF-8 or not a run is an error naming the file and the line.
 pub fn parse_run_lines(bytes: &[u8], path: &Path) -> Result<RunLines, ResultsError> {
     let mut lines = RunLines::default();
+    let file: Arc<Path> = Arc::from(path);
     let mut offset = 0;
     for (line_idx, line) in bytes.split_inclusive(|&byte| byte == b'\n').enumerate() {
         let line_start = offset;
@@ -302,8 +298,11 @@ pub fn parse_run_lines(bytes: &[u8], path: &Path) -> Result<RunLines, ResultsErr
                     })
             });
         match parsed {
-            Ok(Some(run)) => lines.runs.push(RunLine {
-                line: line_idx + 1,
+            Ok(Some(run)) => lines.runs.push(RecordedRun {
+                place: RunPlace {
+                    file: Arc::clone(&file),
+                    line: Some(line_idx + 1),
+                },
                 run,
             }),
             Ok(None) => {}
@@ -334,7 +333,7 @@ fn with_ids(lines: RunLines, path: &Path) -> Result<StoredRuns, ResultsError> {
         if run_line.run.id.is_none() {
             return Err(ResultsError::MissingId {
                 path: path.to_owned(),
-                line: run_line.line,
+                line: run_line.line(),
             });
         }
         stored.runs.push(run_line);

@@ -535,6 +535,18 @@ impl Run {
         requests
     }
 
+    /// How the run stopped: as it recorded, else as its fields tell (a hand-written run file need
+    /// not say): an error recorded is `error`, an answer is `finish`, neither is `max_steps`. Every
+    /// reader of runs reads a run without `stopped` this one way.
+    pub fn how_stopped(&self) -> Stopped {
+        match (self.stopped, &self.error, &self.answer) {
+            (Some(stopped), _, _) => stopped,
+            (None, Some(_), _) => Stopped::Error,
+            (None, None, Some(_)) => Stopped::Finish,
+            (None, None, None) => Stopped::MaxSteps,
+        }
+    }
+
     /// The method that answered: `react` when the run does not say.
     pub fn method(&self) -> Method {
         self.method.unwrap_or_default()

@@ -8,12 +8,14 @@ use std::path::{Path, PathBuf};
 use xxhash_rust::xxh3::xxh3_64_with_seed;
 
 use crate::agent::fewshot::{Fewshot, FewshotError, Format, without_thoughts};
+use crate::digest::digest;
 use crate::fsutil::atomic_write;
 use crate::method::Method;
 use crate::profile::Profile;
 use crate::record::run::{Attempt, FewshotSource, Run};
 use crate::task::Task;
-use crate::trajectories::export::{Excluded, Keep, digest, is_kept, question_key, rebuild};
+use crate::trajectories::rebuild::rebuild;
+use crate::trajectories::{Excluded, Keep, is_kept, question_key};
 
 /// Where to draw examples from, and how many.
 #[derive(Debug, Clone)]

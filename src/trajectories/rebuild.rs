@@ -15,6 +15,7 @@ use crate::agent::prompt::{Prompt, PromptOptions};
 use crate::agent::scratchpad::Scratchpad;
 use crate::agent::tool::{Tool, ToolError, Toolbox};
 use crate::agent::{Agent, DEFAULT_MAX_STEPS, Episode, Repeats};
+use crate::digest::digest;
 use crate::llm::{
     Api, Completion, ConverseRequest, FunctionSpec, Llm, LlmError, LlmRequest, Message, ReplayLlm, Reply,
     SampleRequest, Samples,
@@ -128,8 +129,6 @@ fn instruction_of(prompt: &str) -> String {
     }
     instruction
 }
-
-pub use crate::digest::digest;
 
 /// The method a run recorded, set up again as it ran: its profile, its examples (bundled, or
 /// its files, whose digest is checked when the run recorded one), its tools (their prompt lines),
@@ -352,10 +351,7 @@ pub async fn rebuild(recorded: &Run) -> Result<Vec<Example>, RebuildError> {
             return Err(differs("ReAct has no prompt"));
         };
         let agent = Agent {
-            repeats: match recorded.stopped {
-                Some(stopped) if stopped != Stopped::RepeatedAction => Repeats::Allow,
-                _ => Repeats::of(recorded.profile),
-            },
+            repeats: Repeats::replaying(recorded, recorded.profile),
             ..Agent::new(&llm, prompt, solver.grammar(), max_steps)
         };
         agent.run(question, &mut environment, &mut |_| {}).await

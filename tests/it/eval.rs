@@ -1198,7 +1198,8 @@ async fn the_question_file_is_read_once_keeping_only_the_selection() {
 #[tokio::test]
 async fn replaying_a_results_file_gives_back_the_eval_summary() {
     use react_docstore::agent::trace::TracePrinter;
-    use react_docstore::replay::{Output, ReplayConfig, replay, run_files};
+    use react_docstore::record::files::{Wanted, recorded_paths};
+    use react_docstore::replay::{Output, ReplayConfig, replay};
 
     let dir = tempfile::tempdir().unwrap();
     std::fs::create_dir_all(dir.path().join("b")).unwrap();
@@ -1213,7 +1214,7 @@ async fn replaying_a_results_file_gives_back_the_eval_summary() {
     std::fs::write(dir.path().join("notes.txt"), "not a run").unwrap();
     // Directories are searched recursively, in name order.
     assert_eq!(
-        run_files(&[dir.path().to_owned()]).unwrap(),
+        recorded_paths(&[dir.path().to_owned()], Wanted::Runs).unwrap(),
         [single.clone(), results.clone()]
     );
 

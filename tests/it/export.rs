@@ -12,7 +12,9 @@ use wiremock::{Mock, MockServer, ResponseTemplate};
 
 use react_docstore::Run;
 use react_docstore::agent::trace::TracePrinter;
-use react_docstore::replay::{read_runs, replay_run};
+use react_docstore::record::files::read_runs;
+use react_docstore::record::recorded::RecordedRun;
+use react_docstore::replay::replay_run;
 
 use crate::fixture;
 
@@ -236,7 +238,7 @@ fn the_fine_tuning_check_refuses_what_openai_refuses() {
 /// Each run of `source` replayed (the path `replay` takes), its whole scratchpad.
 async fn replayed_scratchpads(source: &Path) -> Vec<(Run, String)> {
     let mut scratchpads = Vec::new();
-    for (_, run) in read_runs(source).unwrap() {
+    for RecordedRun { run, .. } in read_runs(source).unwrap() {
         let episode = replay_run(&run, None, None, &|_, _| None, &mut TracePrinter::silent()).await;
         scratchpads.push((run, episode.scratchpad.text().to_owned()));
     }
@@ -630,7 +632,7 @@ async fn shards_drawing_fewshot_from_draw_the_same_examples_and_merge() {
             .unwrap();
         let stderr = String::from_utf8_lossy(&output.stderr);
         assert_eq!(output.status.code(), Some(0), "{shard}: {stderr}");
-        for (_, run) in read_runs(&results).unwrap() {
+        for RecordedRun { run, .. } in read_runs(&results).unwrap() {
             // The examples written beside the shard's results, which its runs name.
             let examples = std::fs::read_to_string(run.fewshot.unwrap()).unwrap();
             assert!(!examples.contains("Jonny Craig"), "{shard}");
@@ -698,7 +700,7 @@ async fn fewshot_from_draws_k_right_runs_never_a_question_asked_the_same_for_eve
     let questions: Vec<String> = read_runs(&results)
         .unwrap()
         .into_iter()
-        .map(|(_, run)| run.question)
+        .map(|recorded| recorded.run.question)
         .collect();
     let prefixes: Vec<&str> = prompts
         .iter()
@@ -721,14 +723,11 @@ async fn fewshot_from_draws_k_right_runs_never_a_question_asked_the_same_for_eve
     let examples = dir.path().join("dev.results.fewshot.txt");
     let text = std::fs::read_to_string(&examples).unwrap();
     assert!(prefix.ends_with(&text));
-    for (_, run) in read_runs(&results).unwrap() {
+    for RecordedRun { run, .. } in read_runs(&results).unwrap() {
         assert_eq!(run.fewshot.as_deref(), Some(examples.to_str().unwrap()));
         let source = run.fewshot_from.unwrap();
         assert_eq!((source.shots, source.seed), (33, 7));
-        assert_eq!(
-            source.digest,
-            react_docstore::trajectories::export::digest(text.as_bytes())
-        );
+        assert_eq!(source.digest, react_docstore::digest::digest(text.as_bytes()));
     }
     // The same seed draws the same examples again: resuming is allowed, and changes nothing.
     let output = eval_fewshot_from(&server, &results, "33");
@@ -835,7 +834,7 @@ async fn drawn(
         runs: read_runs(&fixture(source))
             .unwrap()
             .into_iter()
-            .map(|(_, run)| run)
+            .map(|recorded| recorded.run)
             .collect(),
         shots,
         seed: 0,
@@ -991,7 +990,7 @@ async fn ask_fewshot_from_never_draws_the_question_asked_and_writes_beside_its_r
     let text = std::fs::read_to_string(&examples).unwrap();
     assert_eq!(
         run.fewshot_from.unwrap().digest,
-        react_docstore::trajectories::export::digest(text.as_bytes())
+        react_docstore::digest::digest(text.as_bytes())
     );
     assert!(prompt.contains(&text));
 }
@@ -1210,7 +1209,7 @@ fn a_run_naming_a_tool_whose_prompt_line_it_does_not_record_is_not_exported_and_
     assert_eq!((status, written.as_str()), (2, ""), "{stderr}");
     assert!(
         stderr.contains(
-            "weather.results.jsonl:1: not exported: it used the tool `Weather`, whose prompt line the run does not record"
+            "weather.results.jsonl, line 1: not exported: it used the tool `Weather`, whose prompt line the run does not record"
         ),
         "{stderr}"
     );

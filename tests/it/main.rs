@@ -128,6 +128,7 @@ mod index;
 mod layers;
 mod llm;
 mod mcp;
+mod path_forms;
 mod methods;
 mod replay;
 mod replay_live;

@@ -55,7 +55,11 @@ pub fn without_derived_fields(run: &serde_json::Value) -> serde_json::Value {
 }
 
 fn runs_in(dir: &str) -> Vec<(PathBuf, Run)> {
-    let paths = react_docstore::replay::run_files(&[fixture(dir)]).unwrap();
+    let paths = react_docstore::record::files::recorded_paths(
+        &[fixture(dir)],
+        react_docstore::record::files::Wanted::Runs,
+    )
+    .unwrap();
     assert!(!paths.is_empty(), "no runs in {dir}");
     paths
         .into_iter()

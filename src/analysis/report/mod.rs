@@ -189,13 +189,13 @@ fn question_kinds(path: &Path) -> Result<Kinds, QuestionFileError> {
 }
 
 fn file_view(scored: ScoredFile, kinds: Option<&Kinds>) -> FileView {
-    let kind_of = |run: &ScoredRun| kinds.and_then(|kinds| kinds.get(&run.id));
+    let kind_of = |run: &ScoredRun| kinds.and_then(|kinds| kinds.get(run.id()));
     let outcomes: Vec<Outcome> = scored
         .runs
         .iter()
         .map(|run| {
             let mut outcome = Outcome::scored(
-                &run.run,
+                run.run(),
                 kind_of(run).and_then(|(kind, _)| kind.clone()),
                 Some(run.score),
             );
@@ -243,11 +243,11 @@ fn file_view(scored: ScoredFile, kinds: Option<&Kinds>) -> FileView {
     let attempts = attempts_view(&scored);
     FileView {
         attempts,
-        model: distinct(&|run| run.run.model.clone()),
-        api: distinct(&|run| run.run.api.map(|api| api.as_str().to_owned())),
-        profile: distinct(&|run| Some(run.run.profile.to_string())),
-        method: distinct(&|run| Some(run.run.method().to_string())),
-        docstore: distinct(&|run| run.run.docstore.as_ref().map(ToString::to_string)),
+        model: distinct(&|run| run.run().model.clone()),
+        api: distinct(&|run| run.run().api.map(|api| api.as_str().to_owned())),
+        profile: distinct(&|run| Some(run.run().profile.to_string())),
+        method: distinct(&|run| Some(run.run().method().to_string())),
+        docstore: distinct(&|run| run.run().docstore.as_ref().map(ToString::to_string)),
         summary,
         by_level,
         scored,
@@ -257,7 +257,7 @@ fn file_view(scored: ScoredFile, kinds: Option<&Kinds>) -> FileView {
 fn attempts_view(scored: &ScoredFile) -> Option<AttemptsView> {
     use crate::method::Reflect;
     use crate::record::run::Attempt;
-    let kind = scored.attempts.iter().find_map(|run| match run.run.attempt() {
+    let kind = scored.attempts.iter().find_map(|run| match run.run().attempt() {
         Attempt::Trial(_) => Some("trial"),
         Attempt::Epoch(_) => Some("epoch"),
         Attempt::Only => None,
@@ -265,7 +265,7 @@ fn attempts_view(scored: &ScoredFile) -> Option<AttemptsView> {
     let reflect = (kind == "trial").then(|| {
         let mut names: Vec<&str> = Vec::new();
         for run in &scored.attempts {
-            let name = run.run.reflect.unwrap_or(Reflect::None).as_str();
+            let name = run.run().reflect.unwrap_or(Reflect::None).as_str();
             if !names.contains(&name) {
                 names.push(name);
             }
@@ -275,7 +275,7 @@ fn attempts_view(scored: &ScoredFile) -> Option<AttemptsView> {
     let reflection_calls = scored
         .attempts
         .iter()
-        .any(|run| run.run.reflect.is_some_and(Reflect::asks_reflection));
+        .any(|run| run.run().reflect.is_some_and(Reflect::asks_reflection));
     Some(AttemptsView {
         kind,
         reflect,
@@ -367,14 +367,14 @@ fn page_data<'a>(
         .collect();
     let by_id: Vec<HashMap<&str, &ScoredRun>> = files
         .iter()
-        .map(|file| file.runs.iter().map(|run| (run.id.as_str(), run)).collect())
+        .map(|file| file.runs.iter().map(|run| (run.id(), run)).collect())
         .collect();
     let attempts_by_id: Vec<HashMap<&str, Vec<&ScoredRun>>> = files
         .iter()
         .map(|file| {
-            let mut attempts = ByQuestion::of(&file.attempts, |run| run.id.as_str()).groups;
+            let mut attempts = ByQuestion::of(&file.attempts, |run| run.id()).groups;
             for runs in attempts.values_mut() {
-                runs.sort_by_key(|run| run.run.attempt());
+                runs.sort_by_key(|run| run.run().attempt());
             }
             attempts
         })
@@ -383,26 +383,26 @@ fn page_data<'a>(
     let mut questions = Vec::new();
     for file in files {
         for first in &file.runs {
-            if !seen.insert(first.id.as_str()) {
+            if !seen.insert(first.id()) {
                 continue;
             }
             let (kind, level) = kinds
-                .and_then(|kinds| kinds.get(&first.id))
+                .and_then(|kinds| kinds.get(first.id()))
                 .map_or((None, None), |(kind, level)| (kind.as_deref(), level.as_deref()));
             questions.push(QuestionData {
-                id: &first.id,
-                question: &first.run.question,
-                gold: first.run.gold.as_deref().unwrap_or(""),
+                id: first.id(),
+                question: &first.run().question,
+                gold: first.run().gold.as_deref().unwrap_or(""),
                 kind,
                 level,
-                flipped: flipped.contains(first.id.as_str()),
+                flipped: flipped.contains(first.id()),
                 runs: by_id
                     .iter()
                     .zip(&attempts_by_id)
                     .map(|(runs, attempts)| {
-                        runs.get(first.id.as_str()).map(|run| {
+                        runs.get(first.id()).map(|run| {
                             let mut data = run_data(run);
-                            if let Some(attempts) = attempts.get(first.id.as_str()) {
+                            if let Some(attempts) = attempts.get(first.id()) {
                                 data.attempts = attempts.iter().map(|run| attempt_data(run)).collect();
                             }
                             data
@@ -439,7 +439,7 @@ fn step_data(run: &crate::record::run::Run) -> Vec<[Option<&str>; 3]> {
 }
 
 fn attempt_data(scored: &ScoredRun) -> AttemptData<'_> {
-    let run = &scored.run;
+    let run = &scored.run();
     AttemptData {
         label: run.attempt().to_string(),
         answer: run.answer.as_deref(),
@@ -452,7 +452,7 @@ fn attempt_data(scored: &ScoredRun) -> AttemptData<'_> {
 }
 
 fn run_data(scored: &ScoredRun) -> RunData<'_> {
-    let run = &scored.run;
+    let run = &scored.run();
     RunData {
         answer: run.answer.as_deref(),
         em: u8::from(scored.score.em),

@@ -74,7 +74,7 @@ pub(super) fn render(report: &Report) -> String {
                             @if let Some(reduced) = &file.scored.reduced {
                                 p.note { "Several attempts a question: the figures count each question by the " (reduced) "." }
                             }
-                            @if !acts(file) && file.scored.runs.iter().all(|run| run.run.vote.is_none()) {
+                            @if !acts(file) && file.scored.runs.iter().all(|run| run.run().vote.is_none()) {
                                 p.note { (file.method) " answers in one completion: no steps or votes to draw." }
                             }
                             @if !records_tokens(file) {
@@ -278,7 +278,7 @@ fn summary_table(files: &[FileView]) -> Markup {
 
 /// Whether any run of `file` took ReAct or Act steps (a method that acts).
 fn acts(file: &FileView) -> bool {
-    file.scored.runs.iter().any(|run| run.run.method().acts())
+    file.scored.runs.iter().any(|run| run.run().method().acts())
 }
 
 /// Whether any run of `file` recorded token counts.
@@ -301,8 +301,8 @@ fn charts(file: &FileView, has_questions: bool) -> Vec<BarChart> {
     // Steps: the runs of a method that acts (CoT, Standard and CoT-SC take none).
     let acting: Vec<(usize, bool)> = runs
         .iter()
-        .filter(|run| run.run.method().acts())
-        .map(|run| (run.run.steps.len(), run.is_right()))
+        .filter(|run| run.run().method().acts())
+        .map(|run| (run.run().steps.len(), run.is_right()))
         .collect();
     if !acting.is_empty() {
         let (labels, right, wrong) = right_and_wrong_by(&acting, 0);
@@ -337,7 +337,7 @@ fn charts(file: &FileView, has_questions: bool) -> Vec<BarChart> {
     // Votes: the runs that sampled and voted (CoT-SC, alone or in a backoff).
     let voted: Vec<(&crate::record::run::Vote, bool)> = runs
         .iter()
-        .filter_map(|run| run.run.vote.as_ref().map(|vote| (vote, run.is_right())))
+        .filter_map(|run| run.run().vote.as_ref().map(|vote| (vote, run.is_right())))
         .collect();
     if !voted.is_empty() {
         let of = if voted.len() < runs.len() {
@@ -452,14 +452,14 @@ fn attempt_charts(file: &FileView) -> Option<BarChart> {
         .attempts
         .iter()
         .map(|run| AttemptScore {
-            id: run.id.clone(),
-            attempt: run.run.attempt(),
+            id: run.id().to_owned(),
+            attempt: run.run().attempt(),
             em: run.score.em,
             f1: run.score.f1,
-            answer: run.run.answer.clone(),
+            answer: run.run().answer.clone(),
         })
         .collect();
-    let ids: Vec<&str> = file.scored.runs.iter().map(|run| run.id.as_str()).collect();
+    let ids: Vec<&str> = file.scored.runs.iter().map(|run| run.id()).collect();
     let summary = AttemptsSummary::of(&scores, &ids);
     let n_questions = file.scored.runs.len().max(1) as f64;
     if !summary.trials.is_empty() {

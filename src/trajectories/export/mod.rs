@@ -1,32 +1,18 @@
 //! `export`: recorded runs as fine-tuning data — OpenAI chat JSONL, Alpaca JSON or ShareGPT
-//! JSONL — each trajectory the bytes its model saw and wrote ([`rebuild`]), filtered ([`Keep`],
+//! JSONL — each trajectory the bytes its model saw and wrote ([`rebuild`]), filtered ([`Keep`](super::Keep),
 //! method, trial, one example per question, the evaluation's questions left out) and summed up.
 
 pub mod format;
 
-use std::collections::{HashMap, HashSet};
+use std::collections::HashSet;
 use std::io::{self, Write};
 
 use crate::method::Method;
-use crate::metrics::normalize_answer;
-use crate::record::run::Run;
+use crate::record::recorded::RecordedRun;
+use crate::trajectories::rebuild::{Example, rebuild};
+use crate::trajectories::{Excluded, Keep, is_kept, question_key};
 
-pub use crate::trajectories::rebuild::{
-    ChangedExamples, Example, RebuildError, RunOverrides, Speaker, ToolsConversation, Turn, digest, rebuild,
-    run_solver,
-};
 pub use format::{ExportFormat, Written};
-
-/// Which runs are worth learning from.
-#[derive(Debug, Clone, Copy, PartialEq)]
-pub enum Keep {
-    /// Right (EM 1; FEVER: the label) and ended by an answer: the default.
-    Right,
-    /// Ended by an answer whose F1 against the gold is at least this.
-    MinF1(f64),
-    /// Every run, right or wrong, finished or not (`--all`).
-    All,
-}
 
 /// How many examples a question gives.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -45,60 +31,6 @@ pub enum PromptPart {
     Instruction,
     /// The instruction and the few-shot examples, as the model saw them (`--with-examples`).
     WithExamples,
-}
-
-/// Questions no example may come from (the evaluation split: no leakage): by id, and by
-/// normalised text (lower case, no punctuation or articles, as answers are compared).
-#[derive(Debug, Clone, Default)]
-pub struct Excluded {
-    /// Each id, with its question's position in its file.
-    ids: HashMap<String, usize>,
-    /// Each normalised text, with its question's position in its file (none for `ask`'s).
-    questions: HashMap<String, Option<usize>>,
-}
-
-/// Which question a run asks: its id, else its normalised text (a run of `ask`).
-pub(crate) fn question_key(run: &Run) -> String {
-    run.id.clone().unwrap_or_else(|| normalize_answer(&run.question))
-}
-
-impl Excluded {
-    /// A question of a file: its id (unless it is only the record's position, as in a file
-    /// without ids: another such file's question at that position is another question) and its text.
-    pub fn insert(&mut self, id: &str, position: usize, question: &str) {
-        if id != position.to_string() {
-            self.ids.insert(id.to_owned(), position);
-        }
-        self.questions.insert(normalize_answer(question), Some(position));
-    }
-
-    /// A question with no id (the one `ask` asks).
-    pub fn insert_question(&mut self, question: &str) {
-        self.questions.insert(normalize_answer(question), None);
-    }
-
-    /// Whether the run asks one of these questions, by its id or its text.
-    pub fn contains(&self, run: &Run) -> bool {
-        run.id.as_ref().is_some_and(|id| self.ids.contains_key(id))
-            || self.questions.contains_key(&normalize_answer(&run.question))
-    }
-
-    /// Where in its file the question the run asks is, by its id or its text.
-    pub fn position_of(&self, run: &Run) -> Option<usize> {
-        run.id
-            .as_ref()
-            .and_then(|id| self.ids.get(id).copied())
-            .or_else(|| {
-                self.questions
-                    .get(&normalize_answer(&run.question))
-                    .copied()
-                    .flatten()
-            })
-    }
-
-    pub fn is_empty(&self) -> bool {
-        self.ids.is_empty() && self.questions.is_empty()
-    }
 }
 
 /// How to export.
@@ -222,17 +154,11 @@ pub enum ExportError {
     Write(#[source] io::Error),
 }
 
-/// A run, and where it was read (a file, its line), for notes.
-pub struct SourcedRun {
-    pub source: String,
-    pub run: Run,
-}
-
 /// Writes the examples of `runs` that pass the filters to `out` in the config's format, and
 /// sums up what was read, kept and dropped. Each run the filters keep is rebuilt; one that does
 /// not rebuild is dropped with a note (`on_note`). Refuses to write nothing.
 pub async fn export(
-    runs: &[SourcedRun],
+    runs: &[RecordedRun],
     config: &ExportConfig,
     out: &mut dyn Write,
     on_note: &mut dyn FnMut(&str),
@@ -244,7 +170,7 @@ pub async fn export(
     let mut given: HashSet<String> = HashSet::new();
     let mut texts: HashSet<String> = HashSet::new();
     let mut kept: Vec<Written> = Vec::new();
-    for SourcedRun { source, run } in runs {
+    for RecordedRun { place: source, run } in runs {
         if config.method.is_some_and(|method| method != run.method()) {
             summary.dropped_method += 1;
             continue;
@@ -344,16 +270,6 @@ pub async fn export(
         .finish(out, summary.n_examples)
         .map_err(ExportError::Write)?;
     Ok(summary)
-}
-
-/// Whether an example that ended with an answer is right enough to keep.
-pub(crate) fn is_kept(keep: Keep, example: &Example) -> bool {
-    match (keep, &example.score) {
-        (Keep::All, _) => true,
-        (Keep::Right, Some(score)) => score.em,
-        (Keep::MinF1(min), Some(score)) => score.f1 >= min,
-        (_, None) => false,
-    }
 }
 
 /// Why nothing passed, for the error: what was read and what each filter dropped.
