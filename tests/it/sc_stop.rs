@@ -368,3 +368,46 @@ fn a_stopping_rule_is_refused_where_nothing_votes() {
         assert!(stderr.contains(message), "{args:?}: {stderr}");
     }
 }
+
+/// `cot-sc-then-react`'s "fewer than N/2 votes" is judged on the samples asked: the first five
+/// samples agree, `beta` stops there, and 5 of 5 keeps CoT-SC's answer — where all 21 (5 of 21)
+/// would have backed off to ReAct, which is never called.
+#[tokio::test]
+async fn the_backoff_judges_the_majority_on_the_samples_asked() {
+    let mut answers = vec!["a".to_owned(); 5];
+    answers.extend((0..16).map(|idx| format!("other {idx}")));
+    let server = crate::serve_posts(InOrder {
+        answers,
+        next: Arc::default(),
+    })
+    .await;
+    let dir = tempfile::tempdir().unwrap();
+    let record = dir.path().join("run.json");
+    let output = crate::binary()
+        .args(["ask", "--method", "cot-sc-then-react", "--sc-stop", "beta"])
+        .args(crate::completions_model(&server.uri()))
+        .arg("--record")
+        .arg(&record)
+        .arg("Which one?")
+        .output()
+        .unwrap();
+    crate::assert_exit_0(&output);
+    let run = Run::read(&record).unwrap();
+    let vote = run.vote.clone().unwrap();
+    assert_eq!((vote.votes, vote.samples), (5, 5));
+    assert_eq!(
+        (
+            run.answer.as_deref(),
+            run.answered_by,
+            run.backoff,
+            run.steps.len()
+        ),
+        (Some("a"), Some(Method::CotSc), None, 0)
+    );
+    let record = run.sc_stop.unwrap();
+    assert_eq!(
+        (record.samples, record.asked, record.reason),
+        (21, 5, Some(ScStopReason::Confident))
+    );
+    assert_eq!(server.received_requests().await.unwrap().len(), 1);
+}
