@@ -55,8 +55,8 @@ pub fn leader(tally: &[Candidate]) -> Option<&Candidate> {
 }
 
 /// Whether CoT-SC's majority is too weak to keep (`cot-sc-then-react` backs off to ReAct): it
-/// holds fewer than half of the N samples — 10 of 21 backs off, 11 keeps; no answer at all
-/// backs off.
+/// holds fewer than half of the samples it is over (N, or those asked when `--sc-stop` stopped
+/// early) — 10 of 21 backs off, 11 keeps; no answer at all backs off.
 pub fn is_weak(vote: &Vote) -> bool {
     vote.answer.is_none() || 2 * vote.votes < vote.samples
 }

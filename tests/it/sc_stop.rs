@@ -219,6 +219,45 @@ async fn stopping_rules_agree_with_all_21_samples_asking_fewer() {
     }
 }
 
+/// The rule is a setting of the evaluation: a results file of `exact` is not resumed with `beta`,
+/// nor with all N asked, and says which flag differs.
+#[tokio::test]
+async fn a_results_file_of_one_rule_is_not_resumed_with_another() {
+    let dir = tempfile::tempdir().unwrap();
+    eval_100(dir.path(), "exact", &["--sc-stop", "exact"]).await;
+    for (args, theirs) in [
+        (&["--sc-stop", "beta"][..], "`--sc-stop beta at 0.95, batch 5`"),
+        (
+            &["--sc-stop", "exact", "--sc-batch", "3"][..],
+            "`--sc-stop exact, batch 3`",
+        ),
+        (&[][..], "all N"),
+    ] {
+        let output = crate::binary()
+            .arg("eval")
+            .arg(dir.path().join("questions.json"))
+            .args(["--method", "cot-sc"])
+            .args(args)
+            .args(crate::completions_model(&format!(
+                "http://127.0.0.1:{}",
+                crate::refused_port()
+            )))
+            .arg("--out")
+            .arg(dir.path().join("exact.results.jsonl"))
+            .output()
+            .unwrap();
+        let stderr = String::from_utf8_lossy(&output.stderr);
+        assert_eq!(output.status.code(), Some(2), "{args:?}: {stderr}");
+        assert!(
+            stderr.contains("they differ in stopping rule")
+                && stderr.contains(&format!(
+                    "this command has {theirs} (--sc-stop/--sc-batch/--sc-confidence sets it)"
+                )),
+            "{args:?}: {stderr}"
+        );
+    }
+}
+
 /// A server answering one question's requests with `answers` in order, `n` a request.
 struct InOrder {
     answers: Vec<String>,
