@@ -1,7 +1,8 @@
 //! `Method`: which row of the ReAct paper's Table 1 answers a question — ReAct, Act, CoT,
 //! Standard, CoT-SC, or one of the two backoffs between ReAct and CoT-SC.
 //!
-//! `Reflect` names Reflexion's strategies between trials.
+//! `Reflect` names Reflexion's strategies between trials; `StopRule` and `ScStop`, how CoT-SC
+//! stops sampling early.
 //!
 //! Only the names live here, beside the profile, so that run files can record them; the solvers
 //! that carry them out live in the `solver` module, above the agent.
@@ -186,6 +187,135 @@ impl<'de> serde::Deserialize<'de> for Reflect {
     }
 }
 
+/// CoT-SC's rule for stopping before all N samples are asked (`--sc-stop`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum StopRule {
+    /// Stop once the leading answer cannot be overtaken by the samples not yet asked: the
+    /// majority of all N, with fewer asked.
+    Exact,
+    /// Adaptive-Consistency's Beta rule (Aggarwal et al., 2023): stop once the leader's share
+    /// over the runner-up's is above 1/2 with the given confidence.
+    Beta,
+}
+
+/// Every stopping rule.
+pub const STOP_RULES: [StopRule; 2] = [StopRule::Exact, StopRule::Beta];
+
+/// `--sc-batch`'s default: samples asked five at a time.
+pub const DEFAULT_SC_BATCH: usize = 5;
+/// `--sc-confidence`'s default, Adaptive-Consistency's threshold.
+pub const DEFAULT_SC_CONFIDENCE: f64 = 0.95;
+
+impl StopRule {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            StopRule::Exact => "exact",
+            StopRule::Beta => "beta",
+        }
+    }
+}
+
+impl fmt::Display for StopRule {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+impl FromStr for StopRule {
+    type Err = String;
+
+    fn from_str(s: &str) -> Result<Self, Self::Err> {
+        STOP_RULES
+            .into_iter()
+            .find(|rule| rule.as_str() == s)
+            .ok_or_else(|| format!("unknown stopping rule `{s}`: expected `exact` or `beta`"))
+    }
+}
+
+/// How CoT-SC stops early (`--sc-stop`, `--sc-batch`, `--sc-confidence`): the rule, the samples
+/// asked per request, and the Beta rule's confidence (the default, unused, for `exact`). Written
+/// as `{"rule", "batch"}`, with `"confidence"` for `beta`.
+#[derive(Debug, Clone, Copy, PartialEq, serde::Serialize, serde::Deserialize)]
+#[serde(try_from = "ScStopFields", into = "ScStopFields")]
+pub struct ScStop {
+    pub rule: StopRule,
+    pub batch: usize,
+    pub confidence: f64,
+}
+
+impl ScStop {
+    /// `rule` with the default batch and confidence.
+    pub fn new(rule: StopRule) -> ScStop {
+        ScStop {
+            rule,
+            batch: DEFAULT_SC_BATCH,
+            confidence: DEFAULT_SC_CONFIDENCE,
+        }
+    }
+}
+
+/// `exact, batch 5` or `beta at 0.95, batch 5`, as messages show it.
+impl fmt::Display for ScStop {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self.rule {
+            StopRule::Exact => write!(f, "exact, batch {}", self.batch),
+            StopRule::Beta => write!(f, "beta at {}, batch {}", self.confidence, self.batch),
+        }
+    }
+}
+
+/// [`ScStop`] as written: `confidence` only with `beta`.
+#[derive(serde::Serialize, serde::Deserialize)]
+struct ScStopFields {
+    rule: StopRule,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    confidence: Option<f64>,
+    batch: usize,
+}
+
+impl From<ScStop> for ScStopFields {
+    fn from(stop: ScStop) -> ScStopFields {
+        ScStopFields {
+            rule: stop.rule,
+            confidence: (stop.rule == StopRule::Beta).then_some(stop.confidence),
+            batch: stop.batch,
+        }
+    }
+}
+
+impl TryFrom<ScStopFields> for ScStop {
+    type Error = String;
+
+    fn try_from(fields: ScStopFields) -> Result<ScStop, String> {
+        let confidence = match (fields.rule, fields.confidence) {
+            (StopRule::Beta, Some(confidence)) => confidence,
+            (StopRule::Beta, None) => return Err("stopping rule `beta` needs its `confidence`".to_owned()),
+            (StopRule::Exact, None) => DEFAULT_SC_CONFIDENCE,
+            (StopRule::Exact, Some(_)) => {
+                return Err("stopping rule `exact` takes no `confidence`".to_owned());
+            }
+        };
+        Ok(ScStop {
+            rule: fields.rule,
+            batch: fields.batch,
+            confidence,
+        })
+    }
+}
+
+impl serde::Serialize for StopRule {
+    fn serialize<S: serde::Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        serializer.serialize_str(self.as_str())
+    }
+}
+
+impl<'de> serde::Deserialize<'de> for StopRule {
+    fn deserialize<D: serde::Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        let name = String::deserialize(deserializer)?;
+        name.parse().map_err(serde::de::Error::custom)
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -218,6 +348,31 @@ mod tests {
                 .parse::<Reflect>()
                 .unwrap_err()
                 .contains("`last-trial`")
+        );
+    }
+
+    #[test]
+    fn stopping_rules_round_trip_with_beta_alone_keeping_its_confidence() {
+        for rule in STOP_RULES {
+            assert_eq!(rule.as_str().parse::<StopRule>(), Ok(rule));
+        }
+        let exact = ScStop::new(StopRule::Exact);
+        let json = serde_json::to_string(&exact).unwrap();
+        assert_eq!(json, r#"{"rule":"exact","batch":5}"#);
+        assert_eq!(serde_json::from_str::<ScStop>(&json).unwrap(), exact);
+        let beta = ScStop {
+            confidence: 0.9,
+            ..ScStop::new(StopRule::Beta)
+        };
+        let json = serde_json::to_string(&beta).unwrap();
+        assert_eq!(json, r#"{"rule":"beta","confidence":0.9,"batch":5}"#);
+        assert_eq!(serde_json::from_str::<ScStop>(&json).unwrap(), beta);
+        let error = serde_json::from_str::<ScStop>(r#"{"rule":"beta","batch":5}"#).unwrap_err();
+        assert!(error.to_string().contains("needs its `confidence`"), "{error}");
+        let error = serde_json::from_str::<ScStop>(r#"{"rule":"vote","batch":5}"#).unwrap_err();
+        assert!(
+            error.to_string().contains("unknown stopping rule `vote`"),
+            "{error}"
         );
     }
 }

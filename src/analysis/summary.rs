@@ -27,6 +27,8 @@ pub struct Outcome {
     pub vote_share: Option<f64>,
     /// Why a backoff method's run left its first phase, when it did.
     pub backoff: Option<BackoffReason>,
+    /// With `--sc-stop`: the samples the run asked, and N.
+    pub samples_asked: Option<(usize, usize)>,
 }
 
 impl Outcome {
@@ -49,6 +51,7 @@ impl Outcome {
             method: run.method(),
             vote_share: run.vote.as_ref().map(crate::record::run::Vote::share),
             backoff: run.backoff.map(|backoff| backoff.reason),
+            samples_asked: run.sc_stop.map(|record| (record.asked, record.samples)),
         }
     }
 }
@@ -65,6 +68,12 @@ pub struct MethodSummary {
     /// A backoff method: the questions that backed off, by reason.
     #[serde(skip_serializing_if = "BTreeMap::is_empty")]
     pub backoffs: BTreeMap<String, usize>,
+    /// With `--sc-stop`: the mean samples asked per question, over the runs that sampled.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub samples_per_question: Option<f64>,
+    /// With `--sc-stop`: the samples asked as a share of the N they could have asked.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub samples_asked_share: Option<f64>,
 }
 
 impl MethodSummary {
@@ -75,7 +84,16 @@ impl MethodSummary {
             *backoffs.entry(reason.as_str().to_owned()).or_insert(0) += 1;
         }
         let backs_off = method.is_some_and(Method::backs_off);
+        let asked: Vec<(usize, usize)> = outcomes
+            .iter()
+            .filter_map(|outcome| outcome.samples_asked)
+            .collect();
+        let (n_asked, n_budget) = asked.iter().fold((0, 0), |(n_asked, n_budget), (asked, budget)| {
+            (n_asked + asked, n_budget + budget)
+        });
         MethodSummary {
+            samples_per_question: (!asked.is_empty()).then(|| n_asked as f64 / asked.len() as f64),
+            samples_asked_share: (n_budget > 0).then(|| n_asked as f64 / n_budget as f64),
             vote_share: (!shares.is_empty()).then(|| shares.iter().sum::<f64>() / shares.len() as f64),
             backoff_rate: (backs_off && !outcomes.is_empty())
                 .then(|| backoffs.values().sum::<usize>() as f64 / outcomes.len() as f64),
@@ -332,6 +350,16 @@ impl Summary {
             writeln!(
                 out,
                 "vote share     {share:.4} (mean share of the samples the winning answer held)"
+            )?;
+        }
+        if let (Some(mean), Some(share)) = (
+            self.method_summary.samples_per_question,
+            self.method_summary.samples_asked_share,
+        ) {
+            writeln!(
+                out,
+                "samples        {mean:.2} per question ({:.1}% of the N asked, `--sc-stop`)",
+                100.0 * share
             )?;
         }
         if let Some(rate) = self.method_summary.backoff_rate {

@@ -20,6 +20,7 @@ use react_docstore::docstore::{
 };
 use react_docstore::input::Interaction;
 use react_docstore::llm::{Api, ApiKey, Llm, ModelSettings, OpenAiClient};
+use react_docstore::method::{DEFAULT_SC_BATCH, DEFAULT_SC_CONFIDENCE, ScStop, StopRule};
 use react_docstore::output;
 use react_docstore::record::files::{Wanted, read_runs, recorded_paths};
 use react_docstore::record::recorded::RecordedRun;
@@ -76,6 +77,16 @@ pub struct AgentArgs {
     /// CoT-SC's sampling temperature [default: 0.7].
     #[arg(long, value_name = "T", help_heading = "Method")]
     pub sample_temperature: Option<f64>,
+    /// Stop CoT-SC's sampling once the vote is decided: `exact` (the leader can no longer be
+    /// overtaken: the majority of all N) or `beta` (Adaptive-Consistency's Beta rule).
+    #[arg(long, value_name = "RULE", help_heading = "Method")]
+    pub sc_stop: Option<StopRule>,
+    /// With `--sc-stop`: samples asked per request (at least 1) [default: 5].
+    #[arg(long, value_name = "K", help_heading = "Method")]
+    pub sc_batch: Option<usize>,
+    /// With `--sc-stop beta`: the confidence at which it stops, above 0.5 and below 1 [default: 0.95].
+    #[arg(long, value_name = "C", help_heading = "Method")]
+    pub sc_confidence: Option<f64>,
 }
 
 impl AgentArgs {
@@ -107,6 +118,11 @@ impl AgentArgs {
             method: self.method,
             samples: self.samples.unwrap_or(DEFAULT_SAMPLES),
             sample_temperature: self.sample_temperature.unwrap_or(DEFAULT_SAMPLE_TEMPERATURE),
+            sc_stop: self.sc_stop.map(|rule| ScStop {
+                rule,
+                batch: self.sc_batch.unwrap_or(DEFAULT_SC_BATCH),
+                confidence: self.sc_confidence.unwrap_or(DEFAULT_SC_CONFIDENCE),
+            }),
         }
     }
 
@@ -120,6 +136,16 @@ impl AgentArgs {
         }
         if self.samples == Some(0) {
             anyhow::bail!("`--samples` must be at least 1");
+        }
+        if self.sc_stop.is_none() && (self.sc_batch.is_some() || self.sc_confidence.is_some()) {
+            anyhow::bail!(
+                "`--sc-batch` and `--sc-confidence` set how `--sc-stop` samples: give `--sc-stop exact` or `--sc-stop beta`"
+            );
+        }
+        if self.sc_stop == Some(StopRule::Exact) && self.sc_confidence.is_some() {
+            anyhow::bail!(
+                "`--sc-confidence` is the Beta rule's: `--sc-stop exact` stops only when the vote is certain"
+            );
         }
         if let Some(temperature) = self.sample_temperature
             && !(temperature.is_finite() && temperature >= 0.0)

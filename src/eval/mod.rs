@@ -654,6 +654,7 @@ fn evaluation_settings(
         sampling: method.samples().then_some(Sampling {
             samples: config.method.samples,
             temperature: config.method.sample_temperature,
+            stop: config.method.sc_stop,
         }),
         generation: services.llm.generation(),
         max_steps: method

@@ -7,7 +7,7 @@ use serde::{Deserialize, Serialize};
 use crate::docstore::DocstoreInfo;
 use crate::fsutil::{atomic_write, remove_stale_temporaries};
 use crate::llm::{Api, ReplyMessage, TokenUsage};
-use crate::method::{Method, Reflect};
+use crate::method::{Method, Reflect, ScStop};
 use crate::metrics::AnswerScore;
 use crate::profile::Profile;
 use crate::task::Task;
@@ -87,6 +87,10 @@ pub struct Run {
     /// CoT-SC's majority vote over `samples`.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub vote: Option<Vote>,
+    /// CoT-SC's early stop (`--sc-stop`): the rule, the samples asked and why they stopped.
+    /// Absent when all N were asked without a rule.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub sc_stop: Option<ScStopRecord>,
     /// Why a backoff method left its first phase for its second.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub backoff: Option<Backoff>,
@@ -219,7 +223,8 @@ pub struct Vote {
     pub answer: Option<String>,
     /// Samples whose normalised answer is the winner's.
     pub votes: usize,
-    /// Samples asked for (N); samples without an answer count here but do not vote.
+    /// Samples asked for: N, or with `--sc-stop` those asked before the rule stopped; samples
+    /// without an answer count here but do not vote.
     pub samples: usize,
     /// Samples that held an answer.
     pub answered: usize,
@@ -234,6 +239,43 @@ impl Vote {
             0.0
         } else {
             self.votes as f64 / self.samples as f64
+        }
+    }
+}
+
+/// How a CoT-SC phase with a stopping rule sampled: the rule, N, the samples asked, and why
+/// it stopped asking.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+pub struct ScStopRecord {
+    #[serde(flatten)]
+    pub stop: ScStop,
+    /// N (`--samples`): the most it would have asked.
+    pub samples: usize,
+    /// The samples it asked (those that came back).
+    pub asked: usize,
+    /// Why it stopped asking; absent when the sampling failed first (`error` says why).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub reason: Option<ScStopReason>,
+}
+
+/// Why a CoT-SC phase stopped asking for samples.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum ScStopReason {
+    /// `exact`: the leading answer could no longer be overtaken.
+    Decided,
+    /// `beta`: the leader was ahead with the confidence asked.
+    Confident,
+    /// All N were asked before the rule stopped them, or the server sent no more.
+    AllAsked,
+}
+
+impl ScStopReason {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            ScStopReason::Decided => "decided",
+            ScStopReason::Confident => "confident",
+            ScStopReason::AllAsked => "all_asked",
         }
     }
 }
@@ -460,6 +502,7 @@ impl Run {
             steps: Vec::new(),
             samples: Vec::new(),
             vote: None,
+            sc_stop: None,
             backoff: None,
             answered_by: None,
             trial: None,

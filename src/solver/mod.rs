@@ -7,6 +7,7 @@
 
 pub mod answer;
 pub mod reflexion;
+pub mod sc_stop;
 pub mod vote;
 
 use futures::future::join_all;
@@ -19,9 +20,11 @@ use crate::agent::scratchpad::Scratchpad;
 use crate::agent::tool::Toolbox;
 use crate::agent::{Agent, Episode, StepEvent};
 use crate::llm::{Llm, LlmError, SampleRequest, Samples};
-use crate::method::{Method, Reflect};
+use crate::method::{Method, Reflect, ScStop};
 use crate::profile::Profile;
-use crate::record::run::{Backoff, BackoffReason, RUN_FORMAT_V2, Run, Sample, Stopped, ToolDescription};
+use crate::record::run::{
+    Backoff, BackoffReason, RUN_FORMAT_V2, Run, Sample, ScStopReason, ScStopRecord, Stopped, ToolDescription,
+};
 use crate::task::Task;
 
 pub use answer::{AnswerKind, ReadCompletion, fever_label, read_completion};
@@ -54,6 +57,8 @@ pub struct MethodConfig {
     pub samples: usize,
     /// CoT-SC's sampling temperature.
     pub sample_temperature: f64,
+    /// CoT-SC's early stop (`--sc-stop`): `None` asks all N.
+    pub sc_stop: Option<ScStop>,
 }
 
 impl Default for MethodConfig {
@@ -62,6 +67,7 @@ impl Default for MethodConfig {
             method: Method::React,
             samples: DEFAULT_SAMPLES,
             sample_temperature: DEFAULT_SAMPLE_TEMPERATURE,
+            sc_stop: None,
         }
     }
 }
@@ -113,6 +119,14 @@ pub enum SolverError {
     #[error("`--samples` must be at least 1")]
     NoSamples,
     #[error(
+        "`--sc-stop` stops CoT-SC's sampling early: `--method {method}` samples nothing to vote on (use `cot-sc`, `react-then-cot-sc` or `cot-sc-then-react`)"
+    )]
+    ScStopMethod { method: Method },
+    #[error("`--sc-batch` must be at least 1")]
+    NoScBatch,
+    #[error("`--sc-confidence` must be above 0.5 and below 1, not `{confidence}`")]
+    ScConfidence { confidence: f64 },
+    #[error(
         "`--reflect {strategy}` needs `--method react` or `cot`: Reflexion's prompts are theirs (`--method {method}` runs trials with `--reflect none`)"
     )]
     ReflectMethod { method: Method, strategy: Reflect },
@@ -140,6 +154,7 @@ pub struct Solver {
     max_steps: usize,
     samples: usize,
     sample_temperature: f64,
+    sc_stop: Option<ScStop>,
 }
 
 impl Solver {
@@ -155,6 +170,9 @@ impl Solver {
             return Err(SolverError::NoSamples);
         }
         let method = config.method;
+        if let Some(stop) = config.sc_stop {
+            check_sc_stop(method, &stop)?;
+        }
         let (loop_format, answer_format) = phase_formats(method);
         let mut fewshots = pick_examples(method, examples, profile, [loop_format, answer_format])?;
         let answer_fewshot = fewshots.pop().flatten();
@@ -173,6 +191,7 @@ impl Solver {
             max_steps,
             samples: config.samples,
             sample_temperature: config.sample_temperature,
+            sc_stop: config.sc_stop,
         })
     }
 
@@ -495,8 +514,9 @@ impl Solver {
 
     /// A sampling phase: its completions asked in one request (`n`); where the server sends fewer
     /// choices than asked, the rest are asked again concurrently, in requests of the size it did
-    /// send, never more than asked in all. `Once` reads the one completion's answer; CoT-SC
-    /// votes.
+    /// send, never more than asked in all. With a stopping rule (`--sc-stop`), CoT-SC asks them
+    /// that way a batch at a time, and stops once the rule finds the vote decided. `Once` reads
+    /// the one completion's answer; CoT-SC votes.
     async fn sample_phase(
         &self,
         llm: &dyn Llm,
@@ -512,82 +532,72 @@ impl Solver {
             Sampling::Once => (1, None),
             Sampling::SelfConsistent => (self.samples, Some(self.sample_temperature)),
         };
-        let request = |n| SampleRequest {
+        let sc_stop = self.sc_stop.filter(|_| sampling == Sampling::SelfConsistent);
+        let batch = sc_stop.map_or(wanted, |sc_stop| sc_stop.batch);
+        let mut asking = Asking {
             prompt: episode.scratchpad.text(),
             stop: &stop,
-            n,
             temperature,
+            n_requests: 0,
+            usage: crate::record::run::Usage::default(),
         };
-        let mut completions: Vec<(String, usize)> = Vec::new();
+        let run = &mut episode.run;
         let mut failure: Option<LlmError> = None;
-        let mut n_requests = 0;
-        let mut usage = crate::record::run::Usage::default();
-        let mut take = |reply: Result<Samples, LlmError>,
-                        n_requests: &mut usize,
-                        completions: &mut Vec<(String, usize)>| {
-            *n_requests += 1;
-            match reply {
-                Ok(samples) => {
-                    usage.count_call(samples.usage);
-                    let room = wanted.saturating_sub(completions.len());
-                    completions.extend(
-                        samples
-                            .texts
-                            .into_iter()
-                            .take(room)
-                            .map(|text| (text, *n_requests)),
-                    );
-                    None
-                }
-                Err(error) => Some(error),
+        let mut reason = None;
+        loop {
+            let count = batch.min(wanted - run.samples.len());
+            let (completions, error) = asking.ask(llm, count).await;
+            let came = completions.len();
+            for (completion, request) in completions {
+                let read = read_completion(&completion, prompt.format(), kind);
+                on_event(StepEvent::Sampled {
+                    index: (sampling == Sampling::SelfConsistent).then_some(run.samples.len() + 1),
+                    thought: read.thought.as_deref(),
+                    answer: read.answer.as_deref(),
+                });
+                run.samples.push(Sample {
+                    completion,
+                    answer: read.answer,
+                    request,
+                });
             }
-        };
-        failure = failure.or(take(
-            llm.sample(request(wanted)).await,
-            &mut n_requests,
-            &mut completions,
-        ));
-        // The size of request the server honours: what it sent for all of them.
-        let per_request = completions.len().max(1);
-        while failure.is_none() && completions.len() < wanted {
-            let missing = wanted - completions.len();
-            let sizes: Vec<usize> = (0..missing.div_ceil(per_request))
-                .map(|idx| per_request.min(missing - idx * per_request))
-                .collect();
-            let before = completions.len();
-            let replies = join_all(sizes.into_iter().map(|n| llm.sample(request(n)))).await;
-            for reply in replies {
-                if let Some(error) = take(reply, &mut n_requests, &mut completions) {
-                    failure.get_or_insert(error);
-                }
+            if error.is_some() {
+                failure = error;
+                break;
             }
-            if completions.len() == before {
+            let Some(sc_stop) = sc_stop else { break };
+            if came < count {
+                // The server sent no more.
+                reason = Some(ScStopReason::AllAsked);
+                break;
+            }
+            if let Some(decided) = sc_stop::decide(&sc_stop, &run.samples, wanted) {
+                reason = Some(decided);
                 break;
             }
         }
-        let run = &mut episode.run;
-        run.usage.add(&usage);
-        for (idx, (completion, request)) in completions.into_iter().enumerate() {
-            let read = read_completion(&completion, prompt.format(), kind);
-            on_event(StepEvent::Sampled {
-                index: (sampling == Sampling::SelfConsistent).then_some(idx + 1),
-                thought: read.thought.as_deref(),
-                answer: read.answer.as_deref(),
-            });
-            run.samples.push(Sample {
-                completion,
-                answer: read.answer,
-                request,
+        run.usage.add(&asking.usage);
+        if let Some(stop) = sc_stop {
+            run.sc_stop = Some(ScStopRecord {
+                stop,
+                samples: wanted,
+                asked: run.samples.len(),
+                reason,
             });
         }
         if let Some(error) = failure {
             fail(run, &error);
             return episode;
         }
+        // The vote is over the samples asked when a rule stopped them early, else over N.
+        let n_voted = match reason {
+            Some(ScStopReason::Decided | ScStopReason::Confident) => run.samples.len(),
+            _ => self.samples,
+        };
         let answer = match sampling {
             Sampling::Once => run.samples.first().and_then(|sample| sample.answer.clone()),
             Sampling::SelfConsistent => {
-                let vote = majority(&run.samples, self.samples, self.sample_temperature);
+                let vote = majority(&run.samples, n_voted, self.sample_temperature);
                 on_event(StepEvent::Voted {
                     answer: vote.answer.as_deref(),
                     votes: vote.votes,
@@ -665,6 +675,7 @@ impl Solver {
         run.steps.extend(then.steps);
         run.samples.extend(then.samples);
         run.vote = run.vote.or(then.vote);
+        run.sc_stop = run.sc_stop.or(then.sc_stop);
         run.usage.add(&then.usage);
         run.answer = then.answer;
         run.stopped = then.stopped;
@@ -684,6 +695,77 @@ enum Sampling {
     Once,
     /// N completions at the sampling temperature, the majority the run's (CoT-SC).
     SelfConsistent,
+}
+
+/// The requests of one sampling phase: what each asks besides `n`, and what they cost.
+struct Asking<'a> {
+    prompt: &'a str,
+    stop: &'a [String],
+    temperature: Option<f64>,
+    /// Requests made so far: the samples of the next one record its number.
+    n_requests: usize,
+    usage: crate::record::run::Usage,
+}
+
+impl Asking<'_> {
+    /// `count` completions, each with the 1-based request it came from: one request for all,
+    /// then, where the server sent fewer, the rest concurrently in requests of the size it did
+    /// send, until they are all there or a round brings none; and the first failure.
+    async fn ask(&mut self, llm: &dyn Llm, count: usize) -> (Vec<(String, usize)>, Option<LlmError>) {
+        let mut completions: Vec<(String, usize)> = Vec::new();
+        let mut failure: Option<LlmError> = None;
+        let first = llm.sample(self.request(count)).await;
+        self.take(first, count, &mut completions, &mut failure);
+        // The size of request the server honours: what it sent for all of them.
+        let per_request = completions.len().max(1);
+        while failure.is_none() && completions.len() < count {
+            let missing = count - completions.len();
+            let sizes: Vec<usize> = (0..missing.div_ceil(per_request))
+                .map(|idx| per_request.min(missing - idx * per_request))
+                .collect();
+            let before = completions.len();
+            let replies = join_all(sizes.into_iter().map(|n| llm.sample(self.request(n)))).await;
+            for reply in replies {
+                self.take(reply, count, &mut completions, &mut failure);
+            }
+            if completions.len() == before {
+                break;
+            }
+        }
+        (completions, failure)
+    }
+
+    fn request(&self, n: usize) -> SampleRequest<'_> {
+        SampleRequest {
+            prompt: self.prompt,
+            stop: self.stop,
+            n,
+            temperature: self.temperature,
+        }
+    }
+
+    /// Counts one reply: its completions kept up to `count` in all, or its failure (the first
+    /// one kept).
+    fn take(
+        &mut self,
+        reply: Result<Samples, LlmError>,
+        count: usize,
+        completions: &mut Vec<(String, usize)>,
+        failure: &mut Option<LlmError>,
+    ) {
+        self.n_requests += 1;
+        match reply {
+            Ok(samples) => {
+                self.usage.count_call(samples.usage);
+                let room = count.saturating_sub(completions.len());
+                let request = self.n_requests;
+                completions.extend(samples.texts.into_iter().take(room).map(|text| (text, request)));
+            }
+            Err(error) => {
+                failure.get_or_insert(error);
+            }
+        }
+    }
 }
 
 /// The formats of a method's loop phase and answer phase, when it has them.
@@ -749,6 +831,23 @@ fn pick_examples(
                 .collect()
         }
     }
+}
+
+/// Whether `stop` can stop `method`'s sampling: a method that votes, a batch of at least one, and
+/// for `beta` a confidence strictly between 1/2 (where a tie would stop) and 1 (never reached).
+fn check_sc_stop(method: Method, stop: &ScStop) -> Result<(), SolverError> {
+    if !method.samples() {
+        return Err(SolverError::ScStopMethod { method });
+    }
+    if stop.batch == 0 {
+        return Err(SolverError::NoScBatch);
+    }
+    if stop.rule == crate::method::StopRule::Beta && !(stop.confidence > 0.5 && stop.confidence < 1.0) {
+        return Err(SolverError::ScConfidence {
+            confidence: stop.confidence,
+        });
+    }
+    Ok(())
 }
 
 fn fail(run: &mut Run, error: &(dyn std::error::Error + 'static)) {

@@ -10,34 +10,53 @@ use crate::record::run::{Sample, Vote};
 /// first sampled. A tie goes to the answer sampled first. Samples without an answer (or with an
 /// empty one, as a recorded run may hold) do not vote, but count in the N the share is taken of.
 pub fn majority(samples: &[Sample], n_samples: usize, temperature: f64) -> Vote {
-    // normalised answer → (votes, index of its first sample)
-    let mut tally: HashMap<String, (usize, usize)> = HashMap::new();
-    let mut answered = 0;
-    for (idx, sample) in samples.iter().enumerate() {
-        let Some(answer) = sample.answer.as_ref().filter(|answer| !answer.trim().is_empty()) else {
-            continue;
-        };
-        answered += 1;
-        tally
-            .entry(normalize_answer(answer))
-            .and_modify(|(votes, _)| *votes += 1)
-            .or_insert((1, idx));
-    }
-    let winner = tally
-        .values()
-        .max_by(|(votes_a, first_a), (votes_b, first_b)| votes_a.cmp(votes_b).then(first_b.cmp(first_a)));
+    let tally = tally(samples);
+    let winner = leader(&tally);
     Vote {
-        answer: winner.and_then(|&(_, first)| samples[first].answer.clone()),
-        votes: winner.map_or(0, |&(votes, _)| votes),
+        answer: winner.and_then(|candidate| samples[candidate.first].answer.clone()),
+        votes: winner.map_or(0, |candidate| candidate.votes),
         samples: n_samples,
-        answered,
+        answered: tally.iter().map(|candidate| candidate.votes).sum(),
         temperature,
     }
 }
 
+/// One normalised answer of a vote: its votes, and the index of the sample that first gave it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Candidate {
+    pub votes: usize,
+    pub first: usize,
+}
+
+/// The answers `samples` voted for, in the order first sampled. Samples without an answer, or
+/// with an empty one, do not vote.
+pub fn tally(samples: &[Sample]) -> Vec<Candidate> {
+    // normalised answer → its place in `candidates`
+    let mut places: HashMap<String, usize> = HashMap::new();
+    let mut candidates: Vec<Candidate> = Vec::new();
+    for (idx, sample) in samples.iter().enumerate() {
+        let Some(answer) = sample.answer.as_ref().filter(|answer| !answer.trim().is_empty()) else {
+            continue;
+        };
+        let place = *places.entry(normalize_answer(answer)).or_insert_with(|| {
+            candidates.push(Candidate { votes: 0, first: idx });
+            candidates.len() - 1
+        });
+        candidates[place].votes += 1;
+    }
+    candidates
+}
+
+/// The winner of a tally: the most votes, a tie going to the answer sampled first.
+pub fn leader(tally: &[Candidate]) -> Option<&Candidate> {
+    tally
+        .iter()
+        .max_by(|a, b| a.votes.cmp(&b.votes).then(b.first.cmp(&a.first)))
+}
+
 /// Whether CoT-SC's majority is too weak to keep (`cot-sc-then-react` backs off to ReAct): it
-/// holds fewer than half of the N samples — 10 of 21 backs off, 11 keeps; no answer at all
-/// backs off.
+/// holds fewer than half of the samples it is over (N, or those asked when `--sc-stop` stopped
+/// early) — 10 of 21 backs off, 11 keeps; no answer at all backs off.
 pub fn is_weak(vote: &Vote) -> bool {
     vote.answer.is_none() || 2 * vote.votes < vote.samples
 }

@@ -229,14 +229,16 @@ pub fn recorded_examples(run: &Run) -> (Vec<&str>, Task) {
 }
 
 /// The method a run recorded and how it sampled: N and the temperature of its vote (N: its
-/// samples when it has no vote, at least 1).
+/// samples when it has no vote, at least 1), and its stopping rule with the N it had.
 pub fn recorded_method(run: &Run) -> MethodConfig {
     MethodConfig {
         method: run.method(),
-        samples: run
-            .vote
-            .as_ref()
-            .map_or(run.samples.len().max(1), |vote| vote.samples.max(1)),
+        samples: match (&run.sc_stop, &run.vote) {
+            (Some(record), _) => record.samples.max(1),
+            (None, Some(vote)) => vote.samples.max(1),
+            (None, None) => run.samples.len().max(1),
+        },
+        sc_stop: run.sc_stop.map(|record| record.stop),
         sample_temperature: run
             .vote
             .as_ref()

@@ -133,6 +133,7 @@ mod methods;
 mod replay;
 mod replay_live;
 mod report;
+mod sc_stop;
 mod serve;
 mod shards;
 mod tools;

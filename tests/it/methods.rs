@@ -92,6 +92,7 @@ fn solver(method: Method, profile: Profile, task: Task, max_steps: usize) -> Sol
         method,
         samples: 5,
         sample_temperature: 0.7,
+        sc_stop: None,
     };
     Solver::new(
         &config,
@@ -298,6 +299,7 @@ async fn cot_sc_votes_over_the_normalised_answers_and_backs_off_below_half() {
         method,
         samples: 21,
         sample_temperature: 0.7,
+        sc_stop: None,
     };
     let solver_21 = |method| {
         Solver::new(
@@ -919,6 +921,7 @@ async fn samples_asked_one_by_one_stay_within_the_evaluations_concurrency() {
             method: Method::CotSc,
             samples: 5,
             sample_temperature: 0.7,
+            sc_stop: None,
         },
         max_steps: None,
         fewshot: Vec::new(),

@@ -16,7 +16,7 @@ use serde_json::Value;
 
 use crate::docstore::DocstoreInfo;
 use crate::llm::{Api, Generation};
-use crate::method::{Method, Reflect};
+use crate::method::{Method, Reflect, ScStop};
 use crate::profile::Profile;
 use crate::record::run::{Attempt, Run};
 
@@ -54,6 +54,19 @@ pub struct EvalSettings {
 pub struct Sampling {
     pub samples: usize,
     pub temperature: f64,
+    /// The stopping rule (`--sc-stop`); absent: all N asked (and lines written before it existed).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub stop: Option<ScStop>,
+}
+
+/// How a method's sampling stops, as messages show it: `none` for a method that samples
+/// nothing, else the rule or `all N`.
+fn stop_text(samples: bool, stop: Option<&ScStop>) -> String {
+    match (samples, stop) {
+        (false, _) => "none".to_owned(),
+        (true, Some(stop)) => format!("`--sc-stop {stop}`"),
+        (true, None) => "all N".to_owned(),
+    }
 }
 
 /// How many attempts each question gets, and of which kind.
@@ -146,12 +159,13 @@ enum Setting {
 }
 
 /// The fields compared, in the order a difference is reported, each with the flag that sets it.
-const FIELDS: [(&str, &str); 16] = [
+const FIELDS: [(&str, &str); 17] = [
     ("model", "--model"),
     ("API", "--api"),
     ("profile", "--profile"),
     ("method", "--method"),
     ("samples and sample temperature", "--samples/--sample-temperature"),
+    ("stopping rule", "--sc-stop/--sc-batch/--sc-confidence"),
     ("temperature", "--temperature"),
     ("max tokens", "--max-tokens"),
     ("model options", "--llm-option"),
@@ -166,7 +180,7 @@ const FIELDS: [(&str, &str); 16] = [
 ];
 
 /// The index of the selection in [`FIELDS`]: compared only when the runs are sharded.
-const SELECTION: usize = 14;
+const SELECTION: usize = 15;
 
 /// A run's settings as the comparison sees them, one value a field of [`FIELDS`].
 #[derive(Debug, Clone, PartialEq)]
@@ -203,6 +217,13 @@ impl Comparable {
                 Some(sampling) => format!("N = {}, T = {}", sampling.samples, sampling.temperature),
                 None => "none".to_owned(),
             }),
+            known(stop_text(
+                settings.sampling.is_some(),
+                settings
+                    .sampling
+                    .as_ref()
+                    .and_then(|sampling| sampling.stop.as_ref()),
+            )),
             known(generation.map_or_else(
                 || "none".to_owned(),
                 |generation| generation.temperature.to_string(),
@@ -249,9 +270,16 @@ impl Comparable {
         let known = |text: String| Setting::Known(text);
         let sampling = match (run.method().samples(), &run.vote) {
             (false, _) => known("none".to_owned()),
-            (true, Some(vote)) => known(format!("N = {}, T = {}", vote.samples, vote.temperature)),
+            (true, Some(vote)) => {
+                let samples = run.sc_stop.map_or(vote.samples, |record| record.samples);
+                known(format!("N = {samples}, T = {}", vote.temperature))
+            }
             (true, None) => Setting::Unknown,
         };
+        let stop = known(stop_text(
+            run.method().samples(),
+            run.sc_stop.as_ref().map(|record| &record.stop),
+        ));
         let attempts = match (run.attempt(), run.reflect) {
             (Attempt::Only, _) => known(AttemptsRecord::Once.to_string()),
             _ => Setting::Unknown,
@@ -276,6 +304,7 @@ impl Comparable {
             known(format!("`{}`", run.profile)),
             known(format!("`{}`", run.method())),
             sampling,
+            stop,
             Setting::Unknown,
             Setting::Unknown,
             Setting::Unknown,
@@ -420,6 +449,7 @@ pub fn check_same(
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::method::StopRule;
     use serde_json::Map;
 
     fn settings() -> EvalSettings {
@@ -431,6 +461,7 @@ mod tests {
             sampling: Some(Sampling {
                 samples: 21,
                 temperature: 0.7,
+                stop: None,
             }),
             generation: Some(Generation {
                 temperature: 0.0,
@@ -471,6 +502,7 @@ mod tests {
                     s.sampling = Some(Sampling {
                         samples: 7,
                         temperature: 0.7,
+                        stop: None,
                     })
                 }),
             ),
@@ -480,7 +512,14 @@ mod tests {
                     s.sampling = Some(Sampling {
                         samples: 21,
                         temperature: 1.5,
+                        stop: None,
                     })
+                }),
+            ),
+            (
+                "stopping rule",
+                Box::new(|s| {
+                    s.sampling.as_mut().unwrap().stop = Some(ScStop::new(StopRule::Exact));
                 }),
             ),
             (
@@ -536,6 +575,50 @@ mod tests {
                 Some(field)
             );
         }
+    }
+
+    /// The rules, their batch and beta's confidence each make another evaluation; a line written
+    /// before rules existed (no `stop`) is one evaluation with a line that asks all N.
+    #[test]
+    fn stopping_rules_are_compared_and_an_old_line_asks_all_n() {
+        let with = |stop: Option<ScStop>| {
+            let mut s = settings();
+            s.sampling.as_mut().unwrap().stop = stop;
+            Comparable::of_settings(&s, false)
+        };
+        let exact = ScStop::new(StopRule::Exact);
+        let beta = ScStop::new(StopRule::Beta);
+        for (first, second) in [
+            (exact, beta),
+            (exact, ScStop { batch: 1, ..exact }),
+            (
+                beta,
+                ScStop {
+                    confidence: 0.9,
+                    ..beta
+                },
+            ),
+        ] {
+            let difference = with(Some(first)).compare(&with(Some(second))).difference.unwrap();
+            assert_eq!(difference.field, "stopping rule");
+            assert_eq!(difference.flag, "--sc-stop/--sc-batch/--sc-confidence");
+        }
+        let line = serde_json::to_value(settings()).unwrap();
+        assert!(line["sampling"].get("stop").is_none(), "{line}");
+        let old: EvalSettings = serde_json::from_value(line).unwrap();
+        assert_eq!(
+            Comparable::of_settings(&old, false)
+                .compare(&with(None))
+                .difference,
+            None
+        );
+        assert_eq!(
+            with(Some(exact))
+                .compare(&with(None))
+                .difference
+                .map(|d| d.second),
+            Some("all N".to_owned())
+        );
     }
 
     /// An unsharded selection may be widened; a shard's may not.
