@@ -4,7 +4,7 @@
 //! Reads run files (one run each), JSON Lines of runs (an `eval` results file) and directories of
 //! both, recursively.
 
-use std::collections::VecDeque;
+use std::collections::{HashMap, VecDeque};
 use std::io::Write;
 use std::path::{Path, PathBuf};
 
@@ -18,13 +18,16 @@ use crate::agent::tool::Toolbox;
 use crate::agent::trace::TracePrinter;
 use crate::agent::{Agent, Episode, Repeats};
 use crate::docstore::DocstoreInfo;
+use crate::eval::abbreviated;
 use crate::llm::{Api, ReplayLlm};
 use crate::method::Method;
+use crate::method::Reflect;
 use crate::profile::Profile;
 use crate::record::files::{FilesError, Found, RunsError, Wanted, read_runs, recorded_files};
 use crate::record::recorded::{RecordedRun, RunPlace};
-use crate::record::run::{Run, Stopped, Usage};
+use crate::record::run::{Attempt, Run, Stopped, Usage};
 use crate::solver::Solver;
+use crate::solver::reflexion::{Memory, memory_after};
 use crate::trajectories::rebuild::{ChangedExamples, RebuildError, RunOverrides, run_solver};
 
 /// What `replay` prints on stdout.
@@ -371,6 +374,8 @@ pub async fn replay(
             summary.n_skipped_files += 1;
             continue;
         };
+        // Each question's latest trial in this file, with the memory it showed recomputed.
+        let mut latest_trials: HashMap<String, Run> = HashMap::new();
         for RecordedRun {
             place: source,
             run: recorded,
@@ -378,6 +383,14 @@ pub async fn replay(
         {
             if let Some(changed) = changed_fewshot(&recorded) {
                 trace.note(&format!("{source}: {changed}"));
+            }
+            let previous = recorded.id.as_ref().and_then(|id| latest_trials.get(id));
+            let (recorded, memory_note) = with_recomputed_memory(recorded, previous, config.profile);
+            if let Some(note) = memory_note {
+                trace.note(&format!("{source}: {note}"));
+            }
+            if let (Some(id), Attempt::Trial(_)) = (&recorded.id, recorded.attempt()) {
+                latest_trials.insert(id.clone(), recorded.clone());
             }
             let (episode, unrecorded) =
                 replay_recorded(&recorded, config.profile, config.max_steps, live, trace).await;
@@ -530,6 +543,60 @@ fn difference(recorded: &Run, replayed: &Run) -> Option<String> {
         ));
     }
     None
+}
+
+/// A Reflexion trial with the memory its prompt showed (the reflections and the last trial)
+/// recomputed from `previous`, the question's trial before it in the file, and the reflection
+/// reply it recorded, as `eval` computed it ([`memory_after`]); with a note when the memory it
+/// recorded is another. A trial whose earlier trial is not in the file keeps its own, with a
+/// note; any other run is returned as it is.
+fn with_recomputed_memory(
+    mut recorded: Run,
+    previous: Option<&Run>,
+    profile: Option<Profile>,
+) -> (Run, Option<String>) {
+    let (Attempt::Trial(trial), Some(strategy)) = (recorded.attempt(), recorded.reflect) else {
+        return (recorded, None);
+    };
+    if strategy == Reflect::None {
+        return (recorded, None);
+    }
+    let question = recorded.id.as_deref().unwrap_or("").to_owned();
+    let previous = previous.filter(|previous| matches!(previous.attempt(), Attempt::Trial(k) if k < trial));
+    if trial > 1 && previous.is_none() {
+        return (
+            recorded,
+            Some(format!(
+                "question `{question}` trial {trial}: its earlier trial is not in this file, so the reflections it recorded are replayed unchecked"
+            )),
+        );
+    }
+    let memory = memory_after(
+        previous,
+        strategy,
+        recorded.reflection.as_deref(),
+        profile.unwrap_or(recorded.profile),
+    );
+    let recorded_memory = Memory::of_run(&recorded);
+    if memory == recorded_memory {
+        return (recorded, None);
+    }
+    let what = if memory.reflections == recorded_memory.reflections {
+        format!(
+            "the last trial it shows is not its previous trial's (recorded {:?}, recomputed {:?})",
+            abbreviated(recorded_memory.last_trial.as_deref().unwrap_or("")),
+            abbreviated(memory.last_trial.as_deref().unwrap_or(""))
+        )
+    } else {
+        format!(
+            "its reflections are not what its previous trial and its reflection reply give (recorded {:?}, recomputed {:?})",
+            recorded_memory.reflections, memory.reflections
+        )
+    };
+    let note = format!("question `{question}` trial {trial}: {what}; replayed with the recomputed memory");
+    recorded.reflections = memory.reflections;
+    recorded.last_trial = memory.last_trial;
+    (recorded, Some(note))
 }
 
 fn normalized(answer: &Option<String>) -> String {

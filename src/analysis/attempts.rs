@@ -477,11 +477,12 @@ impl Reduce {
             .any(|seen| matches!(seen.attempt, Attempt::Epoch(_)));
         let mut order: Vec<usize> = (0..attempts.len()).collect();
         order.sort_by_key(|&idx| number(&attempts[idx]));
-        // The first right among `kept` (in attempt order), else the last of them.
+        // The first right among `kept` (in attempt order), else the last of them; a single run
+        // given twice is not two attempts: its later line overrides the earlier.
         let right_else_last = |kept: &[usize]| {
             kept.iter()
                 .copied()
-                .find(|&idx| attempts[idx].em)
+                .find(|&idx| attempts[idx].em && attempts[idx].attempt != Attempt::Only)
                 .or(kept.last().copied())
                 .map(Reduced::Attempt)
         };
@@ -551,6 +552,41 @@ impl Reduce {
             (Reduce::Mean, _) => "mean EM and F1 over its attempts (right when most are)".to_owned(),
         }
     }
+}
+
+/// What each question counts for in an evaluation's headline (`eval`, `score`), in the order of
+/// `per_question` (each question's attempts, with what the caller scores them by): trials and
+/// single runs their final state ([`Reduce::Final`]: right in any trial, else the last; of a
+/// single run given twice, the later line); epochs every attempt, each question padded with
+/// `wrong` to as many attempts as the most any question had, as [`EpochStats`] counts them. A
+/// question with no attempt counts as wrong (`wrong` once, or as many times as the epochs).
+pub fn headline<T: Clone>(per_question: &[Vec<(Seen<'_>, T)>], wrong: &T) -> Vec<Vec<T>> {
+    let is_epochs = per_question
+        .iter()
+        .flatten()
+        .any(|(seen, _)| matches!(seen.attempt, Attempt::Epoch(_)));
+    if is_epochs {
+        let most = per_question.iter().map(Vec::len).max().unwrap_or(0).max(1);
+        return per_question
+            .iter()
+            .map(|attempts| {
+                let mut scores: Vec<T> = attempts.iter().map(|(_, score)| score.clone()).collect();
+                scores.resize(most, wrong.clone());
+                scores
+            })
+            .collect();
+    }
+    per_question
+        .iter()
+        .map(|attempts| {
+            let seen: Vec<Seen<'_>> = attempts.iter().map(|(seen, _)| *seen).collect();
+            let chosen = match Reduce::Final.reduce(&seen) {
+                Some(Reduced::Attempt(idx)) => attempts[idx].1.clone(),
+                _ => wrong.clone(),
+            };
+            vec![chosen]
+        })
+        .collect()
 }
 
 #[cfg(test)]
@@ -707,6 +743,52 @@ mod tests {
         let json = serde_json::to_value(AttemptsSummary::of(&scores, &["q1", "q2"])).unwrap();
         assert_eq!(json["pass_at"]["2"], serde_json::json!(pass[1].1));
         assert!(json.get("trials").is_none());
+    }
+
+    /// The headline's rule, the one `eval` and `score` count by: trials their final state (right
+    /// in any, else the last), a single run given twice its later line, epochs every attempt
+    /// padded to the most any question had, a question with no attempt wrong.
+    #[test]
+    fn the_headline_counts_final_states_and_pads_epochs() {
+        let seen = |attempt, em| Seen {
+            attempt,
+            em,
+            f1: 0.0,
+            answer: None,
+        };
+        let trials = vec![
+            vec![
+                (seen(Attempt::Trial(1), false), "t1"),
+                (seen(Attempt::Trial(2), true), "t2"),
+                (seen(Attempt::Trial(3), false), "t3"),
+            ],
+            vec![
+                (seen(Attempt::Trial(2), false), "u2"),
+                (seen(Attempt::Trial(1), false), "u1"),
+            ],
+            Vec::new(),
+        ];
+        assert_eq!(
+            headline(&trials, &"wrong"),
+            [vec!["t2"], vec!["u2"], vec!["wrong"]]
+        );
+        let single = vec![vec![
+            (seen(Attempt::Only, true), "first"),
+            (seen(Attempt::Only, false), "later"),
+        ]];
+        assert_eq!(headline(&single, &"wrong"), [vec!["later"]]);
+        let epochs = vec![
+            vec![
+                (seen(Attempt::Epoch(1), true), "a1"),
+                (seen(Attempt::Epoch(2), false), "a2"),
+            ],
+            vec![(seen(Attempt::Epoch(1), true), "b1")],
+            Vec::new(),
+        ];
+        assert_eq!(
+            headline(&epochs, &"wrong"),
+            [vec!["a1", "a2"], vec!["b1", "wrong"], vec!["wrong", "wrong"]]
+        );
     }
 
     /// A question with no run counts as wrong under every epoch figure, as in the headline: the

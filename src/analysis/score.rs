@@ -9,7 +9,7 @@ use std::path::{Path, PathBuf};
 use serde::Serialize;
 use serde_json::Value;
 
-use crate::analysis::attempts::{AttemptScore, AttemptsSummary};
+use crate::analysis::attempts::{AttemptScore, AttemptsSummary, Seen, headline};
 use crate::analysis::summary::{Scores, mean_scores};
 use crate::json::type_name;
 use crate::metrics::AnswerScore;
@@ -176,8 +176,7 @@ pub fn score_evaluation(predictions: &[PathBuf], gold: &Path) -> Result<ScoreRep
     let gold_file = QuestionFile::read(gold)?;
     let by_id =
         crate::analysis::attempts::ByQuestion::of(&predictions, |prediction| prediction.id.as_str()).groups;
-    let zero = AnswerScore::WRONG;
-    let mut per_question: Vec<Vec<AnswerScore>> = Vec::with_capacity(gold_file.questions.len());
+    let mut per_question: Vec<Vec<(Seen<'_>, AnswerScore)>> = Vec::with_capacity(gold_file.questions.len());
     let mut attempt_scores = Vec::new();
     let mut missing_examples = Vec::new();
     let mut missing = 0;
@@ -193,35 +192,35 @@ pub fn score_evaluation(predictions: &[PathBuf], gold: &Path) -> Result<ScoreRep
             if missing_examples.len() < 5 {
                 missing_examples.push(question.id.clone());
             }
-            per_question.push(vec![zero]);
+            per_question.push(Vec::new());
             continue;
         };
-        let scored: Vec<(&Prediction, AnswerScore)> = attempts
+        let scored: Vec<(Seen<'_>, AnswerScore)> = attempts
             .iter()
-            .map(|prediction| (*prediction, AnswerScore::new(&prediction.answer, gold_answer)))
+            .map(|prediction| {
+                let score = AnswerScore::new(&prediction.answer, gold_answer);
+                let seen = Seen {
+                    attempt: prediction.attempt,
+                    em: score.em,
+                    f1: score.f1,
+                    answer: Some(prediction.answer.as_str()),
+                };
+                (seen, score)
+            })
             .collect();
-        for (prediction, score) in &scored {
+        for ((seen, _), prediction) in scored.iter().zip(attempts) {
             attempt_scores.push(AttemptScore {
                 id: prediction.id.clone(),
-                attempt: prediction.attempt,
-                em: score.em,
-                f1: score.f1,
+                attempt: seen.attempt,
+                em: seen.em,
+                f1: seen.f1,
                 answer: Some(prediction.answer.clone()),
             });
         }
-        per_question.push(headline_scores(&scored));
+        per_question.push(scored);
     }
-    // Epochs: every question over as many attempts as the most any had, those not made wrong,
-    // as the attempts' own figures count them.
-    if attempt_scores
-        .iter()
-        .any(|score| matches!(score.attempt, Attempt::Epoch(_)))
-    {
-        let most = per_question.iter().map(Vec::len).max().unwrap_or(0);
-        for scores in &mut per_question {
-            scores.resize(most, zero);
-        }
-    }
+    // What each question counts for, a missing one wrong (epochs: every attempt not made).
+    let per_question = headline(&per_question, &AnswerScore::WRONG);
     let mean = mean_scores(&per_question);
     let ids: Vec<&str> = gold_file
         .questions
@@ -238,24 +237,6 @@ pub fn score_evaluation(predictions: &[PathBuf], gold: &Path) -> Result<ScoreRep
         missing_shards,
         gaps,
     })
-}
-
-/// What a question's attempts count for in the headline: every epoch (their mean); for trials
-/// the one right, else the last; for single runs the last line (a later line overrides).
-fn headline_scores(scored: &[(&Prediction, AnswerScore)]) -> Vec<AnswerScore> {
-    let attempt = |(prediction, _): &&(&Prediction, AnswerScore)| prediction.attempt;
-    if scored
-        .iter()
-        .any(|scored| matches!(attempt(&scored), Attempt::Epoch(_)))
-    {
-        return scored.iter().map(|(_, score)| *score).collect();
-    }
-    let right = scored
-        .iter()
-        .find(|scored| matches!(attempt(scored), Attempt::Trial(_)) && scored.1.em);
-    // The last of the greatest: a later line of a single run overrides an earlier one.
-    let last = scored.iter().max_by_key(attempt);
-    right.or(last).map(|(_, score)| *score).into_iter().collect()
 }
 
 impl ScoreReport {

@@ -138,6 +138,8 @@ pub enum EvalError {
     Shard(#[from] ShardError),
     #[error(transparent)]
     FewshotFrom(#[from] FewshotFromError),
+    #[error(transparent)]
+    LineContradiction(#[from] Box<crate::record::run::settings::LineContradiction>),
     #[error(
         "{difference}; `{}` holds another evaluation: pass another `--out`, or the same {} as its runs",
         results.display(),
@@ -255,6 +257,10 @@ pub enum StopReason {
     /// An error that will not go away by asking again ([`stops_evaluation`]); the question that
     /// met it is not recorded, so it runs next time.
     Refused { error: String },
+    /// The model server refused the connection (nothing listens there: not started, or down):
+    /// no other question can be answered now, but every one may be once it is back. The
+    /// questions that met it are recorded as errors that may fix themselves, asked again next time.
+    Unreachable { error: String },
     /// Failures of one class ended this many questions in a row (recorded as errors); `error`
     /// is the last one's message.
     Repeated {
@@ -271,6 +277,12 @@ impl fmt::Display for StopReason {
                 write!(
                     f,
                     "{error} (asking again will not help: check the key, the model name and the URL)"
+                )
+            }
+            StopReason::Unreachable { error } => {
+                write!(
+                    f,
+                    "{error}; the questions that met it are recorded as errors, asked again once the server answers"
                 )
             }
             StopReason::Repeated {
@@ -302,8 +314,8 @@ pub fn stops_evaluation(error: &LlmError) -> bool {
 /// The shared model, watched for errors that stop the evaluation.
 struct WatchedLlm<'a> {
     llm: &'a dyn Llm,
-    /// The first stopping error, as the run records it.
-    refusal: Mutex<Option<String>>,
+    /// Why the first stopping error stops the evaluation, with the error as the run records it.
+    refusal: Mutex<Option<StopReason>>,
     refused: tokio::sync::Notify,
     /// The evaluation's concurrency budget, one permit a request in flight: CoT-SC's samples,
     /// asked one by one of a server that ignores `n`, share it with every other question.
@@ -328,7 +340,7 @@ impl<'a> WatchedLlm<'a> {
         call.await
     }
 
-    fn refusal(&self) -> Option<String> {
+    fn refusal(&self) -> Option<StopReason> {
         self.refusal
             .lock()
             .unwrap_or_else(PoisonError::into_inner)
@@ -344,8 +356,15 @@ impl WatchedLlm<'_> {
         {
             let mut refusal = self.refusal.lock().unwrap_or_else(PoisonError::into_inner);
             if refusal.is_none() {
-                *refusal = Some(crate::agent::error_chain(error));
-                self.refused.notify_one();
+                let message = crate::agent::error_chain(error);
+                if let LlmError::Refused { .. } = error {
+                    // Not started yet, or down for a while: the question that met it finishes
+                    // in its error and is recorded, to be asked again.
+                    *refusal = Some(StopReason::Unreachable { error: message });
+                } else {
+                    *refusal = Some(StopReason::Refused { error: message });
+                    self.refused.notify_one();
+                }
             }
         }
         result
@@ -550,15 +569,16 @@ pub async fn evaluate(
                     break;
                 }
                 () = llm.refused.notified() => {
-                    stop = llm.refusal().map(|error| StopReason::Refused { error });
+                    stop = llm.refusal();
                     break;
                 }
                 _ = ticks.tick() => progress.line(&tally.outcomes[round_start..], n_resumed),
                 finished = runs.next() => {
                     let Some((question, mut run, failure)) = finished else { break };
-                    if run.error.is_some() && llm.refusal().is_some() {
+                    let refusal = llm.refusal().filter(|_| run.error.is_some());
+                    if let Some(StopReason::Refused { .. }) = refusal {
                         // Met the refusal (or failed beside it): not recorded, it runs next time.
-                        stop = llm.refusal().map(|error| StopReason::Refused { error });
+                        stop = refusal;
                         break;
                     }
                     if let Some(plan) = &shard {
@@ -576,6 +596,11 @@ pub async fn evaluate(
                     let error = run.error.clone();
                     tally.record(run, question, Origin::RunNow);
                     progress.advance(&tally.outcomes[round_start..]);
+                    if let Some(StopReason::Unreachable { .. }) = refusal {
+                        // Recorded as an error that may fix itself: asked again next time.
+                        stop = refusal;
+                        break;
+                    }
                     if let Some(reason) = streak.push(failure.as_ref(), error.as_deref()) {
                         stop = Some(reason);
                         break;
@@ -757,6 +782,7 @@ struct Tally {
     /// Whether each errored attempt may fix itself (`None`: no error, or an older run's).
     error_kinds: Vec<Option<RunErrorKind>>,
     ids: Vec<String>,
+    attempts: Vec<Attempt>,
     scores: Vec<attempts::AttemptScore>,
     /// Questions some attempt answered right.
     right: HashSet<String>,
@@ -783,29 +809,41 @@ impl Tally {
         self.origins.push(origin);
         self.error_kinds.push(run.error_kind);
         self.ids.push(question.id.clone());
+        self.attempts.push(run.attempt());
         if matches!(run.attempt(), Attempt::Trial(_)) {
             self.latest.insert(question.id.clone(), run);
         }
     }
 
-    /// The summary: over every run, except trials, which count a question once — by its latest
-    /// trial (right if any was), its cost summed over its trials; epochs' headline is the mean
-    /// over questions of their mean over epochs.
+    /// The summary: over every run, except trials, which count a question once — by its final
+    /// state ([`attempts::Reduce::Final`]: right in any trial, else the last), its cost summed
+    /// over its trials; epochs' headline is [`attempts::headline`]'s, the mean over questions of
+    /// their mean over epochs.
     fn summary(&self, questions: &[Question], attempts: Attempts, mut context: SummaryContext) -> Summary {
         let outcomes: Vec<(Outcome, Origin)> = match attempts {
             Attempts::Trials { .. } => {
-                let mut by_id: HashMap<&str, (Outcome, Origin)> = HashMap::new();
-                for ((outcome, origin), id) in self.outcomes.iter().zip(&self.origins).zip(&self.ids) {
-                    let mut latest = (outcome.clone(), *origin);
-                    if let Some((earlier, _)) = by_id.remove(id.as_str()) {
-                        latest.0.usage.add(&earlier.usage);
-                        latest.0.n_steps += earlier.n_steps;
-                    }
-                    by_id.insert(id, latest);
-                }
+                let indices: Vec<usize> = (0..self.outcomes.len()).collect();
+                let by_id = attempts::ByQuestion::of(&indices, |&idx| self.ids[idx].as_str());
                 questions
                     .iter()
-                    .filter_map(|question| by_id.remove(question.id.as_str()))
+                    .filter_map(|question| by_id.groups.get(question.id.as_str()))
+                    .filter_map(|trials| {
+                        let seen: Vec<attempts::Seen<'_>> =
+                            trials.iter().map(|&&idx| self.seen(idx)).collect();
+                        let attempts::Reduced::Attempt(chosen) = attempts::Reduce::Final.reduce(&seen)?
+                        else {
+                            return None;
+                        };
+                        let idx = *trials[chosen];
+                        let mut outcome = self.outcomes[idx].clone();
+                        outcome.usage = crate::record::run::Usage::default();
+                        outcome.n_steps = 0;
+                        for &&trial in trials {
+                            outcome.usage.add(&self.outcomes[trial].usage);
+                            outcome.n_steps += self.outcomes[trial].n_steps;
+                        }
+                        Some((outcome, self.origins[idx]))
+                    })
                     .collect()
             }
             Attempts::Once | Attempts::Epochs(_) => self
@@ -830,27 +868,39 @@ impl Tally {
             .collect();
         summary.attempts = AttemptsSummary::of(&self.scores, &ids);
         if let Attempts::Epochs(_) = attempts {
-            let mut per_question: HashMap<&str, Vec<crate::metrics::AnswerScore>> = HashMap::new();
-            for (outcome, id) in self.outcomes.iter().zip(&self.ids) {
-                if let Some(score) = &outcome.score {
-                    per_question.entry(id.as_str()).or_default().push(*score);
-                }
-            }
-            let mut per_question: Vec<Vec<crate::metrics::AnswerScore>> = questions
+            let indices: Vec<usize> = (0..self.outcomes.len()).collect();
+            let by_id = attempts::ByQuestion::of(&indices, |&idx| self.ids[idx].as_str());
+            let per_question: Vec<Vec<(attempts::Seen<'_>, AnswerScore)>> = questions
                 .iter()
-                .filter_map(|question| per_question.remove(question.id.as_str()))
+                .filter_map(|question| by_id.groups.get(question.id.as_str()))
+                .map(|epochs| {
+                    epochs
+                        .iter()
+                        .filter_map(|&&idx| Some((self.seen(idx), self.outcomes[idx].score?)))
+                        .collect::<Vec<_>>()
+                })
+                .filter(|epochs| !epochs.is_empty())
                 .collect();
-            // As the epochs' figures count them: an attempt not made is wrong.
-            let most = per_question.iter().map(Vec::len).max().unwrap_or(0);
-            for scores in &mut per_question {
-                scores.resize(most, crate::metrics::AnswerScore::WRONG);
-            }
+            let per_question = attempts::headline(&per_question, &AnswerScore::WRONG);
             summary.scores = summary::mean_scores(&per_question);
             if summary.accuracy.is_some() {
                 summary.accuracy = Some(summary.scores.em);
             }
         }
         summary
+    }
+}
+
+impl Tally {
+    /// The `idx`th finished attempt as a reduction sees it (no gold: not right).
+    fn seen(&self, idx: usize) -> attempts::Seen<'_> {
+        let score = self.outcomes[idx].score;
+        attempts::Seen {
+            attempt: self.attempts[idx],
+            em: score.is_some_and(|score| score.em),
+            f1: score.map_or(0.0, |score| score.f1),
+            answer: None,
+        }
     }
 }
 

@@ -109,7 +109,7 @@ fn check_line(
         line: line.line(),
     };
     let unknown = check_same(
-        (&Comparable::of_run(&line.run), source),
+        (&Comparable::of_run(&line.run, source.clone())?, source),
         (current, SettingsSource::ThisCommand),
     )
     .map_err(|difference| EvalError::OtherEvaluation {

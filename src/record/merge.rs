@@ -19,7 +19,7 @@ use crate::record::files::{FilesError, Wanted, recorded_paths};
 use crate::record::recorded::RecordedRun;
 use crate::record::results::{ResultsError, parse_run_lines};
 use crate::record::run::settings::{
-    Comparable, NotOneEvaluation, SettingsSource, check_same, in_field_order,
+    Comparable, LineContradiction, NotOneEvaluation, SettingsSource, check_same, in_field_order,
 };
 use crate::record::run::{Attempt, ShardRecord};
 use crate::record::shard::{Shard, shard_of};
@@ -87,6 +87,8 @@ pub enum MergeError {
     MixedSettings(Box<Disagreement>),
     #[error(transparent)]
     NotOneEvaluation(Box<NotOneEvaluation>),
+    #[error(transparent)]
+    LineContradiction(#[from] Box<LineContradiction>),
     #[error(
         "results file `{}`, line {line}: shard record {record} is impossible (index ≥ count, position ≥ selected, more than 1,048,576 shards or more than 67,108,864 questions)",
         path.display()
@@ -261,7 +263,7 @@ struct SameSettings {
 
 impl SameSettings {
     fn check(&mut self, evaluated: &RecordedRun) -> Result<(), MergeError> {
-        let comparable = Comparable::of_run(&evaluated.run);
+        let comparable = Comparable::of_run(&evaluated.run, evaluated.source())?;
         let Some((first, source)) = &self.first else {
             self.first = Some((comparable, evaluated.source()));
             return Ok(());

@@ -382,7 +382,7 @@ impl Solver {
                 Err(error) => {
                     // The trial ends in an error and carries the memory it was given forward
                     // unchanged: the reflections gathered so far stay for the trials after it.
-                    let memory = reflexion::Memory::of_run(previous);
+                    let memory = reflexion::memory_after(Some(previous), strategy, None, self.profile);
                     let prompt =
                         reflexion::trial_prompt(fewshot, frame, &memory.block(question, strategy, frame));
                     let mut run = Run::new(question, self.profile);
@@ -403,12 +403,7 @@ impl Solver {
                 }
             }
         }
-        let reflection = reply
-            .as_deref()
-            .map(|reply| reflexion::read_reflection(reply, self.profile));
-        let memory = previous.map_or_else(reflexion::Memory::default, |previous| {
-            reflexion::next_memory(previous, strategy, reflection)
-        });
+        let memory = reflexion::memory_after(previous, strategy, reply.as_deref(), self.profile);
         let prompt = reflexion::trial_prompt(fewshot, frame, &memory.block(question, strategy, frame));
         let mut episode = match frame {
             reflexion::Frame::React => {

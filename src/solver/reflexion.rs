@@ -340,6 +340,29 @@ pub fn next_memory(previous: &Run, strategy: Reflect, reflection: Option<String>
     }
 }
 
+/// What a question's trial showed, from its previous trial (`None` in trial 1) and the reply to
+/// the reflection call made before it (`None` when none was made, or it failed): the one rule
+/// `eval` builds a trial's prompt by and `replay` checks a recorded trial against. A failed
+/// reflection call carries the memory forward unchanged.
+pub fn memory_after(
+    previous: Option<&Run>,
+    strategy: Reflect,
+    reply: Option<&str>,
+    profile: Profile,
+) -> Memory {
+    let Some(previous) = previous else {
+        return Memory::default();
+    };
+    if reply.is_none() && strategy.asks_reflection() && previous.stopped != Some(Stopped::Error) {
+        return Memory::of_run(previous);
+    }
+    next_memory(
+        previous,
+        strategy,
+        reply.map(|reply| read_reflection(reply, profile)),
+    )
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

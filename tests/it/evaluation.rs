@@ -499,3 +499,79 @@ async fn a_fever_evaluation_with_its_own_examples_is_fever_to_every_command() {
         "{stderr}"
     );
 }
+
+/// A model server that is not up yet (connections refused: nothing listens on its port) stops
+/// the evaluation at once, the questions that met it recorded as errors that may fix themselves;
+/// once a server answers on that port, the same command asks them again — no `--retry-errors` —
+/// and scores as an evaluation that met no outage.
+#[tokio::test(flavor = "multi_thread")]
+async fn after_the_model_server_refused_connections_the_same_command_scores_as_without_the_outage() {
+    let dir = tempfile::tempdir().unwrap();
+    let port = crate::refused_port();
+    let base_url = format!("http://127.0.0.1:{port}");
+    let outage = dir.path().join("outage.jsonl");
+    let eval_at = |base_url: &str, out: &Path| {
+        run(&[
+            "eval",
+            "fixtures/hotpotqa/simplified.json",
+            "--docstore",
+            "corpus:fixtures/docstore/corpus-3.jsonl",
+            "--json",
+            "--api",
+            "completions",
+            "--model",
+            "m",
+            "--base-url",
+            base_url,
+            "--out",
+            out.to_str().unwrap(),
+        ])
+    };
+    let (_, stderr, code) = eval_at(&base_url, &outage);
+    assert_eq!(code, 2, "{stderr}");
+    assert!(
+        stderr.contains(&format!(
+            "connection refused, nothing listens at 127.0.0.1:{port}"
+        )) && stderr.contains(
+            "the questions that met it are recorded as errors, asked again once the server answers"
+        ),
+        "{stderr}"
+    );
+    let recorded: Vec<Value> = std::fs::read_to_string(&outage)
+        .unwrap()
+        .lines()
+        .map(|line| serde_json::from_str(line).unwrap())
+        .collect();
+    assert!(
+        !recorded.is_empty(),
+        "the questions that met the refusal are recorded"
+    );
+    assert!(
+        recorded
+            .iter()
+            .all(|run| run["stopped"] == "error" && run["error_kind"] == "transient"),
+        "{recorded:?}"
+    );
+
+    // The server is up, on the same port.
+    let listener = std::net::TcpListener::bind(("127.0.0.1", port)).unwrap();
+    let model = YesServer::default();
+    let server = MockServer::builder().listener(listener).start().await;
+    wiremock::Mock::given(wiremock::matchers::method("POST"))
+        .respond_with(model.clone())
+        .mount(&server)
+        .await;
+    let (resumed, stderr, code) = eval_at(&base_url, &outage);
+    assert_eq!(code, 0, "{stderr}");
+    let (clean, stderr, code) = eval_at(&base_url, &dir.path().join("clean.jsonl"));
+    assert_eq!(code, 0, "{stderr}");
+    let resumed: Value = serde_json::from_str(&resumed).unwrap();
+    let clean: Value = serde_json::from_str(&clean).unwrap();
+    assert_eq!(
+        (resumed["done"].as_u64(), resumed["errors"].as_u64()),
+        (Some(6), Some(0)),
+        "{resumed}"
+    );
+    assert_eq!(resumed["em"], clean["em"], "{resumed}\n{clean}");
+    assert!(clean["em"].as_f64().unwrap() > 0.0, "{clean}");
+}

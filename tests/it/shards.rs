@@ -538,20 +538,19 @@ async fn merging_refuses_what_disagrees_and_reports_what_is_missing() {
     );
     assert_eq!(stderr, expected);
 
-    // Another attempt of the same question is no duplicate: both are kept.
+    // A line made another attempt by hand contradicts its own `evaluation` record: refused.
     let mut trial_2 = shard(1);
     for run in &mut trial_2 {
         run["trial"] = 2.into();
         run["answer"] = "maybe".into();
     }
     write_lines(&root.join("trial-2.jsonl"), &trial_2);
-    let (stdout, stderr, code) = merge(&["shards/A", "trial-2.jsonl"]);
-    assert_eq!((code, stderr.as_str()), (0, ""));
+    let (_, stderr, code) = merge(&["shards/A", "trial-2.jsonl"]);
     assert_eq!(
-        stdout,
-        format!(
-            "merged         {} runs of 4 files into merged.jsonl\n",
-            40 + n_shard_1
+        (code, stderr.as_str()),
+        (
+            2,
+            "error: `trial-2.jsonl` line 1 contradicts itself: its `trial/epoch` is trial 2, its `evaluation` record says one attempt a question; the line was changed after `eval` wrote it — restore it, or take it out of the file\n"
         )
     );
 

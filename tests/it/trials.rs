@@ -658,6 +658,8 @@ fn compare_reduces_a_trials_file_to_its_final_state_or_a_trial() {
                 for field in ["trial", "reflect", "reflections", "reflection"] {
                     run.as_object_mut().unwrap().remove(field);
                 }
+                // An evaluation of one attempt a question, as its lines now say.
+                run["evaluation"]["attempts"] = json!({"kind": "once"});
                 run.to_string()
             })
         })
@@ -871,4 +873,101 @@ fn a_trial_exports_with_what_its_prompt_showed_of_the_failed_trials() {
     assert!(system.starts_with("Solve a question answering task"), "{system}");
     assert!(system.ends_with(&block), "{system}");
     assert!(!system.contains("(END OF EXAMPLES)"), "{system}");
+}
+
+/// `replay` of a trials file recomputes what each trial's prompt showed (its reflections, the
+/// last trial) from the trial before it and its recorded reflection reply: the recorded file
+/// replays with no note, a copy whose memory was edited is named (file, line, question, trial)
+/// and replayed with the memory its trials give.
+#[test]
+fn a_trial_whose_recorded_memory_was_edited_is_named_and_replayed_with_the_recomputed_one() {
+    let fixture = crate::fixture("runs/trials/reflexion.results.jsonl");
+    let replay = |path: &Path| {
+        let output = crate::binary()
+            .args(["replay", "--json"])
+            .arg(path)
+            .current_dir(env!("CARGO_MANIFEST_DIR"))
+            .output()
+            .unwrap();
+        let stdout = String::from_utf8_lossy(&output.stdout).into_owned();
+        let runs: Vec<Value> = stdout
+            .lines()
+            .map(|line| serde_json::from_str(line).unwrap())
+            .collect();
+        (
+            runs,
+            String::from_utf8_lossy(&output.stderr).into_owned(),
+            output.status.code(),
+        )
+    };
+    let (recorded_replay, stderr, code) = replay(&fixture);
+    assert_eq!(code, Some(0), "{stderr}");
+    assert!(!stderr.contains("recomputed"), "{stderr}");
+
+    let dir = tempfile::tempdir().unwrap();
+    let tampered = dir.path().join("tampered.results.jsonl");
+    let mut runs = lines(&fixture);
+    // Line 6: the third trial of the question never answered right, which shows two reflections.
+    assert_eq!(runs[5]["trial"], 3);
+    assert_eq!(runs[5]["reflections"].as_array().unwrap().len(), 2);
+    runs[5]["reflections"][0] = json!("The answer was obviously 42.");
+    let text: String = runs.iter().map(|run| format!("{run}\n")).collect();
+    std::fs::write(&tampered, text).unwrap();
+    let (tampered_replay, stderr, code) = replay(&tampered);
+    assert_eq!(code, Some(0), "the replay goes on: {stderr}");
+    let id = runs[5]["id"].as_str().unwrap();
+    assert!(
+        stderr.contains(&format!(
+            "{}, line 6: question `{id}` trial 3: its reflections are not what its previous trial and its reflection reply give (recorded [\"The answer was obviously 42.\",",
+            tampered.display()
+        )),
+        "{stderr}"
+    );
+    assert_eq!(
+        stderr.matches("replayed with the recomputed memory").count(),
+        1,
+        "only line 6: {stderr}"
+    );
+    // Replayed with the memory its trials give: the recorded file's.
+    assert_eq!(
+        tampered_replay[5]["reflections"], recorded_replay[5]["reflections"],
+        "{}",
+        tampered_replay[5]
+    );
+}
+
+/// A results line whose own fields disagree with its `evaluation` record (here its `profile`) is
+/// refused when read, by `score` and by `eval`'s resume, naming the file, line, field and both
+/// values; `eval` asks nothing and leaves the file as it was.
+#[tokio::test]
+async fn a_line_that_contradicts_its_evaluation_record_is_refused_when_read() {
+    let model = ScriptedServer::default();
+    let (model, _dir, results, _) = evaluated(model, &["--trials", "3", "--reflect", "reflexion"]).await;
+    let mut runs = lines(&results);
+    assert_eq!(runs[3]["profile"], "default");
+    runs[3]["profile"] = json!("paper");
+    let text: String = runs.iter().map(|run| format!("{run}\n")).collect();
+    std::fs::write(&results, &text).unwrap();
+    let expected = format!(
+        "`{}` line 4 contradicts itself: its `profile` is `paper`, its `evaluation` record says `default`",
+        results.display()
+    );
+    let score = crate::binary()
+        .arg("score")
+        .arg(&results)
+        .arg(QUESTIONS)
+        .current_dir(env!("CARGO_MANIFEST_DIR"))
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&score.stderr);
+    assert_eq!(score.status.code(), Some(2), "{stderr}");
+    assert!(stderr.contains(&expected), "{stderr}");
+
+    let n_prompts = model.prompts().len();
+    let server = model.start().await;
+    let (_, stderr, code) = eval(&server, &results, &["--trials", "3", "--reflect", "reflexion"]);
+    assert_eq!(code, 2, "{stderr}");
+    assert!(stderr.contains(&expected), "{stderr}");
+    assert_eq!(model.prompts().len(), n_prompts, "nothing asked");
+    assert_eq!(std::fs::read_to_string(&results).unwrap(), text);
 }

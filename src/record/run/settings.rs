@@ -191,12 +191,22 @@ pub struct Comparable {
 
 impl Comparable {
     /// The settings a results line records: its `evaluation` record when it has one, else what
-    /// older lines record.
-    pub fn of_run(run: &Run) -> Comparable {
+    /// older lines record. A line whose own fields (`model`, `api`, `profile`, `method`, its
+    /// attempt, `reflect`, `docstore`) disagree with its `evaluation` record is refused, named by
+    /// `source`: which of the two is the evaluation's cannot be told.
+    pub fn of_run(run: &Run, source: SettingsSource) -> Result<Comparable, Box<LineContradiction>> {
         let sharded = run.shard.is_some();
         match &run.evaluation {
-            Some(settings) => Comparable::of_settings(settings, run.shard.is_some()),
-            None => Comparable::of_older_run(run, sharded),
+            Some(settings) => match contradiction(run, settings) {
+                Some((field, own, recorded)) => Err(Box::new(LineContradiction {
+                    line: source,
+                    field,
+                    own,
+                    recorded,
+                })),
+                None => Ok(Comparable::of_settings(settings, sharded)),
+            },
+            None => Ok(Comparable::of_older_run(run, sharded)),
         }
     }
 
@@ -401,6 +411,92 @@ impl fmt::Display for SettingsSource {
             SettingsSource::ThisCommand => f.write_str("this command"),
         }
     }
+}
+
+/// A results line whose own fields say another evaluation than its `evaluation` record does.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error(
+    "{line} contradicts itself: its `{field}` is {own}, its `evaluation` record says {recorded}; the line was changed after `eval` wrote it — restore it, or take it out of the file"
+)]
+pub struct LineContradiction {
+    pub line: SettingsSource,
+    /// The line's field, as the file spells it.
+    pub field: &'static str,
+    pub own: String,
+    pub recorded: String,
+}
+
+/// The first field of `run` that disagrees with `settings`, the evaluation it says it belongs to:
+/// the field, its value and the record's.
+fn contradiction(run: &Run, settings: &EvalSettings) -> Option<(&'static str, String, String)> {
+    let quoted = |text: &str| format!("`{text}`");
+    let model = run.model.as_deref().map(quoted);
+    let api = run.api.map(|api| quoted(api.as_str()));
+    let attempt_fits = match (run.attempt(), settings.attempts) {
+        (Attempt::Only, AttemptsRecord::Once) => true,
+        (Attempt::Trial(k), AttemptsRecord::Trials { count, .. })
+        | (Attempt::Epoch(k), AttemptsRecord::Epochs { count }) => (1..=count).contains(&k),
+        _ => false,
+    };
+    let record_reflect = match settings.attempts {
+        AttemptsRecord::Trials { reflect, .. } => Some(reflect),
+        AttemptsRecord::Once | AttemptsRecord::Epochs { .. } => None,
+    };
+    let checks = [
+        (
+            "model",
+            model.clone().unwrap_or_else(|| "absent".to_owned()),
+            quoted(&settings.model),
+            model.is_none_or(|model| model == quoted(&settings.model)),
+        ),
+        (
+            "api",
+            api.clone().unwrap_or_else(|| "absent".to_owned()),
+            settings
+                .api
+                .map_or_else(|| "none".to_owned(), |api| quoted(api.as_str())),
+            run.api.is_none() || run.api == settings.api,
+        ),
+        (
+            "profile",
+            quoted(&run.profile.to_string()),
+            quoted(&settings.profile.to_string()),
+            run.profile == settings.profile,
+        ),
+        (
+            "method",
+            quoted(&run.method().to_string()),
+            quoted(&settings.method.to_string()),
+            run.method() == settings.method,
+        ),
+        (
+            "trial/epoch",
+            run.attempt().to_string(),
+            settings.attempts.to_string(),
+            attempt_fits,
+        ),
+        (
+            "reflect",
+            run.reflect
+                .map_or_else(|| "absent".to_owned(), |reflect| quoted(reflect.as_str())),
+            record_reflect.map_or_else(|| "none".to_owned(), |reflect| quoted(reflect.as_str())),
+            run.reflect.is_none() || run.reflect == record_reflect,
+        ),
+        (
+            "docstore",
+            run.docstore
+                .as_ref()
+                .map_or_else(|| "absent".to_owned(), ToString::to_string),
+            settings.docstore.to_string(),
+            run.docstore
+                .as_ref()
+                .is_none_or(|docstore| *docstore == settings.docstore),
+        ),
+    ];
+    checks
+        .into_iter()
+        .find(|(_, _, _, agrees)| !agrees)
+        .map(|(field, own, recorded, _)| (field, own, recorded))
 }
 
 /// Two runs that are not one evaluation: the one message every reader and writer gives.
