@@ -3,6 +3,7 @@
 
 use std::io::Write;
 use std::path::{Path, PathBuf};
+use std::sync::Arc;
 
 use crate::docstore::DocstoreSource;
 use crate::environment::Workbench;
@@ -10,6 +11,7 @@ use crate::export::Excluded;
 use crate::fewshot_from::{FewshotFrom, FewshotFromError, OtherExamples};
 use crate::fsutil::AtomicFile;
 use crate::llm::Llm;
+use crate::llm::cache::{self, CacheScope};
 use crate::profile::Profile;
 use crate::prompt::PromptOptions;
 use crate::run::{Run, RunFileError, Stopped};
@@ -155,11 +157,16 @@ pub async fn run_question(
     trace: &mut TracePrinter,
 ) -> Run {
     let mut workbench = Workbench::new(docstore.open(&[]), toolbox.clone(), solver.grammar().clone());
-    let episode = solver
-        .solve(llm, question, &mut workbench, &mut |event| trace.event(event))
-        .await;
+    let scope = Arc::new(CacheScope::new(1));
+    let solved = async {
+        solver
+            .solve(llm, question, &mut workbench, &mut |event| trace.event(event))
+            .await
+    };
+    let episode = cache::in_scope(Arc::clone(&scope), solved).await;
     let mut run = episode.run;
     run.docstore = Some(docstore.info());
+    run.record_cache_use(scope.cache_use());
     run
 }
 

@@ -40,6 +40,7 @@ use crate::docstore::DocstoreSource;
 use crate::environment::{EnvironmentError, Inspected, Workbench};
 use crate::fewshot::{Fewshot, FewshotError};
 use crate::fewshot_from::{FewshotFrom, FewshotFromError, OtherExamples};
+use crate::llm::cache::{self, CacheScope};
 use crate::llm::{
     Api, Completion, ConverseRequest, Llm, LlmError, LlmRequest, Reply, SampleRequest, Samples,
 };
@@ -921,29 +922,39 @@ async fn run_question<'q>(
     let mut environment = Inspected::new(workbench, |error: &EnvironmentError| {
         let _ = failure.set(FailureClass::of_environment(error));
     });
-    let episode = match (job.attempt, attempts) {
-        (Attempt::Trial(trial), Attempts::Trials { reflect, .. }) => {
-            solver
-                .solve_trial(
-                    &llm,
-                    &question.question,
-                    Trial {
-                        number: trial,
-                        strategy: reflect,
-                        previous: job.previous.as_ref(),
-                    },
-                    &mut environment,
-                    &mut |_| {},
-                )
-                .await
-        }
-        _ => {
-            solver
-                .solve(&llm, &question.question, &mut environment, &mut |_| {})
-                .await
+    // `--cache`: each attempt's calls are keyed by its number, so no epoch or trial is served
+    // another's replies.
+    let scope = Arc::new(CacheScope::new(match job.attempt {
+        Attempt::Only => 1,
+        Attempt::Trial(number) | Attempt::Epoch(number) => number,
+    }));
+    let solved = async {
+        match (job.attempt, attempts) {
+            (Attempt::Trial(trial), Attempts::Trials { reflect, .. }) => {
+                solver
+                    .solve_trial(
+                        &llm,
+                        &question.question,
+                        Trial {
+                            number: trial,
+                            strategy: reflect,
+                            previous: job.previous.as_ref(),
+                        },
+                        &mut environment,
+                        &mut |_| {},
+                    )
+                    .await
+            }
+            _ => {
+                solver
+                    .solve(&llm, &question.question, &mut environment, &mut |_| {})
+                    .await
+            }
         }
     };
+    let episode = cache::in_scope(Arc::clone(&scope), solved).await;
     let mut run = episode.run;
+    run.record_cache_use(scope.cache_use());
     // Every results line names its method, `react` included.
     run.method = Some(solver.method());
     if let Attempt::Epoch(epoch) = job.attempt {
