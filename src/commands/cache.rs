@@ -107,6 +107,8 @@ fn write_info(out: &mut dyn Write, dir: &std::path::Path, info: &CacheInfo) -> s
     if let (Some(oldest), Some(newest)) = (info.oldest, info.newest) {
         let ago = |time: u64| age(Duration::from_secs(now.saturating_sub(time)));
         writeln!(out, "written        {} ago to {} ago", ago(oldest), ago(newest))?;
+    } else {
+        writeln!(out, "written        nothing yet")?;
     }
     if info.other_files > 0 {
         writeln!(
@@ -125,11 +127,11 @@ fn replies(n: u64) -> String {
     }
 }
 
-/// `7d`, `12h`, `90s`: the largest unit that divides it whole.
+/// `7d`, `12h`, `90s`: the largest unit that divides it whole (whole hours when none does).
 fn age(duration: Duration) -> String {
     let secs = duration.as_secs();
-    for (unit, size) in [("w", 7 * 86_400), ("d", 86_400), ("h", 3600), ("m", 60)] {
-        if secs >= size && secs % size == 0 {
+    for (unit, size) in [("d", 86_400), ("h", 3600), ("m", 60)] {
+        if secs >= size && secs.is_multiple_of(size) {
             return format!("{}{unit}", secs / size);
         }
     }
@@ -174,7 +176,7 @@ mod tests {
         for bad in ["7", "d", "7x", "-1d", "1.5d", "99999999999999999999d"] {
             assert!(parse_age(bad).is_err(), "{bad}");
         }
-        assert_eq!(age(Duration::from_secs(7 * 86_400)), "1w");
+        assert_eq!(age(Duration::from_secs(7 * 86_400)), "7d");
         assert_eq!(age(Duration::from_secs(3 * 86_400)), "3d");
         assert_eq!(age(Duration::from_secs(45)), "45s");
     }

@@ -340,9 +340,8 @@ pub struct AgentRunArgs {
 pub struct CacheArgs {
     /// Answer a model call from the reply cache when the same request (model, API, server, the
     /// whole body, attempt) was answered before, and keep new replies there: in DIR, else in
-    /// `replies/` of the page cache directory (`--cache-dir`). Put it after the question file.
+    /// `replies/` of the page cache directory (`--cache-dir`). A word right after `--cache` is read as DIR: give it after the question.
     #[arg(long, value_name = "DIR")]
-    #[allow(clippy::option_option)]
     pub cache: Option<Option<PathBuf>>,
     /// With `--cache`: serve a reply whichever host of the model gave it (several servers of one
     /// model behind different URLs).

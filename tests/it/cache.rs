@@ -35,7 +35,13 @@ impl Respond for NumberingModel {
         let body: Value = serde_json::from_slice(&request.body).unwrap();
         let prompt = body["prompt"].as_str().unwrap();
         let question = prompt.rsplit_once("\nQuestion: Is ").unwrap().1;
-        let even = question.split_once(' ').unwrap().0.parse::<usize>().unwrap() % 2 == 0;
+        let even = question
+            .split_once(' ')
+            .unwrap()
+            .0
+            .parse::<usize>()
+            .unwrap()
+            .is_multiple_of(2);
         let text = if prompt.ends_with("Thought:") {
             format!(" Sample {number}.\nAnswer: yes")
         } else if self.unique_answers {
