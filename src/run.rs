@@ -487,11 +487,12 @@ impl Run {
     }
 
     /// Records what `--cache` did for the run (`None`: the cache was off, nothing is recorded); a
-    /// run that records it is v2.
+    /// run that records it is v2, which names its method (`react` too).
     pub fn record_cache_use(&mut self, cache_use: Option<crate::llm::cache::CacheUse>) {
         if let Some(cache_use) = cache_use {
             self.cache = Some(cache_use);
             self.format = RUN_FORMAT_V2.to_owned();
+            self.method = Some(self.method());
         }
     }
 

@@ -199,6 +199,15 @@ async fn an_evaluation_run_again_asks_nothing_and_answers_the_same() {
             assert_eq!(crate::docs::validate_run(&run), Vec::<String>::new());
         }
     }
+    let (json, _) = eval(
+        dir.path(),
+        &model,
+        "third.jsonl",
+        &["--cache", "replies", "--json"],
+    );
+    let summary: Value = serde_json::from_str(&json).unwrap();
+    let expected = json!({"calls": N_QUESTIONS, "hits": N_QUESTIONS, "saved": {"prompt_tokens": saved, "completion_tokens": N_QUESTIONS * 10}});
+    assert_eq!(summary["cache"], expected);
     // Without `--cache` the model is asked, and no line says anything of a cache.
     eval(dir.path(), &model, "uncached.jsonl", &[]);
     assert_eq!(n_requests(&model).await, 2 * N_QUESTIONS);
@@ -459,4 +468,37 @@ fn a_bad_age_is_refused_naming_it() {
     );
     assert_eq!(code, 2);
     assert!(stderr.contains("`seven days`"), "{stderr}");
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn ask_asked_again_is_answered_from_the_cache_and_its_run_says_so() {
+    let dir = tempfile::tempdir().unwrap();
+    write_inputs(dir.path());
+    let model = serve_posts(NumberingModel::default()).await;
+    let ask = |cache: &str| {
+        let (stdout, stderr, code) = output_within_30s(
+            crate::binary()
+                .current_dir(dir.path())
+                .args(["ask", "Is 4 even?", "--json", "--docstore", "corpus:pages.jsonl"])
+                .args(crate::completions_model(&format!("{}/v1", model.uri())))
+                .args(["--cache", cache]),
+            "ask",
+        );
+        assert_eq!(code, 0, "{stderr}");
+        serde_json::from_str::<Value>(&stdout).unwrap()
+    };
+    let first = ask("replies");
+    assert_eq!(n_requests(&model).await, 1);
+    assert_eq!(
+        first["cache"],
+        json!({"calls": 1, "hits": [], "saved": {"prompt_tokens": 0, "completion_tokens": 0}})
+    );
+    let second = ask("replies");
+    assert_eq!(n_requests(&model).await, 1, "ask asked the model again");
+    assert_eq!(second["steps"], first["steps"]);
+    assert_eq!(second["cache"]["hits"], json!([1]));
+    assert_eq!(crate::docs::validate_run(&second), Vec::<String>::new());
+    // Another cache directory knows nothing.
+    ask("other");
+    assert_eq!(n_requests(&model).await, 2);
 }
