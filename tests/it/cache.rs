@@ -502,3 +502,63 @@ async fn ask_asked_again_is_answered_from_the_cache_and_its_run_says_so() {
     ask("other");
     assert_eq!(n_requests(&model).await, 2);
 }
+
+/// A `--api tools` model: every turn calls `finish` with the question's parity, numbered.
+struct FinishingModel(Arc<AtomicUsize>);
+
+impl Respond for FinishingModel {
+    fn respond(&self, request: &Request) -> ResponseTemplate {
+        let number = self.0.fetch_add(1, Ordering::SeqCst) + 1;
+        let body: Value = serde_json::from_slice(&request.body).unwrap();
+        assert!(body["tools"].is_array(), "{body}");
+        let arguments = json!({"answer": format!("reply {number}")}).to_string();
+        ResponseTemplate::new(200).set_body_json(json!({
+            "choices": [{"message": {"role": "assistant", "content": null, "tool_calls": [
+                {"id": format!("call-{number}"), "type": "function", "function": {"name": "finish", "arguments": arguments}}
+            ]}, "finish_reason": "tool_calls"}],
+            "usage": {"prompt_tokens": 50, "completion_tokens": 5}
+        }))
+    }
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn tool_calling_turns_are_served_from_the_cache_too() {
+    let dir = tempfile::tempdir().unwrap();
+    write_inputs(dir.path());
+    let model = serve_posts(FinishingModel(Arc::default())).await;
+    let eval = |out: &str| {
+        let (_, stderr, code) = output_within_30s(
+            crate::binary()
+                .current_dir(dir.path())
+                .args([
+                    "eval",
+                    "questions.json",
+                    "--out",
+                    out,
+                    "--api",
+                    "tools",
+                    "--model",
+                    "m",
+                ])
+                .args(["--base-url", &format!("{}/v1", model.uri())])
+                .args(["--docstore", "corpus:pages.jsonl", "--cache", "replies"]),
+            "an evaluation",
+        );
+        assert!(code <= 1, "{stderr}");
+    };
+    eval("first.jsonl");
+    assert_eq!(n_requests(&model).await, N_QUESTIONS);
+    eval("second.jsonl");
+    assert_eq!(
+        n_requests(&model).await,
+        N_QUESTIONS,
+        "a tool-calling turn was asked again"
+    );
+    let first = answers(&dir.path().join("first.jsonl"));
+    assert_eq!(first, answers(&dir.path().join("second.jsonl")));
+    assert!(
+        first
+            .values()
+            .all(|(answer, _)| answer.as_str().unwrap().starts_with("reply "))
+    );
+}
