@@ -11,7 +11,7 @@ use crate::export::Excluded;
 use crate::fewshot_from::{FewshotFrom, FewshotFromError, OtherExamples};
 use crate::fsutil::AtomicFile;
 use crate::llm::Llm;
-use crate::llm::cache::{self, CacheScope};
+use crate::llm::cache::{CacheScope, ScopedLlm};
 use crate::profile::Profile;
 use crate::prompt::PromptOptions;
 use crate::run::{Run, RunFileError, Stopped};
@@ -158,12 +158,10 @@ pub async fn run_question(
 ) -> Run {
     let mut workbench = Workbench::new(docstore.open(&[]), toolbox.clone(), solver.grammar().clone());
     let scope = Arc::new(CacheScope::new(1));
-    let solved = async {
-        solver
-            .solve(llm, question, &mut workbench, &mut |event| trace.event(event))
-            .await
-    };
-    let episode = cache::in_scope(Arc::clone(&scope), solved).await;
+    let llm = ScopedLlm::new(llm, Arc::clone(&scope));
+    let episode = solver
+        .solve(&llm, question, &mut workbench, &mut |event| trace.event(event))
+        .await;
     let mut run = episode.run;
     run.docstore = Some(docstore.info());
     run.record_cache_use(scope.cache_use());

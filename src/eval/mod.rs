@@ -40,7 +40,7 @@ use crate::docstore::DocstoreSource;
 use crate::environment::{EnvironmentError, Inspected, Workbench};
 use crate::fewshot::{Fewshot, FewshotError};
 use crate::fewshot_from::{FewshotFrom, FewshotFromError, OtherExamples};
-use crate::llm::cache::{self, CacheScope};
+use crate::llm::cache::{CacheScope, ScopedLlm};
 use crate::llm::{
     Api, Completion, ConverseRequest, Llm, LlmError, LlmRequest, Reply, SampleRequest, Samples,
 };
@@ -928,31 +928,29 @@ async fn run_question<'q>(
         Attempt::Only => 1,
         Attempt::Trial(number) | Attempt::Epoch(number) => number,
     }));
-    let solved = async {
-        match (job.attempt, attempts) {
-            (Attempt::Trial(trial), Attempts::Trials { reflect, .. }) => {
-                solver
-                    .solve_trial(
-                        &llm,
-                        &question.question,
-                        Trial {
-                            number: trial,
-                            strategy: reflect,
-                            previous: job.previous.as_ref(),
-                        },
-                        &mut environment,
-                        &mut |_| {},
-                    )
-                    .await
-            }
-            _ => {
-                solver
-                    .solve(&llm, &question.question, &mut environment, &mut |_| {})
-                    .await
-            }
+    let llm = ScopedLlm::new(&llm, Arc::clone(&scope));
+    let episode = match (job.attempt, attempts) {
+        (Attempt::Trial(trial), Attempts::Trials { reflect, .. }) => {
+            solver
+                .solve_trial(
+                    &llm,
+                    &question.question,
+                    Trial {
+                        number: trial,
+                        strategy: reflect,
+                        previous: job.previous.as_ref(),
+                    },
+                    &mut environment,
+                    &mut |_| {},
+                )
+                .await
+        }
+        _ => {
+            solver
+                .solve(&llm, &question.question, &mut environment, &mut |_| {})
+                .await
         }
     };
-    let episode = cache::in_scope(Arc::clone(&scope), solved).await;
     let mut run = episode.run;
     run.record_cache_use(scope.cache_use());
     // Every results line names its method, `react` included.

@@ -19,10 +19,11 @@
 //! ([`ReplyCache::max_entry_bytes`]); an entry that is too large, not JSON, or not the entry its
 //! name says is a miss, with a warning, and is written again.
 //!
-//! The attempt reaches the client through a task-local [`CacheScope`] that `eval` sets around each
-//! attempt at a question (and `ask` around its one question): it numbers the calls and records
-//! which the cache answered, for the run's `cache` field ([`CacheUse`]). Calls outside any scope
-//! count as attempt 1 of one process-wide scope.
+//! The attempt reaches the client through a [`CacheScope`]: `eval` gives each attempt at a question
+//! (and `ask` its one question) a [`ScopedLlm`], whose calls carry their scope to the client as a
+//! task-local; the scope numbers the calls and records which the cache answered, for the run's
+//! `cache` field ([`CacheUse`]). Calls outside any scope count as attempt 1 of one process-wide
+//! scope.
 
 use std::collections::HashMap;
 use std::fs::File;
@@ -34,7 +35,11 @@ use std::time::{Duration, SystemTime};
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
-use super::Api;
+use futures::future::BoxFuture;
+
+use super::{
+    Api, Completion, ConverseRequest, Generation, Llm, LlmError, LlmRequest, Reply, SampleRequest, Samples,
+};
 use crate::digest::digest;
 use crate::fsutil::atomic_write;
 use crate::secret::ApiKey;
@@ -411,6 +416,45 @@ impl CacheScope {
 
 tokio::task_local! {
     static SCOPE: Arc<CacheScope>;
+}
+
+/// A model whose every call is made in `scope`: what `eval` gives each attempt at a question, and
+/// `ask` its question.
+pub struct ScopedLlm<'a> {
+    llm: &'a dyn Llm,
+    scope: Arc<CacheScope>,
+}
+
+impl<'a> ScopedLlm<'a> {
+    pub fn new(llm: &'a dyn Llm, scope: Arc<CacheScope>) -> ScopedLlm<'a> {
+        ScopedLlm { llm, scope }
+    }
+}
+
+impl Llm for ScopedLlm<'_> {
+    fn complete<'a>(&'a self, request: LlmRequest<'a>) -> BoxFuture<'a, Result<Completion, LlmError>> {
+        Box::pin(in_scope(Arc::clone(&self.scope), self.llm.complete(request)))
+    }
+
+    fn converse<'a>(&'a self, request: ConverseRequest<'a>) -> BoxFuture<'a, Result<Reply, LlmError>> {
+        Box::pin(in_scope(Arc::clone(&self.scope), self.llm.converse(request)))
+    }
+
+    fn sample<'a>(&'a self, request: SampleRequest<'a>) -> BoxFuture<'a, Result<Samples, LlmError>> {
+        Box::pin(in_scope(Arc::clone(&self.scope), self.llm.sample(request)))
+    }
+
+    fn model(&self) -> &str {
+        self.llm.model()
+    }
+
+    fn api(&self) -> Option<Api> {
+        self.llm.api()
+    }
+
+    fn generation(&self) -> Option<Generation> {
+        self.llm.generation()
+    }
 }
 
 /// Runs `future` with `scope` as the cache scope of every model call it makes.
