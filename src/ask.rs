@@ -3,6 +3,7 @@
 
 use std::io::Write;
 use std::path::{Path, PathBuf};
+use std::sync::Arc;
 
 use crate::agent::environment::Workbench;
 use crate::agent::prompt::PromptOptions;
@@ -11,6 +12,7 @@ use crate::agent::trace::TracePrinter;
 use crate::docstore::DocstoreSource;
 use crate::fsutil::AtomicFile;
 use crate::llm::Llm;
+use crate::llm::cache::{CacheScope, ScopedLlm};
 use crate::profile::Profile;
 use crate::record::run::{Run, RunFileError, Stopped};
 use crate::solver::{Examples, MethodConfig, Solver, SolverError};
@@ -155,11 +157,14 @@ pub async fn run_question(
     trace: &mut TracePrinter,
 ) -> Run {
     let mut workbench = Workbench::new(docstore.open(&[]), toolbox.clone(), solver.grammar().clone());
+    let scope = Arc::new(CacheScope::new(1));
+    let llm = ScopedLlm::new(llm, Arc::clone(&scope));
     let episode = solver
-        .solve(llm, question, &mut workbench, &mut |event| trace.event(event))
+        .solve(&llm, question, &mut workbench, &mut |event| trace.event(event))
         .await;
     let mut run = episode.run;
     run.docstore = Some(docstore.info());
+    run.record_cache_use(scope.cache_use());
     run
 }
 

@@ -11,7 +11,9 @@ use clap::{Parser, Subcommand};
 use react_docstore::agent::trace::{Color, LogFormat, LogOutput};
 use react_docstore::output;
 
-use cli::{ask, chat, compare, eval, explore, export, index, mcp, merge, replay, report, score, serve};
+use cli::{
+    ask, cache, chat, compare, eval, explore, export, index, mcp, merge, replay, report, score, serve,
+};
 
 #[derive(Parser)]
 #[command(
@@ -49,6 +51,9 @@ enum Command {
     /// Index a frozen Wikipedia dump for `--docstore index:DIR`, or say what an index holds.
     #[command(subcommand)]
     Index(index::IndexCommand),
+    /// What the reply cache (`--cache`) holds; remove all or the old part of it.
+    #[command(subcommand)]
+    Cache(cache::CacheCommand),
     /// Serve the docstore over HTTP: the ReAct environment, DSPy's and Search-R1's retrieval.
     Serve(serve::ServeArgs),
     /// Serve the docstore to MCP clients on stdio: tools `search` {query} and `lookup` {keyword}.
@@ -93,6 +98,7 @@ async fn dispatch(command: Command, log: LogOutput) -> anyhow::Result<ExitCode> 
         Command::Merge(args) => merge::run(args),
         Command::Export(args) => export::run(args).await,
         Command::Index(command) => index::run(command).await,
+        Command::Cache(command) => cache::run(command),
         Command::Serve(args) => serve::run(args).await,
         Command::Mcp(args) => mcp::run(args).await,
     }

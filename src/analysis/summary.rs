@@ -8,6 +8,7 @@ use std::time::Duration;
 
 use serde::Serialize;
 
+use crate::llm::cache::{CacheUse, SavedTokens};
 use crate::method::Method;
 use crate::metrics::AnswerScore;
 use crate::record::questions::{Question, Task};
@@ -29,6 +30,8 @@ pub struct Outcome {
     pub backoff: Option<BackoffReason>,
     /// With `--sc-stop`: the samples the run asked, and N.
     pub samples_asked: Option<(usize, usize)>,
+    /// What `--cache` did for the run, when it was on.
+    pub cache: Option<CacheUse>,
 }
 
 impl Outcome {
@@ -52,6 +55,7 @@ impl Outcome {
             vote_share: run.vote.as_ref().map(crate::record::run::Vote::share),
             backoff: run.backoff.map(|backoff| backoff.reason),
             samples_asked: run.sc_stop.map(|record| (record.asked, record.samples)),
+            cache: run.cache.clone(),
         }
     }
 }
@@ -214,7 +218,42 @@ pub struct Summary {
     pub results: PathBuf,
     /// Trials' rows, or epochs' reductions, when questions were asked more than once.
     #[serde(flatten)]
-    pub attempts: crate::analysis::attempts::AttemptsSummary,
+    pub attempts: super::attempts::AttemptsSummary,
+    /// What `--cache` did, over the runs that used it; absent when none did.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub cache: Option<CacheSummary>,
+}
+
+/// The model calls of an evaluation's runs that went through `--cache`, those it answered and
+/// the tokens they saved.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize)]
+pub struct CacheSummary {
+    pub calls: u64,
+    pub hits: u64,
+    pub saved: SavedTokens,
+}
+
+impl CacheSummary {
+    /// The sum over `outcomes` that used the cache; `None` when none did.
+    fn of(outcomes: &[Outcome]) -> Option<CacheSummary> {
+        let mut total: Option<CacheSummary> = None;
+        for cache_use in outcomes.iter().filter_map(|outcome| outcome.cache.as_ref()) {
+            let total = total.get_or_insert_with(CacheSummary::default);
+            total.calls += cache_use.calls;
+            total.hits += cache_use.hits.len() as u64;
+            total.saved.prompt_tokens += cache_use.saved.prompt_tokens;
+            total.saved.completion_tokens += cache_use.saved.completion_tokens;
+        }
+        total
+    }
+
+    fn write_text(&self, out: &mut dyn Write) -> io::Result<()> {
+        writeln!(
+            out,
+            "cache          {} of {} LLM calls answered by the cache, {} prompt and {} completion tokens saved",
+            self.hits, self.calls, self.saved.prompt_tokens, self.saved.completion_tokens
+        )
+    }
 }
 
 fn is_react_or_mixed(method: &Option<Method>) -> bool {
@@ -325,7 +364,8 @@ impl Summary {
                 0.0
             },
             results: context.results,
-            attempts: crate::analysis::attempts::AttemptsSummary::default(),
+            attempts: super::attempts::AttemptsSummary::default(),
+            cache: CacheSummary::of(outcomes),
         }
     }
 
@@ -411,6 +451,9 @@ impl Summary {
             per.prompt_tokens,
             per.completion_tokens
         )?;
+        if let Some(cache) = &self.cache {
+            cache.write_text(out)?;
+        }
         writeln!(
             out,
             "wall time      {:.1} s, {:.1} questions/minute",

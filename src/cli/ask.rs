@@ -36,7 +36,7 @@ pub struct AskArgs {
 
 pub async fn run(args: AskArgs) -> anyhow::Result<ExitCode> {
     args.run.check_interactive("ask")?;
-    let llm = args.run.model.open()?;
+    let llm = args.run.open_model()?;
     let docstore = args.run.docstore.open(args.run.agent.profile)?;
     let toolbox = args.run.tools.open(&args.run.docstore)?;
     let config = AskConfig {

@@ -23,7 +23,7 @@ pub struct ChatArgs {
 
 pub async fn run(args: ChatArgs) -> anyhow::Result<ExitCode> {
     args.run.check_interactive("chat")?;
-    let llm = args.run.model.open()?;
+    let llm = args.run.open_model()?;
     let docstore = args.run.docstore.open(args.run.agent.profile)?;
     let toolbox = args.run.tools.open(&args.run.docstore)?;
     let today = args.today.unwrap_or_else(chat::today_utc);

@@ -143,7 +143,7 @@ pub async fn run(args: EvalArgs, log: LogOutput) -> anyhow::Result<ExitCode> {
         profile: args.run.agent.profile,
         method: args.run.agent.method_config(),
         max_steps: args.run.agent.max_steps,
-        fewshot: args.run.agent.fewshot,
+        fewshot: args.run.agent.fewshot.clone(),
         attempts: args.attempts.attempts(),
         fewshot_from: args.fewshot_from.open()?,
         concurrency: usize::from(args.concurrency),
@@ -159,7 +159,7 @@ pub async fn run(args: EvalArgs, log: LogOutput) -> anyhow::Result<ExitCode> {
     // The inputs before the model: a missing or mistyped question file is named first.
     QuestionFile::check_readable(&config.questions)?;
     let services = EvalServices {
-        llm: args.run.model.open_shared()?,
+        llm: args.run.open_shared_model()?,
         docstore: args.run.docstore.open(args.run.agent.profile)?,
         toolbox: args.run.tools.open(&args.run.docstore)?,
     };

@@ -5,6 +5,7 @@ pub mod options;
 pub mod signals;
 
 pub mod ask;
+pub mod cache;
 pub mod chat;
 pub mod compare;
 pub mod eval;

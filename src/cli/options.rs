@@ -19,6 +19,7 @@ use react_docstore::docstore::{
     DEFAULT_USER_AGENT, DocstoreConfig, DocstoreKind, DocstoreSource, default_cache_dir,
 };
 use react_docstore::input::Interaction;
+use react_docstore::llm::cache::{self, Hosts, ReplyCache};
 use react_docstore::llm::{Api, ApiKey, Llm, ModelSettings, OpenAiClient};
 use react_docstore::method::{DEFAULT_SC_BATCH, DEFAULT_SC_CONFIDENCE, ScStop, StopRule};
 use react_docstore::output;
@@ -217,11 +218,6 @@ impl ModelArgs {
         };
         Ok(OpenAiClient::from_settings(settings)?)
     }
-
-    /// The model shared by concurrent questions.
-    pub fn open_shared(&self) -> anyhow::Result<Arc<dyn Llm>> {
-        Ok(Arc::new(self.open()?))
-    }
 }
 
 /// Where Search and Lookup read from.
@@ -362,6 +358,42 @@ pub struct AgentRunArgs {
     pub docstore: DocstoreArgs,
     #[command(flatten)]
     pub tools: ToolArgs,
+    #[command(flatten)]
+    pub cache: CacheArgs,
+}
+
+/// `--cache [DIR]`: model replies kept on disk and served again (docs/cache.md).
+#[derive(Args, Clone)]
+#[command(next_help_heading = "Model")]
+pub struct CacheArgs {
+    /// Answer a model call from the reply cache when the same request (model, API, server, the
+    /// whole body, attempt) was answered before, and keep new replies there: in DIR, else in
+    /// `replies/` of the page cache directory (`--cache-dir`). A word right after `--cache` is read as DIR: give it after the question.
+    #[arg(long, value_name = "DIR")]
+    pub cache: Option<Option<PathBuf>>,
+    /// With `--cache`: serve a reply whichever host of the model gave it (several servers of one
+    /// model behind different URLs).
+    #[arg(long, requires = "cache")]
+    pub cache_shared_across_hosts: bool,
+}
+
+impl CacheArgs {
+    /// The reply cache's directory, when `--cache` is on.
+    pub fn dir(&self, docstore: &DocstoreArgs) -> Option<PathBuf> {
+        let dir = self.cache.as_ref()?;
+        Some(
+            dir.clone()
+                .unwrap_or_else(|| default_replies_dir(docstore.cache_dir.as_deref())),
+        )
+    }
+}
+
+/// `replies/` in the page cache directory: `--cache-dir`, else the user's cache directory.
+pub fn default_replies_dir(cache_dir: Option<&std::path::Path>) -> PathBuf {
+    cache_dir
+        .map(std::path::Path::to_path_buf)
+        .unwrap_or_else(default_cache_dir)
+        .join(cache::REPLIES_DIR)
 }
 
 impl AgentRunArgs {
@@ -385,6 +417,26 @@ impl AgentRunArgs {
             );
         }
         self.agent.check_method()
+    }
+
+    /// The model client, with the reply cache when `--cache` is on.
+    pub fn open_model(&self) -> anyhow::Result<OpenAiClient> {
+        let client = self.model.open()?;
+        let Some(dir) = self.cache.dir(&self.docstore) else {
+            return Ok(client);
+        };
+        let hosts = if self.cache.cache_shared_across_hosts {
+            Hosts::Shared
+        } else {
+            Hosts::Separate
+        };
+        let cache = ReplyCache::open(&dir, hosts, client.config().max_response_bytes)?;
+        Ok(client.with_cache(cache))
+    }
+
+    /// The model shared by concurrent questions, with the reply cache when `--cache` is on.
+    pub fn open_shared_model(&self) -> anyhow::Result<Arc<dyn Llm>> {
+        Ok(Arc::new(self.open_model()?))
     }
 
     /// Options that cannot work together for a one-question command, refused before anything runs.

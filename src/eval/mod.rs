@@ -30,6 +30,7 @@ use crate::agent::trace::LogOutput;
 use crate::analysis::attempts::{self, Attempts, AttemptsSummary};
 use crate::analysis::summary::{self, Outcome, Summary, SummaryContext};
 use crate::docstore::DocstoreSource;
+use crate::llm::cache::{CacheScope, ScopedLlm};
 use crate::llm::{
     Api, Completion, ConverseRequest, Llm, LlmError, LlmRequest, Reply, SampleRequest, Samples,
 };
@@ -965,6 +966,13 @@ async fn run_question<'q>(
     let mut environment = Inspected::new(workbench, |error: &EnvironmentError| {
         let _ = failure.set(FailureClass::of_environment(error));
     });
+    // `--cache`: each attempt's calls are keyed by its number, so no epoch or trial is served
+    // another's replies.
+    let scope = Arc::new(CacheScope::new(match job.attempt {
+        Attempt::Only => 1,
+        Attempt::Trial(number) | Attempt::Epoch(number) => number,
+    }));
+    let llm = ScopedLlm::new(&llm, Arc::clone(&scope));
     let episode = match (job.attempt, attempts) {
         (Attempt::Trial(trial), Attempts::Trials { reflect, .. }) => {
             solver
@@ -988,6 +996,7 @@ async fn run_question<'q>(
         }
     };
     let mut run = episode.run;
+    run.record_cache_use(scope.cache_use());
     // Every results line names its method, `react` included.
     run.method = Some(solver.method());
     if let Attempt::Epoch(epoch) = job.attempt {

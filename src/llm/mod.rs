@@ -3,6 +3,7 @@
 //! Implementations: [`ReplayLlm`] serves a run file's recorded completions (tests, `replay`);
 //! the OpenAI-compatible HTTP client lives in [`openai`].
 
+pub mod cache;
 mod conversation;
 pub mod openai;
 mod replay;

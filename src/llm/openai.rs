@@ -39,6 +39,7 @@ use futures::future::BoxFuture;
 use reqwest::StatusCode;
 use serde_json::{Map, Value, json};
 
+use super::cache::ReplyCache;
 use super::{
     CallPurpose, Completion, ConverseRequest, Llm, LlmError, LlmRequest, Reply, SampleRequest, Samples,
     TokenUsage,
@@ -279,6 +280,8 @@ pub struct OpenAiClient {
     /// The endpoint, e.g. `http://localhost:11434/v1/chat/completions`.
     url: reqwest::Url,
     refused: Refused,
+    /// `--cache`: replies kept on disk, asked for before the server.
+    cache: Option<ReplyCache>,
 }
 
 impl fmt::Debug for OpenAiClient {
@@ -380,7 +383,14 @@ impl OpenAiClient {
             http,
             url,
             refused: Refused::default(),
+            cache: None,
         })
+    }
+
+    /// The client, answering from `cache` what it answered before (`--cache`).
+    pub fn with_cache(mut self, cache: ReplyCache) -> OpenAiClient {
+        self.cache = Some(cache);
+        self
     }
 
     /// Checks the settings and builds the client.
@@ -534,9 +544,27 @@ impl OpenAiClient {
     ) -> Result<Vec<u8>, LlmError> {
         let mut adaptations = 0;
         let mut body = build();
+        // The reply is kept under the request as first built and as finally sent (without what
+        // the server refused), so that the next run finds it whichever it sends.
+        let mut cache_calls = Vec::new();
+        if let Some(cache) = &self.cache {
+            let call = cache.call(self.config.api, &http::server_name(self.url.as_str()), &body);
+            if let Some(bytes) = cache.read(&call) {
+                return Ok(bytes);
+            }
+            cache_calls.push(call);
+        }
         loop {
             let gave_up = match self.send(&body).await {
-                Ok(bytes) => return Ok(bytes),
+                Ok(bytes) => {
+                    if let Some(cache) = &self.cache {
+                        for call in &cache_calls {
+                            let api_key = self.config.api_key.as_ref();
+                            cache.write(call, &self.config.model, &bytes, api_key);
+                        }
+                    }
+                    return Ok(bytes);
+                }
                 Err(gave_up) => gave_up,
             };
             // A refused parameter is left out of this request and every later one. Whether this
@@ -553,6 +581,13 @@ impl OpenAiClient {
                 if adapted != body {
                     adaptations += 1;
                     body = adapted;
+                    if let (Some(cache), Some(first)) = (&self.cache, cache_calls.first()) {
+                        let call = cache.recall(first, &body);
+                        if let Some(bytes) = cache.read(&call) {
+                            return Ok(bytes);
+                        }
+                        cache_calls.push(call);
+                    }
                     continue;
                 }
             }

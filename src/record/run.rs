@@ -144,6 +144,10 @@ pub struct Run {
     pub f1: Option<f64>,
     #[serde(default)]
     pub usage: Usage,
+    /// What `--cache` did for the run: its calls, which of them the reply cache answered and the
+    /// tokens those saved. Absent when the cache was off (the run is then v2).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cache: Option<crate::llm::cache::CacheUse>,
 }
 
 fn run_format() -> String {
@@ -520,6 +524,17 @@ impl Run {
             em: None,
             f1: None,
             usage: Usage::default(),
+            cache: None,
+        }
+    }
+
+    /// Records what `--cache` did for the run (`None`: the cache was off, nothing is recorded); a
+    /// run that records it is v2, which names its method (`react` too).
+    pub fn record_cache_use(&mut self, cache_use: Option<crate::llm::cache::CacheUse>) {
+        if let Some(cache_use) = cache_use {
+            self.cache = Some(cache_use);
+            self.format = RUN_FORMAT_V2.to_owned();
+            self.method = Some(self.method());
         }
     }
 

@@ -1,0 +1,183 @@
+//! `cache`: what the reply cache (`--cache`) holds, and removing all or the old part of it.
+
+use std::io::Write;
+use std::path::PathBuf;
+use std::process::ExitCode;
+use std::time::{Duration, SystemTime};
+
+use react_docstore::llm::cache::{self, CacheInfo};
+use react_docstore::output;
+
+use super::options::default_replies_dir;
+
+#[derive(clap::Subcommand)]
+pub enum CacheCommand {
+    /// Where the reply cache is, how many replies it holds, their size and age.
+    Info(InfoArgs),
+    /// Remove every reply.
+    Clear(CacheDirArgs),
+    /// Remove the replies written longer ago than `--older-than`.
+    Prune(PruneArgs),
+}
+
+/// Which reply cache.
+#[derive(clap::Args)]
+pub struct CacheDirArgs {
+    /// The reply cache, as `--cache DIR` named it [default: `replies/` in the page cache
+    /// directory].
+    #[arg(value_name = "DIR")]
+    dir: Option<PathBuf>,
+    /// The page cache directory whose `replies/` is the default (`--cache-dir` of `ask`, `chat`
+    /// and `eval`).
+    #[arg(long, env = "REACT_CACHE_DIR", value_name = "DIR")]
+    cache_dir: Option<PathBuf>,
+}
+
+impl CacheDirArgs {
+    fn dir(&self) -> PathBuf {
+        self.dir
+            .clone()
+            .unwrap_or_else(|| default_replies_dir(self.cache_dir.as_deref()))
+    }
+}
+
+#[derive(clap::Args)]
+pub struct InfoArgs {
+    #[command(flatten)]
+    dir: CacheDirArgs,
+    /// Print it as one JSON object.
+    #[arg(long)]
+    json: bool,
+}
+
+#[derive(clap::Args)]
+pub struct PruneArgs {
+    #[command(flatten)]
+    dir: CacheDirArgs,
+    /// The age past which a reply goes: a number and a unit, `s`, `m`, `h`, `d` or `w` (`7d`,
+    /// `12h`).
+    #[arg(long, value_name = "AGE", value_parser = parse_age)]
+    older_than: Duration,
+}
+
+pub fn run(command: CacheCommand) -> anyhow::Result<ExitCode> {
+    let mut stdout = output::stdout();
+    match command {
+        CacheCommand::Info(args) => {
+            let dir = args.dir.dir();
+            let info = cache::cache_info(&dir)?;
+            if args.json {
+                let json = serde_json::json!({"dir": dir, "info": info});
+                writeln!(stdout, "{json}")?;
+            } else {
+                write_info(&mut stdout, &dir, &info)?;
+            }
+        }
+        CacheCommand::Clear(args) => {
+            let dir = args.dir();
+            let removed = cache::remove_entries(&dir, None)?;
+            writeln!(
+                stdout,
+                "removed        {} from {}",
+                replies(removed),
+                dir.display()
+            )?;
+        }
+        CacheCommand::Prune(args) => {
+            let dir = args.dir.dir();
+            let removed = cache::remove_entries(&dir, Some(args.older_than))?;
+            writeln!(
+                stdout,
+                "removed        {} older than {} from {}",
+                replies(removed),
+                age(args.older_than),
+                dir.display()
+            )?;
+        }
+    }
+    Ok(ExitCode::SUCCESS)
+}
+
+fn write_info(out: &mut dyn Write, dir: &std::path::Path, info: &CacheInfo) -> std::io::Result<()> {
+    writeln!(out, "directory      {}", dir.display())?;
+    writeln!(out, "replies        {}, {} bytes", info.entries, info.bytes)?;
+    let now = SystemTime::now()
+        .duration_since(SystemTime::UNIX_EPOCH)
+        .map_or(0, |since| since.as_secs());
+    if let (Some(oldest), Some(newest)) = (info.oldest, info.newest) {
+        let ago = |time: u64| age(Duration::from_secs(now.saturating_sub(time)));
+        writeln!(out, "written        {} ago to {} ago", ago(oldest), ago(newest))?;
+    } else {
+        writeln!(out, "written        nothing yet")?;
+    }
+    if info.other_files > 0 {
+        writeln!(
+            out,
+            "other files    {} (temporary files of interrupted writers; `cache prune` removes them)",
+            info.other_files
+        )?;
+    }
+    Ok(())
+}
+
+fn replies(n: u64) -> String {
+    match n {
+        1 => "1 reply".to_owned(),
+        n => format!("{n} replies"),
+    }
+}
+
+/// `7d`, `12h`, `90s`: the largest unit that divides it whole (whole hours when none does).
+fn age(duration: Duration) -> String {
+    let secs = duration.as_secs();
+    for (unit, size) in [("d", 86_400), ("h", 3600), ("m", 60)] {
+        if secs >= size && secs.is_multiple_of(size) {
+            return format!("{}{unit}", secs / size);
+        }
+    }
+    if secs >= 3600 {
+        return format!("{}h", secs / 3600);
+    }
+    format!("{secs}s")
+}
+
+/// `--older-than`: a whole number and a unit (`s`, `m`, `h`, `d`, `w`).
+fn parse_age(text: &str) -> Result<Duration, String> {
+    let error = || format!("expected a number and a unit such as `7d`, `12h` or `30m`, not `{text}`");
+    let text = text.trim();
+    let split = text.find(|c: char| !c.is_ascii_digit()).ok_or_else(error)?;
+    let (number, unit) = text.split_at(split);
+    let number: u64 = number.parse().map_err(|_| error())?;
+    let size = match unit {
+        "s" => 1,
+        "m" => 60,
+        "h" => 3600,
+        "d" => 86_400,
+        "w" => 7 * 86_400,
+        _ => return Err(error()),
+    };
+    number
+        .checked_mul(size)
+        .map(Duration::from_secs)
+        .ok_or_else(error)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn ages_parse_with_their_unit() {
+        assert_eq!(parse_age("7d"), Ok(Duration::from_secs(7 * 86_400)));
+        assert_eq!(parse_age("12h"), Ok(Duration::from_secs(12 * 3600)));
+        assert_eq!(parse_age("30m"), Ok(Duration::from_secs(1800)));
+        assert_eq!(parse_age("2w"), Ok(Duration::from_secs(14 * 86_400)));
+        assert_eq!(parse_age("0s"), Ok(Duration::ZERO));
+        for bad in ["7", "d", "7x", "-1d", "1.5d", "99999999999999999999d"] {
+            assert!(parse_age(bad).is_err(), "{bad}");
+        }
+        assert_eq!(age(Duration::from_secs(7 * 86_400)), "7d");
+        assert_eq!(age(Duration::from_secs(3 * 86_400)), "3d");
+        assert_eq!(age(Duration::from_secs(45)), "45s");
+    }
+}

@@ -1,0 +1,734 @@
+//! `ReplyCache`: model replies kept on disk (`--cache`), so that an evaluation run again, or a
+//! method whose phases were run before, pays for no call twice.
+//!
+//! The cache is a directory of content-addressed files, one a reply: `{dir}/{aa}/{hex}.json`, named
+//! by the SHA-256 of the request's key. The key is the API (`chat`, `completions`, `tools`), the
+//! model server's `host:port` (left out with [`Hosts::Shared`]) and the whole request body as the
+//! client sends it — the model, the prompt or messages, `n`, the temperature, `max_tokens`, the stop
+//! sequences, the functions and every `--llm-option` — then the attempt ([`CacheScope`]: an
+//! epoch's or a trial's number) and the occurrence: the k-th identical request of one attempt
+//! (CoT-SC's sampling batches beyond the first, a server that ignores `n` asked sample by sample)
+//! gets the k-th reply, never the first one again. The API key travels in a header, never in the
+//! body: it is in no key and no file, and a response that quotes it is not kept.
+//!
+//! Only a successful response is kept, and not when any choice was cut at `max_tokens`
+//! (`finish_reason: length`): errors and cut-off replies are asked again next time. An entry is
+//! written atomically ([`atomic_write`]: a temporary sibling renamed into place), so any number of
+//! processes (an evaluation's shards on one node) may share one cache: two writers of one entry
+//! each write it whole, and a reader sees the old file, the new one, or none. A read is bounded
+//! ([`ReplyCache::max_entry_bytes`]); an entry that is too large, not JSON, or not the entry its
+//! name says is a miss, with a warning, and is written again.
+//!
+//! The attempt reaches the client through a [`CacheScope`]: `eval` gives each attempt at a question
+//! (and `ask` its one question) a [`ScopedLlm`], whose calls carry their scope to the client as a
+//! task-local; the scope numbers the calls and records which the cache answered, for the run's
+//! `cache` field ([`CacheUse`]). Calls outside any scope count as attempt 1 of one process-wide
+//! scope.
+
+use std::collections::HashMap;
+use std::fs::File;
+use std::io::Read;
+use std::path::{Path, PathBuf};
+use std::sync::{Arc, Mutex, PoisonError};
+use std::time::{Duration, SystemTime};
+
+use serde::{Deserialize, Serialize};
+use serde_json::Value;
+
+use futures::future::BoxFuture;
+
+use super::{
+    Api, Completion, ConverseRequest, Generation, Llm, LlmError, LlmRequest, Reply, SampleRequest, Samples,
+};
+use crate::digest::digest;
+use crate::fsutil::atomic_write;
+use crate::secret::ApiKey;
+
+/// The format of one entry, and a part of every key: a change of either starts a new cache.
+pub const CACHE_FORMAT: &str = "react-docstore.reply-cache.v1";
+/// The directory of the reply cache inside the page cache's (`--cache` without a directory).
+pub const REPLIES_DIR: &str = "replies";
+
+/// Whether the model server's host is part of the key.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum Hosts {
+    /// A reply is served only to requests to the server that gave it (`host:port`).
+    #[default]
+    Separate,
+    /// Servers of one model on several hosts share replies (`--cache-shared-across-hosts`).
+    Shared,
+}
+
+/// The replies of one directory.
+#[derive(Debug)]
+pub struct ReplyCache {
+    dir: PathBuf,
+    hosts: Hosts,
+    max_entry_bytes: usize,
+    /// The scope of calls made outside any [`CacheScope`]: attempt 1.
+    unscoped: Arc<CacheScope>,
+}
+
+/// Why a cache directory cannot be used.
+#[derive(Debug, thiserror::Error)]
+pub enum CacheError {
+    #[error("cannot create the reply cache directory `{}`", dir.display())]
+    Create {
+        dir: PathBuf,
+        #[source]
+        source: std::io::Error,
+    },
+    #[error("cannot read the reply cache directory `{}`", dir.display())]
+    Read {
+        dir: PathBuf,
+        #[source]
+        source: std::io::Error,
+    },
+    #[error("cannot remove `{}` from the reply cache", path.display())]
+    Remove {
+        path: PathBuf,
+        #[source]
+        source: std::io::Error,
+    },
+}
+
+/// One cached reply as its file holds it.
+#[derive(Debug, Serialize, Deserialize)]
+struct Entry {
+    format: String,
+    /// The digest the file is named by: a file copied under another name is no hit.
+    key: String,
+    model: String,
+    api: Api,
+    attempt: u32,
+    /// Seconds since the Unix epoch when it was written.
+    created: u64,
+    /// The server's response body, as JSON.
+    response: Value,
+}
+
+/// One call's place in the cache: its key (the attempt and occurrence included) and the scope
+/// that records it.
+#[derive(Debug)]
+pub struct CacheCall {
+    scope: Arc<CacheScope>,
+    /// The call's number in its scope, from 1.
+    number: u64,
+    attempt: u32,
+    occurrence: u32,
+    api: Api,
+    host: Option<String>,
+    key: String,
+}
+
+impl ReplyCache {
+    /// The cache in `dir`, created if missing. `max_response_bytes` bounds what one entry may hold
+    /// (the client's own limit on a response body): a larger file is not read.
+    pub fn open(dir: &Path, hosts: Hosts, max_response_bytes: usize) -> Result<ReplyCache, CacheError> {
+        std::fs::create_dir_all(dir).map_err(|source| CacheError::Create {
+            dir: dir.to_owned(),
+            source,
+        })?;
+        Ok(ReplyCache {
+            dir: dir.to_owned(),
+            hosts,
+            max_entry_bytes: max_response_bytes.saturating_add(64 * 1024),
+            unscoped: Arc::new(CacheScope::new(1)),
+        })
+    }
+
+    pub fn dir(&self) -> &Path {
+        &self.dir
+    }
+
+    /// The largest entry file read back.
+    pub fn max_entry_bytes(&self) -> usize {
+        self.max_entry_bytes
+    }
+
+    /// Names the call that sends `body` to `server` (`host:port`) in the current scope: the next
+    /// occurrence of that request in its attempt.
+    pub fn call(&self, api: Api, server: &str, body: &Value) -> CacheCall {
+        let scope = current_scope().unwrap_or_else(|| Arc::clone(&self.unscoped));
+        let host = (self.hosts == Hosts::Separate).then(|| server.to_owned());
+        let request = request_digest(api, host.as_deref(), body);
+        let (number, occurrence) = scope.next_call(&request);
+        let attempt = scope.attempt;
+        let key = entry_key(&request, attempt, occurrence);
+        CacheCall {
+            scope,
+            number,
+            attempt,
+            occurrence,
+            api,
+            host,
+            key,
+        }
+    }
+
+    /// The same call with another body (the request sent again without a parameter the server
+    /// refused): the same attempt and occurrence, another key.
+    pub fn recall(&self, call: &CacheCall, body: &Value) -> CacheCall {
+        let request = request_digest(call.api, call.host.as_deref(), body);
+        CacheCall {
+            scope: Arc::clone(&call.scope),
+            key: entry_key(&request, call.attempt, call.occurrence),
+            number: call.number,
+            attempt: call.attempt,
+            occurrence: call.occurrence,
+            api: call.api,
+            host: call.host.clone(),
+        }
+    }
+
+    /// The cached response body of `call`, recorded in its scope as a hit; `None` on a miss. A
+    /// corrupt entry is a miss, with a warning.
+    pub fn read(&self, call: &CacheCall) -> Option<Vec<u8>> {
+        let path = self.entry_path(&call.key);
+        let entry = match self.read_entry(&path, &call.key) {
+            Ok(Some(entry)) => entry,
+            Ok(None) => return None,
+            Err(problem) => {
+                tracing::warn!(
+                    "ignoring the reply cache entry `{}`: {problem}; asking the model again",
+                    path.display()
+                );
+                return None;
+            }
+        };
+        let bytes = serde_json::to_vec(&entry.response).ok()?;
+        call.scope.record_hit(call.number, &entry.response);
+        Some(bytes)
+    }
+
+    /// Keeps `response` as `call`'s reply, unless it should not be kept (see the module). A failed
+    /// write is a warning: the reply is used all the same.
+    pub fn write(&self, call: &CacheCall, model: &str, response: &[u8], api_key: Option<&ApiKey>) {
+        if let Some(key) = api_key.map(ApiKey::expose).filter(|key| !key.is_empty())
+            && memchr::memmem::find(response, key.as_bytes()).is_some()
+        {
+            tracing::debug!("the response quotes the API key: not cached");
+            return;
+        }
+        let Ok(response) = serde_json::from_slice::<Value>(response) else {
+            return;
+        };
+        if !is_whole_reply(&response) {
+            return;
+        }
+        let entry = Entry {
+            format: CACHE_FORMAT.to_owned(),
+            key: call.key.clone(),
+            model: model.to_owned(),
+            api: call.api,
+            attempt: call.attempt,
+            created: SystemTime::now()
+                .duration_since(SystemTime::UNIX_EPOCH)
+                .map_or(0, |since| since.as_secs()),
+            response,
+        };
+        let Ok(bytes) = serde_json::to_vec(&entry) else {
+            return;
+        };
+        let path = self.entry_path(&call.key);
+        let written = path
+            .parent()
+            .map_or(Ok(()), std::fs::create_dir_all)
+            .and_then(|()| atomic_write(&path, &bytes));
+        if let Err(error) = written {
+            tracing::warn!("cannot write the reply cache entry `{}`: {error}", path.display());
+        }
+    }
+
+    /// `{dir}/{first two hex digits}/{the rest}.json`.
+    fn entry_path(&self, key: &str) -> PathBuf {
+        let hex = key.strip_prefix("sha256:").unwrap_or(key);
+        let (fan, rest) = hex.split_at(2.min(hex.len()));
+        self.dir.join(fan).join(format!("{rest}.json"))
+    }
+
+    /// The entry at `path`: `None` when there is none, an error saying what is wrong with it.
+    fn read_entry(&self, path: &Path, key: &str) -> Result<Option<Entry>, String> {
+        let file = match File::open(path) {
+            Ok(file) => file,
+            Err(error) if error.kind() == std::io::ErrorKind::NotFound => return Ok(None),
+            Err(error) => return Err(format!("cannot read it ({error})")),
+        };
+        let entry = read_bounded_entry(file, self.max_entry_bytes)?;
+        if entry.format != CACHE_FORMAT {
+            return Err(format!(
+                "its format is `{}`, expected `{CACHE_FORMAT}`",
+                entry.format
+            ));
+        }
+        if entry.key != key {
+            return Err("it holds another request's reply".to_owned());
+        }
+        if !is_whole_reply(&entry.response) {
+            return Err("it holds no whole reply".to_owned());
+        }
+        Ok(Some(entry))
+    }
+}
+
+/// Reads one entry file of at most `limit` bytes.
+fn read_bounded_entry(file: File, limit: usize) -> Result<Entry, String> {
+    let mut bytes = Vec::new();
+    let limit_u64 = u64::try_from(limit).unwrap_or(u64::MAX);
+    file.take(limit_u64.saturating_add(1))
+        .read_to_end(&mut bytes)
+        .map_err(|error| format!("cannot read it ({error})"))?;
+    if bytes.len() > limit {
+        return Err(format!("it is larger than {limit} bytes"));
+    }
+    serde_json::from_slice(&bytes).map_err(|error| format!("it is not a cache entry ({error})"))
+}
+
+/// Whether a response body is worth keeping: an object with at least one choice, none cut at the
+/// token cap.
+fn is_whole_reply(response: &Value) -> bool {
+    let Some(choices) = response.get("choices").and_then(Value::as_array) else {
+        return false;
+    };
+    !choices.is_empty()
+        && choices
+            .iter()
+            .all(|choice| choice.get("finish_reason").and_then(Value::as_str) != Some("length"))
+}
+
+/// The digest of what a request asks, before its attempt and occurrence.
+fn request_digest(api: Api, host: Option<&str>, body: &Value) -> String {
+    #[derive(Serialize)]
+    struct Request<'a> {
+        format: &'static str,
+        api: Api,
+        host: Option<&'a str>,
+        body: &'a Value,
+    }
+    let request = Request {
+        format: CACHE_FORMAT,
+        api,
+        host,
+        body,
+    };
+    // invariant: a struct of strings and a JSON value always serializes
+    let bytes = serde_json::to_vec(&request).expect("a request serializes");
+    digest(&bytes)
+}
+
+/// The key of the `occurrence`-th request `request` of `attempt`.
+fn entry_key(request: &str, attempt: u32, occurrence: u32) -> String {
+    digest(format!("{request}\nattempt {attempt}\noccurrence {occurrence}").as_bytes())
+}
+
+/// One attempt at a question: the attempt's number in every key, the count of each request so
+/// far, and which calls the cache answered.
+#[derive(Debug)]
+pub struct CacheScope {
+    attempt: u32,
+    state: Mutex<ScopeState>,
+}
+
+#[derive(Debug, Default)]
+struct ScopeState {
+    /// How often each request (by its digest) was made in this scope.
+    occurrences: HashMap<String, u32>,
+    /// `None` until the first call through a cache.
+    cache_use: Option<CacheUse>,
+}
+
+/// What the cache did for one run (the run's `cache` field; absent when `--cache` was off).
+#[derive(Debug, Clone, PartialEq, Eq, Default, Serialize, Deserialize)]
+pub struct CacheUse {
+    /// The model calls the run made through the cache.
+    pub calls: u64,
+    /// Which of them the cache answered: their numbers, from 1, in the order the calls were made.
+    #[serde(default)]
+    pub hits: Vec<u64>,
+    /// The tokens the cached replies had cost when first asked, as their responses reported.
+    #[serde(default)]
+    pub saved: SavedTokens,
+}
+
+/// Tokens the cache saved.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
+pub struct SavedTokens {
+    #[serde(default)]
+    pub prompt_tokens: u64,
+    #[serde(default)]
+    pub completion_tokens: u64,
+}
+
+impl CacheUse {
+    /// Adds another run's use (for an evaluation's summary).
+    pub fn add(&mut self, other: &CacheUse) {
+        self.calls += other.calls;
+        self.hits.extend_from_slice(&other.hits);
+        self.saved.prompt_tokens += other.saved.prompt_tokens;
+        self.saved.completion_tokens += other.saved.completion_tokens;
+    }
+}
+
+impl CacheScope {
+    /// Attempt `attempt` (an epoch's or a trial's number; 1 for a question asked once).
+    pub fn new(attempt: u32) -> CacheScope {
+        CacheScope {
+            attempt: attempt.max(1),
+            state: Mutex::new(ScopeState::default()),
+        }
+    }
+
+    /// What the cache did in this scope; `None` when no call went through a cache.
+    pub fn cache_use(&self) -> Option<CacheUse> {
+        self.lock().cache_use.clone()
+    }
+
+    fn lock(&self) -> std::sync::MutexGuard<'_, ScopeState> {
+        self.state.lock().unwrap_or_else(PoisonError::into_inner)
+    }
+
+    /// The next call's number and the occurrence of `request` it is.
+    fn next_call(&self, request: &str) -> (u64, u32) {
+        let mut state = self.lock();
+        let cache_use = state.cache_use.get_or_insert_with(CacheUse::default);
+        cache_use.calls += 1;
+        let number = cache_use.calls;
+        let occurrence = state.occurrences.entry(request.to_owned()).or_insert(0);
+        *occurrence += 1;
+        (number, *occurrence)
+    }
+
+    fn record_hit(&self, number: u64, response: &Value) {
+        let tokens = |name: &str| {
+            response
+                .get("usage")
+                .and_then(|usage| usage.get(name))
+                .and_then(Value::as_u64)
+                .unwrap_or(0)
+        };
+        let mut state = self.lock();
+        let cache_use = state.cache_use.get_or_insert_with(CacheUse::default);
+        cache_use.hits.push(number);
+        cache_use.saved.prompt_tokens += tokens("prompt_tokens");
+        cache_use.saved.completion_tokens += tokens("completion_tokens");
+    }
+}
+
+tokio::task_local! {
+    static SCOPE: Arc<CacheScope>;
+}
+
+/// A model whose every call is made in `scope`: what `eval` gives each attempt at a question, and
+/// `ask` its question.
+pub struct ScopedLlm<'a> {
+    llm: &'a dyn Llm,
+    scope: Arc<CacheScope>,
+}
+
+impl<'a> ScopedLlm<'a> {
+    pub fn new(llm: &'a dyn Llm, scope: Arc<CacheScope>) -> ScopedLlm<'a> {
+        ScopedLlm { llm, scope }
+    }
+}
+
+impl Llm for ScopedLlm<'_> {
+    fn complete<'a>(&'a self, request: LlmRequest<'a>) -> BoxFuture<'a, Result<Completion, LlmError>> {
+        Box::pin(in_scope(Arc::clone(&self.scope), self.llm.complete(request)))
+    }
+
+    fn converse<'a>(&'a self, request: ConverseRequest<'a>) -> BoxFuture<'a, Result<Reply, LlmError>> {
+        Box::pin(in_scope(Arc::clone(&self.scope), self.llm.converse(request)))
+    }
+
+    fn sample<'a>(&'a self, request: SampleRequest<'a>) -> BoxFuture<'a, Result<Samples, LlmError>> {
+        Box::pin(in_scope(Arc::clone(&self.scope), self.llm.sample(request)))
+    }
+
+    fn model(&self) -> &str {
+        self.llm.model()
+    }
+
+    fn api(&self) -> Option<Api> {
+        self.llm.api()
+    }
+
+    fn generation(&self) -> Option<Generation> {
+        self.llm.generation()
+    }
+}
+
+/// Runs `future` with `scope` as the cache scope of every model call it makes.
+pub async fn in_scope<F: Future>(scope: Arc<CacheScope>, future: F) -> F::Output {
+    SCOPE.scope(scope, future).await
+}
+
+fn current_scope() -> Option<Arc<CacheScope>> {
+    SCOPE.try_with(Arc::clone).ok()
+}
+
+/// What a cache directory holds (`cache info`).
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize)]
+pub struct CacheInfo {
+    pub entries: u64,
+    pub bytes: u64,
+    /// Files that are no entry (a writer's leftover temporary file, something else).
+    pub other_files: u64,
+    /// Seconds since the Unix epoch of the oldest and newest entry (by modification time).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub oldest: Option<u64>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub newest: Option<u64>,
+}
+
+/// Every file of a cache directory: `(path, is an entry, size, modified)`. A missing directory
+/// holds nothing.
+fn cache_files(dir: &Path) -> Result<Vec<(PathBuf, bool, u64, SystemTime)>, CacheError> {
+    let read_error = |source| CacheError::Read {
+        dir: dir.to_owned(),
+        source,
+    };
+    let fans = match std::fs::read_dir(dir) {
+        Ok(fans) => fans,
+        Err(error) if error.kind() == std::io::ErrorKind::NotFound => return Ok(Vec::new()),
+        Err(error) => return Err(read_error(error)),
+    };
+    let mut files = Vec::new();
+    for fan in fans {
+        let fan = fan.map_err(read_error)?;
+        if !fan.file_type().map_err(read_error)?.is_dir() {
+            continue;
+        }
+        for file in std::fs::read_dir(fan.path()).map_err(read_error)? {
+            let file = file.map_err(read_error)?;
+            let metadata = file.metadata().map_err(read_error)?;
+            if !metadata.is_file() {
+                continue;
+            }
+            let name = file.file_name();
+            let is_entry = name
+                .to_str()
+                .is_some_and(|name| !name.starts_with('.') && name.ends_with(".json"));
+            let modified = metadata.modified().unwrap_or(SystemTime::UNIX_EPOCH);
+            files.push((file.path(), is_entry, metadata.len(), modified));
+        }
+    }
+    Ok(files)
+}
+
+/// How many entries `dir` holds, their size and age.
+pub fn cache_info(dir: &Path) -> Result<CacheInfo, CacheError> {
+    let mut info = CacheInfo::default();
+    for (_, is_entry, size, modified) in cache_files(dir)? {
+        if !is_entry {
+            info.other_files += 1;
+            continue;
+        }
+        let modified = modified
+            .duration_since(SystemTime::UNIX_EPOCH)
+            .map_or(0, |since| since.as_secs());
+        info.entries += 1;
+        info.bytes += size;
+        info.oldest = Some(info.oldest.map_or(modified, |oldest| oldest.min(modified)));
+        info.newest = Some(info.newest.map_or(modified, |newest| newest.max(modified)));
+    }
+    Ok(info)
+}
+
+/// Removes the entries (and leftover files) of `dir` written more than `older_than` ago, all of
+/// them with `None`; returns how many entries it removed. Empty fan-out directories go too.
+pub fn remove_entries(dir: &Path, older_than: Option<Duration>) -> Result<u64, CacheError> {
+    let now = SystemTime::now();
+    let mut removed = 0;
+    for (path, is_entry, _, modified) in cache_files(dir)? {
+        let old = older_than.is_none_or(|age| now.duration_since(modified).is_ok_and(|since| since > age));
+        if !old {
+            continue;
+        }
+        match std::fs::remove_file(&path) {
+            Ok(()) => removed += u64::from(is_entry),
+            // Another process removed it first.
+            Err(error) if error.kind() == std::io::ErrorKind::NotFound => {}
+            Err(source) => return Err(CacheError::Remove { path, source }),
+        }
+        if let Some(fan) = path.parent() {
+            // Fails while the directory holds other files: it stays.
+            let _ = std::fs::remove_dir(fan);
+        }
+    }
+    Ok(removed)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    fn reply(text: &str) -> Vec<u8> {
+        json!({
+            "choices": [{"message": {"role": "assistant", "content": text}, "finish_reason": "stop"}],
+            "usage": {"prompt_tokens": 100, "completion_tokens": 7},
+        })
+        .to_string()
+        .into_bytes()
+    }
+
+    fn body(prompt: &str) -> Value {
+        json!({"model": "m", "messages": [{"role": "user", "content": prompt}], "temperature": 0.0})
+    }
+
+    fn open(dir: &Path) -> ReplyCache {
+        ReplyCache::open(dir, Hosts::Separate, 1 << 20).unwrap()
+    }
+
+    fn text_of(bytes: &[u8]) -> String {
+        let value: Value = serde_json::from_slice(bytes).unwrap();
+        value["choices"][0]["message"]["content"]
+            .as_str()
+            .unwrap()
+            .to_owned()
+    }
+
+    #[tokio::test]
+    async fn a_kept_reply_is_served_to_the_same_request_only() {
+        let dir = tempfile::tempdir().unwrap();
+        let cache = open(dir.path());
+        let scope = Arc::new(CacheScope::new(1));
+        in_scope(scope.clone(), async {
+            let call = cache.call(Api::Chat, "localhost:1", &body("q"));
+            assert_eq!(cache.read(&call), None);
+            cache.write(&call, "m", &reply("answer"), None);
+        })
+        .await;
+        let again = Arc::new(CacheScope::new(1));
+        in_scope(again.clone(), async {
+            let call = cache.call(Api::Chat, "localhost:1", &body("q"));
+            assert_eq!(text_of(&cache.read(&call).unwrap()), "answer");
+            for (api, server, prompt) in [
+                (Api::Completions, "localhost:1", "q"),
+                (Api::Chat, "localhost:2", "q"),
+                (Api::Chat, "localhost:1", "other"),
+            ] {
+                let other = cache.call(api, server, &body(prompt));
+                assert_eq!(cache.read(&other), None, "{api} {server} {prompt}");
+            }
+        })
+        .await;
+        let used = again.cache_use().unwrap();
+        assert_eq!((used.calls, used.hits.clone()), (4, vec![1]));
+        assert_eq!(used.saved.prompt_tokens, 100);
+        assert_eq!(used.saved.completion_tokens, 7);
+    }
+
+    #[tokio::test]
+    async fn attempts_and_repeated_requests_get_replies_of_their_own() {
+        let dir = tempfile::tempdir().unwrap();
+        let cache = open(dir.path());
+        let scope = Arc::new(CacheScope::new(1));
+        in_scope(scope, async {
+            for text in ["first", "second"] {
+                let call = cache.call(Api::Chat, "h", &body("q"));
+                assert_eq!(cache.read(&call), None);
+                cache.write(&call, "m", &reply(text), None);
+            }
+        })
+        .await;
+        in_scope(Arc::new(CacheScope::new(2)), async {
+            let call = cache.call(Api::Chat, "h", &body("q"));
+            assert_eq!(cache.read(&call), None, "epoch 2 served epoch 1's reply");
+        })
+        .await;
+        in_scope(Arc::new(CacheScope::new(1)), async {
+            let first = cache.call(Api::Chat, "h", &body("q"));
+            let second = cache.call(Api::Chat, "h", &body("q"));
+            assert_eq!(text_of(&cache.read(&first).unwrap()), "first");
+            assert_eq!(text_of(&cache.read(&second).unwrap()), "second");
+        })
+        .await;
+    }
+
+    #[tokio::test]
+    async fn hosts_are_shared_only_when_asked() {
+        let dir = tempfile::tempdir().unwrap();
+        let shared = ReplyCache::open(dir.path(), Hosts::Shared, 1 << 20).unwrap();
+        in_scope(Arc::new(CacheScope::new(1)), async {
+            let call = shared.call(Api::Chat, "node-a:8000", &body("q"));
+            shared.write(&call, "m", &reply("a"), None);
+        })
+        .await;
+        in_scope(Arc::new(CacheScope::new(1)), async {
+            let call = shared.call(Api::Chat, "node-b:8000", &body("q"));
+            assert_eq!(text_of(&shared.read(&call).unwrap()), "a");
+        })
+        .await;
+    }
+
+    #[test]
+    fn cut_off_replies_errors_and_replies_quoting_the_key_are_not_kept() {
+        let dir = tempfile::tempdir().unwrap();
+        let cache = open(dir.path());
+        let key = ApiKey::new("sk-secret-cache-key");
+        let cut = json!({"choices": [{"text": "a", "finish_reason": "stop"}, {"text": "b", "finish_reason": "length"}]});
+        let quoting = json!({"choices": [{"text": "sk-secret-cache-key", "finish_reason": "stop"}]});
+        for (n, response) in [
+            cut.to_string().into_bytes(),
+            b"{\"error\": {\"message\": \"bad\"}}".to_vec(),
+            b"{\"choices\": []}".to_vec(),
+            b"not json".to_vec(),
+            quoting.to_string().into_bytes(),
+        ]
+        .iter()
+        .enumerate()
+        {
+            let call = cache.call(Api::Completions, "h", &json!({"prompt": n}));
+            cache.write(&call, "m", response, Some(&key));
+            assert_eq!(cache.read(&call), None, "response {n} was kept");
+        }
+        assert_eq!(cache_info(dir.path()).unwrap().entries, 0);
+    }
+
+    #[test]
+    fn corrupt_entries_are_misses_and_are_written_again() {
+        let dir = tempfile::tempdir().unwrap();
+        let cache = ReplyCache::open(dir.path(), Hosts::Separate, 1024).unwrap();
+        let call = cache.call(Api::Chat, "h", &body("q"));
+        let path = cache.entry_path(&call.key);
+        std::fs::create_dir_all(path.parent().unwrap()).unwrap();
+        let other_call = cache.call(Api::Chat, "h", &body("other"));
+        cache.write(&other_call, "m", &reply("other"), None);
+        let misplaced = std::fs::read(cache.entry_path(&other_call.key)).unwrap();
+        for corrupt in [
+            b"{\"format\": \"react-docstore.reply-cache.v1\", \"key\"".to_vec(),
+            vec![0xff; 10],
+            vec![b' '; 4096],
+            misplaced,
+        ] {
+            std::fs::write(&path, &corrupt).unwrap();
+            assert_eq!(cache.read(&call), None);
+        }
+        cache.write(&call, "m", &reply("fresh"), None);
+        assert_eq!(text_of(&cache.read(&call).unwrap()), "fresh");
+    }
+
+    #[test]
+    fn info_counts_entries_and_prune_removes_the_old_ones() {
+        let dir = tempfile::tempdir().unwrap();
+        let cache = open(dir.path());
+        for prompt in ["a", "b", "c"] {
+            let call = cache.call(Api::Chat, "h", &body(prompt));
+            cache.write(&call, "m", &reply(prompt), None);
+        }
+        let info = cache_info(dir.path()).unwrap();
+        assert_eq!(info.entries, 3);
+        assert!(info.bytes > 0 && info.oldest.is_some());
+        assert_eq!(
+            remove_entries(dir.path(), Some(Duration::from_secs(3600))).unwrap(),
+            0
+        );
+        assert_eq!(remove_entries(dir.path(), None).unwrap(), 3);
+        assert_eq!(cache_info(dir.path()).unwrap(), CacheInfo::default());
+        assert_eq!(
+            cache_info(&dir.path().join("missing")).unwrap(),
+            CacheInfo::default()
+        );
+    }
+}

@@ -1,0 +1,564 @@
+//! `--cache` against a local scripted model server whose every reply is numbered, so a reply
+//! served twice shows: an evaluation run again asks nothing and answers the same; a backoff method
+//! after its two halves asks nothing; epochs and CoT-SC's repeated requests each get their own
+//! reply; eight shards writing one cache at once lose and corrupt no entry; no API key reaches the
+//! cache; `cache info|clear|prune` manage it.
+
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+use std::sync::atomic::{AtomicUsize, Ordering};
+
+use serde_json::{Value, json};
+use wiremock::{MockServer, Request, Respond, ResponseTemplate};
+
+use crate::{output_within_30s, serve_posts};
+
+const N_QUESTIONS: usize = 16;
+const API_KEY: &str = "sk-cache-test-0123456789";
+
+/// A `/completions` model that numbers its replies. ReAct: `Finish[yes]` for an even number,
+/// `Finish[]` (no answer: a backoff method backs off) for an odd one, the reply's number in the
+/// thought; with `unique_answers`, `Finish[reply N]` for every question. CoT: one choice whatever
+/// `n` asks (so CoT-SC asks again for the rest, the same request each time), `Answer: yes`.
+/// `echo_key`: the reply quotes the bearer token it was sent, as a hostile server might.
+#[derive(Clone, Default)]
+struct NumberingModel {
+    n_replies: Arc<AtomicUsize>,
+    unique_answers: bool,
+    echo_key: bool,
+}
+
+impl Respond for NumberingModel {
+    fn respond(&self, request: &Request) -> ResponseTemplate {
+        let number = self.n_replies.fetch_add(1, Ordering::SeqCst) + 1;
+        let body: Value = serde_json::from_slice(&request.body).unwrap();
+        let prompt = body["prompt"].as_str().unwrap();
+        let question = prompt.rsplit_once("\nQuestion: Is ").unwrap().1;
+        let even = question
+            .split_once(' ')
+            .unwrap()
+            .0
+            .parse::<usize>()
+            .unwrap()
+            .is_multiple_of(2);
+        let text = if prompt.ends_with("Thought:") {
+            format!(" Sample {number}.\nAnswer: yes")
+        } else if self.unique_answers {
+            format!(" Reply {number}.\nAction 1: Finish[reply {number}]")
+        } else if even {
+            format!(" Reply {number}.\nAction 1: Finish[yes]")
+        } else {
+            format!(" Reply {number}.\nAction 1: Finish[]")
+        };
+        let mut response = json!({
+            "id": format!("cmpl-{number}"), "object": "text_completion", "model": "m",
+            "choices": [{"index": 0, "text": text, "finish_reason": "stop"}],
+            "usage": {"prompt_tokens": 100, "completion_tokens": 10, "total_tokens": 110}
+        });
+        if self.echo_key {
+            let bearer = request.headers.get("authorization").unwrap().to_str().unwrap();
+            response["system_fingerprint"] = json!(bearer);
+        }
+        ResponseTemplate::new(200).set_body_json(response)
+    }
+}
+
+fn write_inputs(dir: &Path) -> PathBuf {
+    write_questions(dir, N_QUESTIONS)
+}
+
+/// `n` questions `Is {i} even?` (ids `q000`…) and a one-page corpus the model never searches.
+fn write_questions(dir: &Path, n: usize) -> PathBuf {
+    let questions: Vec<Value> = (0..n)
+        .map(|i| {
+            json!({
+                "_id": format!("q{i:03}"),
+                "question": format!("Is {i} even?"),
+                "answer": if i % 2 == 0 { "yes" } else { "no" },
+                "type": "comparison",
+            })
+        })
+        .collect();
+    let path = dir.join("questions.json");
+    std::fs::write(&path, serde_json::to_string(&questions).unwrap()).unwrap();
+    std::fs::write(
+        dir.join("pages.jsonl"),
+        "{\"title\": \"Even\", \"text\": \"An even number is divisible by two.\"}\n",
+    )
+    .unwrap();
+    path
+}
+
+/// `eval questions.json --out OUT ARGS` against `model`, in `dir`, with an API key.
+fn eval_command(dir: &Path, model: &MockServer, out: &str, args: &[&str]) -> std::process::Command {
+    let mut command = crate::binary();
+    command
+        .current_dir(dir)
+        .args(["eval", "questions.json", "--out", out])
+        .args(crate::completions_model(&format!("{}/v1", model.uri())))
+        .args(["--api-key", API_KEY, "--docstore", "corpus:pages.jsonl"])
+        .args(
+            ["--samples", "3"]
+                .iter()
+                .filter(|_| args.iter().any(|arg| arg.contains("cot-sc"))),
+        )
+        .args(args)
+        .env_remove("REACT_CACHE_DIR");
+    command
+}
+
+fn eval(dir: &Path, model: &MockServer, out: &str, args: &[&str]) -> (String, String) {
+    let (stdout, stderr, code) = output_within_30s(&mut eval_command(dir, model, out, args), "an evaluation");
+    assert!(code == 0 || code == 1, "exit {code}: {stderr}");
+    assert!(!stderr.contains("ignoring the reply cache entry"), "{stderr}");
+    (stdout, stderr)
+}
+
+fn results(path: &Path) -> Vec<Value> {
+    std::fs::read_to_string(path)
+        .unwrap()
+        .lines()
+        .map(|line| serde_json::from_str(line).unwrap())
+        .collect()
+}
+
+/// Each run's answer and samples, by question id and attempt.
+fn answers(path: &Path) -> BTreeMap<(String, u64), (Value, Value)> {
+    results(path)
+        .into_iter()
+        .map(|run| {
+            let attempt = run.get("epoch").and_then(Value::as_u64).unwrap_or(0);
+            let id = run["id"].as_str().unwrap().to_owned();
+            let samples = run.get("samples").cloned().unwrap_or(Value::Null);
+            ((id, attempt), (run["answer"].clone(), samples))
+        })
+        .collect()
+}
+
+async fn n_requests(server: &MockServer) -> usize {
+    server.received_requests().await.unwrap().len()
+}
+
+/// Every file under `dir`, its bytes.
+fn files_under(dir: &Path) -> Vec<(PathBuf, Vec<u8>)> {
+    let mut files = Vec::new();
+    for entry in std::fs::read_dir(dir).unwrap() {
+        let path = entry.unwrap().path();
+        if path.is_dir() {
+            files.extend(files_under(&path));
+        } else {
+            files.push((path.clone(), std::fs::read(&path).unwrap()));
+        }
+    }
+    files
+}
+
+fn cache_entries(dir: &Path) -> usize {
+    files_under(dir)
+        .iter()
+        .filter(|(path, _)| path.extension().is_some_and(|ext| ext == "json"))
+        .count()
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn an_evaluation_run_again_asks_nothing_and_answers_the_same() {
+    let dir = tempfile::tempdir().unwrap();
+    write_inputs(dir.path());
+    let model = serve_posts(NumberingModel::default()).await;
+    let (stdout, _) = eval(dir.path(), &model, "first.jsonl", &["--cache", "replies"]);
+    assert_eq!(n_requests(&model).await, N_QUESTIONS);
+    assert!(
+        stdout.contains(&format!(
+            "cache          0 of {N_QUESTIONS} LLM calls answered by the cache"
+        )),
+        "{stdout}"
+    );
+    let (stdout, _) = eval(dir.path(), &model, "second.jsonl", &["--cache", "replies"]);
+    assert_eq!(
+        n_requests(&model).await,
+        N_QUESTIONS,
+        "the second run asked the model"
+    );
+    assert_eq!(
+        answers(&dir.path().join("first.jsonl")),
+        answers(&dir.path().join("second.jsonl"))
+    );
+    let saved = N_QUESTIONS * 100;
+    let line = format!(
+        "cache          {N_QUESTIONS} of {N_QUESTIONS} LLM calls answered by the cache, {saved} prompt and {} completion tokens saved",
+        N_QUESTIONS * 10
+    );
+    assert!(stdout.contains(&line), "{stdout}");
+    // Each run records its calls and those the cache answered; the lines are run.v2 files.
+    for (file, hits) in [("first.jsonl", json!([])), ("second.jsonl", json!([1]))] {
+        for run in results(&dir.path().join(file)) {
+            assert_eq!(run["format"], "react-docstore.run.v2");
+            assert_eq!(run["cache"]["calls"], 1, "{run}");
+            assert_eq!(run["cache"]["hits"], hits, "{run}");
+            assert_eq!(crate::docs::validate_run(&run), Vec::<String>::new());
+        }
+    }
+    let (json, _) = eval(
+        dir.path(),
+        &model,
+        "third.jsonl",
+        &["--cache", "replies", "--json"],
+    );
+    let summary: Value = serde_json::from_str(&json).unwrap();
+    let expected = json!({"calls": N_QUESTIONS, "hits": N_QUESTIONS, "saved": {"prompt_tokens": saved, "completion_tokens": N_QUESTIONS * 10}});
+    assert_eq!(summary["cache"], expected);
+    // Without `--cache` the model is asked, and no line says anything of a cache.
+    eval(dir.path(), &model, "uncached.jsonl", &[]);
+    assert_eq!(n_requests(&model).await, 2 * N_QUESTIONS);
+    for run in results(&dir.path().join("uncached.jsonl")) {
+        assert!(run.get("cache").is_none(), "{run}");
+    }
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_backoff_after_its_two_halves_asks_nothing_and_samples_are_never_reused() {
+    let dir = tempfile::tempdir().unwrap();
+    write_inputs(dir.path());
+    let model = serve_posts(NumberingModel::default()).await;
+    eval(dir.path(), &model, "react.jsonl", &["--cache", "replies"]);
+    let after_react = n_requests(&model).await;
+    eval(
+        dir.path(),
+        &model,
+        "cot-sc.jsonl",
+        &["--cache", "replies", "--method", "cot-sc"],
+    );
+    // The server sends one choice whatever `n` asks: three requests a question, two of them the
+    // same request, each answered by its own reply.
+    assert_eq!(n_requests(&model).await - after_react, 3 * N_QUESTIONS);
+    for run in results(&dir.path().join("cot-sc.jsonl")) {
+        let samples: Vec<&str> = run["samples"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|sample| sample["completion"].as_str().unwrap())
+            .collect();
+        assert_eq!(samples.len(), 3, "{run}");
+        let mut distinct = samples.clone();
+        distinct.sort_unstable();
+        distinct.dedup();
+        assert_eq!(distinct.len(), 3, "one reply served to two requests: {samples:?}");
+    }
+    let before = n_requests(&model).await;
+    eval(
+        dir.path(),
+        &model,
+        "backoff.jsonl",
+        &["--cache", "replies", "--method", "react-then-cot-sc"],
+    );
+    assert_eq!(
+        n_requests(&model).await,
+        before,
+        "react-then-cot-sc asked the model"
+    );
+    let cot_sc = answers(&dir.path().join("cot-sc.jsonl"));
+    let mut backed_off = 0;
+    for run in results(&dir.path().join("backoff.jsonl")) {
+        let id = run["id"].as_str().unwrap().to_owned();
+        if run.get("backoff").is_some() {
+            backed_off += 1;
+            assert_eq!(run["samples"], cot_sc[&(id, 0)].1, "{run}");
+        }
+        assert_eq!(
+            run["cache"]["hits"].as_array().unwrap().len() as u64,
+            run["cache"]["calls"]
+        );
+    }
+    assert_eq!(backed_off, N_QUESTIONS / 2);
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn no_epoch_is_served_another_epochs_reply() {
+    let dir = tempfile::tempdir().unwrap();
+    write_inputs(dir.path());
+    let model = serve_posts(NumberingModel {
+        unique_answers: true,
+        ..NumberingModel::default()
+    })
+    .await;
+    let args = ["--cache", "replies", "--epochs", "2"];
+    eval(dir.path(), &model, "first.jsonl", &args);
+    assert_eq!(n_requests(&model).await, 2 * N_QUESTIONS);
+    let first = answers(&dir.path().join("first.jsonl"));
+    assert_eq!(first.len(), 2 * N_QUESTIONS);
+    for i in 0..N_QUESTIONS {
+        let id = format!("q{i:03}");
+        assert_ne!(
+            first[&(id.clone(), 1)],
+            first[&(id, 2)],
+            "both epochs got one reply"
+        );
+    }
+    eval(dir.path(), &model, "second.jsonl", &args);
+    assert_eq!(n_requests(&model).await, 2 * N_QUESTIONS);
+    assert_eq!(first, answers(&dir.path().join("second.jsonl")));
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn eight_shards_writing_one_cache_lose_and_corrupt_no_entry() {
+    const N_QUESTIONS: usize = 64;
+    let dir = tempfile::tempdir().unwrap();
+    write_questions(dir.path(), N_QUESTIONS);
+    let model = serve_posts(NumberingModel {
+        unique_answers: true,
+        ..NumberingModel::default()
+    })
+    .await;
+    let mut children: Vec<_> = (0..8)
+        .map(|index| {
+            let out = format!("shard-{index}.jsonl");
+            let shard = format!("{index}/8");
+            let args = ["--cache", "replies", "--shard", &shard, "--concurrency", "4"];
+            eval_command(dir.path(), &model, &out, &args)
+                .stdout(std::process::Stdio::null())
+                .stderr(std::process::Stdio::piped())
+                .spawn()
+                .unwrap()
+        })
+        .collect();
+    for child in &mut children {
+        let status = child.wait().unwrap();
+        assert!(status.code().is_some_and(|code| code <= 1), "{status}");
+    }
+    let mut sharded = BTreeMap::new();
+    for index in 0..8 {
+        sharded.extend(answers(&dir.path().join(format!("shard-{index}.jsonl"))));
+    }
+    assert_eq!(sharded.len(), N_QUESTIONS);
+    assert_eq!(n_requests(&model).await, N_QUESTIONS);
+    let cache = dir.path().join("replies");
+    assert_eq!(cache_entries(&cache), N_QUESTIONS, "an entry was lost");
+    for (path, bytes) in files_under(&cache) {
+        assert!(
+            serde_json::from_slice::<Value>(&bytes).is_ok(),
+            "{} is torn",
+            path.display()
+        );
+    }
+    eval(dir.path(), &model, "all.jsonl", &["--cache", "replies"]);
+    assert_eq!(n_requests(&model).await, N_QUESTIONS, "an entry was not served");
+    assert_eq!(answers(&dir.path().join("all.jsonl")), sharded);
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn the_api_key_never_reaches_the_cache() {
+    let dir = tempfile::tempdir().unwrap();
+    write_inputs(dir.path());
+    let model = serve_posts(NumberingModel::default()).await;
+    eval(dir.path(), &model, "first.jsonl", &["--cache", "replies"]);
+    let received = model.received_requests().await.unwrap();
+    let bearer = format!("Bearer {API_KEY}");
+    assert_eq!(received[0].headers.get("authorization").unwrap(), bearer.as_str());
+    let echoing = serve_posts(NumberingModel {
+        echo_key: true,
+        ..NumberingModel::default()
+    })
+    .await;
+    eval(dir.path(), &echoing, "echoed.jsonl", &["--cache", "echoed"]);
+    assert_eq!(n_requests(&echoing).await, N_QUESTIONS);
+    let replies = files_under(&dir.path().join("replies"));
+    assert_eq!(replies.len(), N_QUESTIONS);
+    for (path, bytes) in replies.iter().chain(&files_under(&dir.path().join("echoed"))) {
+        let text = String::from_utf8_lossy(bytes);
+        assert!(!text.contains(API_KEY), "{} holds the API key", path.display());
+    }
+    // A reply that quoted the key was not kept: it is asked again.
+    eval(dir.path(), &echoing, "echoed-again.jsonl", &["--cache", "echoed"]);
+    assert_eq!(n_requests(&echoing).await, 2 * N_QUESTIONS);
+}
+
+/// `react-docstore cache ARGS`, its stdout.
+fn cache_command(dir: &Path, args: &[&str]) -> String {
+    let (stdout, stderr, code) = output_within_30s(
+        crate::binary()
+            .current_dir(dir)
+            .arg("cache")
+            .args(args)
+            .env_remove("REACT_CACHE_DIR"),
+        "the cache command",
+    );
+    assert_eq!(code, 0, "{stderr}");
+    stdout
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn cache_info_clear_and_prune_manage_the_default_directory() {
+    let dir = tempfile::tempdir().unwrap();
+    write_inputs(dir.path());
+    let model = serve_posts(NumberingModel::default()).await;
+    // `--cache` alone: `replies/` in the page cache directory.
+    eval(
+        dir.path(),
+        &model,
+        "first.jsonl",
+        &["--cache-dir", "pages", "--cache"],
+    );
+    let replies = dir.path().join("pages").join("replies");
+    assert_eq!(cache_entries(&replies), N_QUESTIONS);
+    let info: Value = serde_json::from_str(&cache_command(
+        dir.path(),
+        &["info", "--cache-dir", "pages", "--json"],
+    ))
+    .unwrap();
+    assert_eq!(info["info"]["entries"], N_QUESTIONS);
+    assert!(info["dir"].as_str().unwrap().ends_with("replies"), "{info}");
+    let text = cache_command(dir.path(), &["info", "pages/replies"]);
+    assert!(
+        text.contains(&format!("replies        {N_QUESTIONS}, ")),
+        "{text}"
+    );
+
+    // Two entries made three days old: a prune of what is older than two days removes them.
+    let mut entries: Vec<PathBuf> = files_under(&replies).into_iter().map(|(path, _)| path).collect();
+    entries.sort();
+    let three_days_ago = std::time::SystemTime::now() - std::time::Duration::from_secs(3 * 86_400);
+    for path in &entries[..2] {
+        std::fs::File::options()
+            .write(true)
+            .open(path)
+            .unwrap()
+            .set_modified(three_days_ago)
+            .unwrap();
+    }
+    let pruned = cache_command(dir.path(), &["prune", "--older-than", "2d", "pages/replies"]);
+    assert!(
+        pruned.starts_with("removed        2 replies older than 2d"),
+        "{pruned}"
+    );
+    assert!(!entries[0].exists() && !entries[1].exists() && entries[2].exists());
+    let pruned = cache_command(
+        dir.path(),
+        &["prune", "--cache-dir", "pages", "--older-than", "1h"],
+    );
+    assert!(pruned.starts_with("removed        0 replies"), "{pruned}");
+
+    // The pruned replies are asked again, the rest served.
+    eval(
+        dir.path(),
+        &model,
+        "second.jsonl",
+        &["--cache-dir", "pages", "--cache"],
+    );
+    assert_eq!(n_requests(&model).await, N_QUESTIONS + 2);
+
+    let cleared = cache_command(dir.path(), &["clear", "--cache-dir", "pages"]);
+    assert!(
+        cleared.starts_with(&format!("removed        {N_QUESTIONS} replies")),
+        "{cleared}"
+    );
+    assert_eq!(cache_entries(&replies), 0);
+    let info = cache_command(dir.path(), &["info", "pages/replies"]);
+    assert!(info.contains("replies        0, 0 bytes"), "{info}");
+}
+
+#[test]
+fn a_bad_age_is_refused_naming_it() {
+    let dir = tempfile::tempdir().unwrap();
+    let (_, stderr, code) = output_within_30s(
+        crate::binary()
+            .current_dir(dir.path())
+            .args(["cache", "prune", "--older-than", "seven days"]),
+        "the cache command",
+    );
+    assert_eq!(code, 2);
+    assert!(stderr.contains("`seven days`"), "{stderr}");
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn ask_asked_again_is_answered_from_the_cache_and_its_run_says_so() {
+    let dir = tempfile::tempdir().unwrap();
+    write_inputs(dir.path());
+    let model = serve_posts(NumberingModel::default()).await;
+    let ask = |cache: &str| {
+        let (stdout, stderr, code) = output_within_30s(
+            crate::binary()
+                .current_dir(dir.path())
+                .args(["ask", "Is 4 even?", "--json", "--docstore", "corpus:pages.jsonl"])
+                .args(crate::completions_model(&format!("{}/v1", model.uri())))
+                .args(["--cache", cache]),
+            "ask",
+        );
+        assert_eq!(code, 0, "{stderr}");
+        serde_json::from_str::<Value>(&stdout).unwrap()
+    };
+    let first = ask("replies");
+    assert_eq!(n_requests(&model).await, 1);
+    assert_eq!(
+        first["cache"],
+        json!({"calls": 1, "hits": [], "saved": {"prompt_tokens": 0, "completion_tokens": 0}})
+    );
+    let second = ask("replies");
+    assert_eq!(n_requests(&model).await, 1, "ask asked the model again");
+    assert_eq!(second["steps"], first["steps"]);
+    assert_eq!(second["cache"]["hits"], json!([1]));
+    assert_eq!(crate::docs::validate_run(&second), Vec::<String>::new());
+    // Another cache directory knows nothing.
+    ask("other");
+    assert_eq!(n_requests(&model).await, 2);
+}
+
+/// A `--api tools` model: every turn calls `finish` with the question's parity, numbered.
+struct FinishingModel(Arc<AtomicUsize>);
+
+impl Respond for FinishingModel {
+    fn respond(&self, request: &Request) -> ResponseTemplate {
+        let number = self.0.fetch_add(1, Ordering::SeqCst) + 1;
+        let body: Value = serde_json::from_slice(&request.body).unwrap();
+        assert!(body["tools"].is_array(), "{body}");
+        let arguments = json!({"answer": format!("reply {number}")}).to_string();
+        ResponseTemplate::new(200).set_body_json(json!({
+            "choices": [{"message": {"role": "assistant", "content": null, "tool_calls": [
+                {"id": format!("call-{number}"), "type": "function", "function": {"name": "finish", "arguments": arguments}}
+            ]}, "finish_reason": "tool_calls"}],
+            "usage": {"prompt_tokens": 50, "completion_tokens": 5}
+        }))
+    }
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn tool_calling_turns_are_served_from_the_cache_too() {
+    let dir = tempfile::tempdir().unwrap();
+    write_inputs(dir.path());
+    let model = serve_posts(FinishingModel(Arc::default())).await;
+    let eval = |out: &str| {
+        let (_, stderr, code) = output_within_30s(
+            crate::binary()
+                .current_dir(dir.path())
+                .args([
+                    "eval",
+                    "questions.json",
+                    "--out",
+                    out,
+                    "--api",
+                    "tools",
+                    "--model",
+                    "m",
+                ])
+                .args(["--base-url", &format!("{}/v1", model.uri())])
+                .args(["--docstore", "corpus:pages.jsonl", "--cache", "replies"]),
+            "an evaluation",
+        );
+        assert!(code <= 1, "{stderr}");
+    };
+    eval("first.jsonl");
+    assert_eq!(n_requests(&model).await, N_QUESTIONS);
+    eval("second.jsonl");
+    assert_eq!(
+        n_requests(&model).await,
+        N_QUESTIONS,
+        "a tool-calling turn was asked again"
+    );
+    let first = answers(&dir.path().join("first.jsonl"));
+    assert_eq!(first, answers(&dir.path().join("second.jsonl")));
+    assert!(
+        first
+            .values()
+            .all(|(answer, _)| answer.as_str().unwrap().starts_with("reply "))
+    );
+}
