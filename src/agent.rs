@@ -8,7 +8,7 @@ mod tool_calls;
 use crate::action::{Action, ActionGrammar};
 use crate::environment::Environment;
 use crate::fewshot::Format;
-use crate::llm::{Api, CallPurpose, Llm, LlmRequest};
+use crate::llm::{Api, CallPurpose, Llm, LlmRequest, reasoning};
 use crate::profile::Profile;
 use crate::prompt::Prompt;
 use crate::run::{Run, RunStep, Stopped};
@@ -66,6 +66,12 @@ pub enum StepEvent<'a> {
         index: Option<usize>,
         thought: Option<&'a str>,
         answer: Option<&'a str>,
+    },
+    /// The thinking the model sent before a step's text (`number` is the step's) or a sample's
+    /// (`number` is its index among CoT-SC's samples, `None` for a method's single completion).
+    Reasoned {
+        number: Option<usize>,
+        reasoning: &'a str,
     },
     /// CoT-SC's majority: the answer (none when no sample answered), its votes, the samples.
     Voted {
@@ -163,10 +169,18 @@ impl<'a> Agent<'a> {
 
         for step in 1..=self.max_steps {
             let mut completions = Vec::new();
-            match self
-                .decide(step, &mut scratchpad, &mut run, &mut completions)
-                .await
-            {
+            let mut reasonings = Vec::new();
+            let decided = self
+                .decide(step, &mut scratchpad, &mut run, &mut completions, &mut reasonings)
+                .await;
+            let reasoning = reasoning::join(reasonings.iter().map(String::as_str));
+            if let Some(reasoning) = &reasoning {
+                on_event(StepEvent::Reasoned {
+                    number: Some(step),
+                    reasoning,
+                });
+            }
+            match decided {
                 Err(error) => {
                     run.steps.push(RunStep {
                         n: step,
@@ -175,6 +189,7 @@ impl<'a> Agent<'a> {
                         thought: None,
                         action: None,
                         observation: None,
+                        reasoning,
                     });
                     fail(&mut run, &error);
                     break;
@@ -214,6 +229,7 @@ impl<'a> Agent<'a> {
                             thought,
                             action: Some(written),
                             observation: None,
+                            reasoning,
                         });
                         break;
                     }
@@ -227,6 +243,7 @@ impl<'a> Agent<'a> {
                                 thought: (self.prompt.format() != Format::Act).then_some(thought),
                                 action: Some(written),
                                 observation: None,
+                                reasoning,
                             });
                             fail(&mut run, &error);
                             break;
@@ -248,6 +265,7 @@ impl<'a> Agent<'a> {
                         thought: None,
                         action: None,
                         observation: None,
+                        reasoning,
                     };
                     let observed = Observed {
                         thought,
@@ -329,13 +347,16 @@ impl<'a> Agent<'a> {
     }
 
     /// Asks the model for step `step` (and once more when it wrote no action): the thought, the
-    /// action as written into the scratchpad, and the parsed action.
+    /// action as written into the scratchpad, and the parsed action. Each call's text goes into
+    /// `completions` and its reasoning into `reasonings`, which never reach the scratchpad; a
+    /// reply that is only reasoning ends the step with [`crate::llm::LlmError::CutInThinking`].
     async fn decide(
         &self,
         step: usize,
         scratchpad: &mut Scratchpad,
         run: &mut Run,
         completions: &mut Vec<String>,
+        reasonings: &mut Vec<String>,
     ) -> Result<(String, String, Result<Action, crate::action::ActionError>), crate::llm::LlmError> {
         let acts_only = self.prompt.format() == Format::Act;
         let stop = [format!("\nObservation {step}:")];
@@ -352,7 +373,11 @@ impl<'a> Agent<'a> {
         };
         let completion = self.llm.complete(request).await?;
         run.usage.count(&completion);
+        // Recorded before it is judged, so that a replay meets the same reply.
+        let judged = reasoning::check_cut(self.llm, &completion.text, completion.reasoning.as_deref());
+        reasonings.extend(completion.reasoning);
         completions.push(completion.text);
+        judged?;
         let cut = self.grammar.cut_completion(&completions[0], step);
         if acts_only {
             // Its first line is the action. With no thought to continue from there is no
@@ -378,9 +403,13 @@ impl<'a> Agent<'a> {
                 let completion = self.llm.complete(request).await?;
                 run.usage.count(&completion);
                 run.usage.fallback_calls += 1;
+                let judged =
+                    reasoning::check_cut(self.llm, &completion.text, completion.reasoning.as_deref());
+                reasonings.extend(completion.reasoning);
                 // The stop sequence is `\n`: whatever follows the first newline was never asked for.
                 let line = completion.text.split('\n').next().unwrap_or("").to_owned();
                 completions.push(completion.text);
+                judged?;
                 (thought, self.grammar.fallback_action(&line))
             }
         };
@@ -391,7 +420,7 @@ impl<'a> Agent<'a> {
 }
 
 fn fail(run: &mut Run, error: &(dyn std::error::Error + 'static)) {
-    run.stopped = Some(Stopped::Error);
+    run.stopped = Some(Stopped::on_error(error));
     run.error = Some(error_chain(error));
 }
 

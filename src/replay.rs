@@ -131,7 +131,9 @@ async fn replay_recorded(
     let llm = match recorded.api {
         // The assistant messages as the server sent them: the agent reads their calls again.
         Some(Api::Tools) => ReplayLlm::with_replies(model, recorded.replies()),
-        api => ReplayLlm::new(model, recorded.completions()).recorded_api(api),
+        api => ReplayLlm::new(model, recorded.completions())
+            .with_reasoning(recorded.step_reasoning())
+            .recorded_api(api),
     };
     let mut unrecorded = None;
     let recording = Recording::new(recorded.observations(), grammar.clone(), live(recorded, &grammar));
@@ -199,6 +201,8 @@ fn carry_over(run: &mut Run, recorded: &Run) {
     run.reflections.clone_from(&recorded.reflections);
     run.last_trial.clone_from(&recorded.last_trial);
     run.reflection.clone_from(&recorded.reflection);
+    run.reflection_reasoning
+        .clone_from(&recorded.reflection_reasoning);
     if recorded.reflection.is_some() {
         run.usage.llm_calls += 1;
     }
@@ -225,8 +229,10 @@ async fn replay_method(
     let grammar = solver.grammar().clone();
     let model = recorded.model.clone().unwrap_or_else(|| "replay".to_owned());
     let llm = ReplayLlm::new(model, recorded.completions())
+        .with_reasoning(recorded.step_reasoning())
         .recorded_api(recorded.api)
-        .with_samples(recorded.sample_requests());
+        .with_samples(recorded.sample_requests())
+        .with_sample_reasoning(recorded.sample_reasoning());
     let mut unrecorded = None;
     let recording = Recording::new(recorded.observations(), grammar.clone(), live(recorded, &grammar));
     let mut environment = Inspected::new(recording, |error: &EnvironmentError| {

@@ -115,6 +115,9 @@ pub struct Run {
     /// of `reflections` was read from it.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub reflection: Option<String>,
+    /// The thinking the model sent before that reply, when it sent any (run format v2).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub reflection_reasoning: Option<String>,
     /// The shard of the evaluation this run was (`eval --shard I/N`): its part of the selected
     /// questions and the question's place in the whole selection. Absent when unsharded.
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -192,6 +195,11 @@ pub struct RunStep {
     /// Absent on the step that finished the run.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub observation: Option<String>,
+    /// The thinking the model sent before its text in this step's calls (a `reasoning` or
+    /// `reasoning_content` field, or a leading `<think>` block), blank-line separated when two
+    /// calls had some; never part of a prompt. Absent when there was none (run format v2).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub reasoning: Option<String>,
 }
 
 /// One sampled completion and the answer read from it.
@@ -206,6 +214,9 @@ pub struct Sample {
     /// request 1; a server that ignores `n` gives each its own.
     #[serde(default = "first_request")]
     pub request: usize,
+    /// The thinking the model sent before `completion`, when it sent any (run format v2).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub reasoning: Option<String>,
 }
 
 fn first_request() -> usize {
@@ -340,9 +351,20 @@ pub enum Stopped {
     RepeatedAction,
     /// The model or a fetch failed after retries.
     Error,
+    /// A reply was only reasoning: the token cap (`--max-tokens`) cut it inside its thinking.
+    MaxTokens,
 }
 
 impl Stopped {
+    /// How a run that failed with `error` stopped: `max_tokens` when the token cap cut a reply
+    /// inside its thinking, else `error`.
+    pub fn on_error(error: &(dyn std::error::Error + 'static)) -> Stopped {
+        match error.downcast_ref::<crate::llm::LlmError>() {
+            Some(crate::llm::LlmError::CutInThinking { .. }) => Stopped::MaxTokens,
+            _ => Stopped::Error,
+        }
+    }
+
     pub fn as_str(self) -> &'static str {
         match self {
             Stopped::Finish => "finish",
@@ -350,6 +372,7 @@ impl Stopped {
             Stopped::MaxSteps => "max_steps",
             Stopped::RepeatedAction => "repeated_action",
             Stopped::Error => "error",
+            Stopped::MaxTokens => "max_tokens",
         }
     }
 }
@@ -379,6 +402,13 @@ pub struct Usage {
     pub completion_tokens: u64,
     #[serde(default)]
     pub invalid_actions: u64,
+    /// Of `completion_tokens`, those the model spent thinking, when the server says.
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub reasoning_tokens: u64,
+}
+
+fn is_zero(count: &u64) -> bool {
+    *count == 0
 }
 
 impl Usage {
@@ -393,6 +423,7 @@ impl Usage {
         if let Some(tokens) = tokens {
             self.prompt_tokens += tokens.prompt_tokens;
             self.completion_tokens += tokens.completion_tokens;
+            self.reasoning_tokens += tokens.reasoning_tokens;
         }
     }
 
@@ -402,6 +433,7 @@ impl Usage {
         self.prompt_tokens += other.prompt_tokens;
         self.completion_tokens += other.completion_tokens;
         self.invalid_actions += other.invalid_actions;
+        self.reasoning_tokens += other.reasoning_tokens;
     }
 }
 
@@ -469,6 +501,7 @@ impl Run {
             reflections: Vec::new(),
             last_trial: None,
             reflection: None,
+            reflection_reasoning: None,
             shard: None,
             evaluation: None,
             answer: None,
@@ -519,6 +552,20 @@ impl Run {
         self.steps.iter().map(|step| step.replies.clone()).collect()
     }
 
+    /// The recorded reasoning of each step, for a [`crate::llm::ReplayLlm::with_reasoning`].
+    pub fn step_reasoning(&self) -> Vec<Option<String>> {
+        self.steps.iter().map(|step| step.reasoning.clone()).collect()
+    }
+
+    /// Whether any step, sample or reflection recorded reasoning: such a run is written as
+    /// [`RUN_FORMAT_V2`], which a build that reads only v1 would not silently drop it from.
+    pub fn has_reasoning(&self) -> bool {
+        self.steps.iter().any(|step| step.reasoning.is_some())
+            || self.samples.iter().any(|sample| sample.reasoning.is_some())
+            || self.reflection_reasoning.is_some()
+            || self.stopped == Some(Stopped::MaxTokens)
+    }
+
     /// The recorded completions of each sampling request, in order, for a
     /// [`crate::llm::ReplayLlm::with_samples`].
     pub fn sample_requests(&self) -> Vec<Vec<String>> {
@@ -534,6 +581,15 @@ impl Run {
             }
         }
         requests
+    }
+
+    /// The recorded reasoning of each sampling request's completions, in the order of
+    /// [`Run::sample_requests`], for a [`crate::llm::ReplayLlm::with_sample_reasoning`].
+    pub fn sample_reasoning(&self) -> Vec<Vec<Option<String>>> {
+        self.samples
+            .chunk_by(|a, b| a.request == b.request)
+            .map(|group| group.iter().map(|sample| sample.reasoning.clone()).collect())
+            .collect()
     }
 
     /// The method that answered: `react` when the run does not say.

@@ -7,7 +7,7 @@ use std::str::FromStr;
 use serde_json::{Value, json};
 
 use crate::calls::function_key;
-use crate::llm::openai::wire_message;
+use crate::llm::openai::{ReasoningEcho, wire_message};
 use crate::llm::{FunctionSpec, Message, SentCall};
 
 use super::PromptPart;
@@ -118,7 +118,10 @@ impl ExportFormat {
                         .map(|function| json!({"type": "function", "function": function}))
                         .collect();
                     let text_bytes = messages.iter().map(message_bytes).sum();
-                    let messages: Vec<Value> = messages.iter().map(wire_message).collect();
+                    let messages: Vec<Value> = messages
+                        .iter()
+                        .map(|message| wire_message(message, ReasoningEcho::Drop))
+                        .collect();
                     Written {
                         value: json!({"messages": messages, "tools": tools}),
                         text_bytes,
@@ -133,11 +136,15 @@ impl ExportFormat {
                             Speaker::Model => Message::Assistant {
                                 content: turn.text.clone(),
                                 calls: Vec::new(),
+                                reasoning: Default::default(),
                             },
                         }))
                         .collect();
                     let text_bytes = messages.iter().map(message_bytes).sum();
-                    let messages: Vec<Value> = messages.iter().map(wire_message).collect();
+                    let messages: Vec<Value> = messages
+                        .iter()
+                        .map(|message| wire_message(message, ReasoningEcho::Drop))
+                        .collect();
                     Written {
                         value: json!({"messages": messages}),
                         text_bytes,
@@ -231,7 +238,11 @@ fn offered_calls(messages: &[Message], functions: &[FunctionSpec]) -> (Vec<Messa
     let mut kept = Vec::with_capacity(messages.len());
     for message in messages {
         match message {
-            Message::Assistant { content, calls } => {
+            Message::Assistant {
+                content,
+                calls,
+                reasoning,
+            } => {
                 let mut kept_calls = Vec::with_capacity(calls.len());
                 for call in calls {
                     match offered(&call.name) {
@@ -251,6 +262,7 @@ fn offered_calls(messages: &[Message], functions: &[FunctionSpec]) -> (Vec<Messa
                 kept.push(Message::Assistant {
                     content: content.clone(),
                     calls: kept_calls,
+                    reasoning: reasoning.clone(),
                 });
             }
             Message::Tool { call_id, .. } if left_out_ids.contains(call_id.as_str()) => {}
@@ -275,7 +287,7 @@ fn system_text(system: &str) -> Option<&str> {
 fn message_bytes(message: &Message) -> usize {
     match message {
         Message::System(text) | Message::User(text) => text.len(),
-        Message::Assistant { content, calls } => {
+        Message::Assistant { content, calls, .. } => {
             content.len()
                 + calls
                     .iter()

@@ -337,8 +337,10 @@ pub async fn rebuild(recorded: &Run) -> Result<Vec<Example>, RebuildError> {
     let replay = match recorded.api {
         Some(Api::Tools) => ReplayLlm::with_replies(model, recorded.replies()),
         api => ReplayLlm::new(model, recorded.completions())
+            .with_reasoning(recorded.step_reasoning())
             .recorded_api(api)
-            .with_samples(recorded.sample_requests()),
+            .with_samples(recorded.sample_requests())
+            .with_sample_reasoning(recorded.sample_reasoning()),
     };
     let llm = Captured {
         llm: replay,

@@ -23,6 +23,10 @@ pub struct ReplayLlm {
     samples: Vec<Vec<String>>,
     /// How many sampling requests have been served.
     sample_requests: Mutex<usize>,
+    /// Each step's recorded reasoning, served with the step's first completion.
+    reasoning: Vec<Option<String>>,
+    /// The recorded reasoning of each sampling request's completions.
+    sample_reasoning: Vec<Vec<Option<String>>>,
 }
 
 impl ReplayLlm {
@@ -37,6 +41,8 @@ impl ReplayLlm {
             calls,
             samples: Vec::new(),
             sample_requests: Mutex::new(0),
+            reasoning: Vec::new(),
+            sample_reasoning: Vec::new(),
         }
     }
 
@@ -52,6 +58,8 @@ impl ReplayLlm {
             calls,
             samples: Vec::new(),
             sample_requests: Mutex::new(0),
+            reasoning: Vec::new(),
+            sample_reasoning: Vec::new(),
         }
     }
 
@@ -59,6 +67,20 @@ impl ReplayLlm {
     /// request's worth per [`Llm::sample`] call, in order, whatever the prompt and `n` say.
     pub fn with_samples(mut self, samples: Vec<Vec<String>>) -> ReplayLlm {
         self.samples = samples;
+        self
+    }
+
+    /// Adds each step's recorded reasoning (a text run's), served with the step's first
+    /// completion: a step whose calls both reasoned recorded them joined, and replays so.
+    pub fn with_reasoning(mut self, reasoning: Vec<Option<String>>) -> ReplayLlm {
+        self.reasoning = reasoning;
+        self
+    }
+
+    /// Adds the recorded reasoning of each sampling request's completions, in the order of
+    /// [`ReplayLlm::with_samples`].
+    pub fn with_sample_reasoning(mut self, reasoning: Vec<Vec<Option<String>>>) -> ReplayLlm {
+        self.sample_reasoning = reasoning;
         self
     }
 
@@ -70,8 +92,8 @@ impl ReplayLlm {
         self
     }
 
-    /// The `k`-th recorded answer of `step`, counting this call.
-    fn next<'r, T>(&self, recorded: &'r [Vec<T>], step: usize) -> Result<&'r T, LlmError> {
+    /// The `k`-th recorded answer of `step`, counting this call, and `k` (from 0).
+    fn next<'r, T>(&self, recorded: &'r [Vec<T>], step: usize) -> Result<(usize, &'r T), LlmError> {
         let step_idx = step.saturating_sub(1);
         let mut calls = self.calls.lock().unwrap_or_else(|poisoned| poisoned.into_inner());
         match (recorded.get(step_idx), calls.get_mut(step_idx)) {
@@ -80,6 +102,7 @@ impl ReplayLlm {
                 *n_calls += 1;
                 answers
                     .get(call)
+                    .map(|answer| (call, answer))
                     .ok_or(LlmError::ReplayExhausted { step, call: call + 1 })
             }
             _ => Err(LlmError::ReplayExhausted { step, call: 1 }),
@@ -89,10 +112,20 @@ impl ReplayLlm {
 
 impl Llm for ReplayLlm {
     fn complete<'a>(&'a self, request: LlmRequest<'a>) -> BoxFuture<'a, Result<Completion, LlmError>> {
-        let result = self.next(&self.completions, request.step).map(|text| Completion {
-            text: text.clone(),
-            usage: None,
-        });
+        let result = self
+            .next(&self.completions, request.step)
+            .map(|(call, text)| Completion {
+                text: text.clone(),
+                reasoning: match call {
+                    0 => self
+                        .reasoning
+                        .get(request.step.saturating_sub(1))
+                        .cloned()
+                        .flatten(),
+                    _ => None,
+                },
+                usage: None,
+            });
         Box::pin(async move { result })
     }
 
@@ -105,6 +138,11 @@ impl Llm for ReplayLlm {
         let result = match self.samples.get(*served - 1) {
             Some(texts) => Ok(Samples {
                 texts: texts.iter().take(request.n).cloned().collect(),
+                reasoning: self
+                    .sample_reasoning
+                    .get(*served - 1)
+                    .map(|reasoning| reasoning.iter().take(request.n).cloned().collect())
+                    .unwrap_or_default(),
                 usage: None,
             }),
             None => Err(LlmError::ReplaySamplesExhausted { request: *served }),
@@ -113,7 +151,7 @@ impl Llm for ReplayLlm {
     }
 
     fn converse<'a>(&'a self, request: ConverseRequest<'a>) -> BoxFuture<'a, Result<Reply, LlmError>> {
-        let result = self.next(&self.replies, request.step).map(|message| Reply {
+        let result = self.next(&self.replies, request.step).map(|(_, message)| Reply {
             message: message.clone(),
             usage: None,
         });

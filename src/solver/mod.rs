@@ -271,7 +271,7 @@ impl Solver {
         };
         let run = &mut episode.run;
         run.task = Some(self.task);
-        if self.method != Method::React {
+        if self.method != Method::React || run.has_reasoning() {
             run.format = RUN_FORMAT_V2.to_owned();
             run.method = Some(self.method);
         }
@@ -351,14 +351,16 @@ impl Solver {
         // invariant: react has loop examples and cot answer examples (`phase_formats`), and only they reflect
         let fewshot = fewshot.expect("a method that reflects has its examples");
         let mut reply = None;
+        let mut reflection_reasoning = None;
         let mut usage = crate::run::Usage::default();
         if let Some(previous) =
             previous.filter(|previous| strategy.asks_reflection() && previous.stopped != Some(Stopped::Error))
         {
             match reflexion::ask_reflection(llm, previous, frame).await {
-                Ok((text, tokens)) => {
-                    usage.count_call(tokens);
-                    reply = Some(text);
+                Ok(completion) => {
+                    usage.count(&completion);
+                    reply = Some(completion.text);
+                    reflection_reasoning = completion.reasoning;
                 }
                 Err(error) => {
                     // The trial ends in an error and carries the memory it was given forward
@@ -374,7 +376,7 @@ impl Solver {
                     run.reflect = Some(strategy);
                     run.reflections = memory.reflections;
                     run.last_trial = memory.last_trial;
-                    run.stopped = Some(Stopped::Error);
+                    run.stopped = Some(Stopped::on_error(&error));
                     run.error = Some(format!(
                         "the reflection call failed: {}",
                         crate::agent::error_chain(&error)
@@ -408,6 +410,7 @@ impl Solver {
         run.reflections = memory.reflections;
         run.last_trial = memory.last_trial;
         run.reflection = reply;
+        run.reflection_reasoning = reflection_reasoning;
         episode
     }
 
@@ -518,24 +521,26 @@ impl Solver {
             n,
             temperature,
         };
-        let mut completions: Vec<(String, usize)> = Vec::new();
+        // Each completion, the request it came from, and its reasoning.
+        let mut completions: Vec<(String, usize, Option<String>)> = Vec::new();
         let mut failure: Option<LlmError> = None;
         let mut n_requests = 0;
         let mut usage = crate::run::Usage::default();
         let mut take = |reply: Result<Samples, LlmError>,
                         n_requests: &mut usize,
-                        completions: &mut Vec<(String, usize)>| {
+                        completions: &mut Vec<(String, usize, Option<String>)>| {
             *n_requests += 1;
             match reply {
                 Ok(samples) => {
                     usage.count_call(samples.usage);
                     let room = wanted.saturating_sub(completions.len());
+                    let mut reasoning = samples.reasoning.into_iter();
                     completions.extend(
                         samples
                             .texts
                             .into_iter()
                             .take(room)
-                            .map(|text| (text, *n_requests)),
+                            .map(|text| (text, *n_requests, reasoning.next().flatten())),
                     );
                     None
                 }
@@ -567,8 +572,19 @@ impl Solver {
         }
         let run = &mut episode.run;
         run.usage.add(&usage);
-        for (idx, (completion, request)) in completions.into_iter().enumerate() {
+        for (idx, (completion, request, reasoning)) in completions.into_iter().enumerate() {
+            if failure.is_none() {
+                // A sample cut inside its thinking ends the run: the cap is too low for the model.
+                failure = crate::llm::reasoning::check_cut(llm, &completion, reasoning.as_deref()).err();
+            }
             let read = read_completion(&completion, prompt.format(), kind);
+            let index = (sampling == Sampling::SelfConsistent).then_some(idx + 1);
+            if let Some(reasoning) = &reasoning {
+                on_event(StepEvent::Reasoned {
+                    number: index,
+                    reasoning,
+                });
+            }
             on_event(StepEvent::Sampled {
                 index: (sampling == Sampling::SelfConsistent).then_some(idx + 1),
                 thought: read.thought.as_deref(),
@@ -578,6 +594,7 @@ impl Solver {
                 completion,
                 answer: read.answer,
                 request,
+                reasoning,
             });
         }
         if let Some(error) = failure {
@@ -752,6 +769,6 @@ fn pick_examples(
 }
 
 fn fail(run: &mut Run, error: &(dyn std::error::Error + 'static)) {
-    run.stopped = Some(Stopped::Error);
+    run.stopped = Some(Stopped::on_error(error));
     run.error = Some(crate::agent::error_chain(error));
 }
