@@ -134,7 +134,8 @@ async fn replay_recorded(
         api => ReplayLlm::new(model, recorded.completions())
             .with_reasoning(recorded.step_reasoning())
             .recorded_api(api),
-    };
+    }
+    .with_generation(recorded_generation(recorded));
     let mut unrecorded = None;
     let recording = Recording::new(recorded.observations(), grammar.clone(), live(recorded, &grammar));
     let mut environment = Inspected::new(recording, |error: &EnvironmentError| {
@@ -166,6 +167,15 @@ async fn replay_recorded(
         .await;
     carry_over(&mut episode.run, recorded);
     (episode, unrecorded)
+}
+
+/// The generation settings an evaluation recorded with the run (none for `ask`'s runs), so that
+/// a reply cut inside its thinking names the same `--max-tokens` again.
+fn recorded_generation(recorded: &Run) -> Option<crate::llm::Generation> {
+    recorded
+        .evaluation
+        .as_ref()
+        .and_then(|settings| settings.generation.clone())
 }
 
 /// What a trial's prompt showed of the question's failed trials: the last one, the reflections.
@@ -232,7 +242,8 @@ async fn replay_method(
         .with_reasoning(recorded.step_reasoning())
         .recorded_api(recorded.api)
         .with_samples(recorded.sample_requests())
-        .with_sample_reasoning(recorded.sample_reasoning());
+        .with_sample_reasoning(recorded.sample_reasoning())
+        .with_generation(recorded_generation(recorded));
     let mut unrecorded = None;
     let recording = Recording::new(recorded.observations(), grammar.clone(), live(recorded, &grammar));
     let mut environment = Inspected::new(recording, |error: &EnvironmentError| {
@@ -545,7 +556,7 @@ pub async fn replay(
             }
             if let Some(error) = &run.error {
                 // A run recorded as failed replays to its failure: that is the recording, not an error of the replay.
-                if recorded.stopped != Some(Stopped::Error) {
+                if recorded.stopped != Some(Stopped::Error) && recorded.stopped != run.stopped {
                     summary.n_errors += 1;
                 }
                 match unrecorded {

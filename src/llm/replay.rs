@@ -6,7 +6,8 @@ use std::sync::Mutex;
 use futures::future::BoxFuture;
 
 use super::{
-    Api, Completion, ConverseRequest, Llm, LlmError, LlmRequest, Reply, ReplyMessage, SampleRequest, Samples,
+    Api, Completion, ConverseRequest, Generation, Llm, LlmError, LlmRequest, Reply, ReplyMessage,
+    SampleRequest, Samples,
 };
 
 /// Serves `completions[step - 1][k]` (or `replies[step - 1][k]`) for the `k`-th call of a step,
@@ -27,6 +28,8 @@ pub struct ReplayLlm {
     reasoning: Vec<Option<String>>,
     /// The recorded reasoning of each sampling request's completions.
     sample_reasoning: Vec<Vec<Option<String>>>,
+    /// The generation settings the recording was made with, when it says.
+    generation: Option<Generation>,
 }
 
 impl ReplayLlm {
@@ -43,6 +46,7 @@ impl ReplayLlm {
             sample_requests: Mutex::new(0),
             reasoning: Vec::new(),
             sample_reasoning: Vec::new(),
+            generation: None,
         }
     }
 
@@ -60,6 +64,7 @@ impl ReplayLlm {
             sample_requests: Mutex::new(0),
             reasoning: Vec::new(),
             sample_reasoning: Vec::new(),
+            generation: None,
         }
     }
 
@@ -81,6 +86,13 @@ impl ReplayLlm {
     /// [`ReplayLlm::with_samples`].
     pub fn with_sample_reasoning(mut self, reasoning: Vec<Vec<Option<String>>>) -> ReplayLlm {
         self.sample_reasoning = reasoning;
+        self
+    }
+
+    /// Says which generation settings the recording was made with (an evaluation's), so that
+    /// a reply cut inside its thinking names its `--max-tokens`.
+    pub fn with_generation(mut self, generation: Option<Generation>) -> ReplayLlm {
+        self.generation = generation;
         self
     }
 
@@ -164,5 +176,9 @@ impl Llm for ReplayLlm {
 
     fn api(&self) -> Option<Api> {
         self.api
+    }
+
+    fn generation(&self) -> Option<Generation> {
+        self.generation.clone()
     }
 }

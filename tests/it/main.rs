@@ -126,6 +126,7 @@ mod layers;
 mod llm;
 mod mcp;
 mod methods;
+mod reasoning;
 mod replay;
 mod replay_live;
 mod report;
