@@ -9,7 +9,9 @@ use anyhow::Context;
 use super::options::read_results_runs;
 use react_docstore::Method;
 use react_docstore::eval::{Contexts, Selection};
-use react_docstore::export::{self, Attempts, Excluded, ExportConfig, ExportFormat, Keep, PromptPart};
+use react_docstore::export::{
+    self, Attempts, Excluded, ExportConfig, ExportFormat, ExportReasoning, Keep, PromptPart,
+};
 use react_docstore::fsutil::atomic_write;
 use react_docstore::output;
 
@@ -48,6 +50,11 @@ pub struct ExportArgs {
     /// Put the few-shot examples the model saw in the prompt part (default: the instruction alone).
     #[arg(long)]
     with_examples: bool,
+    /// The model's thinking: `drop` (left out) or `keep` (`<think>…</think>` before the
+    /// assistant's text in ShareGPT and Alpaca, a `reasoning` key beside `content` in openai-chat,
+    /// which OpenAI's fine-tuning does not accept).
+    #[arg(long, default_value = "drop", value_name = "WHAT")]
+    reasoning: ExportReasoning,
 }
 
 pub async fn run(args: ExportArgs) -> anyhow::Result<ExitCode> {
@@ -81,6 +88,7 @@ pub async fn run(args: ExportArgs) -> anyhow::Result<ExitCode> {
             PromptPart::Instruction
         },
         excluded,
+        reasoning: args.reasoning,
     };
     let mut stderr = output::stderr();
     let mut bytes = Vec::new();
