@@ -10,8 +10,8 @@ use crate::calls::function_key;
 use crate::llm::openai::{ReasoningEcho, wire_message};
 use crate::llm::{FunctionSpec, Message, SentCall, reasoning};
 
-use super::{ExportReasoning, PromptPart};
 use super::rebuild::{Example, Speaker, Turn};
+use super::{ExportReasoning, PromptPart};
 
 /// What `export --format` writes.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -68,7 +68,12 @@ impl ExportFormat {
     /// `example` in this format, its prompt part as `prompt` says and the model's thinking as
     /// `reasoning` says; none when it holds nothing the model wrote (a run whose first model call
     /// failed): such an example trains on nothing.
-    pub fn example(self, example: &Example, prompt: PromptPart, reasoning: ExportReasoning) -> Option<Written> {
+    pub fn example(
+        self,
+        example: &Example,
+        prompt: PromptPart,
+        reasoning: ExportReasoning,
+    ) -> Option<Written> {
         let system = match prompt {
             PromptPart::Instruction => example.instruction.as_str(),
             PromptPart::WithExamples => example.prompt.as_str(),
@@ -127,10 +132,17 @@ impl ExportFormat {
                                     content,
                                     reasoning: fields,
                                     ..
-                                } => reasoning::combine(fields.text(), reasoning::split_think(content).reasoning),
+                                } => reasoning::combine(
+                                    fields.text(),
+                                    reasoning::split_think(content).reasoning,
+                                ),
                                 _ => None,
                             };
-                            with_reasoning(wire_message(message, ReasoningEcho::Drop), thought.as_deref(), reasoning)
+                            with_reasoning(
+                                wire_message(message, ReasoningEcho::Drop),
+                                thought.as_deref(),
+                                reasoning,
+                            )
                         })
                         .collect();
                     Written {
@@ -317,7 +329,8 @@ fn turn_text(turn: &Turn, reasoning: ExportReasoning) -> String {
 /// An openai-chat assistant message with a `reasoning` key beside its `content` when its
 /// thinking is kept.
 fn with_reasoning(mut message: Value, thought: Option<&str>, reasoning: ExportReasoning) -> Value {
-    if let (Some(thought), ExportReasoning::Keep, Value::Object(fields)) = (thought, reasoning, &mut message) {
+    if let (Some(thought), ExportReasoning::Keep, Value::Object(fields)) = (thought, reasoning, &mut message)
+    {
         fields.insert("reasoning".to_owned(), json!(thought));
     }
     message

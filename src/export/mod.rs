@@ -137,7 +137,9 @@ impl std::str::FromStr for ExportReasoning {
         match name {
             "drop" => Ok(ExportReasoning::Drop),
             "keep" => Ok(ExportReasoning::Keep),
-            other => Err(format!("unknown `--reasoning` `{other}`: expected `drop` or `keep`")),
+            other => Err(format!(
+                "unknown `--reasoning` `{other}`: expected `drop` or `keep`"
+            )),
         }
     }
 }

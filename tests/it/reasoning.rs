@@ -407,3 +407,170 @@ async fn a_reply_cut_inside_its_thinking_stops_the_run_with_max_tokens() {
         assert_eq!(step_reasoning(&replayed), step_reasoning(&recorded));
     }
 }
+
+/// `export` of a thinking model's results: without the reasoning by default, with it where each
+/// format's users put it under `--reasoning keep`.
+fn export(out: &Path, format: &str, args: &[&str]) -> String {
+    let written = out.with_extension(format!("{format}.out"));
+    let output = binary()
+        .arg("export")
+        .arg(out)
+        .args(["--format", format, "--all", "--out"])
+        .arg(&written)
+        .args(args)
+        .output()
+        .unwrap();
+    assert!(
+        output.status.success(),
+        "{}",
+        String::from_utf8_lossy(&output.stderr)
+    );
+    std::fs::read_to_string(written).unwrap()
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn reasoning_shows_in_the_trace_the_report_and_kept_exports_only() {
+    let server = serve_posts(Thinker {
+        api: Api::Chat,
+        shape: Shape::Think,
+    })
+    .await;
+    let dir = tempfile::tempdir().unwrap();
+    let out = dir.path().join("results.jsonl");
+    eval(&server, Api::Chat, &out, &[]);
+
+    for format in ["openai-chat", "sharegpt", "alpaca"] {
+        let dropped = export(&out, format, &[]);
+        assert!(!dropped.contains("PRIVATE-THOUGHT"), "{format}: {dropped}");
+    }
+    let sharegpt = export(&out, "sharegpt", &["--reasoning", "keep"]);
+    assert!(
+        sharegpt.contains(r#""from":"gpt","value":"<think>\nPRIVATE-THOUGHT q0 s1: the user asks something; let me\nthink it over before I act.\n</think>\n\nThought 1: I need to search"#),
+        "{sharegpt}"
+    );
+    let alpaca = export(&out, "alpaca", &["--reasoning", "keep"]);
+    assert!(alpaca.contains(r#"<think>\nPRIVATE-THOUGHT q1 s1"#), "{alpaca}");
+    let openai = export(&out, "openai-chat", &["--reasoning", "keep"]);
+    let first: Value = serde_json::from_str(openai.lines().next().unwrap()).unwrap();
+    let assistant = first["messages"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|message| message["role"] == "assistant")
+        .unwrap();
+    assert!(
+        assistant["reasoning"]
+            .as_str()
+            .unwrap()
+            .starts_with("PRIVATE-THOUGHT"),
+        "{assistant}"
+    );
+    assert!(
+        !assistant["content"].as_str().unwrap().contains("PRIVATE-THOUGHT"),
+        "{assistant}"
+    );
+
+    // The trace: one dimmed line, cut short, unless asked whole.
+    let replayed = binary().arg("replay").arg(&out).output().unwrap();
+    let trace = String::from_utf8_lossy(&replayed.stderr);
+    assert!(
+        trace.contains("Reasoning 1: PRIVATE-THOUGHT q0 s1: the user asks something; let me think it over before I act.\nThought 1:"),
+        "{trace}"
+    );
+    let whole = binary()
+        .arg("replay")
+        .arg(&out)
+        .arg("--show-reasoning")
+        .output()
+        .unwrap();
+    let trace = String::from_utf8_lossy(&whole.stderr);
+    assert!(trace.contains("let me\nthink it over"), "{trace}");
+
+    // The report: folded under each step.
+    let page = dir.path().join("report.html");
+    crate::report::write_report(&[out.as_path()], &page, &[]);
+    let html = std::fs::read_to_string(&page).unwrap();
+    assert!(html.contains("PRIVATE-THOUGHT q0 s1"), "no reasoning in the page");
+    assert!(
+        html.contains("el('details', 'step reasoning')"),
+        "no folded reasoning"
+    );
+}
+
+/// CoT-SC's samples each think (`reasoning_content`) before they answer; the second question's
+/// last sample is cut inside its thinking.
+struct SamplingThinker;
+
+impl Respond for SamplingThinker {
+    fn respond(&self, request: &Request) -> ResponseTemplate {
+        let body: Value = serde_json::from_slice(&request.body).unwrap();
+        let text = body.to_string();
+        let question_idx = SCRIPT
+            .iter()
+            .position(|(words, ..)| text.contains(words))
+            .unwrap();
+        let answer = SCRIPT[question_idx].2;
+        let n = body["n"].as_u64().unwrap_or(1);
+        let choices: Vec<Value> = (0..n)
+            .map(|idx| {
+                let cut = question_idx == 1 && idx == n - 1;
+                let content = if cut {
+                    String::new()
+                } else {
+                    format!(" So the answer is {answer}.\nAnswer: {answer}")
+                };
+                json!({"index": idx, "finish_reason": if cut { "length" } else { "stop" },
+                       "message": {"role": "assistant", "content": content,
+                                   "reasoning_content": format!("SAMPLE-THOUGHT q{question_idx} #{idx}")}})
+            })
+            .collect();
+        ResponseTemplate::new(200).set_body_json(json!({"choices": choices}))
+    }
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn cot_sc_samples_record_their_reasoning_and_one_cut_sample_stops_the_run() {
+    let server = serve_posts(SamplingThinker).await;
+    let dir = tempfile::tempdir().unwrap();
+    let out = dir.path().join("results.jsonl");
+    eval(
+        &server,
+        Api::Chat,
+        &out,
+        &["--method", "cot-sc", "--samples", "3"],
+    );
+    let recorded = runs(&std::fs::read_to_string(&out).unwrap());
+    let sample_reasoning = |runs: &[Value]| -> Vec<Vec<Value>> {
+        runs.iter()
+            .map(|run| {
+                run["samples"]
+                    .as_array()
+                    .unwrap()
+                    .iter()
+                    .map(|sample| sample["reasoning"].clone())
+                    .collect()
+            })
+            .collect()
+    };
+    let stops: Vec<&Value> = recorded.iter().map(|run| &run["stopped"]).collect();
+    for (run, reasoning) in recorded.iter().zip(sample_reasoning(&recorded)) {
+        let question = run["question"].as_str().unwrap();
+        let question_idx = SCRIPT
+            .iter()
+            .position(|(words, ..)| question.contains(words))
+            .unwrap();
+        let expected: Vec<Value> = (0..3)
+            .map(|idx| json!(format!("SAMPLE-THOUGHT q{question_idx} #{idx}")))
+            .collect();
+        assert_eq!(reasoning, expected);
+        let stop = if question_idx == 1 { "max_tokens" } else { "finish" };
+        assert_eq!(run["stopped"], stop, "{run}");
+    }
+    for body in request_bodies(&server).await {
+        assert!(!body.to_string().contains("SAMPLE-THOUGHT"), "{body}");
+    }
+    let replayed = replay(&out);
+    assert_eq!(sample_reasoning(&replayed), sample_reasoning(&recorded));
+    let replayed_stops: Vec<&Value> = replayed.iter().map(|run| &run["stopped"]).collect();
+    assert_eq!(replayed_stops, stops);
+}
