@@ -72,7 +72,7 @@ struct Thinker {
 
 impl Thinker {
     /// The question a request is about and its step: the text APIs' prompt ends with
-    /// `Thought N:`; a tools conversation has had one tool message per step before.
+    /// `Thought N:` (`Action N:` for a fallback call); a tools conversation has had one tool message per step before.
     fn locate(&self, body: &Value) -> (usize, usize) {
         let text = body.to_string();
         let question_idx = SCRIPT
@@ -92,8 +92,10 @@ impl Thinker {
                     Api::Completions => body["prompt"].as_str().unwrap().to_owned(),
                     _ => body["messages"][1]["content"].as_str().unwrap().to_owned(),
                 };
-                let last = prompt.trim_end().rsplit("Thought ").next().unwrap();
-                last.trim_end_matches(':').parse().unwrap()
+                // `… Thought N:` (a step), or `… Action N:` (the fallback call for a missing action).
+                let label = prompt.trim_end().trim_end_matches(':');
+                let digits = label.len() - label.trim_end_matches(|c: char| c.is_ascii_digit()).len();
+                label[label.len() - digits..].parse().unwrap()
             }
         };
         (question_idx, step)
