@@ -223,6 +223,7 @@ fn carry_over(run: &mut Run, recorded: &Run) {
     {
         usage.prompt_tokens = recorded.usage.prompt_tokens;
         usage.completion_tokens = recorded.usage.completion_tokens;
+        usage.reasoning_tokens = recorded.usage.reasoning_tokens;
     }
     run.score();
 }

@@ -390,7 +390,7 @@ pub enum RunErrorKind {
 }
 
 /// What a run cost.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
+#[derive(Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
 pub struct Usage {
     #[serde(default)]
     pub llm_calls: u64,
@@ -409,6 +409,23 @@ pub struct Usage {
 
 fn is_zero(count: &u64) -> bool {
     *count == 0
+}
+
+/// As the run file writes it: `reasoning_tokens` only when some were counted.
+impl std::fmt::Debug for Usage {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let mut usage = f.debug_struct("Usage");
+        usage
+            .field("llm_calls", &self.llm_calls)
+            .field("fallback_calls", &self.fallback_calls)
+            .field("prompt_tokens", &self.prompt_tokens)
+            .field("completion_tokens", &self.completion_tokens)
+            .field("invalid_actions", &self.invalid_actions);
+        if self.reasoning_tokens > 0 {
+            usage.field("reasoning_tokens", &self.reasoning_tokens);
+        }
+        usage.finish()
+    }
 }
 
 impl Usage {

@@ -285,6 +285,12 @@ async fn check_shape(api: Api, shape: Shape, args: &[&str]) -> Vec<Value> {
     let replayed_answers: Vec<&Value> = replayed.iter().map(|run| &run["answer"]).collect();
     assert_eq!(replayed_answers, answers);
     assert_eq!(step_reasoning(&replayed), step_reasoning(&recorded));
+    let reasoning_tokens = |runs: &[Value]| -> Vec<Value> {
+        runs.iter()
+            .map(|run| run["usage"]["reasoning_tokens"].clone())
+            .collect()
+    };
+    assert_eq!(reasoning_tokens(&replayed), reasoning_tokens(&recorded));
     bodies
 }
 
