@@ -92,6 +92,10 @@ impl Thinker {
                     Api::Completions => body["prompt"].as_str().unwrap().to_owned(),
                     _ => body["messages"][1]["content"].as_str().unwrap().to_owned(),
                 };
+                // Reflexion's reflection call: step 0.
+                if prompt.trim_end().ends_with("Reflection:") {
+                    return (question_idx, 0);
+                }
                 // `… Thought N:` (a step), or `… Action N:` (the fallback call for a missing action).
                 let label = prompt.trim_end().trim_end_matches(':');
                 let digits = label.len() - label.trim_end_matches(|c: char| c.is_ascii_digit()).len();
@@ -120,9 +124,10 @@ impl Respond for Thinker {
             ),
         };
         let reasoning = reasoning_of(question_idx, step);
-        let text = match self.api {
-            Api::Tools => thought,
-            Api::Chat | Api::Completions => format!(" {thought}\nAction {step}: {action}"),
+        let text = match (self.api, step) {
+            (_, 0) => " I answered too fast; next time I search first.".to_owned(),
+            (Api::Tools, _) => thought,
+            (Api::Chat | Api::Completions, _) => format!(" {thought}\nAction {step}: {action}"),
         };
         let (content, field, finish) = match self.shape {
             Shape::Field(field) => (Some(text), Some(field), "stop"),
@@ -581,4 +586,47 @@ async fn cot_sc_samples_record_their_reasoning_and_one_cut_sample_stops_the_run(
     assert_eq!(sample_reasoning(&replayed), sample_reasoning(&recorded));
     let replayed_stops: Vec<&Value> = replayed.iter().map(|run| &run["stopped"]).collect();
     assert_eq!(replayed_stops, stops);
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_reflection_records_its_reasoning_and_no_later_prompt_carries_it() {
+    let server = serve_posts(Thinker {
+        api: Api::Chat,
+        shape: Shape::Field("reasoning_content"),
+    })
+    .await;
+    let dir = tempfile::tempdir().unwrap();
+    let out = dir.path().join("results.jsonl");
+    eval(
+        &server,
+        Api::Chat,
+        &out,
+        &["--trials", "2", "--reflect", "reflexion"],
+    );
+    let recorded = runs(&std::fs::read_to_string(&out).unwrap());
+    // The wrong answer (question 3) is tried again after a reflection.
+    let reflected: Vec<&Value> = recorded
+        .iter()
+        .filter(|run| run.get("reflection").is_some())
+        .collect();
+    assert_eq!(reflected.len(), 1, "{recorded:?}");
+    assert_eq!(reflected[0]["trial"], 2);
+    assert_eq!(
+        reflected[0]["reflection_reasoning"],
+        json!(reasoning_of(2, 0).trim())
+    );
+    assert_eq!(
+        reflected[0]["reflections"],
+        json!(["I answered too fast; next time I search first."])
+    );
+    for body in request_bodies(&server).await {
+        assert!(!body.to_string().contains("PRIVATE-THOUGHT"), "{body}");
+    }
+    let replayed = replay(&out);
+    let reflection_reasoning = |runs: &[Value]| -> Vec<Value> {
+        runs.iter()
+            .map(|run| run["reflection_reasoning"].clone())
+            .collect()
+    };
+    assert_eq!(reflection_reasoning(&replayed), reflection_reasoning(&recorded));
 }
