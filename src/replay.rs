@@ -133,8 +133,11 @@ async fn replay_recorded(
     let llm = match recorded.api {
         // The assistant messages as the server sent them: the agent reads their calls again.
         Some(Api::Tools) => ReplayLlm::with_replies(model, recorded.replies()),
-        api => ReplayLlm::new(model, recorded.completions()).recorded_api(api),
-    };
+        api => ReplayLlm::new(model, recorded.completions())
+            .with_reasoning(recorded.step_reasoning())
+            .recorded_api(api),
+    }
+    .with_generation(recorded_generation(recorded));
     let mut unrecorded = None;
     let recording = Recording::new(recorded.observations(), grammar.clone(), live(recorded, &grammar));
     let mut environment = Inspected::new(recording, |error: &EnvironmentError| {
@@ -158,6 +161,15 @@ async fn replay_recorded(
         .await;
     carry_over(&mut episode.run, recorded);
     (episode, unrecorded)
+}
+
+/// The generation settings an evaluation recorded with the run (none for `ask`'s runs), so that
+/// a reply cut inside its thinking names the same `--max-tokens` again.
+fn recorded_generation(recorded: &Run) -> Option<crate::llm::Generation> {
+    recorded
+        .evaluation
+        .as_ref()
+        .and_then(|settings| settings.generation.clone())
 }
 
 /// What a trial's prompt showed of the question's failed trials: the last one, the reflections.
@@ -193,6 +205,8 @@ fn carry_over(run: &mut Run, recorded: &Run) {
     run.reflections.clone_from(&recorded.reflections);
     run.last_trial.clone_from(&recorded.last_trial);
     run.reflection.clone_from(&recorded.reflection);
+    run.reflection_reasoning
+        .clone_from(&recorded.reflection_reasoning);
     if recorded.reflection.is_some() {
         run.usage.llm_calls += 1;
     }
@@ -203,6 +217,7 @@ fn carry_over(run: &mut Run, recorded: &Run) {
     {
         usage.prompt_tokens = recorded.usage.prompt_tokens;
         usage.completion_tokens = recorded.usage.completion_tokens;
+        usage.reasoning_tokens = recorded.usage.reasoning_tokens;
     }
     run.score();
 }
@@ -219,8 +234,11 @@ async fn replay_method(
     let grammar = solver.grammar().clone();
     let model = recorded.model.clone().unwrap_or_else(|| "replay".to_owned());
     let llm = ReplayLlm::new(model, recorded.completions())
+        .with_reasoning(recorded.step_reasoning())
         .recorded_api(recorded.api)
-        .with_samples(recorded.sample_requests());
+        .with_samples(recorded.sample_requests())
+        .with_sample_reasoning(recorded.sample_reasoning())
+        .with_generation(recorded_generation(recorded));
     let mut unrecorded = None;
     let recording = Recording::new(recorded.observations(), grammar.clone(), live(recorded, &grammar));
     let mut environment = Inspected::new(recording, |error: &EnvironmentError| {
@@ -411,7 +429,7 @@ pub async fn replay(
             }
             if let Some(error) = &run.error {
                 // A run recorded as failed replays to its failure: that is the recording, not an error of the replay.
-                if recorded.how_stopped() != Stopped::Error {
+                if recorded.how_stopped() != Stopped::Error && recorded.stopped != run.stopped {
                     summary.n_errors += 1;
                 }
                 match unrecorded {

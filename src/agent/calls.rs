@@ -120,6 +120,7 @@ impl ReadReply {
     pub fn echo(&self, message: &ReplyMessage) -> Message {
         Message::Assistant {
             content: message.content.clone().unwrap_or_default(),
+            reasoning: message.reasoning.clone(),
             calls: self
                 .calls
                 .iter()
@@ -304,7 +305,8 @@ impl FunctionSet {
         step: usize,
         used_ids: &mut HashSet<String>,
     ) -> ReadReply {
-        let content = message.content.as_deref().unwrap_or("");
+        // The thought and the calls are read after any `<think>` block.
+        let content = crate::llm::reasoning::split_think(message.content.as_deref().unwrap_or("")).rest;
         let (thought, wire_calls, origin) = if message.tool_calls.is_empty() {
             let (thought, calls) = embedded_calls(content);
             (thought, calls, CallOrigin::Text)

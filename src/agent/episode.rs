@@ -10,7 +10,7 @@ use crate::agent::environment::Environment;
 use crate::agent::fewshot::Format;
 use crate::agent::prompt::Prompt;
 use crate::agent::scratchpad::Scratchpad;
-use crate::llm::{Api, CallPurpose, Llm, LlmRequest};
+use crate::llm::{Api, CallPurpose, Llm, LlmRequest, reasoning};
 use crate::profile::Profile;
 use crate::record::run::{Run, RunStep, Stopped};
 
@@ -79,6 +79,12 @@ pub enum StepEvent<'a> {
         index: Option<usize>,
         thought: Option<&'a str>,
         answer: Option<&'a str>,
+    },
+    /// The thinking the model sent before a step's text (`number` is the step's) or a sample's
+    /// (`number` is its index among CoT-SC's samples, `None` for a method's single completion).
+    Reasoned {
+        number: Option<usize>,
+        reasoning: &'a str,
     },
     /// CoT-SC's majority: the answer (none when no sample answered), its votes, the samples.
     Voted {
@@ -176,10 +182,18 @@ impl<'a> Agent<'a> {
 
         for step in 1..=self.max_steps {
             let mut completions = Vec::new();
-            match self
-                .decide(step, &mut scratchpad, &mut run, &mut completions)
-                .await
-            {
+            let mut reasonings = Vec::new();
+            let decided = self
+                .decide(step, &mut scratchpad, &mut run, &mut completions, &mut reasonings)
+                .await;
+            let reasoning = reasoning::join(reasonings.iter().map(String::as_str));
+            if let Some(reasoning) = &reasoning {
+                on_event(StepEvent::Reasoned {
+                    number: Some(step),
+                    reasoning,
+                });
+            }
+            match decided {
                 Err(error) => {
                     run.steps.push(RunStep {
                         n: step,
@@ -188,6 +202,7 @@ impl<'a> Agent<'a> {
                         thought: None,
                         action: None,
                         observation: None,
+                        reasoning,
                     });
                     fail(&mut run, &error);
                     break;
@@ -227,6 +242,7 @@ impl<'a> Agent<'a> {
                             thought,
                             action: Some(written),
                             observation: None,
+                            reasoning,
                         });
                         break;
                     }
@@ -240,6 +256,7 @@ impl<'a> Agent<'a> {
                                 thought: (self.prompt.format() != Format::Act).then_some(thought),
                                 action: Some(written),
                                 observation: None,
+                                reasoning,
                             });
                             fail(&mut run, &error);
                             break;
@@ -261,6 +278,7 @@ impl<'a> Agent<'a> {
                         thought: None,
                         action: None,
                         observation: None,
+                        reasoning,
                     };
                     let observed = Observed {
                         thought,
@@ -342,13 +360,16 @@ impl<'a> Agent<'a> {
     }
 
     /// Asks the model for step `step` (and once more when it wrote no action): the thought, the
-    /// action as written into the scratchpad, and the parsed action.
+    /// action as written into the scratchpad, and the parsed action. Each call's text goes into
+    /// `completions` and its reasoning into `reasonings`, which never reach the scratchpad; a
+    /// reply that is only reasoning ends the step with [`crate::llm::LlmError::CutInThinking`].
     async fn decide(
         &self,
         step: usize,
         scratchpad: &mut Scratchpad,
         run: &mut Run,
         completions: &mut Vec<String>,
+        reasonings: &mut Vec<String>,
     ) -> Result<(String, String, Result<Action, crate::agent::action::ActionError>), crate::llm::LlmError>
     {
         let acts_only = self.prompt.format() == Format::Act;
@@ -366,7 +387,11 @@ impl<'a> Agent<'a> {
         };
         let completion = self.llm.complete(request).await?;
         run.usage.count(&completion);
+        // Recorded before it is judged, so that a replay meets the same reply.
+        let judged = reasoning::check_cut(self.llm, &completion.text, completion.reasoning.as_deref());
+        reasonings.extend(completion.reasoning);
         completions.push(completion.text);
+        judged?;
         let cut = self.grammar.cut_completion(&completions[0], step);
         if acts_only {
             // Its first line is the action. With no thought to continue from there is no
@@ -392,9 +417,13 @@ impl<'a> Agent<'a> {
                 let completion = self.llm.complete(request).await?;
                 run.usage.count(&completion);
                 run.usage.fallback_calls += 1;
+                let judged =
+                    reasoning::check_cut(self.llm, &completion.text, completion.reasoning.as_deref());
+                reasonings.extend(completion.reasoning);
                 // The stop sequence is `\n`: whatever follows the first newline was never asked for.
                 let line = completion.text.split('\n').next().unwrap_or("").to_owned();
                 completions.push(completion.text);
+                judged?;
                 (thought, self.grammar.fallback_action(&line))
             }
         };
@@ -405,7 +434,7 @@ impl<'a> Agent<'a> {
 }
 
 fn fail(run: &mut Run, error: &(dyn std::error::Error + 'static)) {
-    run.stopped = Some(Stopped::Error);
+    run.stopped = Some(Stopped::on_error(error));
     run.error = Some(error_chain(error));
 }
 

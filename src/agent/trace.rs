@@ -40,6 +40,20 @@ pub enum Flush {
     WhenFull,
 }
 
+/// How much of a model's reasoning the trace shows.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum ShowReasoning {
+    /// One dimmed line, cut to [`REASONING_LINE_CHARS`] characters: that the model thought, and
+    /// how it began.
+    #[default]
+    Line,
+    /// All of it, dimmed (`--show-reasoning`).
+    Whole,
+}
+
+/// How much of the reasoning one trace line shows by default.
+pub const REASONING_LINE_CHARS: usize = 100;
+
 /// Writes a run's events as they happen. Write errors are ignored; on [`TracePrinter::stderr`], a
 /// closed pipe ends the process quietly (see [`crate::output`]). Lines are buffered and written
 /// whole ([`Flush`] says when); the buffer is written out when the printer is dropped.
@@ -48,6 +62,7 @@ pub struct TracePrinter {
     color: Color,
     flush: Flush,
     quiet: bool,
+    reasoning: ShowReasoning,
 }
 
 impl TracePrinter {
@@ -57,6 +72,7 @@ impl TracePrinter {
             color,
             flush: Flush::EachLine,
             quiet: false,
+            reasoning: ShowReasoning::Line,
         }
     }
 
@@ -68,6 +84,14 @@ impl TracePrinter {
     /// This printer, written out when `flush` says.
     pub fn flushed(self, flush: Flush) -> TracePrinter {
         TracePrinter { flush, ..self }
+    }
+
+    /// This printer, showing reasoning as `shown` says.
+    pub fn showing_reasoning(self, shown: ShowReasoning) -> TracePrinter {
+        TracePrinter {
+            reasoning: shown,
+            ..self
+        }
     }
 
     /// A printer that prints nothing.
@@ -120,6 +144,17 @@ impl TracePrinter {
             }
             StepEvent::Observed { step, observation } => {
                 self.line("1;32", &format!("Observation {step}:"), observation.trim_end());
+            }
+            StepEvent::Reasoned { number, reasoning } => {
+                let label = match number {
+                    Some(number) => format!("Reasoning {number}:"),
+                    None => "Reasoning:".to_owned(),
+                };
+                let text = match self.reasoning {
+                    ShowReasoning::Whole => reasoning.trim().to_owned(),
+                    ShowReasoning::Line => reasoning_line(reasoning),
+                };
+                self.line("2", &label, &text);
             }
             StepEvent::Acted { step, action } => {
                 self.line("1;36", &format!("Action {step}:"), action);
@@ -176,6 +211,16 @@ impl TracePrinter {
     pub fn prompt(&mut self, text: &str) {
         let _ = write!(self.out, "{text}");
         let _ = self.out.flush();
+    }
+}
+
+/// Reasoning on one line: its words, whitespace runs as one space, cut to
+/// [`REASONING_LINE_CHARS`] characters with `…`.
+fn reasoning_line(reasoning: &str) -> String {
+    let line = reasoning.split_whitespace().collect::<Vec<_>>().join(" ");
+    match line.char_indices().nth(REASONING_LINE_CHARS) {
+        Some((cut, _)) => format!("{}…", &line[..cut]),
+        None => line,
     }
 }
 
@@ -418,5 +463,22 @@ mod tests {
         log.hide_bar();
         log.line("plain");
         assert_eq!(screen.0.lock().unwrap().last().unwrap(), "log plain");
+    }
+}
+
+#[cfg(test)]
+mod reasoning_tests {
+    use super::*;
+
+    #[test]
+    fn reasoning_shows_on_one_cut_line_unless_asked_whole() {
+        assert_eq!(
+            reasoning_line("  Let me\n\nthink   about it. "),
+            "Let me think about it."
+        );
+        let long = "word ".repeat(50);
+        let line = reasoning_line(&long);
+        assert_eq!(line.chars().count(), REASONING_LINE_CHARS + 1);
+        assert!(line.ends_with('…'));
     }
 }

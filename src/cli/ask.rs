@@ -10,7 +10,7 @@ use react_docstore::ask::{self, AskConfig, AskOutcome, AskOutput};
 use react_docstore::chat;
 use react_docstore::output;
 
-use super::options::{AgentRunArgs, FewshotFromArgs};
+use super::options::{AgentRunArgs, FewshotFromArgs, shown_reasoning};
 
 #[derive(clap::Args)]
 pub struct AskArgs {
@@ -25,6 +25,9 @@ pub struct AskArgs {
     /// Print the run as JSON on stdout.
     #[arg(long, help_heading = "Output")]
     json: bool,
+    /// Print the model's reasoning whole in the trace (by default one dimmed line, cut short).
+    #[arg(long, help_heading = "Output")]
+    show_reasoning: bool,
     /// Write the run file (`react-docstore.run.v1`) here, for `replay`.
     #[arg(long, value_name = "FILE", help_heading = "Output")]
     record: Option<PathBuf>,
@@ -51,7 +54,7 @@ pub async fn run(args: AskArgs) -> anyhow::Result<ExitCode> {
         fewshot_from: args.fewshot_from.open()?,
     };
     let mut stdout = output::stdout();
-    let mut trace = TracePrinter::stderr();
+    let mut trace = TracePrinter::stderr().showing_reasoning(shown_reasoning(args.show_reasoning));
     let run = ask::ask(
         &config,
         &llm,

@@ -7,7 +7,7 @@ use react_docstore::agent::trace::TracePrinter;
 use react_docstore::chat::{self, ChatConfig, ChatOutput};
 use react_docstore::output;
 
-use super::options::{AgentRunArgs, stdin_interaction};
+use super::options::{AgentRunArgs, shown_reasoning, stdin_interaction};
 
 #[derive(clap::Args)]
 pub struct ChatArgs {
@@ -17,6 +17,9 @@ pub struct ChatArgs {
     /// Print each question's run as one JSON line instead of its answer.
     #[arg(long, help_heading = "Output")]
     json: bool,
+    /// Print the model's reasoning whole in the trace (by default one dimmed line, cut short).
+    #[arg(long, help_heading = "Output")]
+    show_reasoning: bool,
     #[command(flatten)]
     run: AgentRunArgs,
 }
@@ -38,7 +41,7 @@ pub async fn run(args: ChatArgs) -> anyhow::Result<ExitCode> {
     };
     let mut stdin = std::io::stdin().lock();
     let mut stdout = output::stdout();
-    let mut trace = TracePrinter::stderr();
+    let mut trace = TracePrinter::stderr().showing_reasoning(shown_reasoning(args.show_reasoning));
     let summary = chat::chat(
         &config,
         &llm,

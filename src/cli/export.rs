@@ -13,7 +13,7 @@ use react_docstore::output;
 use react_docstore::record::questions::Contexts;
 use react_docstore::record::selection::Selection;
 use react_docstore::trajectories::export::{
-    self, ExamplesPerQuestion, ExportConfig, ExportFormat, PromptPart,
+    self, ExamplesPerQuestion, ExportConfig, ExportFormat, ExportReasoning, PromptPart,
 };
 use react_docstore::trajectories::{Excluded, Keep};
 
@@ -52,6 +52,11 @@ pub struct ExportArgs {
     /// Put the few-shot examples the model saw in the prompt part (default: the instruction alone).
     #[arg(long)]
     with_examples: bool,
+    /// The model's thinking: `drop` (left out) or `keep` (`<think>…</think>` before the
+    /// assistant's text in ShareGPT and Alpaca, a `reasoning` key beside `content` in openai-chat,
+    /// which OpenAI's fine-tuning does not accept).
+    #[arg(long, default_value = "drop", value_name = "WHAT")]
+    reasoning: ExportReasoning,
 }
 
 pub async fn run(args: ExportArgs) -> anyhow::Result<ExitCode> {
@@ -85,6 +90,7 @@ pub async fn run(args: ExportArgs) -> anyhow::Result<ExitCode> {
             PromptPart::Instruction
         },
         excluded,
+        reasoning: args.reasoning,
     };
     let mut stderr = output::stderr();
     let mut bytes = Vec::new();

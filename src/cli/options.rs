@@ -13,6 +13,7 @@ use react_docstore::agent::tool::Toolbox;
 use react_docstore::agent::tools::{
     self, BuiltinTool, CommandToolConfig, Network, ToolsConfig, WebSearchConfig,
 };
+use react_docstore::agent::trace::ShowReasoning;
 use react_docstore::ask::AgentConfig;
 use react_docstore::docstore::wikipedia::DEFAULT_WIKI_URL;
 use react_docstore::docstore::{
@@ -20,6 +21,7 @@ use react_docstore::docstore::{
 };
 use react_docstore::input::Interaction;
 use react_docstore::llm::cache::{self, Hosts, ReplyCache};
+use react_docstore::llm::openai::ReasoningEcho;
 use react_docstore::llm::{Api, ApiKey, Llm, ModelSettings, OpenAiClient};
 use react_docstore::method::{DEFAULT_SC_BATCH, DEFAULT_SC_CONFIDENCE, ScStop, StopRule};
 use react_docstore::output;
@@ -172,6 +174,15 @@ pub const EXPLORED_DOCSTORES: &str = "`wikipedia`, `corpus:FILE` (JSON Lines pag
 pub const EXPLORED_OFFLINE: &str =
     "Serve Wikipedia pages and web searches from the cache only; a miss is an error (no model is called)";
 
+/// How much reasoning the trace shows: all of it with `--show-reasoning`, else one line.
+pub fn shown_reasoning(show_reasoning: bool) -> ShowReasoning {
+    if show_reasoning {
+        ShowReasoning::Whole
+    } else {
+        ShowReasoning::Line
+    }
+}
+
 /// Which model answers, and how to reach it.
 #[derive(Args, Clone)]
 #[command(next_help_heading = "Model")]
@@ -201,11 +212,21 @@ pub struct ModelArgs {
     /// Seconds one model request may take.
     #[arg(long, default_value_t = 120, value_name = "SECONDS")]
     pub llm_timeout: u64,
+    /// With `--api tools`, send earlier assistant turns back without the reasoning they came with
+    /// (by default each goes back under its own field, `reasoning` or `reasoning_content`).
+    #[arg(long)]
+    pub no_reasoning_echo: bool,
 }
 
 impl ModelArgs {
     /// The OpenAI-compatible client these options describe.
     pub fn open(&self) -> anyhow::Result<OpenAiClient> {
+        if self.no_reasoning_echo && self.api != Api::Tools {
+            anyhow::bail!(
+                "`--no-reasoning-echo` is about the assistant turns of `--api tools`: `--api {}` sends none back",
+                self.api
+            );
+        }
         let settings = ModelSettings {
             model: self.model.clone(),
             base_url: self.base_url.clone(),
@@ -215,6 +236,11 @@ impl ModelArgs {
             max_tokens: Some(self.max_tokens),
             options: self.llm_options.clone(),
             timeout: Some(Duration::from_secs(self.llm_timeout)),
+            reasoning_echo: if self.no_reasoning_echo {
+                ReasoningEcho::Drop
+            } else {
+                ReasoningEcho::Send
+            },
         };
         Ok(OpenAiClient::from_settings(settings)?)
     }

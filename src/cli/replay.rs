@@ -12,7 +12,7 @@ use react_docstore::output::{self, Destinations};
 use react_docstore::replay::{self, Output, ReplayConfig, ToolsOnly};
 use react_docstore::{ActionGrammar, Profile, Run};
 
-use super::options::{DocstoreArgs, ToolArgs};
+use super::options::{DocstoreArgs, ToolArgs, shown_reasoning};
 
 #[derive(clap::Args)]
 pub struct ReplayArgs {
@@ -29,6 +29,9 @@ pub struct ReplayArgs {
     /// Print each run as a JSON line, then a summary line.
     #[arg(long)]
     json: bool,
+    /// Print the model's reasoning whole in the trace (by default one dimmed line, cut short).
+    #[arg(long)]
+    show_reasoning: bool,
     /// Where steps without a recorded observation are observed.
     #[command(flatten)]
     docstore: ReplayDocstoreArgs,
@@ -120,7 +123,9 @@ pub async fn run(args: ReplayArgs) -> anyhow::Result<ExitCode> {
             None => Some(Box::new(ToolsOnly::new(toolbox.clone()))),
         }
     };
-    let mut trace = TracePrinter::stderr().flushed(flush);
+    let mut trace = TracePrinter::stderr()
+        .flushed(flush)
+        .showing_reasoning(shown_reasoning(args.show_reasoning));
     let summary = match flush {
         // Nobody sees the order of the two streams: stdout too is written in large blocks.
         Flush::WhenFull => {

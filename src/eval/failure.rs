@@ -89,6 +89,14 @@ impl FailureClass {
             }
             LlmError::ToolsRejected { url, status, .. } => (model(url), FailureKind::Status(status.as_u16())),
             LlmError::NoToolCalling { .. } => (FailureOrigin::Recording, FailureKind::NoCompletion),
+            // The agent's verdict on a reply (it ends the run with `max_tokens`, not an error):
+            // the token cap is too low for the model's thinking.
+            LlmError::CutInThinking { .. } => (
+                FailureOrigin::Model {
+                    server: String::new(),
+                },
+                FailureKind::Config,
+            ),
         };
         FailureClass { origin, kind }
     }

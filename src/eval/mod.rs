@@ -586,7 +586,7 @@ pub async fn evaluate(
                         plan.stamp(&mut run);
                     }
                     run.evaluation = Some(Box::new(settings.clone()));
-                    if run.error.is_some() {
+                    if run.stopped == Some(Stopped::Error) {
                         let transient = failure.as_ref().is_some_and(|failure| failure.kind.is_transient());
                         run.error_kind = Some(if transient { RunErrorKind::Transient } else { RunErrorKind::Lasting });
                     }

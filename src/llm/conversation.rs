@@ -10,7 +10,7 @@
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
-use super::{CallPurpose, TokenUsage};
+use super::{CallPurpose, ReasoningFields, TokenUsage};
 
 /// One function offered to the model: OpenAI's `tools[].function`.
 #[derive(Debug, Clone, PartialEq, Serialize)]
@@ -26,10 +26,12 @@ pub struct FunctionSpec {
 pub enum Message {
     System(String),
     User(String),
-    /// An assistant reply echoed back, its calls under the ids the tool messages answer.
+    /// An assistant reply echoed back, its calls under the ids the tool messages answer, and the
+    /// reasoning fields it came with (sent back unless `--no-reasoning-echo`).
     Assistant {
         content: String,
         calls: Vec<SentCall>,
+        reasoning: ReasoningFields,
     },
     /// The observation answering one call.
     Tool {
@@ -64,9 +66,31 @@ pub struct ReplyMessage {
     /// The reply's text; `null` when the server sent none (as beside tool calls).
     #[serde(default)]
     pub content: Option<String>,
+    /// The reasoning fields it came with, if any (a `<think>` block stays in `content`).
+    #[serde(flatten)]
+    pub reasoning: ReasoningFields,
     /// The tool calls, in the order sent; empty when there were none.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub tool_calls: Vec<WireCall>,
+}
+
+impl ReplyMessage {
+    /// The thinking the reply came with: its reasoning field's, then a leading `<think>` block's.
+    pub fn reasoning_text(&self) -> Option<String> {
+        let split = super::reasoning::split_think(self.content.as_deref().unwrap_or(""));
+        super::reasoning::combine(self.reasoning.text(), split.reasoning)
+    }
+
+    /// The reply's text after any leading `<think>` block: what the agent reads.
+    pub fn text(&self) -> &str {
+        super::reasoning::split_think(self.content.as_deref().unwrap_or("")).rest
+    }
+
+    /// Whether the token cap cut the reply inside its thinking: reasoning, and neither text nor
+    /// calls after it.
+    pub fn is_cut(&self) -> bool {
+        self.tool_calls.is_empty() && super::reasoning::is_cut(self.text(), self.reasoning_text().as_deref())
+    }
 }
 
 /// One tool call as the server sent it.

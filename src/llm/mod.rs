@@ -6,10 +6,12 @@
 pub mod cache;
 mod conversation;
 pub mod openai;
+pub mod reasoning;
 mod replay;
 
 pub use conversation::{ConverseRequest, FunctionSpec, Message, Reply, ReplyMessage, SentCall, WireCall};
 pub use openai::{Api, ApiKey, ModelConfigError, ModelSettings, OpenAiClient, OpenAiConfig};
+pub use reasoning::ReasoningFields;
 pub use replay::ReplayLlm;
 
 use futures::future::BoxFuture;
@@ -62,13 +64,19 @@ pub struct SampleRequest<'a> {
 #[derive(Debug, Clone, PartialEq, Eq, Default)]
 pub struct Samples {
     pub texts: Vec<String>,
+    /// The reasoning of each of `texts`, in the same order (none where it had none; missing
+    /// entries are none).
+    pub reasoning: Vec<Option<String>>,
     pub usage: Option<TokenUsage>,
 }
 
 /// What the model wrote, and what it cost when the server says.
 #[derive(Debug, Clone, PartialEq, Eq, Default)]
 pub struct Completion {
+    /// The text after any reasoning, which the agent reads.
     pub text: String,
+    /// The model's thinking before it ([`reasoning`]), when it sent any.
+    pub reasoning: Option<String>,
     pub usage: Option<TokenUsage>,
 }
 
@@ -76,6 +84,8 @@ pub struct Completion {
 pub struct TokenUsage {
     pub prompt_tokens: u64,
     pub completion_tokens: u64,
+    /// Of `completion_tokens`, those spent thinking (`usage.completion_tokens_details`).
+    pub reasoning_tokens: u64,
 }
 
 /// A language model. Shared by every question of an evaluation, so it takes `&self`.
@@ -104,6 +114,7 @@ pub trait Llm: Send + Sync {
                 .await?;
             Ok(Samples {
                 texts: vec![completion.text],
+                reasoning: vec![completion.reasoning],
                 usage: completion.usage,
             })
         })
@@ -244,6 +255,13 @@ pub enum LlmError {
         status: reqwest::StatusCode,
         message: String,
     },
+    /// The reply was only reasoning: the token cap cut it inside its thinking
+    /// ([`reasoning::is_cut`]). The run stops with `max_tokens`.
+    #[error(
+        "the model's reply holds only its reasoning and no answer: {} cut it inside its thinking; raise `--max-tokens`, or turn thinking off (`--llm-option chat_template_kwargs='{{\"enable_thinking\":false}}'`) or down (`--llm-option reasoning_effort=low`)",
+        reasoning::describe_cap(*max_tokens)
+    )]
+    CutInThinking { max_tokens: Option<u32> },
     /// The model has no tool-calling turn (a recording of a text run, a user's own `Llm`).
     #[error("the model `{model}` cannot call functions: `--api tools` needs an OpenAI-compatible server")]
     NoToolCalling { model: String },

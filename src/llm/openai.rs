@@ -21,6 +21,7 @@
 
 mod wire;
 
+pub use wire::ReasoningEcho;
 /// A conversation message as the chat API sends it (`role`, `content`, `tool_calls`,
 /// `tool_call_id`): what `export` writes for fine-tuning, the same JSON.
 pub use wire::message as wire_message;
@@ -148,6 +149,8 @@ pub struct OpenAiConfig {
     pub retry: RetryPolicy,
     /// A larger response body (by its `Content-Length` or as it streams in) is an error.
     pub max_response_bytes: usize,
+    /// Whether an assistant turn of `--api tools` goes back with its reasoning.
+    pub reasoning_echo: ReasoningEcho,
 }
 
 impl OpenAiConfig {
@@ -164,6 +167,7 @@ impl OpenAiConfig {
             timeout: DEFAULT_TIMEOUT,
             retry: DEFAULT_RETRY,
             max_response_bytes: DEFAULT_MAX_RESPONSE_BYTES,
+            reasoning_echo: ReasoningEcho::Send,
         }
     }
 }
@@ -180,6 +184,8 @@ pub struct ModelSettings {
     /// `key=value` pairs; the value is read as JSON when it parses, else as a string.
     pub options: Vec<String>,
     pub timeout: Option<Duration>,
+    /// `--no-reasoning-echo` gives [`ReasoningEcho::Drop`].
+    pub reasoning_echo: ReasoningEcho,
 }
 
 const HOW_TO_CONFIGURE: &str = "configure one of:
@@ -241,6 +247,7 @@ impl ModelSettings {
         if let Some(timeout) = self.timeout {
             config.timeout = timeout;
         }
+        config.reasoning_echo = self.reasoning_echo;
         Ok(config)
     }
 }
@@ -430,7 +437,11 @@ impl OpenAiClient {
     /// free to call any of them (`tool_choice: auto`).
     fn converse_body(&self, request: &ConverseRequest<'_>) -> Value {
         let mut body = wire::object([("model", json!(self.config.model))]);
-        let messages: Vec<Value> = request.messages.iter().map(wire::message).collect();
+        let messages: Vec<Value> = request
+            .messages
+            .iter()
+            .map(|message| wire::message(message, self.config.reasoning_echo))
+            .collect();
         body.insert("messages".to_owned(), Value::Array(messages));
         let tools: Vec<Value> = request
             .functions
@@ -672,6 +683,10 @@ impl OpenAiClient {
         let usage = response.usage.map(|usage| TokenUsage {
             prompt_tokens: usage.prompt_tokens.unwrap_or(0),
             completion_tokens: usage.completion_tokens.unwrap_or(0),
+            reasoning_tokens: usage
+                .completion_tokens_details
+                .and_then(|details| details.reasoning_tokens)
+                .unwrap_or(0),
         });
         Ok((response.choices, usage))
     }
@@ -707,17 +722,16 @@ impl OpenAiClient {
                 url: display_url(&self.url),
             });
         }
-        let texts = choices
+        let (texts, reasoning) = choices
             .into_iter()
             .take(request.n.max(1))
-            .map(|choice| {
-                let mut text = choice.into_text();
-                text.truncate(stop_index(&text, request.stop));
-                cap_completion(&mut text);
-                text
-            })
-            .collect();
-        Ok(Samples { texts, usage })
+            .map(|choice| read_choice(choice, request.stop))
+            .unzip();
+        Ok(Samples {
+            texts,
+            reasoning,
+            usage,
+        })
     }
 
     async fn complete_request(&self, request: LlmRequest<'_>) -> Result<Completion, LlmError> {
@@ -730,10 +744,12 @@ impl OpenAiClient {
         {
             tracing::debug!("the completion hit the max-tokens cap");
         }
-        let mut text = choice.into_text();
-        text.truncate(stop_index(&text, request.stop));
-        cap_completion(&mut text);
-        Ok(Completion { text, usage })
+        let (text, reasoning) = read_choice(choice, request.stop);
+        Ok(Completion {
+            text,
+            reasoning,
+            usage,
+        })
     }
 
     async fn converse_request(&self, request: ConverseRequest<'_>) -> Result<Reply, LlmError> {
@@ -745,6 +761,7 @@ impl OpenAiClient {
         if let Some(content) = &mut message.content {
             cap_completion(content);
         }
+        message.reasoning.cap();
         if message.tool_calls.len() > MAX_CALLS_PER_REPLY {
             tracing::warn!(
                 "the model made {} calls in one reply; keeping the first {MAX_CALLS_PER_REPLY}",
@@ -851,6 +868,19 @@ fn recordable_options(options: &Map<String, Value>) -> Map<String, Value> {
             (name.clone(), value)
         })
         .collect()
+}
+
+/// A text choice's completion and reasoning: the text after the reasoning, cut at the stop
+/// sequences (a stop sequence met while thinking cuts nothing) and capped like any completion;
+/// the reasoning capped at [`super::reasoning::MAX_REASONING_BYTES`].
+fn read_choice(choice: wire::Choice, stop: &[String]) -> (String, Option<String>) {
+    let (mut text, mut reasoning) = choice.into_text();
+    text.truncate(stop_index(&text, stop));
+    cap_completion(&mut text);
+    if let Some(reasoning) = &mut reasoning {
+        super::reasoning::cap_reasoning(reasoning);
+    }
+    (text, reasoning)
 }
 
 /// Cuts a completion (or a reply's text) to [`MAX_COMPLETION_BYTES`], with a warning.

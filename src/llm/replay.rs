@@ -6,7 +6,8 @@ use std::sync::Mutex;
 use futures::future::BoxFuture;
 
 use super::{
-    Api, Completion, ConverseRequest, Llm, LlmError, LlmRequest, Reply, ReplyMessage, SampleRequest, Samples,
+    Api, Completion, ConverseRequest, Generation, Llm, LlmError, LlmRequest, Reply, ReplyMessage,
+    SampleRequest, Samples,
 };
 
 /// Serves `completions[step - 1][k]` (or `replies[step - 1][k]`) for the `k`-th call of a step,
@@ -23,6 +24,12 @@ pub struct ReplayLlm {
     samples: Vec<Vec<String>>,
     /// How many sampling requests have been served.
     sample_requests: Mutex<usize>,
+    /// Each step's recorded reasoning, served with the step's first completion.
+    reasoning: Vec<Option<String>>,
+    /// The recorded reasoning of each sampling request's completions.
+    sample_reasoning: Vec<Vec<Option<String>>>,
+    /// The generation settings the recording was made with, when it says.
+    generation: Option<Generation>,
 }
 
 impl ReplayLlm {
@@ -37,6 +44,9 @@ impl ReplayLlm {
             calls,
             samples: Vec::new(),
             sample_requests: Mutex::new(0),
+            reasoning: Vec::new(),
+            sample_reasoning: Vec::new(),
+            generation: None,
         }
     }
 
@@ -52,6 +62,9 @@ impl ReplayLlm {
             calls,
             samples: Vec::new(),
             sample_requests: Mutex::new(0),
+            reasoning: Vec::new(),
+            sample_reasoning: Vec::new(),
+            generation: None,
         }
     }
 
@@ -59,6 +72,27 @@ impl ReplayLlm {
     /// request's worth per [`Llm::sample`] call, in order, whatever the prompt and `n` say.
     pub fn with_samples(mut self, samples: Vec<Vec<String>>) -> ReplayLlm {
         self.samples = samples;
+        self
+    }
+
+    /// Adds each step's recorded reasoning (a text run's), served with the step's first
+    /// completion: a step whose calls both reasoned recorded them joined, and replays so.
+    pub fn with_reasoning(mut self, reasoning: Vec<Option<String>>) -> ReplayLlm {
+        self.reasoning = reasoning;
+        self
+    }
+
+    /// Adds the recorded reasoning of each sampling request's completions, in the order of
+    /// [`ReplayLlm::with_samples`].
+    pub fn with_sample_reasoning(mut self, reasoning: Vec<Vec<Option<String>>>) -> ReplayLlm {
+        self.sample_reasoning = reasoning;
+        self
+    }
+
+    /// Says which generation settings the recording was made with (an evaluation's), so that
+    /// a reply cut inside its thinking names its `--max-tokens`.
+    pub fn with_generation(mut self, generation: Option<Generation>) -> ReplayLlm {
+        self.generation = generation;
         self
     }
 
@@ -70,8 +104,8 @@ impl ReplayLlm {
         self
     }
 
-    /// The `k`-th recorded answer of `step`, counting this call.
-    fn next<'r, T>(&self, recorded: &'r [Vec<T>], step: usize) -> Result<&'r T, LlmError> {
+    /// The `k`-th recorded answer of `step`, counting this call, and `k` (from 0).
+    fn next<'r, T>(&self, recorded: &'r [Vec<T>], step: usize) -> Result<(usize, &'r T), LlmError> {
         let step_idx = step.saturating_sub(1);
         let mut calls = self.calls.lock().unwrap_or_else(|poisoned| poisoned.into_inner());
         match (recorded.get(step_idx), calls.get_mut(step_idx)) {
@@ -80,6 +114,7 @@ impl ReplayLlm {
                 *n_calls += 1;
                 answers
                     .get(call)
+                    .map(|answer| (call, answer))
                     .ok_or(LlmError::ReplayExhausted { step, call: call + 1 })
             }
             _ => Err(LlmError::ReplayExhausted { step, call: 1 }),
@@ -89,10 +124,20 @@ impl ReplayLlm {
 
 impl Llm for ReplayLlm {
     fn complete<'a>(&'a self, request: LlmRequest<'a>) -> BoxFuture<'a, Result<Completion, LlmError>> {
-        let result = self.next(&self.completions, request.step).map(|text| Completion {
-            text: text.clone(),
-            usage: None,
-        });
+        let result = self
+            .next(&self.completions, request.step)
+            .map(|(call, text)| Completion {
+                text: text.clone(),
+                reasoning: match call {
+                    0 => self
+                        .reasoning
+                        .get(request.step.saturating_sub(1))
+                        .cloned()
+                        .flatten(),
+                    _ => None,
+                },
+                usage: None,
+            });
         Box::pin(async move { result })
     }
 
@@ -105,6 +150,11 @@ impl Llm for ReplayLlm {
         let result = match self.samples.get(*served - 1) {
             Some(texts) => Ok(Samples {
                 texts: texts.iter().take(request.n).cloned().collect(),
+                reasoning: self
+                    .sample_reasoning
+                    .get(*served - 1)
+                    .map(|reasoning| reasoning.iter().take(request.n).cloned().collect())
+                    .unwrap_or_default(),
                 usage: None,
             }),
             None => Err(LlmError::ReplaySamplesExhausted { request: *served }),
@@ -113,7 +163,7 @@ impl Llm for ReplayLlm {
     }
 
     fn converse<'a>(&'a self, request: ConverseRequest<'a>) -> BoxFuture<'a, Result<Reply, LlmError>> {
-        let result = self.next(&self.replies, request.step).map(|message| Reply {
+        let result = self.next(&self.replies, request.step).map(|(_, message)| Reply {
             message: message.clone(),
             usage: None,
         });
@@ -126,5 +176,9 @@ impl Llm for ReplayLlm {
 
     fn api(&self) -> Option<Api> {
         self.api
+    }
+
+    fn generation(&self) -> Option<Generation> {
+        self.generation.clone()
     }
 }

@@ -118,6 +118,9 @@ pub struct Run {
     /// of `reflections` was read from it.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub reflection: Option<String>,
+    /// The thinking the model sent before that reply, when it sent any (run format v2).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub reflection_reasoning: Option<String>,
     /// The shard of the evaluation this run was (`eval --shard I/N`): its part of the selected
     /// questions and the question's place in the whole selection. Absent when unsharded.
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -199,6 +202,11 @@ pub struct RunStep {
     /// Absent on the step that finished the run.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub observation: Option<String>,
+    /// The thinking the model sent before its text in this step's calls (a `reasoning` or
+    /// `reasoning_content` field, or a leading `<think>` block), blank-line separated when two
+    /// calls had some; never part of a prompt. Absent when there was none (run format v2).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub reasoning: Option<String>,
 }
 
 /// One sampled completion and the answer read from it.
@@ -213,6 +221,9 @@ pub struct Sample {
     /// request 1; a server that ignores `n` gives each its own.
     #[serde(default = "first_request")]
     pub request: usize,
+    /// The thinking the model sent before `completion`, when it sent any (run format v2).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub reasoning: Option<String>,
 }
 
 fn first_request() -> usize {
@@ -385,9 +396,20 @@ pub enum Stopped {
     RepeatedAction,
     /// The model or a fetch failed after retries.
     Error,
+    /// A reply was only reasoning: the token cap (`--max-tokens`) cut it inside its thinking.
+    MaxTokens,
 }
 
 impl Stopped {
+    /// How a run that failed with `error` stopped: `max_tokens` when the token cap cut a reply
+    /// inside its thinking, else `error`.
+    pub fn on_error(error: &(dyn std::error::Error + 'static)) -> Stopped {
+        match error.downcast_ref::<crate::llm::LlmError>() {
+            Some(crate::llm::LlmError::CutInThinking { .. }) => Stopped::MaxTokens,
+            _ => Stopped::Error,
+        }
+    }
+
     pub fn as_str(self) -> &'static str {
         match self {
             Stopped::Finish => "finish",
@@ -395,6 +417,7 @@ impl Stopped {
             Stopped::MaxSteps => "max_steps",
             Stopped::RepeatedAction => "repeated_action",
             Stopped::Error => "error",
+            Stopped::MaxTokens => "max_tokens",
         }
     }
 }
@@ -412,7 +435,7 @@ pub enum RunErrorKind {
 }
 
 /// What a run cost.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
+#[derive(Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
 pub struct Usage {
     #[serde(default)]
     pub llm_calls: u64,
@@ -424,6 +447,30 @@ pub struct Usage {
     pub completion_tokens: u64,
     #[serde(default)]
     pub invalid_actions: u64,
+    /// Of `completion_tokens`, those the model spent thinking, when the server says.
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub reasoning_tokens: u64,
+}
+
+fn is_zero(count: &u64) -> bool {
+    *count == 0
+}
+
+/// As the run file writes it: `reasoning_tokens` only when some were counted.
+impl std::fmt::Debug for Usage {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let mut usage = f.debug_struct("Usage");
+        usage
+            .field("llm_calls", &self.llm_calls)
+            .field("fallback_calls", &self.fallback_calls)
+            .field("prompt_tokens", &self.prompt_tokens)
+            .field("completion_tokens", &self.completion_tokens)
+            .field("invalid_actions", &self.invalid_actions);
+        if self.reasoning_tokens > 0 {
+            usage.field("reasoning_tokens", &self.reasoning_tokens);
+        }
+        usage.finish()
+    }
 }
 
 impl Usage {
@@ -438,6 +485,7 @@ impl Usage {
         if let Some(tokens) = tokens {
             self.prompt_tokens += tokens.prompt_tokens;
             self.completion_tokens += tokens.completion_tokens;
+            self.reasoning_tokens += tokens.reasoning_tokens;
         }
     }
 
@@ -447,6 +495,7 @@ impl Usage {
         self.prompt_tokens += other.prompt_tokens;
         self.completion_tokens += other.completion_tokens;
         self.invalid_actions += other.invalid_actions;
+        self.reasoning_tokens += other.reasoning_tokens;
     }
 }
 
@@ -515,6 +564,7 @@ impl Run {
             reflections: Vec::new(),
             last_trial: None,
             reflection: None,
+            reflection_reasoning: None,
             shard: None,
             evaluation: None,
             answer: None,
@@ -576,6 +626,20 @@ impl Run {
         self.steps.iter().map(|step| step.replies.clone()).collect()
     }
 
+    /// The recorded reasoning of each step, for a [`crate::llm::ReplayLlm::with_reasoning`].
+    pub fn step_reasoning(&self) -> Vec<Option<String>> {
+        self.steps.iter().map(|step| step.reasoning.clone()).collect()
+    }
+
+    /// Whether any step, sample or reflection recorded reasoning: such a run is written as
+    /// [`RUN_FORMAT_V2`], which a build that reads only v1 would not silently drop it from.
+    pub fn has_reasoning(&self) -> bool {
+        self.steps.iter().any(|step| step.reasoning.is_some())
+            || self.samples.iter().any(|sample| sample.reasoning.is_some())
+            || self.reflection_reasoning.is_some()
+            || self.stopped == Some(Stopped::MaxTokens)
+    }
+
     /// The recorded completions of each sampling request, in order, for a
     /// [`crate::llm::ReplayLlm::with_samples`].
     pub fn sample_requests(&self) -> Vec<Vec<String>> {
@@ -603,6 +667,15 @@ impl Run {
             (None, None, Some(_)) => Stopped::Finish,
             (None, None, None) => Stopped::MaxSteps,
         }
+    }
+
+    /// The recorded reasoning of each sampling request's completions, in the order of
+    /// [`Run::sample_requests`], for a [`crate::llm::ReplayLlm::with_sample_reasoning`].
+    pub fn sample_reasoning(&self) -> Vec<Vec<Option<String>>> {
+        self.samples
+            .chunk_by(|a, b| a.request == b.request)
+            .map(|group| group.iter().map(|sample| sample.reasoning.clone()).collect())
+            .collect()
     }
 
     /// The method that answered: `react` when the run does not say.

@@ -290,7 +290,7 @@ impl Solver {
         };
         let run = &mut episode.run;
         run.task = Some(self.task);
-        if self.method != Method::React {
+        if self.method != Method::React || run.has_reasoning() {
             run.format = RUN_FORMAT_V2.to_owned();
             run.method = Some(self.method);
         }
@@ -370,14 +370,16 @@ impl Solver {
         // invariant: react has loop examples and cot answer examples (`phase_formats`), and only they reflect
         let fewshot = fewshot.expect("a method that reflects has its examples");
         let mut reply = None;
+        let mut reflection_reasoning = None;
         let mut usage = crate::record::run::Usage::default();
         if let Some(previous) =
             previous.filter(|previous| strategy.asks_reflection() && previous.stopped != Some(Stopped::Error))
         {
             match reflexion::ask_reflection(llm, previous, frame).await {
-                Ok((text, tokens)) => {
-                    usage.count_call(tokens);
-                    reply = Some(text);
+                Ok(completion) => {
+                    usage.count(&completion);
+                    reply = Some(completion.text);
+                    reflection_reasoning = completion.reasoning;
                 }
                 Err(error) => {
                     // The trial ends in an error and carries the memory it was given forward
@@ -393,7 +395,7 @@ impl Solver {
                     run.reflect = Some(strategy);
                     run.reflections = memory.reflections;
                     run.last_trial = memory.last_trial;
-                    run.stopped = Some(Stopped::Error);
+                    run.stopped = Some(Stopped::on_error(&error));
                     run.error = Some(format!(
                         "the reflection call failed: {}",
                         crate::agent::error_chain(&error)
@@ -422,6 +424,7 @@ impl Solver {
         run.reflections = memory.reflections;
         run.last_trial = memory.last_trial;
         run.reflection = reply;
+        run.reflection_reasoning = reflection_reasoning;
         episode
     }
 
@@ -541,12 +544,23 @@ impl Solver {
         let mut reason = None;
         loop {
             let count = batch.min(wanted - run.samples.len());
-            let (completions, error) = asking.ask(llm, count).await;
+            let (completions, mut error) = asking.ask(llm, count).await;
             let came = completions.len();
-            for (completion, request) in completions {
+            for (completion, request, reasoning) in completions {
+                if error.is_none() {
+                    // A sample cut inside its thinking ends the run: the cap is too low for the model.
+                    error = crate::llm::reasoning::check_cut(llm, &completion, reasoning.as_deref()).err();
+                }
                 let read = read_completion(&completion, prompt.format(), kind);
+                let index = (sampling == Sampling::SelfConsistent).then_some(run.samples.len() + 1);
+                if let Some(reasoning) = &reasoning {
+                    on_event(StepEvent::Reasoned {
+                        number: index,
+                        reasoning,
+                    });
+                }
                 on_event(StepEvent::Sampled {
-                    index: (sampling == Sampling::SelfConsistent).then_some(run.samples.len() + 1),
+                    index,
                     thought: read.thought.as_deref(),
                     answer: read.answer.as_deref(),
                 });
@@ -554,6 +568,7 @@ impl Solver {
                     completion,
                     answer: read.answer,
                     request,
+                    reasoning,
                 });
             }
             if error.is_some() {
@@ -693,6 +708,9 @@ enum Sampling {
 }
 
 /// The requests of one sampling phase: what each asks besides `n`, and what they cost.
+/// A sampled completion, the 1-based request it came from, and its reasoning.
+type Sampled = (String, usize, Option<String>);
+
 struct Asking<'a> {
     prompt: &'a str,
     stop: &'a [String],
@@ -706,8 +724,8 @@ impl Asking<'_> {
     /// `count` completions, each with the 1-based request it came from: one request for all,
     /// then, where the server sent fewer, the rest concurrently in requests of the size it did
     /// send, until they are all there or a round brings none; and the first failure.
-    async fn ask(&mut self, llm: &dyn Llm, count: usize) -> (Vec<(String, usize)>, Option<LlmError>) {
-        let mut completions: Vec<(String, usize)> = Vec::new();
+    async fn ask(&mut self, llm: &dyn Llm, count: usize) -> (Vec<Sampled>, Option<LlmError>) {
+        let mut completions: Vec<Sampled> = Vec::new();
         let mut failure: Option<LlmError> = None;
         let first = llm.sample(self.request(count)).await;
         self.take(first, count, &mut completions, &mut failure);
@@ -745,7 +763,7 @@ impl Asking<'_> {
         &mut self,
         reply: Result<Samples, LlmError>,
         count: usize,
-        completions: &mut Vec<(String, usize)>,
+        completions: &mut Vec<Sampled>,
         failure: &mut Option<LlmError>,
     ) {
         self.n_requests += 1;
@@ -754,7 +772,14 @@ impl Asking<'_> {
                 self.usage.count_call(samples.usage);
                 let room = count.saturating_sub(completions.len());
                 let request = self.n_requests;
-                completions.extend(samples.texts.into_iter().take(room).map(|text| (text, request)));
+                let mut reasoning = samples.reasoning.into_iter();
+                completions.extend(
+                    samples
+                        .texts
+                        .into_iter()
+                        .take(room)
+                        .map(|text| (text, request, reasoning.next().flatten())),
+                );
             }
             Err(error) => {
                 failure.get_or_insert(error);
@@ -846,6 +871,6 @@ fn check_sc_stop(method: Method, stop: &ScStop) -> Result<(), SolverError> {
 }
 
 fn fail(run: &mut Run, error: &(dyn std::error::Error + 'static)) {
-    run.stopped = Some(Stopped::Error);
+    run.stopped = Some(Stopped::on_error(error));
     run.error = Some(crate::agent::error_chain(error));
 }

@@ -10,7 +10,7 @@
 
 use crate::agent::fewshot::{Fewshot, Format};
 use crate::agent::prompt::Prompt;
-use crate::llm::{CallPurpose, Llm, LlmError, LlmRequest, TokenUsage};
+use crate::llm::{CallPurpose, Completion, Llm, LlmError, LlmRequest};
 use crate::method::Reflect;
 use crate::profile::Profile;
 use crate::record::run::{Run, Stopped};
@@ -299,12 +299,9 @@ pub fn read_reflection(reply: &str, profile: Profile) -> String {
     }
 }
 
-/// The model's reflection on the failed `run`: the reply as it came, and its cost.
-pub async fn ask_reflection(
-    llm: &dyn Llm,
-    run: &Run,
-    frame: Frame,
-) -> Result<(String, Option<TokenUsage>), LlmError> {
+/// The model's reflection on the failed `run`: the reply as it came (its text and its
+/// reasoning), and its cost; a reply cut inside its thinking is [`LlmError::CutInThinking`].
+pub async fn ask_reflection(llm: &dyn Llm, run: &Run, frame: Frame) -> Result<Completion, LlmError> {
     let prompt = reflection_prompt(run, frame);
     let completion = llm
         .complete(LlmRequest {
@@ -314,7 +311,8 @@ pub async fn ask_reflection(
             purpose: CallPurpose::Reflect,
         })
         .await?;
-    Ok((completion.text, completion.usage))
+    crate::llm::reasoning::check_cut(llm, &completion.text, completion.reasoning.as_deref())?;
+    Ok(completion)
 }
 
 /// What the next trial of a question shows, from its previous trial: nothing new after an
@@ -380,6 +378,7 @@ mod tests {
                 observation: Some(
                     "Arthur's Magazine (1844–1846) was an American literary periodical.".into(),
                 ),
+                reasoning: None,
             },
             RunStep {
                 n: 2,
@@ -388,6 +387,7 @@ mod tests {
                 thought: Some("So it was First for Women.".into()),
                 action: Some("Finish[First for Women]".into()),
                 observation: None,
+                reasoning: None,
             },
         ];
         run.answer = Some("First for Women".into());

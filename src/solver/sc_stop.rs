@@ -93,6 +93,7 @@ mod tests {
                 completion: String::new(),
                 answer: answer.map(str::to_owned),
                 request: 1,
+                reasoning: None,
             })
             .collect()
     }
@@ -285,6 +286,7 @@ mod tests {
                 completion: String::new(),
                 answer: answer.clone(),
                 request: 1,
+                reasoning: None,
             })
             .collect();
         let mut asked = 0;

@@ -72,6 +72,7 @@ mod tests {
                 completion: String::new(),
                 answer: answer.map(str::to_owned),
                 request: 1,
+                reasoning: None,
             })
             .collect()
     }

@@ -64,6 +64,8 @@ pub enum Speaker {
 pub struct Turn {
     pub speaker: Speaker,
     pub text: String,
+    /// The model's thinking before a model turn, when it sent any (`export --reasoning keep`).
+    pub reasoning: Option<String>,
 }
 
 /// A `tools` run's conversation as the model saw it: every message of its last request and its
@@ -338,8 +340,10 @@ pub async fn rebuild(recorded: &Run) -> Result<Vec<Example>, RebuildError> {
     let replay = match recorded.api {
         Some(Api::Tools) => ReplayLlm::with_replies(model, recorded.replies()),
         api => ReplayLlm::new(model, recorded.completions())
+            .with_reasoning(recorded.step_reasoning())
             .recorded_api(api)
-            .with_samples(recorded.sample_requests()),
+            .with_samples(recorded.sample_requests())
+            .with_sample_reasoning(recorded.sample_reasoning()),
     };
     let llm = Captured {
         llm: replay,
@@ -515,7 +519,7 @@ fn step_turns(
         if !text[at..].starts_with(whole.text()) || !whole.text().starts_with(model.text()) {
             return Err(differs(&format!("step {} is not the scratchpad's", step.n)));
         }
-        turns.push(turn(Speaker::Model, model.text()));
+        turns.push(model_turn(model.text(), step.reasoning.as_ref()));
         if whole.text().len() > model.text().len() {
             turns.push(turn(Speaker::Input, &whole.text()[model.text().len()..]));
         }
@@ -531,6 +535,15 @@ fn turn(speaker: Speaker, text: &str) -> Turn {
     Turn {
         speaker,
         text: text.strip_suffix('\n').unwrap_or(text).to_owned(),
+        reasoning: None,
+    }
+}
+
+/// A model turn, with the thinking before it.
+fn model_turn(text: &str, reasoning: Option<&String>) -> Turn {
+    Turn {
+        reasoning: reasoning.cloned(),
+        ..turn(Speaker::Model, text)
     }
 }
 
@@ -559,7 +572,7 @@ fn sample_examples(
             instruction: instruction_of(prompt.text()),
             turns: vec![
                 turn(Speaker::Input, question_line),
-                turn(Speaker::Model, &written),
+                model_turn(&written, sample.reasoning.as_ref()),
             ],
             conversation: None,
             finished: sample.answer.is_some(),

@@ -464,9 +464,11 @@ impl Llm for ScriptedLlm {
                 })?;
             Ok(Completion {
                 text: text.clone(),
+                reasoning: None,
                 usage: Some(react_docstore::llm::TokenUsage {
                     prompt_tokens: request.prompt.len() as u64 / 4,
                     completion_tokens: text.len() as u64 / 4,
+                    reasoning_tokens: 0,
                 }),
             })
         })
@@ -1597,7 +1599,11 @@ impl Llm for SearchingLlm {
                 ),
                 step => format!(" Done.\nAction {step}: Finish[yes]"),
             };
-            Ok(Completion { text, usage: None })
+            Ok(Completion {
+                text,
+                reasoning: None,
+                usage: None,
+            })
         })
     }
 

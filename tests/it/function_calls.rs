@@ -864,6 +864,7 @@ async fn a_hostile_reply_is_kept_within_bounds() {
     let read = functions().read_reply(
         &react_docstore::llm::ReplyMessage {
             content: None,
+            reasoning: Default::default(),
             tool_calls: message.tool_calls,
         },
         1,

@@ -159,9 +159,11 @@ async fn chat_request_carries_model_messages_stop_temperature_and_reads_usage() 
         completion,
         Completion {
             text: "Thought: This is a simple arithmetic problem. I can use the calculator tool to solve it.\nAction: calculator\nAction Input: 5 + 3".to_owned(),
+            reasoning: None,
             usage: Some(TokenUsage {
                 prompt_tokens: 229,
-                completion_tokens: 35
+                completion_tokens: 35,
+                reasoning_tokens: 0,
             }),
         }
     );
@@ -200,7 +202,8 @@ async fn completions_request_sends_the_prompt_as_text() {
         completion.usage,
         Some(TokenUsage {
             prompt_tokens: 5,
-            completion_tokens: 7
+            completion_tokens: 7,
+            reasoning_tokens: 0,
         })
     );
     assert_eq!(
@@ -355,6 +358,7 @@ async fn responses_are_read_leniently() {
         let usage = usage.map(|(prompt_tokens, completion_tokens)| TokenUsage {
             prompt_tokens,
             completion_tokens,
+            reasoning_tokens: 0,
         });
         assert_eq!(completion.usage, usage, "{body}");
     }

@@ -131,6 +131,7 @@ mod llm;
 mod mcp;
 mod path_forms;
 mod methods;
+mod reasoning;
 mod replay;
 mod replay_live;
 mod report;

@@ -52,7 +52,13 @@ impl Llm for ScriptedModel {
         self.prompts.lock().unwrap().push(request.prompt.to_owned());
         assert_eq!(request.purpose, CallPurpose::Step);
         let text = self.steps.get(request.step - 1).cloned().unwrap_or_default();
-        Box::pin(async move { Ok(Completion { text, usage: None }) })
+        Box::pin(async move {
+            Ok(Completion {
+                text,
+                reasoning: None,
+                usage: None,
+            })
+        })
     }
 
     fn sample<'a>(
@@ -61,7 +67,13 @@ impl Llm for ScriptedModel {
     ) -> futures::future::BoxFuture<'a, Result<Samples, LlmError>> {
         self.prompts.lock().unwrap().push(request.prompt.to_owned());
         let texts = self.samples.lock().unwrap().remove(0);
-        Box::pin(async move { Ok(Samples { texts, usage: None }) })
+        Box::pin(async move {
+            Ok(Samples {
+                texts,
+                reasoning: Vec::new(),
+                usage: None,
+            })
+        })
     }
 
     fn model(&self) -> &str {
@@ -895,6 +907,7 @@ impl Llm for OneChoiceModel {
             self.in_flight.fetch_sub(1, SeqCst);
             Ok(Samples {
                 texts: vec![" Let's think.\nAnswer: yes".to_owned()],
+                reasoning: Vec::new(),
                 usage: None,
             })
         })

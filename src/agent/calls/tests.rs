@@ -21,6 +21,7 @@ fn call(id: Option<&str>, name: &str, arguments: Value) -> WireCall {
 fn read(content: Option<&str>, calls: Vec<WireCall>) -> ReadReply {
     let message = ReplyMessage {
         content: content.map(str::to_owned),
+        reasoning: Default::default(),
         tool_calls: calls,
     };
     functions().read_reply(&message, 2, &mut HashSet::new())
@@ -118,6 +119,7 @@ fn missing_and_repeated_ids_are_made_unique() {
     let mut used = HashSet::from(["old".to_owned()]);
     let message = ReplyMessage {
         content: None,
+        reasoning: Default::default(),
         tool_calls: vec![
             call(None, "search", json!({"entity": "A"})),
             call(Some("same"), "search", json!({"entity": "B"})),

@@ -83,9 +83,17 @@ impl Agent<'_> {
                 thought: None,
                 action: None,
                 observation: None,
+                reasoning: None,
             };
             if pending.is_empty() {
-                match self.ask(step, &mut conversation, &mut run, &mut record).await {
+                let asked = self.ask(step, &mut conversation, &mut run, &mut record).await;
+                if let Some(reasoning) = &record.reasoning {
+                    on_event(StepEvent::Reasoned {
+                        number: Some(step),
+                        reasoning,
+                    });
+                }
+                match asked {
                     Err(error) => {
                         run.steps.push(record);
                         fail(&mut run, &error);
@@ -265,10 +273,16 @@ impl Agent<'_> {
             .functions
             .read_reply(&reply.message, step, &mut conversation.used_ids);
         conversation.messages.push(read.echo(&reply.message));
-        record
-            .completions
-            .push(reply.message.content.clone().unwrap_or_default());
+        let reasoning = reply.message.reasoning_text();
+        record.reasoning =
+            crate::llm::reasoning::join(record.reasoning.iter().chain(&reasoning).map(String::as_str));
+        record.completions.push(reply.message.text().to_owned());
+        let cut = reply.message.is_cut();
         record.replies.push(reply.message);
+        if cut {
+            let max_tokens = self.llm.generation().and_then(|generation| generation.max_tokens);
+            return Err(LlmError::CutInThinking { max_tokens });
+        }
         Ok(read)
     }
 }

@@ -321,8 +321,9 @@ struct RunData<'a> {
     error: Option<&'a str>,
     tokens: u64,
     calls: u64,
-    /// Each step as `[thought, action, observation]`, any of which may be `null`.
-    steps: Vec<[Option<&'a str>; 3]>,
+    /// Each step as `[thought, action, observation]`, any of which may be `null`, and the
+    /// model's reasoning fourth when it had any.
+    steps: Vec<Vec<Option<&'a str>>>,
     /// A CoT, Standard or CoT-SC phase's samples as `[completion, answer]` (answer `null` when
     /// the completion held none).
     #[serde(skip_serializing_if = "Vec::is_empty")]
@@ -348,7 +349,7 @@ struct AttemptData<'a> {
     answer: Option<&'a str>,
     em: u8,
     stop: &'static str,
-    steps: Vec<[Option<&'a str>; 3]>,
+    steps: Vec<Vec<Option<&'a str>>>,
     /// What the attempt's prompt showed of the failed trials before it.
     #[serde(skip_serializing_if = "Option::is_none")]
     last_trial: Option<&'a str>,
@@ -424,16 +425,20 @@ fn page_data<'a>(
     }
 }
 
-/// Each step as `[thought, action, observation]`.
-fn step_data(run: &crate::record::run::Run) -> Vec<[Option<&str>; 3]> {
+/// Each step as `[thought, action, observation]`, and its reasoning fourth when it had any.
+fn step_data(run: &crate::record::run::Run) -> Vec<Vec<Option<&str>>> {
     run.steps
         .iter()
         .map(|step| {
-            [
+            let mut data = vec![
                 step.thought.as_deref(),
                 step.action.as_deref(),
                 step.observation.as_deref(),
-            ]
+            ];
+            if let Some(reasoning) = &step.reasoning {
+                data.push(Some(reasoning.as_str()));
+            }
+            data
         })
         .collect()
 }

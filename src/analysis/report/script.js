@@ -241,6 +241,13 @@
         line.appendChild(text);
         box.appendChild(line);
       });
+      // The model's thinking before the step, folded: long, and not what it acted on.
+      if (typeof step[3] === 'string') {
+        var details = el('details', 'step reasoning');
+        details.appendChild(el('summary', 'label', 'Reasoning ' + n));
+        details.appendChild(el('div', 'text', step[3]));
+        box.appendChild(details);
+      }
     });
   }
 

@@ -6,6 +6,7 @@
 use serde::Deserialize;
 use serde_json::{Map, Value, json};
 
+use crate::llm::reasoning::{self, ReasoningFields};
 use crate::llm::{Message, ReplyMessage, WireCall};
 
 /// The instruction a chat model gets so that it continues the scratchpad instead of answering it.
@@ -33,6 +34,9 @@ pub struct Choice {
     /// `stop`, `length`, another server's own word, or null: only logged.
     #[serde(default)]
     pub finish_reason: Option<Value>,
+    /// `/completions` of a server whose reasoning parser runs there too.
+    #[serde(flatten)]
+    pub reasoning: ReasoningFields,
 }
 
 #[derive(Debug, Deserialize)]
@@ -49,6 +53,9 @@ pub struct ChatMessage {
     /// `tool_calls`.
     #[serde(default)]
     pub function_call: Option<Value>,
+    /// `reasoning` or `reasoning_content`, when the server parses the model's thinking apart.
+    #[serde(flatten)]
+    pub reasoning: ReasoningFields,
 }
 
 #[derive(Debug, Deserialize)]
@@ -57,6 +64,14 @@ pub struct WireUsage {
     pub prompt_tokens: Option<u64>,
     #[serde(default)]
     pub completion_tokens: Option<u64>,
+    #[serde(default)]
+    pub completion_tokens_details: Option<CompletionTokensDetails>,
+}
+
+#[derive(Debug, Deserialize)]
+pub struct CompletionTokensDetails {
+    #[serde(default)]
+    pub reasoning_tokens: Option<u64>,
 }
 
 /// An error body: `{"error": {"message": ..., "param": ...}}`.
@@ -74,13 +89,22 @@ pub struct ErrorDetail {
 }
 
 impl Choice {
-    /// The generated text, whichever API answered; empty when the server sent none.
-    pub fn into_text(self) -> String {
-        match (self.text, self.message) {
-            (Some(text), _) => text,
-            (None, Some(message)) => message.content.unwrap_or_default(),
-            (None, None) => String::new(),
-        }
+    /// The generated text after any reasoning, whichever API answered (empty when the server sent
+    /// none), and the reasoning: its field's, then a leading `<think>` block's.
+    pub fn into_text(self) -> (String, Option<String>) {
+        let (text, fields) = match (self.text, self.message) {
+            (Some(text), _) => (text, self.reasoning),
+            (None, Some(message)) => (message.content.unwrap_or_default(), message.reasoning),
+            (None, None) => (String::new(), self.reasoning),
+        };
+        let split = reasoning::split_think(&text);
+        let reasoning = reasoning::combine(fields.text(), split.reasoning);
+        let rest = if split.rest.len() == text.len() {
+            text
+        } else {
+            split.rest.to_owned()
+        };
+        (rest, reasoning)
     }
 }
 
@@ -92,6 +116,7 @@ impl Choice {
             // A `/completions`-shaped answer: text only.
             return ReplyMessage {
                 content: self.text,
+                reasoning: self.reasoning,
                 tool_calls: Vec::new(),
             };
         };
@@ -121,6 +146,7 @@ impl Choice {
         };
         ReplyMessage {
             content: message.content,
+            reasoning: message.reasoning,
             tool_calls: calls,
         }
     }
@@ -151,17 +177,50 @@ fn wire_call(entry: &Value) -> WireCall {
     WireCall { id, name, arguments }
 }
 
+/// Whether an assistant turn goes back to the server with the reasoning it came with.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum ReasoningEcho {
+    /// Under the field it arrived in (`reasoning`, `reasoning_content`), a `<think>` block left in
+    /// the content: interleaved-thinking models (gpt-oss, MiniMax-M2) keep their chain.
+    #[default]
+    Send,
+    /// Without it (`--no-reasoning-echo`): no reasoning field, the content's `<think>` block cut.
+    Drop,
+}
+
 /// One conversation message as OpenAI's API takes it. An assistant message's `content` is `""`
 /// rather than `null` beside its calls (llama-cpp-python answers 500 to `null`), and its calls'
-/// arguments are JSON text, whatever the server sent.
-pub fn message(message: &Message) -> Value {
+/// arguments are JSON text, whatever the server sent; its reasoning goes back as `echo` says.
+pub fn message(message: &Message, echo: ReasoningEcho) -> Value {
+    let mut value = message_without_reasoning(message, echo);
+    if let (Message::Assistant { reasoning, .. }, ReasoningEcho::Send, Value::Object(fields)) =
+        (message, echo, &mut value)
+    {
+        for (key, text) in [
+            ("reasoning", &reasoning.reasoning),
+            ("reasoning_content", &reasoning.reasoning_content),
+        ] {
+            if let Some(text) = text {
+                fields.insert(key.to_owned(), json!(text));
+            }
+        }
+    }
+    value
+}
+
+fn message_without_reasoning(message: &Message, echo: ReasoningEcho) -> Value {
+    let assistant_content = |content: &str| match echo {
+        ReasoningEcho::Send => content.to_owned(),
+        ReasoningEcho::Drop => reasoning::split_think(content).rest.to_owned(),
+    };
     match message {
         Message::System(content) => json!({"role": "system", "content": content}),
         Message::User(content) => json!({"role": "user", "content": content}),
-        Message::Assistant { content, calls } if calls.is_empty() => {
-            json!({"role": "assistant", "content": content})
+        Message::Assistant { content, calls, .. } if calls.is_empty() => {
+            json!({"role": "assistant", "content": assistant_content(content)})
         }
-        Message::Assistant { content, calls } => {
+        Message::Assistant { content, calls, .. } => {
+            let content = assistant_content(content);
             let calls: Vec<Value> = calls
                 .iter()
                 .map(|call| {

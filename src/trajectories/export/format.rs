@@ -7,10 +7,10 @@ use std::str::FromStr;
 use serde_json::{Value, json};
 
 use crate::agent::calls::function_key;
-use crate::llm::openai::wire_message;
-use crate::llm::{FunctionSpec, Message, SentCall};
+use crate::llm::openai::{ReasoningEcho, wire_message};
+use crate::llm::{FunctionSpec, Message, SentCall, reasoning};
 
-use crate::trajectories::export::PromptPart;
+use crate::trajectories::export::{ExportReasoning, PromptPart};
 use crate::trajectories::rebuild::{Example, Speaker, Turn};
 
 /// What `export --format` writes.
@@ -65,9 +65,15 @@ impl ExportFormat {
         }
     }
 
-    /// `example` in this format, its prompt part as `prompt` says; none when it holds nothing the
-    /// model wrote (a run whose first model call failed): such an example trains on nothing.
-    pub fn example(self, example: &Example, prompt: PromptPart) -> Option<Written> {
+    /// `example` in this format, its prompt part as `prompt` says and the model's thinking as
+    /// `reasoning` says; none when it holds nothing the model wrote (a run whose first model call
+    /// failed): such an example trains on nothing.
+    pub fn example(
+        self,
+        example: &Example,
+        prompt: PromptPart,
+        reasoning: ExportReasoning,
+    ) -> Option<Written> {
         let system = match prompt {
             PromptPart::Instruction => example.instruction.as_str(),
             PromptPart::WithExamples => example.prompt.as_str(),
@@ -118,7 +124,27 @@ impl ExportFormat {
                         .map(|function| json!({"type": "function", "function": function}))
                         .collect();
                     let text_bytes = messages.iter().map(message_bytes).sum();
-                    let messages: Vec<Value> = messages.iter().map(wire_message).collect();
+                    let messages: Vec<Value> = messages
+                        .iter()
+                        .map(|message| {
+                            let thought = match message {
+                                Message::Assistant {
+                                    content,
+                                    reasoning: fields,
+                                    ..
+                                } => reasoning::combine(
+                                    fields.text(),
+                                    reasoning::split_think(content).reasoning,
+                                ),
+                                _ => None,
+                            };
+                            with_reasoning(
+                                wire_message(message, ReasoningEcho::Drop),
+                                thought.as_deref(),
+                                reasoning,
+                            )
+                        })
+                        .collect();
                     Written {
                         value: json!({"messages": messages, "tools": tools}),
                         text_bytes,
@@ -126,18 +152,31 @@ impl ExportFormat {
                     }
                 }
                 None => {
-                    let messages: Vec<Message> = system_message(system)
+                    let messages: Vec<(Message, Option<&str>)> = system_message(system)
+                        .map(|message| (message, None))
                         .into_iter()
                         .chain(turns.iter().map(|turn| match turn.speaker {
-                            Speaker::Input => Message::User(turn.text.clone()),
-                            Speaker::Model => Message::Assistant {
-                                content: turn.text.clone(),
-                                calls: Vec::new(),
-                            },
+                            Speaker::Input => (Message::User(turn.text.clone()), None),
+                            Speaker::Model => (
+                                Message::Assistant {
+                                    content: turn.text.clone(),
+                                    calls: Vec::new(),
+                                    reasoning: Default::default(),
+                                },
+                                turn.reasoning.as_deref(),
+                            ),
                         }))
                         .collect();
-                    let text_bytes = messages.iter().map(message_bytes).sum();
-                    let messages: Vec<Value> = messages.iter().map(wire_message).collect();
+                    let text_bytes = messages
+                        .iter()
+                        .map(|(message, thought)| message_bytes(message) + kept_bytes(*thought, reasoning))
+                        .sum();
+                    let messages: Vec<Value> = messages
+                        .iter()
+                        .map(|(message, thought)| {
+                            with_reasoning(wire_message(message, ReasoningEcho::Drop), *thought, reasoning)
+                        })
+                        .collect();
                     Written {
                         value: json!({"messages": messages}),
                         text_bytes,
@@ -154,12 +193,13 @@ impl ExportFormat {
                     conversations.push(json!({"from": "system", "value": system}));
                 }
                 for turn in turns {
-                    text_bytes += turn.text.len();
+                    let text = turn_text(turn, reasoning);
+                    text_bytes += text.len();
                     let from = match turn.speaker {
                         Speaker::Input => "human",
                         Speaker::Model => "gpt",
                     };
-                    conversations.push(json!({"from": from, "value": turn.text}));
+                    conversations.push(json!({"from": from, "value": text}));
                 }
                 Written {
                     value: json!({"conversations": conversations}),
@@ -177,7 +217,7 @@ impl ExportFormat {
                 }
                 let output = rest
                     .iter()
-                    .map(|turn| turn.text.as_str())
+                    .map(|turn| turn_text(turn, reasoning))
                     .collect::<Vec<_>>()
                     .join("\n");
                 Written {
@@ -231,7 +271,11 @@ fn offered_calls(messages: &[Message], functions: &[FunctionSpec]) -> (Vec<Messa
     let mut kept = Vec::with_capacity(messages.len());
     for message in messages {
         match message {
-            Message::Assistant { content, calls } => {
+            Message::Assistant {
+                content,
+                calls,
+                reasoning,
+            } => {
                 let mut kept_calls = Vec::with_capacity(calls.len());
                 for call in calls {
                     match offered(&call.name) {
@@ -251,6 +295,7 @@ fn offered_calls(messages: &[Message], functions: &[FunctionSpec]) -> (Vec<Messa
                 kept.push(Message::Assistant {
                     content: content.clone(),
                     calls: kept_calls,
+                    reasoning: reasoning.clone(),
                 });
             }
             Message::Tool { call_id, .. } if left_out_ids.contains(call_id.as_str()) => {}
@@ -272,10 +317,37 @@ fn system_text(system: &str) -> Option<&str> {
     (!text.trim().is_empty()).then_some(text)
 }
 
+/// A turn's text as written: with `<think>…</think>` before a model turn's text when its thinking
+/// is kept (ShareGPT, Alpaca: what reasoning-model trainers read).
+fn turn_text(turn: &Turn, reasoning: ExportReasoning) -> String {
+    match (&turn.reasoning, reasoning) {
+        (Some(thought), ExportReasoning::Keep) => format!("<think>\n{thought}\n</think>\n\n{}", turn.text),
+        _ => turn.text.clone(),
+    }
+}
+
+/// An openai-chat assistant message with a `reasoning` key beside its `content` when its
+/// thinking is kept.
+fn with_reasoning(mut message: Value, thought: Option<&str>, reasoning: ExportReasoning) -> Value {
+    if let (Some(thought), ExportReasoning::Keep, Value::Object(fields)) = (thought, reasoning, &mut message)
+    {
+        fields.insert("reasoning".to_owned(), json!(thought));
+    }
+    message
+}
+
+/// The bytes a kept thought adds to an example.
+fn kept_bytes(thought: Option<&str>, reasoning: ExportReasoning) -> usize {
+    match (thought, reasoning) {
+        (Some(thought), ExportReasoning::Keep) => thought.len(),
+        _ => 0,
+    }
+}
+
 fn message_bytes(message: &Message) -> usize {
     match message {
         Message::System(text) | Message::User(text) => text.len(),
-        Message::Assistant { content, calls } => {
+        Message::Assistant { content, calls, .. } => {
             content.len()
                 + calls
                     .iter()

@@ -45,6 +45,34 @@ pub struct ExportConfig {
     pub attempts: ExamplesPerQuestion,
     pub prompt: PromptPart,
     pub excluded: Excluded,
+    /// Whether the model's thinking goes into the examples (`--reasoning`).
+    pub reasoning: ExportReasoning,
+}
+
+/// What `export --reasoning` does with the model's thinking.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum ExportReasoning {
+    /// Leaves it out: the examples hold what the model answered (the default).
+    #[default]
+    Drop,
+    /// Writes it where each format's users put it: `<think>…</think>` before the assistant's text
+    /// (ShareGPT, Alpaca), a `reasoning` key beside `content` (openai-chat; OpenAI's own
+    /// fine-tuning does not take it).
+    Keep,
+}
+
+impl std::str::FromStr for ExportReasoning {
+    type Err = String;
+
+    fn from_str(name: &str) -> Result<ExportReasoning, String> {
+        match name {
+            "drop" => Ok(ExportReasoning::Drop),
+            "keep" => Ok(ExportReasoning::Keep),
+            other => Err(format!(
+                "unknown `--reasoning` `{other}`: expected `drop` or `keep`"
+            )),
+        }
+    }
 }
 
 /// What an export read, kept and dropped, and the size of what it kept.
@@ -219,7 +247,7 @@ pub async fn export(
         let written: Vec<(Example, Written)> = right
             .into_iter()
             .filter_map(|example| {
-                let written = config.format.example(&example, config.prompt)?;
+                let written = config.format.example(&example, config.prompt, config.reasoning)?;
                 Some((example, written))
             })
             .collect();

@@ -1,0 +1,247 @@
+//! Reasoning replies: the thinking a model writes before its answer, in whichever of the three
+//! shapes its server hands it back — a `reasoning` field (vLLM ≥ 0.11, OpenRouter), a
+//! `reasoning_content` field (llama.cpp's server, DeepSeek's API, older vLLM), or inline as a
+//! leading `<think>…</think>` in the text when no reasoning parser runs (also an unclosed
+//! `<think>` the token cap cut off, and a lone `</think>` when the chat template opened the block
+//! in the prompt).
+//!
+//! The reasoning is read apart from the text here, once, so that the agent reads the thought and
+//! the action from what follows it and no later prompt carries it. A reply that is only
+//! reasoning was cut by the token cap inside its thinking ([`is_cut`]): the run stops with
+//! `max_tokens` and [`LlmError::CutInThinking`](super::LlmError::CutInThinking) says how to give
+//! the model room or turn its thinking off.
+
+use serde::{Deserialize, Serialize};
+
+/// The most reasoning one reply keeps (run files carry it): longer is cut, with a warning.
+pub const MAX_REASONING_BYTES: usize = 256 * 1024;
+
+const OPEN: &str = "<think>";
+const CLOSE: &str = "</think>";
+
+/// The reasoning fields of a chat reply, as the server sent them: an assistant turn goes back to
+/// the server with the same field (`--api tools`), so interleaved-thinking models keep their chain.
+#[derive(Debug, Clone, PartialEq, Eq, Default, Serialize, Deserialize)]
+pub struct ReasoningFields {
+    /// vLLM ≥ 0.11, OpenRouter.
+    #[serde(
+        default,
+        skip_serializing_if = "Option::is_none",
+        deserialize_with = "text_or_none"
+    )]
+    pub reasoning: Option<String>,
+    /// llama.cpp's server, DeepSeek's API, older vLLM.
+    #[serde(
+        default,
+        skip_serializing_if = "Option::is_none",
+        deserialize_with = "text_or_none"
+    )]
+    pub reasoning_content: Option<String>,
+}
+
+/// A reasoning field read leniently: a string is the reasoning, anything else (`null`, another
+/// server's object) none, so that an odd field never fails the reply.
+fn text_or_none<'de, D: serde::Deserializer<'de>>(deserializer: D) -> Result<Option<String>, D::Error> {
+    Ok(match serde_json::Value::deserialize(deserializer)? {
+        serde_json::Value::String(text) => Some(text),
+        _ => None,
+    })
+}
+
+impl ReasoningFields {
+    /// The reasoning the fields hold: `reasoning`, else `reasoning_content`; none when both are
+    /// empty or absent.
+    pub fn text(&self) -> Option<&str> {
+        [&self.reasoning, &self.reasoning_content]
+            .into_iter()
+            .filter_map(|field| field.as_deref())
+            .find(|text| !text.trim().is_empty())
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.reasoning.is_none() && self.reasoning_content.is_none()
+    }
+
+    /// Both fields cut to [`MAX_REASONING_BYTES`].
+    pub fn cap(&mut self) {
+        for text in [&mut self.reasoning, &mut self.reasoning_content]
+            .into_iter()
+            .flatten()
+        {
+            cap_reasoning(text);
+        }
+    }
+}
+
+/// A text read apart into its leading reasoning and what follows it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Split<'a> {
+    /// The thinking, trimmed; none when the text has no think block or an empty one (Qwen3 with
+    /// thinking off writes `<think>\n\n</think>`).
+    pub reasoning: Option<&'a str>,
+    /// The text after the block (leading whitespace dropped), or the whole text when it has none;
+    /// empty when the block was never closed.
+    pub rest: &'a str,
+}
+
+/// Reads a leading `<think>…</think>` out of a completion or a reply's content. An unclosed
+/// `<think>` (the token cap cut it) is all reasoning. A `</think>` with no `<think>` before it
+/// closes a block the chat template opened in the prompt (DeepSeek-R1's, Qwen3's): what precedes
+/// it is reasoning.
+pub fn split_think(text: &str) -> Split<'_> {
+    let trimmed = text.trim_start();
+    let (reasoning, rest) = if let Some(inside) = trimmed.strip_prefix(OPEN) {
+        match inside.find(CLOSE) {
+            Some(end) => (&inside[..end], &inside[end + CLOSE.len()..]),
+            None => (inside, ""),
+        }
+    } else {
+        match text.find(CLOSE) {
+            Some(end) if !text[..end].contains(OPEN) => (&text[..end], &text[end + CLOSE.len()..]),
+            _ => {
+                return Split {
+                    reasoning: None,
+                    rest: text,
+                };
+            }
+        }
+    };
+    let reasoning = reasoning.trim();
+    Split {
+        reasoning: (!reasoning.is_empty()).then_some(reasoning),
+        rest: rest.trim_start(),
+    }
+}
+
+/// One reply's reasoning: its field's, then its inline block's, joined when both came.
+pub fn combine(field: Option<&str>, inline: Option<&str>) -> Option<String> {
+    join([field, inline].into_iter().flatten())
+}
+
+/// The reasonings of a step's calls (or any run of them) as one text, blank-line separated;
+/// none when none had any.
+pub fn join<'a>(parts: impl IntoIterator<Item = &'a str>) -> Option<String> {
+    let parts: Vec<&str> = parts
+        .into_iter()
+        .map(str::trim)
+        .filter(|part| !part.is_empty())
+        .collect();
+    (!parts.is_empty()).then(|| parts.join("\n\n"))
+}
+
+/// Whether a reply whose text (after its reasoning) is `text` was cut inside its thinking: it had
+/// reasoning and nothing after it.
+pub fn is_cut(text: &str, reasoning: Option<&str>) -> bool {
+    reasoning.is_some_and(|reasoning| !reasoning.trim().is_empty()) && text.trim().is_empty()
+}
+
+/// [`LlmError::CutInThinking`](super::LlmError::CutInThinking) when the reply was cut inside its
+/// thinking ([`is_cut`]), naming `llm`'s token cap.
+pub fn check_cut(llm: &dyn super::Llm, text: &str, reasoning: Option<&str>) -> Result<(), super::LlmError> {
+    if is_cut(text, reasoning) {
+        let max_tokens = llm.generation().and_then(|generation| generation.max_tokens);
+        return Err(super::LlmError::CutInThinking { max_tokens });
+    }
+    Ok(())
+}
+
+/// Cuts reasoning to [`MAX_REASONING_BYTES`], at a character boundary, with a warning.
+pub fn cap_reasoning(text: &mut String) {
+    if text.len() > MAX_REASONING_BYTES {
+        tracing::warn!(
+            "the model reasoned {} bytes in one reply; keeping the first {MAX_REASONING_BYTES}",
+            text.len()
+        );
+        text.truncate(text.floor_char_boundary(MAX_REASONING_BYTES));
+    }
+}
+
+/// How `--max-tokens` reads in [`LlmError::CutInThinking`](super::LlmError::CutInThinking): its
+/// value, or that it is off or unknown (a replay).
+pub fn describe_cap(max_tokens: Option<u32>) -> String {
+    match max_tokens {
+        Some(max_tokens) => format!("`--max-tokens {max_tokens}`"),
+        None => "the server's own cap (`--max-tokens` is off or not recorded)".to_owned(),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn think_blocks_are_read_apart() {
+        #[track_caller]
+        fn check(text: &str, reasoning: Option<&str>, rest: &str) {
+            assert_eq!(split_think(text), Split { reasoning, rest }, "{text:?}");
+        }
+        check(
+            " I need to search X.\nAction 1: Search[X]",
+            None,
+            " I need to search X.\nAction 1: Search[X]",
+        );
+        check(
+            "<think>\nThe user wants X.\n</think>\n\n I need to search X.",
+            Some("The user wants X."),
+            "I need to search X.",
+        );
+        check("  <think>a</think>b", Some("a"), "b");
+        // Cut by the token cap before it closed.
+        check(
+            "<think>\nLet me think about Observation 1: no",
+            Some("Let me think about Observation 1: no"),
+            "",
+        );
+        // Thinking off: an empty block.
+        check("<think>\n\n</think>\n\nThought", None, "Thought");
+        // The template opened the block in the prompt.
+        check(
+            "hmm, X first.\n</think>\n\nSearch X.",
+            Some("hmm, X first."),
+            "Search X.",
+        );
+        // A `<think>` that does not lead is text, and so is what follows it.
+        check("Thought <think>a</think> b", None, "Thought <think>a</think> b");
+        check("", None, "");
+    }
+
+    #[test]
+    fn a_reply_of_only_reasoning_is_cut() {
+        assert!(is_cut("", Some("thinking")));
+        assert!(is_cut(" \n", Some("thinking")));
+        assert!(!is_cut("Search[X]", Some("thinking")));
+        assert!(!is_cut("", None));
+        assert!(!is_cut("", Some("  ")));
+    }
+
+    #[test]
+    fn fields_prefer_reasoning_then_reasoning_content() {
+        let fields = ReasoningFields {
+            reasoning: Some("a".into()),
+            reasoning_content: Some("b".into()),
+        };
+        assert_eq!(fields.text(), Some("a"));
+        let fields = ReasoningFields {
+            reasoning: Some(String::new()),
+            reasoning_content: Some("b".into()),
+        };
+        assert_eq!(fields.text(), Some("b"));
+        assert_eq!(ReasoningFields::default().text(), None);
+    }
+
+    #[test]
+    fn reasonings_join_with_a_blank_line() {
+        assert_eq!(join(["a", " ", "b\n"]), Some("a\n\nb".to_owned()));
+        assert_eq!(join([""]), None);
+        assert_eq!(combine(Some("f"), Some("i")), Some("f\n\ni".to_owned()));
+        assert_eq!(combine(None, Some("i")), Some("i".to_owned()));
+    }
+
+    #[test]
+    fn reasoning_is_capped_at_a_char_boundary() {
+        let mut text = "é".repeat(MAX_REASONING_BYTES);
+        cap_reasoning(&mut text);
+        assert!(text.len() <= MAX_REASONING_BYTES);
+        assert!(text.chars().all(|c| c == 'é'));
+    }
+}
