@@ -3,10 +3,10 @@
 //! Implementations: [`ReplayLlm`] serves a run file's recorded completions (tests, `replay`);
 //! the OpenAI-compatible HTTP client lives in [`openai`].
 
-pub mod cache;
-mod conversation;
-pub mod openai;
 pub mod reasoning;
+mod conversation;
+pub mod cache;
+pub mod openai;
 mod replay;
 
 pub use conversation::{ConverseRequest, FunctionSpec, Message, Reply, ReplyMessage, SentCall, WireCall};

@@ -6,9 +6,9 @@
 //! and examples) is byte-identical across questions and a server's prefix cache reuses it.
 
 pub mod answer;
-pub mod reflexion;
-pub mod sc_stop;
 pub mod vote;
+pub mod sc_stop;
+pub mod reflexion;
 
 use futures::future::join_all;
 
