@@ -7,6 +7,7 @@
 
 pub mod answer;
 pub mod reflexion;
+pub mod setup;
 pub mod vote;
 
 use futures::future::join_all;
