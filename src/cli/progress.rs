@@ -1,5 +1,6 @@
-//! The progress bar of `eval` on a terminal (indicatif), drawn from the runner's progress events,
-//! with log lines and notes written above it; plain progress lines when stderr is no terminal.
+//! The progress bars of `eval` and `index build` on a terminal (indicatif), drawn from the
+//! library's progress events, with `eval`'s log lines and notes written above its bar; plain
+//! progress lines when stderr is no terminal.
 
 use std::io::IsTerminal;
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -9,6 +10,7 @@ use std::time::Duration;
 use indicatif::{ProgressBar, ProgressStyle};
 
 use react_docstore::agent::trace::{LogOutput, Overlay};
+use react_docstore::docstore::index::{BuildProgress, BuildView};
 use react_docstore::eval::{PROGRESS_LINE_EVERY, Progress, ProgressView};
 
 /// A bar when stderr is a terminal, else a progress line every [`PROGRESS_LINE_EVERY`]; notes
@@ -20,6 +22,39 @@ pub fn for_stderr(log: &LogOutput) -> Progress {
         Progress::Lines {
             every: PROGRESS_LINE_EVERY,
         }
+    }
+}
+
+/// `index build`'s bar when stderr is a terminal, else a plain line every few seconds.
+pub fn build_for_stderr() -> BuildProgress {
+    if std::io::stderr().is_terminal() {
+        BuildProgress::View(Arc::new(BuildBar(ProgressBar::new(0))))
+    } else {
+        BuildProgress::Lines
+    }
+}
+
+/// `index build`'s bar: bytes read of the input, pages, pages per second, ETA.
+struct BuildBar(ProgressBar);
+
+impl BuildView for BuildBar {
+    fn started(&self, total_bytes: u64) {
+        self.0.reset();
+        self.0.set_length(total_bytes);
+        self.0.set_style(
+            ProgressStyle::with_template("{bar:30} {bytes}/{total_bytes} read  {msg}  ETA {eta}")
+                .unwrap_or_else(|_| ProgressStyle::default_bar()),
+        );
+    }
+
+    fn advanced(&self, read: u64, pages: u64, pages_per_second: f64) {
+        self.0.set_position(read);
+        self.0
+            .set_message(format!("{pages} pages, {pages_per_second:.0} pages/s"));
+    }
+
+    fn finished(&self) {
+        self.0.finish_and_clear();
     }
 }
 
