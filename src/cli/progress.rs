@@ -28,33 +28,42 @@ pub fn for_stderr(log: &LogOutput) -> Progress {
 /// `index build`'s bar when stderr is a terminal, else a plain line every few seconds.
 pub fn build_for_stderr() -> BuildProgress {
     if std::io::stderr().is_terminal() {
-        BuildProgress::View(Arc::new(BuildBar(ProgressBar::new(0))))
+        BuildProgress::View(Arc::new(BuildBar(Mutex::new(None))))
     } else {
         BuildProgress::Lines
     }
 }
 
-/// `index build`'s bar: bytes read of the input, pages, pages per second, ETA.
-struct BuildBar(ProgressBar);
+/// `index build`'s bar, once started: bytes read of the input, pages, pages per second, ETA.
+struct BuildBar(Mutex<Option<ProgressBar>>);
+
+impl BuildBar {
+    fn bar(&self) -> Option<ProgressBar> {
+        self.0.lock().unwrap_or_else(PoisonError::into_inner).clone()
+    }
+}
 
 impl BuildView for BuildBar {
     fn started(&self, total_bytes: u64) {
-        self.0.reset();
-        self.0.set_length(total_bytes);
-        self.0.set_style(
+        let bar = ProgressBar::new(total_bytes);
+        bar.set_style(
             ProgressStyle::with_template("{bar:30} {bytes}/{total_bytes} read  {msg}  ETA {eta}")
                 .unwrap_or_else(|_| ProgressStyle::default_bar()),
         );
+        *self.0.lock().unwrap_or_else(PoisonError::into_inner) = Some(bar);
     }
 
     fn advanced(&self, read: u64, pages: u64, pages_per_second: f64) {
-        self.0.set_position(read);
-        self.0
-            .set_message(format!("{pages} pages, {pages_per_second:.0} pages/s"));
+        if let Some(bar) = self.bar() {
+            bar.set_position(read);
+            bar.set_message(format!("{pages} pages, {pages_per_second:.0} pages/s"));
+        }
     }
 
     fn finished(&self) {
-        self.0.finish_and_clear();
+        if let Some(bar) = self.0.lock().unwrap_or_else(PoisonError::into_inner).take() {
+            bar.finish_and_clear();
+        }
     }
 }
 
