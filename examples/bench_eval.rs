@@ -162,9 +162,7 @@ async fn time_run(
         questions: questions.to_owned(),
         selection: Selection::default(),
         contexts,
-        profile: Profile::Default,
-        method: react_docstore::solver::MethodConfig::default(),
-        max_steps: None,
+        agent: react_docstore::solver::setup::AgentSetup::default(),
         fewshot: Vec::new(),
         attempts: Default::default(),
         fewshot_from: None,
@@ -334,12 +332,10 @@ async fn time_cot_sc(dir: &Path, honours_n: bool, n_questions: usize, concurrenc
         questions: questions.clone(),
         selection: Selection::default(),
         contexts: Contexts::Unused,
-        profile: Profile::Default,
-        method: react_docstore::solver::MethodConfig {
+        agent: react_docstore::solver::setup::AgentSetup {
             method: react_docstore::Method::CotSc,
-            ..react_docstore::solver::MethodConfig::default()
+            ..Default::default()
         },
-        max_steps: None,
         fewshot: Vec::new(),
         attempts: Default::default(),
         fewshot_from: None,

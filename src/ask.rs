@@ -13,9 +13,10 @@ use crate::docstore::DocstoreSource;
 use crate::fsutil::AtomicFile;
 use crate::llm::Llm;
 use crate::llm::cache::{CacheScope, ScopedLlm};
-use crate::profile::Profile;
+
 use crate::record::run::{Run, RunFileError, Stopped};
-use crate::solver::{Examples, MethodConfig, Solver, SolverError};
+use crate::solver::setup::{AgentSetup, ExtraTools, SetupError};
+use crate::solver::{Examples, Solver, SolverError};
 use crate::trajectories::Excluded;
 use crate::trajectories::fewshot_from::{FewshotFrom, FewshotFromError, OtherExamples};
 
@@ -28,13 +29,11 @@ pub enum AskOutput {
     Run,
 }
 
-/// How the agent is set up: shared by `ask` and `chat`.
+/// How the agent is set up for `ask` and `chat`: what `eval` shares ([`AgentSetup`]), with the
+/// examples and the prompt's options.
 #[derive(Debug, Clone)]
 pub struct AgentConfig {
-    pub profile: Profile,
-    pub method: MethodConfig,
-    /// The step budget; `None`: the method's own ([`MethodConfig::max_steps`]).
-    pub max_steps: Option<usize>,
+    pub setup: AgentSetup,
     pub examples: Examples,
     pub prompt_options: PromptOptions,
 }
@@ -43,10 +42,10 @@ impl AgentConfig {
     /// The method set up with these examples and tools: built once, before any model call.
     pub fn solver(&self, toolbox: &Toolbox) -> Result<Solver, SolverError> {
         let task = self.examples.task();
-        let max_steps = self.method.max_steps(self.max_steps, task);
+        let max_steps = self.setup.max_steps(task);
         Solver::new(
-            &self.method,
-            self.profile,
+            &self.setup.method_config(),
+            self.setup.profile,
             &self.examples,
             toolbox,
             &self.prompt_options,
@@ -97,6 +96,8 @@ impl AskOutcome {
 pub enum AskError {
     #[error(transparent)]
     Question(#[from] QuestionError),
+    #[error(transparent)]
+    Setup(#[from] SetupError),
     #[error(transparent)]
     Method(#[from] SolverError),
     #[error(transparent)]
@@ -181,6 +182,7 @@ pub async fn ask(
     trace: &mut TracePrinter,
 ) -> Result<Run, AskError> {
     check_question(&config.question)?;
+    config.agent.setup.check(llm.api(), ExtraTools::of(toolbox))?;
     if let Some(path) = &config.record {
         check_record_path(path)?;
     }
@@ -191,12 +193,12 @@ pub async fn ask(
             let mut excluded = Excluded::default();
             excluded.insert_question(&config.question);
             let task = config.agent.examples.task();
-            let method = config.agent.method.method;
+            let method = config.agent.setup.method;
             Some(
                 from.draw(
                     method,
                     task,
-                    config.agent.profile,
+                    config.agent.setup.profile,
                     &excluded,
                     record,
                     OtherExamples::Replace,

@@ -100,6 +100,8 @@ pub struct ChatConfig {
 #[derive(Debug, thiserror::Error)]
 pub enum ChatError {
     #[error(transparent)]
+    Setup(#[from] crate::solver::setup::SetupError),
+    #[error(transparent)]
     Method(crate::solver::SolverError),
     #[error("cannot read the next question from stdin")]
     Stdin(#[source] std::io::Error),
@@ -175,6 +177,10 @@ pub async fn chat(
     trace: &mut TracePrinter,
 ) -> Result<ChatSummary, ChatError> {
     let today = config.agent.prompt_options.today.as_deref();
+    config
+        .agent
+        .setup
+        .check(llm.api(), crate::solver::setup::ExtraTools::of(toolbox))?;
     let solver = config.agent.solver(toolbox).map_err(ChatError::Method)?;
     let mut summary = ChatSummary::default();
     if config.interaction == Interaction::Terminal {
@@ -244,7 +250,7 @@ pub async fn chat(
 
 /// The run of a question the agent never started: `stopped: error`, with `reason`.
 fn unasked_run(question: &str, config: &ChatConfig, reason: String) -> Run {
-    let mut run = Run::new(question, config.agent.profile);
+    let mut run = Run::new(question, config.agent.setup.profile);
     run.stopped = Some(Stopped::Error);
     run.error = Some(reason);
     run

@@ -4,8 +4,6 @@
 use std::io::{BufWriter, IsTerminal, Write};
 use std::sync::{Arc, Mutex, PoisonError};
 
-use indicatif::ProgressBar;
-
 use crate::agent::StepEvent;
 
 /// Whether the trace uses ANSI colours.
@@ -227,10 +225,17 @@ fn reasoning_line(reasoning: &str) -> String {
 /// The trace's buffer: a replayed run's trace fits whole, so it is written in one go.
 const TRACE_BUFFER_BYTES: usize = 64 * 1024;
 
+/// Something drawn below the log lines, such as the binary's progress bar: cleared while a line
+/// is written, and drawn again after it.
+pub trait Overlay: Send + Sync {
+    /// Runs `write` with the overlay cleared, then draws it again.
+    fn suspend(&self, write: &mut dyn FnMut());
+}
+
 /// Where log lines (tracing events, warnings, an evaluation's notes) are written: stderr by
-/// default. While a progress bar is shown, each line is written with the bar cleared and drawn
-/// again after it ([`ProgressBar::suspend`]), so lines stack above the bar and no stale copy of
-/// the bar is left between them. Cheap to clone; clones share the bar. Write errors are ignored.
+/// default. While an [`Overlay`] (a progress bar) is shown, each line is written with it cleared
+/// and drawn again after it, so lines stack above the bar and no stale copy of the bar is left
+/// between them. Cheap to clone; clones share the overlay. Write errors are ignored.
 #[derive(Clone)]
 pub struct LogOutput {
     shared: Arc<LogShared>,
@@ -238,7 +243,7 @@ pub struct LogOutput {
 
 struct LogShared {
     out: Mutex<Box<dyn Write + Send>>,
-    bar: Mutex<Option<ProgressBar>>,
+    bar: Mutex<Option<Arc<dyn Overlay>>>,
 }
 
 impl LogOutput {
@@ -258,8 +263,8 @@ impl LogOutput {
     }
 
     /// Lines written from now on go above `bar`, until [`LogOutput::hide_bar`].
-    pub fn show_bar(&self, bar: &ProgressBar) {
-        *self.shared.bar.lock().unwrap_or_else(PoisonError::into_inner) = Some(bar.clone());
+    pub fn show_bar(&self, bar: Arc<dyn Overlay>) {
+        *self.shared.bar.lock().unwrap_or_else(PoisonError::into_inner) = Some(bar);
     }
 
     pub fn hide_bar(&self) {
@@ -288,7 +293,7 @@ impl LogOutput {
             .unwrap_or_else(PoisonError::into_inner)
             .clone();
         match bar {
-            Some(bar) => bar.suspend(write),
+            Some(bar) => bar.suspend(&mut || write()),
             None => write(),
         }
     }
@@ -374,57 +379,26 @@ where
 
 #[cfg(test)]
 mod tests {
-    use std::io::Write;
     use std::sync::{Arc, Mutex};
 
-    use indicatif::{ProgressBar, ProgressDrawTarget, TermLike};
+    use super::{LogOutput, Overlay};
 
-    use super::LogOutput;
-
-    /// A terminal and a log sharing one record of what reached the screen, in order.
+    /// An overlay and a log sharing one record of what reached the screen, in order.
     #[derive(Debug, Clone, Default)]
     struct Screen(Arc<Mutex<Vec<String>>>);
 
-    impl Screen {
-        fn push(&self, entry: String) -> std::io::Result<()> {
-            self.0.lock().unwrap().push(entry);
-            Ok(())
+    impl Overlay for Screen {
+        fn suspend(&self, write: &mut dyn FnMut()) {
+            self.0.lock().unwrap().push("cleared".to_owned());
+            write();
+            self.0.lock().unwrap().push("drawn".to_owned());
         }
     }
 
-    impl TermLike for Screen {
-        fn width(&self) -> u16 {
-            40
-        }
-        fn move_cursor_up(&self, n: usize) -> std::io::Result<()> {
-            self.push(format!("up {n}"))
-        }
-        fn move_cursor_down(&self, n: usize) -> std::io::Result<()> {
-            self.push(format!("down {n}"))
-        }
-        fn move_cursor_right(&self, _n: usize) -> std::io::Result<()> {
-            Ok(())
-        }
-        fn move_cursor_left(&self, _n: usize) -> std::io::Result<()> {
-            Ok(())
-        }
-        fn write_line(&self, text: &str) -> std::io::Result<()> {
-            self.push(format!("bar {text}"))
-        }
-        fn write_str(&self, text: &str) -> std::io::Result<()> {
-            self.push(format!("bar {text}"))
-        }
-        fn clear_line(&self) -> std::io::Result<()> {
-            self.push("clear".to_owned())
-        }
-        fn flush(&self) -> std::io::Result<()> {
-            Ok(())
-        }
-    }
-
-    impl Write for Screen {
+    impl std::io::Write for Screen {
         fn write(&mut self, bytes: &[u8]) -> std::io::Result<usize> {
-            self.push(format!("log {}", String::from_utf8_lossy(bytes).trim_end()))?;
+            let line = format!("log {}", String::from_utf8_lossy(bytes).trim_end());
+            self.0.lock().unwrap().push(line);
             Ok(bytes.len())
         }
         fn flush(&mut self) -> std::io::Result<()> {
@@ -433,36 +407,17 @@ mod tests {
     }
 
     #[test]
-    fn log_lines_go_above_the_bar() {
+    fn log_lines_are_written_with_the_overlay_cleared() {
         let screen = Screen::default();
-        let bar =
-            ProgressBar::with_draw_target(Some(3), ProgressDrawTarget::term_like(Box::new(screen.clone())));
-        bar.set_position(1);
-        bar.tick();
         let log = LogOutput::new(Box::new(screen.clone()));
-        log.show_bar(&bar);
-        let mut event = tracing_subscriber::fmt::MakeWriter::make_writer(&log);
-        event.write_all(b"WARN retrying the model server\n").unwrap();
-        drop(event);
-        let entries = screen.0.lock().unwrap().clone();
-        let logged = entries
-            .iter()
-            .position(|entry| entry == "log WARN retrying the model server")
-            .unwrap_or_else(|| panic!("{entries:?}"));
-        let before = &entries[..logged];
-        let after = &entries[logged + 1..];
-        // The bar drawn before is cleared before the line, and drawn again below it.
-        let last_drawn = before
-            .iter()
-            .rposition(|entry| entry.starts_with("bar "))
-            .unwrap();
-        assert!(before[last_drawn..].contains(&"clear".to_owned()), "{entries:?}");
-        assert!(after.iter().any(|entry| entry.starts_with("bar ")), "{entries:?}");
-
-        // Without a bar, lines are written as they come.
+        log.show_bar(Arc::new(screen.clone()));
+        log.line("retrying the model server");
         log.hide_bar();
         log.line("plain");
-        assert_eq!(screen.0.lock().unwrap().last().unwrap(), "log plain");
+        assert_eq!(
+            *screen.0.lock().unwrap(),
+            ["cleared", "log retrying the model server", "drawn", "log plain"]
+        );
     }
 }
 

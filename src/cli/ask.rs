@@ -8,9 +8,13 @@ use react_docstore::agent::prompt::PromptOptions;
 use react_docstore::agent::trace::TracePrinter;
 use react_docstore::ask::{self, AskConfig, AskOutcome, AskOutput};
 use react_docstore::chat;
+use react_docstore::docstore::Opener;
 use react_docstore::output;
 
 use super::options::{AgentRunArgs, FewshotFromArgs, shown_reasoning};
+
+/// Who opens the docstore, as its refusals name it.
+const ASK: Opener = Opener::Command("ask");
 
 #[derive(clap::Args)]
 pub struct AskArgs {
@@ -38,10 +42,10 @@ pub struct AskArgs {
 }
 
 pub async fn run(args: AskArgs) -> anyhow::Result<ExitCode> {
-    args.run.check_interactive("ask")?;
+    args.run.check(ASK)?;
     let llm = args.run.open_model()?;
-    let docstore = args.run.docstore.open(args.run.agent.profile)?;
-    let toolbox = args.run.tools.open(&args.run.docstore)?;
+    let docstore = args.run.open_docstore(ASK)?;
+    let toolbox = args.run.open_tools()?;
     let config = AskConfig {
         question: args.question,
         agent: args.run.agent.config(PromptOptions { today: args.today })?,

@@ -5,9 +5,13 @@ use std::process::ExitCode;
 use react_docstore::agent::prompt::PromptOptions;
 use react_docstore::agent::trace::TracePrinter;
 use react_docstore::chat::{self, ChatConfig, ChatOutput};
+use react_docstore::docstore::Opener;
 use react_docstore::output;
 
 use super::options::{AgentRunArgs, shown_reasoning, stdin_interaction};
+
+/// Who opens the docstore, as its refusals name it.
+const CHAT: Opener = Opener::Command("chat");
 
 #[derive(clap::Args)]
 pub struct ChatArgs {
@@ -25,10 +29,10 @@ pub struct ChatArgs {
 }
 
 pub async fn run(args: ChatArgs) -> anyhow::Result<ExitCode> {
-    args.run.check_interactive("chat")?;
+    args.run.check(CHAT)?;
     let llm = args.run.open_model()?;
-    let docstore = args.run.docstore.open(args.run.agent.profile)?;
-    let toolbox = args.run.tools.open(&args.run.docstore)?;
+    let docstore = args.run.open_docstore(CHAT)?;
+    let toolbox = args.run.open_tools()?;
     let today = args.today.unwrap_or_else(chat::today_utc);
     let config = ChatConfig {
         agent: args.run.agent.config(PromptOptions { today: Some(today) })?,

@@ -6,8 +6,10 @@ use std::path::PathBuf;
 use std::process::ExitCode;
 
 use react_docstore::analysis::attempts::Reduce;
-use react_docstore::analysis::compare::{self, DEFAULT_SEED, Golds, ScoredFile};
+use react_docstore::analysis::compare::{self, ScoredFile};
 use react_docstore::output;
+
+use super::options::{BootstrapSeedArg, GoldsArg};
 
 #[derive(clap::Args)]
 pub struct CompareArgs {
@@ -16,17 +18,13 @@ pub struct CompareArgs {
     a: PathBuf,
     /// The second evaluation (B), as A.
     b: PathBuf,
-    /// Seed of the bootstrap's resampling, which draws the intervals (the same seed prints the same
-    /// intervals).
-    #[arg(long, visible_alias = "bootstrap-seed", default_value_t = DEFAULT_SEED, value_name = "N")]
-    seed: u64,
+    #[command(flatten)]
+    seed: BootstrapSeedArg,
     /// Print one JSON object.
     #[arg(long)]
     json: bool,
-    /// Pair runs whose gold answers differ, each scored against its own file's gold (without it,
-    /// such a pair is an error naming both golds).
-    #[arg(long)]
-    ignore_gold: bool,
+    #[command(flatten)]
+    golds: GoldsArg,
     /// A file of trials (`eval --trials`): compare the state after trial N.
     #[arg(long, value_name = "N", value_parser = clap::value_parser!(u32).range(1..), conflicts_with = "reduce")]
     trial: Option<u32>,
@@ -44,20 +42,12 @@ impl CompareArgs {
             (None, None) => Reduce::Final,
         }
     }
-
-    fn golds(&self) -> Golds {
-        if self.ignore_gold {
-            Golds::EachFileItsOwn
-        } else {
-            Golds::MustAgree
-        }
-    }
 }
 
 pub fn run(args: CompareArgs) -> anyhow::Result<ExitCode> {
     let a = ScoredFile::read_reduced(&args.a, args.reduction())?;
     let b = ScoredFile::read_reduced(&args.b, args.reduction())?;
-    let comparison = compare::compare(&a, &b, args.seed, args.golds())?;
+    let comparison = compare::compare(&a, &b, args.seed.seed, args.golds.golds())?;
     super::merge::warn_gaps(&compare::gap_notes(&[a, b]))?;
     let mut stdout = output::stdout();
     if args.json {

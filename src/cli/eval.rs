@@ -7,13 +7,14 @@ use std::process::ExitCode;
 use react_docstore::agent::trace::LogOutput;
 use react_docstore::analysis::attempts::Attempts;
 use react_docstore::analysis::report;
-use react_docstore::docstore::DocstoreKind;
-use react_docstore::eval::{self, EvalConfig, EvalServices, Progress, Resume};
+use react_docstore::docstore::{DocstoreKind, Opener};
+use react_docstore::eval::{self, EvalConfig, EvalServices, Resume};
 use react_docstore::method::Reflect;
 use react_docstore::output;
 use react_docstore::record::questions::{Contexts, QuestionFile};
 use react_docstore::record::selection::{Selection, Subset};
 use react_docstore::record::shard::{Shard, ShardArg};
+use react_docstore::solver::setup;
 
 use super::options::{AgentRunArgs, FewshotFromArgs};
 use super::signals::stop_signals;
@@ -105,16 +106,9 @@ impl AttemptArgs {
 }
 
 pub async fn run(args: EvalArgs, log: LogOutput) -> anyhow::Result<ExitCode> {
-    args.run.check_profile()?;
-    if let Some(strategy) = args
-        .attempts
-        .reflect
-        .filter(|strategy| *strategy != Reflect::None)
-        && args.run.tools.any()
-    {
-        anyhow::bail!(
-            "`--reflect {strategy}` shows Reflexion's prompt, which offers Search, Lookup and Finish only: drop `--tools`/`--tool`, or use `--reflect none`"
-        );
+    args.run.check(Opener::Eval)?;
+    if let Some(strategy) = args.attempts.reflect {
+        setup::check_reflect_tools(strategy, args.run.tools.extra())?;
     }
     // Registered first: a job scheduler's SIGTERM during start-up is an interrupt too.
     let interrupt = stop_signals()?;
@@ -140,9 +134,7 @@ pub async fn run(args: EvalArgs, log: LogOutput) -> anyhow::Result<ExitCode> {
         } else {
             Contexts::Unused
         },
-        profile: args.run.agent.profile,
-        method: args.run.agent.method_config(),
-        max_steps: args.run.agent.max_steps,
+        agent: args.run.agent.setup(),
         fewshot: args.run.agent.fewshot.clone(),
         attempts: args.attempts.attempts(),
         fewshot_from: args.fewshot_from.open()?,
@@ -153,15 +145,15 @@ pub async fn run(args: EvalArgs, log: LogOutput) -> anyhow::Result<ExitCode> {
         } else {
             Resume::SkipDone
         },
-        progress: Progress::for_stderr(),
+        progress: super::progress::for_stderr(&log),
         log,
     };
     // The inputs before the model: a missing or mistyped question file is named first.
     QuestionFile::check_readable(&config.questions)?;
     let services = EvalServices {
         llm: args.run.open_shared_model()?,
-        docstore: args.run.docstore.open(args.run.agent.profile)?,
-        toolbox: args.run.tools.open(&args.run.docstore)?,
+        docstore: args.run.open_docstore(Opener::Eval)?,
+        toolbox: args.run.open_tools()?,
     };
     let summary = eval::evaluate(&config, &services, interrupt).await?;
     let mut stdout = output::stdout();

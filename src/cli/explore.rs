@@ -2,12 +2,16 @@
 
 use std::process::ExitCode;
 
+use react_docstore::docstore::Opener;
 use react_docstore::explore::{self, Explore, ExploreFormat};
 use react_docstore::output;
 
 use super::options::{
     DocstoreArgs, EXPLORED_DOCSTORES, EXPLORED_OFFLINE, ProfileArg, ToolArgs, stdin_interaction,
 };
+
+/// Who opens the docstore, as its refusals name it.
+const EXPLORE: Opener = Opener::Command("explore");
 
 #[derive(clap::Args)]
 #[command(
@@ -30,11 +34,10 @@ pub struct ExploreArgs {
 
 pub async fn run(args: ExploreArgs) -> anyhow::Result<ExitCode> {
     args.tools.check_profile(args.profile.profile)?;
-    args.docstore.check_not_distractor("explore")?;
-    let source = args.docstore.open(args.profile.profile)?;
+    let source = args.docstore.open(args.profile.profile, EXPLORE)?;
     let mut session = Explore::new(
         source.as_ref(),
-        args.tools.open(&args.docstore)?,
+        args.tools.open(&args.docstore.fetch)?,
         args.profile.profile,
     );
     let format = if args.json {

@@ -8,9 +8,7 @@ use std::sync::atomic::{AtomicBool, Ordering};
 
 use clap::{Args, Subcommand};
 
-use react_docstore::docstore::index::{
-    self, BuildConfig, BuildProgress, DumpFormat, IndexInfo, MalformedRecords,
-};
+use react_docstore::docstore::index::{self, BuildConfig, DumpFormat, IndexInfo, MalformedRecords};
 use react_docstore::output;
 
 use super::signals::stop_signals;
@@ -91,7 +89,7 @@ async fn build(args: IndexBuildArgs) -> anyhow::Result<ExitCode> {
     if args.strict {
         config.malformed = MalformedRecords::Fail;
     }
-    config.progress = BuildProgress::for_stderr();
+    config.progress = super::progress::build_for_stderr();
     // Ctrl-C, SIGTERM or SIGHUP: the build stops and removes what it wrote.
     let signals = stop_signals()?;
     let interrupted = Arc::new(AtomicBool::new(false));

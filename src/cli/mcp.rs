@@ -2,6 +2,7 @@
 
 use std::process::ExitCode;
 
+use react_docstore::docstore::Opener;
 use react_docstore::mcp;
 
 use super::options::{DocstoreArgs, ProfileArg, SERVED_DOCSTORES, SERVED_OFFLINE};
@@ -19,8 +20,7 @@ pub struct McpArgs {
 }
 
 pub async fn run(args: McpArgs) -> anyhow::Result<ExitCode> {
-    args.docstore.check_not_distractor("mcp")?;
-    let source = args.docstore.open(args.profile.profile)?;
+    let source = args.docstore.open(args.profile.profile, Opener::Command("mcp"))?;
     mcp::serve(source.as_ref(), tokio::io::stdin(), tokio::io::stdout()).await?;
     Ok(ExitCode::SUCCESS)
 }

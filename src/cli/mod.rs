@@ -2,6 +2,7 @@
 //! option groups several commands share.
 
 pub mod options;
+pub mod progress;
 pub mod signals;
 
 pub mod ask;

@@ -14,10 +14,11 @@ use react_docstore::agent::tools::{
     self, BuiltinTool, CommandToolConfig, Network, ToolsConfig, WebSearchConfig,
 };
 use react_docstore::agent::trace::ShowReasoning;
+use react_docstore::analysis::compare::{DEFAULT_SEED, Golds};
 use react_docstore::ask::AgentConfig;
 use react_docstore::docstore::wikipedia::DEFAULT_WIKI_URL;
 use react_docstore::docstore::{
-    DEFAULT_USER_AGENT, DocstoreConfig, DocstoreKind, DocstoreSource, default_cache_dir,
+    DEFAULT_USER_AGENT, DocstoreConfig, DocstoreKind, DocstoreSource, Opener, default_cache_dir,
 };
 use react_docstore::input::Interaction;
 use react_docstore::llm::cache::{self, Hosts, ReplyCache};
@@ -27,15 +28,17 @@ use react_docstore::method::{DEFAULT_SC_BATCH, DEFAULT_SC_CONFIDENCE, ScStop, St
 use react_docstore::output;
 use react_docstore::record::files::{Wanted, read_runs, recorded_paths};
 use react_docstore::record::recorded::RecordedRun;
-use react_docstore::solver::{DEFAULT_SAMPLE_TEMPERATURE, DEFAULT_SAMPLES, Examples, MethodConfig};
+use react_docstore::solver::Examples;
+use react_docstore::solver::setup::{self, AgentSetup, ExtraTools};
 use react_docstore::task::Task;
 use react_docstore::trajectories::fewshot_from::FewshotFrom;
 use react_docstore::{Method, Profile};
 
-/// The profile alone, for the commands that run no agent (`explore`, `serve`, `mcp`).
+/// `--profile`: for the commands that run no agent (`explore`, `serve`, `mcp`) alone, and in
+/// [`AgentArgs`] for those that do.
 #[derive(Args, Clone, Copy)]
 pub struct ProfileArg {
-    /// `paper` reads pages and words observations as the ReAct repository; `default` fixes its defects.
+    /// `paper` reproduces the ReAct repository byte for byte; `default` fixes its defects.
     #[arg(
         long,
         env = "REACT_PROFILE",
@@ -49,14 +52,8 @@ pub struct ProfileArg {
 #[derive(Args, Clone)]
 #[command(next_help_heading = "Agent")]
 pub struct AgentArgs {
-    /// `paper` reproduces the ReAct repository byte for byte; `default` fixes its defects.
-    #[arg(
-        long,
-        env = "REACT_PROFILE",
-        default_value = "default",
-        value_name = "PROFILE"
-    )]
-    pub profile: Profile,
+    #[command(flatten)]
+    pub profile: ProfileArg,
     /// How to answer: `react`, `act`, `cot`, `standard`, `cot-sc`, `react-then-cot-sc` or
     /// `cot-sc-then-react` (the rows of the ReAct paper's Table 1).
     #[arg(
@@ -93,9 +90,39 @@ pub struct AgentArgs {
 }
 
 impl AgentArgs {
+    /// What `ask`, `chat` and `eval` share of the agent's set-up.
+    pub fn setup(&self) -> AgentSetup {
+        AgentSetup {
+            profile: self.profile.profile,
+            method: self.method,
+            max_steps: self.max_steps,
+            samples: self.samples,
+            sample_temperature: self.sample_temperature,
+            sc_stop: self.sc_stop.map(|rule| ScStop {
+                rule,
+                batch: self.sc_batch.unwrap_or(DEFAULT_SC_BATCH),
+                confidence: self.sc_confidence.unwrap_or(DEFAULT_SC_CONFIDENCE),
+            }),
+        }
+    }
+
+    /// `--sc-batch` and `--sc-confidence` mean nothing without their rule: refused, not ignored.
+    fn check_sc_flags(&self) -> anyhow::Result<()> {
+        if self.sc_stop.is_none() && (self.sc_batch.is_some() || self.sc_confidence.is_some()) {
+            anyhow::bail!(
+                "`--sc-batch` and `--sc-confidence` set how `--sc-stop` samples: give `--sc-stop exact` or `--sc-stop beta`"
+            );
+        }
+        if self.sc_stop == Some(StopRule::Exact) && self.sc_confidence.is_some() {
+            anyhow::bail!(
+                "`--sc-confidence` is the Beta rule's: `--sc-stop exact` stops only when the vote is certain"
+            );
+        }
+        Ok(())
+    }
+
     /// The library's agent configuration, with these prompt options.
     pub fn config(&self, prompt_options: PromptOptions) -> anyhow::Result<AgentConfig> {
-        self.check_method()?;
         let examples = if self.fewshot.is_empty() {
             Examples::Bundled(Task::HotpotQa)
         } else {
@@ -107,60 +134,10 @@ impl AgentArgs {
             Examples::Files(files)
         };
         Ok(AgentConfig {
-            profile: self.profile,
-            method: self.method_config(),
-            max_steps: self.max_steps,
+            setup: self.setup(),
             examples,
             prompt_options,
         })
-    }
-
-    /// The method and its sampling.
-    pub fn method_config(&self) -> MethodConfig {
-        MethodConfig {
-            method: self.method,
-            samples: self.samples.unwrap_or(DEFAULT_SAMPLES),
-            sample_temperature: self.sample_temperature.unwrap_or(DEFAULT_SAMPLE_TEMPERATURE),
-            sc_stop: self.sc_stop.map(|rule| ScStop {
-                rule,
-                batch: self.sc_batch.unwrap_or(DEFAULT_SC_BATCH),
-                confidence: self.sc_confidence.unwrap_or(DEFAULT_SC_CONFIDENCE),
-            }),
-        }
-    }
-
-    /// Options that mean nothing for the method are refused rather than ignored.
-    pub fn check_method(&self) -> anyhow::Result<()> {
-        let method = self.method;
-        if !method.samples() && (self.samples.is_some() || self.sample_temperature.is_some()) {
-            anyhow::bail!(
-                "`--samples` and `--sample-temperature` set CoT-SC's sampling: `--method {method}` samples nothing (use `cot-sc`, `react-then-cot-sc` or `cot-sc-then-react`)"
-            );
-        }
-        if self.samples == Some(0) {
-            anyhow::bail!("`--samples` must be at least 1");
-        }
-        if self.sc_stop.is_none() && (self.sc_batch.is_some() || self.sc_confidence.is_some()) {
-            anyhow::bail!(
-                "`--sc-batch` and `--sc-confidence` set how `--sc-stop` samples: give `--sc-stop exact` or `--sc-stop beta`"
-            );
-        }
-        if self.sc_stop == Some(StopRule::Exact) && self.sc_confidence.is_some() {
-            anyhow::bail!(
-                "`--sc-confidence` is the Beta rule's: `--sc-stop exact` stops only when the vote is certain"
-            );
-        }
-        if let Some(temperature) = self.sample_temperature
-            && !(temperature.is_finite() && temperature >= 0.0)
-        {
-            anyhow::bail!("`--sample-temperature` must be a number of at least 0, not `{temperature}`");
-        }
-        if !method.acts() && self.max_steps.is_some() {
-            anyhow::bail!(
-                "`--max-steps` is the step budget of ReAct and Act: `--method {method}` takes no steps"
-            );
-        }
-        Ok(())
     }
 }
 
@@ -254,6 +231,14 @@ pub struct DocstoreArgs {
     /// (built by `index build`).
     #[arg(long, default_value = "wikipedia", value_name = "DOCSTORE")]
     pub docstore: DocstoreKind,
+    #[command(flatten)]
+    pub fetch: FetchArgs,
+}
+
+/// How Wikipedia pages (and web searches) are fetched and cached: with `--docstore` in
+/// [`DocstoreArgs`], and in `replay`, whose `--docstore` has no default.
+#[derive(Args, Clone)]
+pub struct FetchArgs {
     /// The Wikipedia to search; tests and mirrors point it elsewhere [default: English
     /// Wikipedia].
     #[arg(
@@ -282,10 +267,11 @@ impl DocstoreArgs {
     pub fn config(&self, profile: Profile) -> DocstoreConfig {
         DocstoreConfig {
             kind: self.docstore.clone(),
-            wiki_url: self.wiki_url.clone(),
-            cache_dir: self.cache_dir.clone(),
-            offline: self.offline,
+            wiki_url: self.fetch.wiki_url.clone(),
+            cache_dir: self.fetch.cache_dir.clone(),
+            offline: self.fetch.offline,
             user_agent: self
+                .fetch
                 .user_agent
                 .clone()
                 .unwrap_or_else(|| DEFAULT_USER_AGENT.to_owned()),
@@ -293,19 +279,15 @@ impl DocstoreArgs {
         }
     }
 
-    /// The docstore Search and Lookup read from: one explorer per question over a shared source.
-    pub fn open(&self, profile: Profile) -> anyhow::Result<Arc<dyn DocstoreSource>> {
-        Ok(self.config(profile).open()?)
+    /// The docstore Search and Lookup read from for `opener`: one explorer per question over a
+    /// shared source.
+    pub fn open(&self, profile: Profile, opener: Opener) -> anyhow::Result<Arc<dyn DocstoreSource>> {
+        Ok(self.config(profile).open_for(opener)?.source(profile))
     }
 
-    /// `distractor` needs each question's paragraphs, which only `eval` has.
-    pub fn check_not_distractor(&self, command: &str) -> anyhow::Result<()> {
-        if self.docstore == DocstoreKind::Distractor {
-            anyhow::bail!(
-                "`--docstore distractor` searches each question's own paragraphs, which only `eval` has (a HotpotQA file with contexts); `{command}` can search Wikipedia, `--docstore index:DIR` (built by `index build`) or `--docstore corpus:FILE` (that file's paragraphs pooled, or JSON Lines pages)"
-            );
-        }
-        Ok(())
+    /// Refuses, before anything else is opened, a docstore `opener` cannot serve.
+    pub fn check_opener(&self, opener: Opener) -> anyhow::Result<()> {
+        Ok(self.docstore.check_opener(opener)?)
     }
 }
 
@@ -340,28 +322,32 @@ impl ToolArgs {
         !self.tools.is_empty() || !self.commands.is_empty()
     }
 
+    /// Whether these options register tools besides Search, Lookup and Finish.
+    pub fn extra(&self) -> ExtraTools {
+        if self.any() {
+            ExtraTools::Some
+        } else {
+            ExtraTools::None
+        }
+    }
+
     /// The `paper` profile is the ReAct repository's agent, which knows no extra tools.
     pub fn check_profile(&self, profile: Profile) -> anyhow::Result<()> {
-        if profile == Profile::Paper && !(self.tools.is_empty() && self.commands.is_empty()) {
-            anyhow::bail!(
-                "the `paper` profile reproduces the ReAct repository, which has no extra tools: drop `--tools`/`--tool` or use `--profile default`"
-            );
-        }
-        Ok(())
+        Ok(setup::check_profile_tools(profile, self.extra())?)
     }
 
     /// The extra tools the command line asks for. WebSearch answers are cached next to the pages:
     /// in `--cache-dir`, else the same default directory the page cache uses, so `--offline`
     /// answers a search an earlier run made whether or not either run named a cache directory.
-    pub fn open(&self, docstore: &DocstoreArgs) -> anyhow::Result<Toolbox> {
+    pub fn open(&self, fetch: &FetchArgs) -> anyhow::Result<Toolbox> {
         let config = ToolsConfig {
             builtin: self.tools.clone(),
             commands: self.commands.clone(),
             websearch: WebSearchConfig {
                 search_url: self.search_url.clone(),
                 api_key: self.serpapi_key.clone().map(tools::ApiKey::new),
-                cache_dir: Some(docstore.cache_dir.clone().unwrap_or_else(default_cache_dir)),
-                network: if docstore.offline {
+                cache_dir: Some(fetch.cache_dir.clone().unwrap_or_else(default_cache_dir)),
+                network: if fetch.offline {
                     Network::Offline
                 } else {
                     Network::Online
@@ -409,7 +395,7 @@ impl CacheArgs {
         let dir = self.cache.as_ref()?;
         Some(
             dir.clone()
-                .unwrap_or_else(|| default_replies_dir(docstore.cache_dir.as_deref())),
+                .unwrap_or_else(|| default_replies_dir(docstore.fetch.cache_dir.as_deref())),
         )
     }
 }
@@ -423,26 +409,14 @@ pub fn default_replies_dir(cache_dir: Option<&std::path::Path>) -> PathBuf {
 }
 
 impl AgentRunArgs {
-    /// The `paper` profile is the ReAct repository's agent: its text format, no extra tools.
-    pub fn check_profile(&self) -> anyhow::Result<()> {
-        self.tools.check_profile(self.agent.profile)?;
-        if self.agent.profile == Profile::Paper && self.model.api == Api::Tools {
-            anyhow::bail!(
-                "the `paper` profile reproduces the ReAct repository's text format: `--api tools` needs `--profile default`"
-            );
-        }
-        let method = self.agent.method;
-        if method != Method::React && self.model.api == Api::Tools {
-            anyhow::bail!(
-                "`--api tools` calls the ReAct actions as functions: `--method {method}` needs `--api chat` or `--api completions`"
-            );
-        }
-        if self.tools.any() && !method.acts() {
-            anyhow::bail!(
-                "`--method {method}` takes no actions, so no tools: drop `--tools`/`--tool`, or use a method that acts (`react`, `act`, a backoff)"
-            );
-        }
-        self.agent.check_method()
+    /// Options that cannot work together, refused before anything runs, in the library's words
+    /// (`ask`, `chat` and `eval` check them again).
+    pub fn check(&self, opener: Opener) -> anyhow::Result<()> {
+        self.agent.check_sc_flags()?;
+        self.agent
+            .setup()
+            .check(Some(self.model.api), self.tools.extra())?;
+        self.docstore.check_opener(opener)
     }
 
     /// The model client, with the reply cache when `--cache` is on.
@@ -465,10 +439,14 @@ impl AgentRunArgs {
         Ok(Arc::new(self.open_model()?))
     }
 
-    /// Options that cannot work together for a one-question command, refused before anything runs.
-    pub fn check_interactive(&self, command: &str) -> anyhow::Result<()> {
-        self.check_profile()?;
-        self.docstore.check_not_distractor(command)
+    /// The docstore of these options, for `opener`.
+    pub fn open_docstore(&self, opener: Opener) -> anyhow::Result<Arc<dyn DocstoreSource>> {
+        self.docstore.open(self.agent.profile.profile, opener)
+    }
+
+    /// The tools of these options.
+    pub fn open_tools(&self) -> anyhow::Result<Toolbox> {
+        self.tools.open(&self.docstore.fetch)
     }
 }
 
@@ -553,5 +531,33 @@ fn parse_step_budget(text: &str) -> Result<usize, String> {
         Ok(0) => Err("the step budget must be at least 1".to_owned()),
         Ok(n_steps) => Ok(n_steps),
         Err(error) => Err(error.to_string()),
+    }
+}
+
+/// `--seed` of the comparisons' bootstrap: `compare`, and `report` for each pair it compares.
+#[derive(Args, Clone, Copy)]
+pub struct BootstrapSeedArg {
+    /// Seed of the bootstrap's resampling, which draws the intervals (the same seed prints the same
+    /// intervals).
+    #[arg(long, visible_alias = "bootstrap-seed", default_value_t = DEFAULT_SEED, value_name = "N")]
+    pub seed: u64,
+}
+
+/// `--ignore-gold`: `compare`, and `report` for each pair it compares.
+#[derive(Args, Clone, Copy)]
+pub struct GoldsArg {
+    /// Pair runs whose gold answers differ, each scored against its own file's gold (without it,
+    /// such a pair is an error naming both golds).
+    #[arg(long)]
+    ignore_gold: bool,
+}
+
+impl GoldsArg {
+    pub fn golds(self) -> Golds {
+        if self.ignore_gold {
+            Golds::EachFileItsOwn
+        } else {
+            Golds::MustAgree
+        }
     }
 }

@@ -6,13 +6,12 @@ use std::process::ExitCode;
 
 use react_docstore::agent::environment::{Environment, Workbench};
 use react_docstore::agent::trace::{Flush, TracePrinter};
-use react_docstore::docstore::DocstoreKind;
-use react_docstore::docstore::wikipedia::DEFAULT_WIKI_URL;
+use react_docstore::docstore::{DocstoreKind, Opener};
 use react_docstore::output::{self, Destinations};
 use react_docstore::replay::{self, Output, ReplayConfig, ToolsOnly};
 use react_docstore::{ActionGrammar, Profile, Run};
 
-use super::options::{DocstoreArgs, ToolArgs, shown_reasoning};
+use super::options::{DocstoreArgs, FetchArgs, ToolArgs, shown_reasoning};
 
 #[derive(clap::Args)]
 pub struct ReplayArgs {
@@ -49,49 +48,24 @@ struct ReplayDocstoreArgs {
     /// recorded against, when they say). Without it, such a step ends its run in an error.
     #[arg(long, value_name = "DOCSTORE")]
     docstore: Option<DocstoreKind>,
-    /// The Wikipedia to search (with `--docstore wikipedia`) [default: English Wikipedia].
-    #[arg(
-        long,
-        env = "REACT_WIKI_URL",
-        default_value = DEFAULT_WIKI_URL,
-        hide_default_value = true,
-        value_name = "URL"
-    )]
-    wiki_url: String,
-    /// Where fetched pages and web-search answers are cached (default: the user's cache
-    /// directory, `$XDG_CACHE_HOME/react-docstore` or `~/.cache/react-docstore`).
-    #[arg(long, env = "REACT_CACHE_DIR", value_name = "DIR")]
-    cache_dir: Option<PathBuf>,
-    /// Serve Wikipedia pages and web searches from the cache only; a miss is an error.
-    #[arg(long)]
-    offline: bool,
-    /// The User-Agent sent to Wikipedia: say who you are and how to reach you.
-    #[arg(long, env = "REACT_USER_AGENT", value_name = "TEXT")]
-    user_agent: Option<String>,
+    #[command(flatten)]
+    fetch: FetchArgs,
 }
 
-impl ReplayDocstoreArgs {
-    /// The shared options, with the docstore given (or the default, which replay does not open).
-    fn shared(&self) -> DocstoreArgs {
-        DocstoreArgs {
-            docstore: self.docstore.clone().unwrap_or_default(),
-            wiki_url: self.wiki_url.clone(),
-            cache_dir: self.cache_dir.clone(),
-            offline: self.offline,
-            user_agent: self.user_agent.clone(),
-        }
-    }
-}
+/// Who opens the docstore, as its refusals name it.
+const REPLAY: Opener = Opener::Command("replay");
 
 pub async fn run(args: ReplayArgs) -> anyhow::Result<ExitCode> {
-    let docstore = args.docstore.shared();
-    let toolbox = args.tools.open(&docstore)?;
+    let toolbox = args.tools.open(&args.docstore.fetch)?;
     // Steps without a recorded observation are observed live, under each run's profile, only
     // by a docstore given on the command line (and the tools given there).
-    let sources = match args.docstore.docstore {
-        Some(_) => {
-            docstore.check_not_distractor("replay")?;
-            Some(docstore.config(Profile::Default).open_sources()?)
+    let sources = match &args.docstore.docstore {
+        Some(kind) => {
+            let docstore = DocstoreArgs {
+                docstore: kind.clone(),
+                fetch: args.docstore.fetch.clone(),
+            };
+            Some(docstore.config(Profile::Default).open_for(REPLAY)?.sources())
         }
         None => None,
     };

@@ -4,9 +4,10 @@ use std::io::Write;
 use std::path::PathBuf;
 use std::process::ExitCode;
 
-use react_docstore::analysis::compare::{DEFAULT_SEED, Golds};
 use react_docstore::analysis::report::{self, ReportConfig};
 use react_docstore::output;
+
+use super::options::{BootstrapSeedArg, GoldsArg};
 
 #[derive(clap::Args)]
 pub struct ReportArgs {
@@ -21,14 +22,10 @@ pub struct ReportArgs {
     /// The question file, for EM and F1 by HotpotQA `type` and `level`.
     #[arg(long, value_name = "FILE")]
     questions: Option<PathBuf>,
-    /// Seed of the comparisons' bootstrap resampling, which draws their intervals (as `compare
-    /// --seed`).
-    #[arg(long, visible_alias = "bootstrap-seed", default_value_t = DEFAULT_SEED, value_name = "N")]
-    seed: u64,
-    /// Compare runs whose gold answers differ, each scored against its own file's gold (as
-    /// `compare --ignore-gold`).
-    #[arg(long)]
-    ignore_gold: bool,
+    #[command(flatten)]
+    seed: BootstrapSeedArg,
+    #[command(flatten)]
+    golds: GoldsArg,
 }
 
 pub fn run(args: ReportArgs) -> anyhow::Result<ExitCode> {
@@ -36,12 +33,8 @@ pub fn run(args: ReportArgs) -> anyhow::Result<ExitCode> {
         results: args.results,
         questions: args.questions,
         out: args.out,
-        seed: args.seed,
-        golds: if args.ignore_gold {
-            Golds::EachFileItsOwn
-        } else {
-            Golds::MustAgree
-        },
+        seed: args.seed.seed,
+        golds: args.golds.golds(),
     })?;
     let questions = match written.questions {
         1 => "1 question".to_owned(),

@@ -110,6 +110,10 @@ pub enum DocstoreError {
     Client(#[source] reqwest::Error),
     #[error("{0}")]
     Config(String),
+    #[error(
+        "`--docstore distractor` searches each question's own paragraphs, which only `eval` has (a HotpotQA file with contexts); `{command}` can search Wikipedia, `--docstore index:DIR` (built by `index build`) or `--docstore corpus:FILE` (that file's paragraphs pooled, or JSON Lines pages)"
+    )]
+    NoQuestionParagraphs { command: &'static str },
     #[error("cannot read the corpus {}", .path.display())]
     CorpusFile {
         path: PathBuf,
@@ -247,15 +251,22 @@ impl DocstoreConfig {
         self.cache_dir.clone().unwrap_or_else(default_cache_dir)
     }
 
-    /// The source every question of a run opens its explorer from. Opening touches neither the
-    /// network nor the disk; the first search does.
+    /// The source every question of a run opens its explorer from, under this profile, for
+    /// `eval` (every kind). Opening touches neither the network nor the disk; the first search does.
     pub fn open(&self) -> Result<Arc<dyn DocstoreSource>, DocstoreError> {
-        Ok(self.open_sources()?.get(self.profile))
+        Ok(self.open_for(Opener::Eval)?.source(self.profile))
     }
 
-    /// One source per profile over a single client and cache (for `replay`, whose runs may each
-    /// follow another profile): the politeness limits hold across both.
+    /// The sources of both profiles, for `eval` (every kind).
     pub fn open_sources(&self) -> Result<DocstoreSources, DocstoreError> {
+        Ok(self.open_for(Opener::Eval)?.sources())
+    }
+
+    /// The one place a docstore spec is opened, for every command and for `serve`: the wiki URL
+    /// checked, an index or a corpus file read; a kind `opener` cannot serve is refused
+    /// ([`DocstoreKind::check_opener`]).
+    pub fn open_for(&self, opener: Opener) -> Result<OpenedDocstore, DocstoreError> {
+        self.kind.check_opener(opener)?;
         match &self.kind {
             DocstoreKind::Wikipedia => {
                 let wiki_url = self.wiki_url.trim_end_matches('/').to_owned();
@@ -268,33 +279,75 @@ impl DocstoreConfig {
                         )));
                     }
                 }
-                let fetcher = Fetcher::new(self);
-                let source = |profile| -> Arc<dyn DocstoreSource> {
-                    Arc::new(WikipediaSource::new(fetcher.clone(), wiki_url.clone(), profile))
-                };
-                Ok(DocstoreSources {
-                    paper: source(Profile::Paper),
-                    default: source(Profile::Default),
+                Ok(OpenedDocstore::Wikipedia {
+                    fetcher: Fetcher::new(self),
+                    wiki_url,
                 })
             }
-            DocstoreKind::Distractor => Ok(DocstoreSources {
-                paper: Arc::new(DistractorSource::new(Profile::Paper)),
-                default: Arc::new(DistractorSource::new(Profile::Default)),
+            DocstoreKind::Distractor => Ok(OpenedDocstore::Distractor),
+            DocstoreKind::Corpus(path) => Ok(OpenedDocstore::Index {
+                index: Arc::new(PageIndex::in_memory(corpus::load_pages(path)?, "corpus")?),
+                kind: "corpus",
             }),
-            DocstoreKind::Corpus(path) => {
-                let source = CorpusSource::load(path, Profile::Default)?;
-                Ok(DocstoreSources {
-                    paper: Arc::new(source.with_profile(Profile::Paper)),
-                    default: Arc::new(source),
-                })
+            DocstoreKind::Index(dir) => Ok(OpenedDocstore::Index {
+                index: Arc::new(PageIndex::open(dir)?.0),
+                kind: "index",
+            }),
+        }
+    }
+}
+
+/// Who opens a docstore: `eval`, which has each question's own paragraphs, or another command,
+/// which has none (named in its refusal of `distractor`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Opener {
+    Eval,
+    Command(&'static str),
+}
+
+impl DocstoreKind {
+    /// The one refusal of a docstore a command cannot serve: `distractor` for all but `eval`.
+    pub fn check_opener(&self, opener: Opener) -> Result<(), DocstoreError> {
+        match (self, opener) {
+            (DocstoreKind::Distractor, Opener::Command(command)) => {
+                Err(DocstoreError::NoQuestionParagraphs { command })
             }
-            DocstoreKind::Index(dir) => {
-                let source = IndexSource::open(dir, Profile::Default)?;
-                Ok(DocstoreSources {
-                    paper: Arc::new(source.with_profile(Profile::Paper)),
-                    default: Arc::new(source),
-                })
+            _ => Ok(()),
+        }
+    }
+}
+
+/// A docstore spec opened ([`DocstoreConfig::open_for`]): what every command's sources and
+/// `serve`'s docstore are made of.
+pub enum OpenedDocstore {
+    /// Live Wikipedia at `wiki_url` (no final `/`), through one client and page cache.
+    Wikipedia { fetcher: Fetcher, wiki_url: String },
+    /// Each question's own paragraphs.
+    Distractor,
+    /// An index held open: a dump's (`index`), or a corpus file's built in memory (`corpus`).
+    Index {
+        index: Arc<PageIndex>,
+        kind: &'static str,
+    },
+}
+
+impl OpenedDocstore {
+    /// The source of `profile`.
+    pub fn source(&self, profile: Profile) -> Arc<dyn DocstoreSource> {
+        match self {
+            OpenedDocstore::Wikipedia { fetcher, wiki_url } => {
+                Arc::new(WikipediaSource::new(fetcher.clone(), wiki_url.clone(), profile))
             }
+            OpenedDocstore::Distractor => Arc::new(DistractorSource::new(profile)),
+            OpenedDocstore::Index { index, kind } => Arc::new(IndexSource::new(index.clone(), kind, profile)),
+        }
+    }
+
+    /// The sources of both profiles, sharing the client, cache or index.
+    pub fn sources(&self) -> DocstoreSources {
+        DocstoreSources {
+            paper: self.source(Profile::Paper),
+            default: self.source(Profile::Default),
         }
     }
 }

@@ -120,7 +120,9 @@ impl FailureClass {
             DocstoreError::TooLarge { url, .. } => (wikipedia(url), FailureKind::TooLarge),
             DocstoreError::NotCached { url, .. } => (wikipedia(url), FailureKind::NotCached),
             DocstoreError::Client(_) => (FailureOrigin::LocalDocstore, FailureKind::Client),
-            DocstoreError::Config(_) => (FailureOrigin::LocalDocstore, FailureKind::Config),
+            DocstoreError::Config(_) | DocstoreError::NoQuestionParagraphs { .. } => {
+                (FailureOrigin::LocalDocstore, FailureKind::Config)
+            }
             DocstoreError::Cache { .. }
             | DocstoreError::CorpusFile { .. }
             | DocstoreError::Corpus { .. }

@@ -5,22 +5,23 @@
 //! file that survives a crash, [`summary`] adds the outcomes up, [`score`] is the `score` command.
 
 pub mod failure;
+mod progress;
 mod resume;
 
-use std::cell::Cell;
 use std::collections::{HashMap, HashSet};
 use std::fmt;
 use std::future::Future;
-use std::io::IsTerminal;
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex, OnceLock, PoisonError};
-use std::time::{Duration, Instant};
+use std::time::Instant;
 
 use futures::future::BoxFuture;
 use futures::{FutureExt, StreamExt};
-use indicatif::{ProgressBar, ProgressStyle};
 
 pub use failure::{FailureClass, FailureKind, FailureOrigin};
+pub use progress::{PROGRESS_LINE_EVERY, Progress, ProgressView};
+
+use progress::ProgressReporter;
 
 use crate::agent::environment::{EnvironmentError, Inspected, Workbench};
 use crate::agent::fewshot::{Fewshot, FewshotError};
@@ -36,14 +37,14 @@ use crate::llm::{
 };
 use crate::method::Reflect;
 use crate::metrics::AnswerScore;
-use crate::profile::Profile;
 use crate::record::questions::{Contexts, Question, QuestionFileError};
 use crate::record::results::{ResultsError, ResultsFile};
 use crate::record::run::settings::{AttemptsRecord, EvalSettings, Sampling, SelectionRecord, ShardSplit};
 use crate::record::run::{Attempt, Run, RunErrorKind, Stopped};
 use crate::record::selection::{Selection, SelectionError};
 use crate::record::shard::{self, ShardError};
-use crate::solver::{Examples, MethodConfig, Solver, SolverError, Trial};
+use crate::solver::setup::{self, AgentSetup, ExtraTools, SetupError};
+use crate::solver::{Examples, Solver, SolverError, Trial};
 use crate::task::Task;
 use crate::trajectories::fewshot_from::{FewshotFrom, FewshotFromError, OtherExamples};
 
@@ -55,11 +56,9 @@ pub struct EvalConfig {
     /// Whether the docstore reads each question's context paragraphs (`--docstore distractor`);
     /// when not, they are dropped while the file is read.
     pub contexts: Contexts,
-    pub profile: Profile,
-    /// The method (`--method`) and CoT-SC's sampling.
-    pub method: MethodConfig,
-    /// The step budget; `None`: the method's own for the task ([`MethodConfig::max_steps`]).
-    pub max_steps: Option<usize>,
+    /// The profile, the method (`--method`) with CoT-SC's sampling, and the step budget: what
+    /// `ask` and `chat` take too.
+    pub agent: AgentSetup,
     /// Few-shot examples instead of the task's bundled ones (HotpotQA or FEVER): one file, or
     /// one per phase of a backoff method.
     pub fewshot: Vec<PathBuf>,
@@ -87,34 +86,6 @@ pub enum Resume {
     RetryErrors,
 }
 
-/// How progress is shown on stderr.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Progress {
-    /// A bar (on a terminal): position, running EM/F1, ETA.
-    Bar,
-    /// A plain line this often (batch logs): done/total, EM/F1 so far, questions/minute, ETA.
-    Lines {
-        every: Duration,
-    },
-    Hidden,
-}
-
-/// How often a batch log gets a progress line.
-pub const PROGRESS_LINE_EVERY: Duration = Duration::from_secs(10);
-
-impl Progress {
-    /// A bar when stderr is a terminal, else a progress line every [`PROGRESS_LINE_EVERY`].
-    pub fn for_stderr() -> Progress {
-        if std::io::stderr().is_terminal() {
-            Progress::Bar
-        } else {
-            Progress::Lines {
-                every: PROGRESS_LINE_EVERY,
-            }
-        }
-    }
-}
-
 /// The model, docstore and tools every question shares.
 #[derive(Clone)]
 pub struct EvalServices {
@@ -133,6 +104,8 @@ pub enum EvalError {
     Results(#[from] ResultsError),
     #[error(transparent)]
     Fewshot(#[from] FewshotError),
+    #[error(transparent)]
+    Setup(#[from] SetupError),
     #[error(transparent)]
     Method(#[from] SolverError),
     #[error(transparent)]
@@ -409,6 +382,12 @@ pub async fn evaluate(
     interrupt: impl Future<Output = ()>,
 ) -> Result<Summary, EvalError> {
     let started = Instant::now();
+    // Options that cannot work together are refused before anything is read.
+    let tools = ExtraTools::of(&services.toolbox);
+    config.agent.check(services.llm.api(), tools)?;
+    if let Attempts::Trials { reflect, .. } = config.attempts {
+        setup::check_reflect_tools(reflect, tools)?;
+    }
     // With `--shard`, only the shard's questions; the plan says where each sits in the selection.
     let (file, shard, other_shards) = config
         .selection
@@ -436,9 +415,9 @@ pub async fn evaluate(
             }
             let drawn = from
                 .draw(
-                    config.method.method,
+                    config.agent.method,
                     task,
-                    config.profile,
+                    config.agent.profile,
                     &excluded,
                     &config.results,
                     OtherExamples::Refuse,
@@ -462,12 +441,12 @@ pub async fn evaluate(
         )
     };
     let solver = Solver::new(
-        &config.method,
-        config.profile,
+        &config.agent.method_config(),
+        config.agent.profile,
         &examples,
         &services.toolbox,
         &PromptOptions::default(),
-        config.method.max_steps(config.max_steps, task),
+        config.agent.max_steps(task),
     )?;
     if let Attempts::Trials { reflect, .. } = config.attempts
         && reflect != Reflect::None
@@ -671,21 +650,20 @@ fn evaluation_settings(
             source,
         })
     };
-    let method = config.method.method;
+    let method = config.agent.method;
+    let method_config = config.agent.method_config();
     Ok(EvalSettings {
         model: services.llm.model().to_owned(),
         api: services.llm.api(),
-        profile: config.profile,
+        profile: config.agent.profile,
         method,
         sampling: method.samples().then_some(Sampling {
-            samples: config.method.samples,
-            temperature: config.method.sample_temperature,
-            stop: config.method.sc_stop,
+            samples: method_config.samples,
+            temperature: method_config.sample_temperature,
+            stop: method_config.sc_stop,
         }),
         generation: services.llm.generation(),
-        max_steps: method
-            .acts()
-            .then(|| config.method.max_steps(config.max_steps, task)),
+        max_steps: method.acts().then(|| config.agent.max_steps(task)),
         prompts: solver.prompt_digests(),
         tools: solver.grammar().tool_names().to_vec(),
         attempts: match config.attempts {
@@ -1050,159 +1028,5 @@ impl Llm for ClassifiedLlm<'_> {
 
     fn generation(&self) -> Option<crate::llm::Generation> {
         self.llm.generation()
-    }
-}
-
-/// The progress bar, or plain progress lines, and notes that do not tear the bar.
-struct ProgressReporter {
-    bar: Option<ProgressBar>,
-    /// How often [`ProgressReporter::line`] is due (`Progress::Lines`).
-    line_every: Option<Duration>,
-    log: LogOutput,
-    n_questions: usize,
-    /// When the questions to run started: the rate and ETA count only them.
-    run_started: Cell<Instant>,
-}
-
-impl ProgressReporter {
-    fn new(config: &EvalConfig, n_questions: usize) -> ProgressReporter {
-        let bar = match config.progress {
-            Progress::Hidden | Progress::Lines { .. } => None,
-            Progress::Bar => {
-                let bar = ProgressBar::new(n_questions as u64);
-                let style = ProgressStyle::with_template(
-                    "{elapsed_precise} [{wide_bar}] {pos}/{len} {msg} ETA {eta}",
-                )
-                // invariant: the template is a literal (every run with a bar builds it)
-                .expect("the progress template is valid")
-                .progress_chars("=> ");
-                bar.set_style(style);
-                bar.enable_steady_tick(Duration::from_millis(500));
-                config.log.show_bar(&bar);
-                Some(bar)
-            }
-        };
-        ProgressReporter {
-            bar,
-            line_every: match config.progress {
-                Progress::Lines { every } => Some(every.max(Duration::from_millis(1))),
-                Progress::Bar | Progress::Hidden => None,
-            },
-            log: config.log.clone(),
-            n_questions,
-            run_started: Cell::new(Instant::now()),
-        }
-    }
-
-    /// A reporter of notes only, without a bar or progress lines.
-    fn notes(config: &EvalConfig) -> ProgressReporter {
-        ProgressReporter {
-            bar: None,
-            line_every: None,
-            log: config.log.clone(),
-            n_questions: 0,
-            run_started: Cell::new(Instant::now()),
-        }
-    }
-
-    fn advance(&self, outcomes: &[Outcome]) {
-        let Some(bar) = &self.bar else { return };
-        bar.set_position(outcomes.len() as u64);
-        if let Some((em, f1)) = running_scores(outcomes) {
-            bar.set_message(format!("EM {em:.3} F1 {f1:.3}"));
-        }
-    }
-
-    /// The ETA counts only questions run now, not the resumed ones.
-    fn restart_eta(&self) {
-        self.run_started.set(Instant::now());
-        if let Some(bar) = &self.bar {
-            bar.reset_eta();
-        }
-    }
-
-    /// Ticks when a progress line is due; never without `Progress::Lines`.
-    fn ticks(&self) -> ProgressTicks {
-        ProgressTicks(self.line_every.map(|every| {
-            let mut interval = tokio::time::interval_at(tokio::time::Instant::now() + every, every);
-            interval.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
-            interval
-        }))
-    }
-
-    /// A plain progress line: done/total, EM/F1 so far, questions per minute, ETA.
-    fn line(&self, outcomes: &[Outcome], resumed: usize) {
-        let mut line = format!("progress {}/{}", outcomes.len(), self.n_questions);
-        if let Some((em, f1)) = running_scores(outcomes) {
-            line.push_str(&format!(", EM {em:.3} F1 {f1:.3}"));
-        }
-        let n_run_now = outcomes.len().saturating_sub(resumed);
-        let minutes = self.run_started.get().elapsed().as_secs_f64() / 60.0;
-        if n_run_now > 0 && minutes > 0.0 {
-            let per_minute = n_run_now as f64 / minutes;
-            let left = self.n_questions.saturating_sub(outcomes.len()) as f64;
-            line.push_str(&format!(
-                ", {per_minute:.1} questions/min, ETA {}",
-                format_eta(Duration::from_secs_f64((left / per_minute * 60.0).min(1e9)))
-            ));
-        }
-        self.log.line(&line);
-    }
-
-    fn note(&self, message: &str) {
-        self.log.line(message);
-    }
-
-    fn finish(&self) {
-        if let Some(bar) = &self.bar {
-            self.log.hide_bar();
-            bar.finish_and_clear();
-        }
-    }
-}
-
-/// An evaluation that ends early (an error) takes its bar down too.
-impl Drop for ProgressReporter {
-    fn drop(&mut self) {
-        self.finish();
-    }
-}
-
-/// Mean EM and F1 of the outcomes that have a gold answer, if any has.
-fn running_scores(outcomes: &[Outcome]) -> Option<(f64, f64)> {
-    let scores: Vec<&AnswerScore> = outcomes
-        .iter()
-        .filter_map(|outcome| outcome.score.as_ref())
-        .collect();
-    if scores.is_empty() {
-        return None;
-    }
-    let n = scores.len() as f64;
-    let em = scores.iter().filter(|score| score.em).count() as f64 / n;
-    let f1 = scores.iter().map(|score| score.f1).sum::<f64>() / n;
-    Some((em, f1))
-}
-
-/// `1h02m`, `4m05s`, `12s`.
-fn format_eta(eta: Duration) -> String {
-    let secs = eta.as_secs();
-    match (secs / 3600, secs / 60 % 60, secs % 60) {
-        (0, 0, s) => format!("{s}s"),
-        (0, m, s) => format!("{m}m{s:02}s"),
-        (h, m, _) => format!("{h}h{m:02}m"),
-    }
-}
-
-/// The progress-line clock: an interval, or a tick that never comes.
-struct ProgressTicks(Option<tokio::time::Interval>);
-
-impl ProgressTicks {
-    async fn tick(&mut self) {
-        match &mut self.0 {
-            Some(interval) => {
-                interval.tick().await;
-            }
-            None => std::future::pending().await,
-        }
     }
 }

@@ -8,16 +8,18 @@ use std::sync::Arc;
 use crate::agent::action::{Action, ActionError, ActionGrammar};
 use crate::agent::environment::{Environment, EnvironmentError, Workbench};
 use crate::agent::tool::Toolbox;
-use crate::docstore::corpus::load_pages;
 use crate::docstore::{
-    Docstore, DocstoreConfig, DocstoreError, DocstoreInfo, DocstoreKind, DocstoreSource, Fetcher,
-    IndexExplorer, IndexSource, PageIndex, Reader, WikipediaExplorer, WikipediaSource,
+    Docstore, DocstoreConfig, DocstoreError, DocstoreInfo, DocstoreSource, IndexExplorer, IndexSource,
+    OpenedDocstore, Opener, PageIndex, Reader, WikipediaExplorer, WikipediaSource,
 };
 use crate::profile::Profile;
 
 use super::pool::{IndexPool, PoolError, PoolSize};
 use super::recent::RecentPages;
 use super::state::{MAX_ACTION_BYTES, StateError, StepState};
+
+/// Who opens the served docstore, as its refusals name it.
+const SERVE: Opener = Opener::Command("serve");
 
 /// How many opened pages a server remembers for the Lookups that follow: many more than the
 /// episodes in flight at once.
@@ -85,32 +87,24 @@ pub struct Stepped {
 
 impl ServedDocstore {
     /// Opens the docstore `config` names under its profile, an index searched on a pool of
-    /// `pool` threads; `distractor` cannot be served (its pages come with each question).
+    /// `pool` threads, as every command opens it ([`DocstoreConfig::open_for`]); `distractor`
+    /// cannot be served (its pages come with each question).
     pub fn open(config: &DocstoreConfig, pool: PoolSize) -> Result<ServedDocstore, DocstoreError> {
         let profile = config.profile;
-        let indexed = |index: PageIndex, kind: &str| -> Result<Served, DocstoreError> {
-            let index = Arc::new(index);
-            let source = IndexSource::new(index.clone(), kind, profile);
-            let pool = IndexPool::new(pool).map_err(|error| {
-                DocstoreError::Config(format!("cannot start the threads that search the index: {error}"))
-            })?;
-            Ok(Served::Index { index, source, pool })
-        };
-        let served = match &config.kind {
-            DocstoreKind::Index(dir) => indexed(PageIndex::open(dir)?.0, "index")?,
-            DocstoreKind::Corpus(path) => {
-                indexed(PageIndex::in_memory(load_pages(path)?, "corpus")?, "corpus")?
+        let served = match config.open_for(SERVE)? {
+            OpenedDocstore::Index { index, kind } => {
+                let source = IndexSource::new(index.clone(), kind, profile);
+                let pool = IndexPool::new(pool).map_err(|error| {
+                    DocstoreError::Config(format!("cannot start the threads that search the index: {error}"))
+                })?;
+                Served::Index { index, source, pool }
             }
-            DocstoreKind::Wikipedia => {
-                // Checks the URL as every command does (no request is made).
-                config.open()?;
-                let wiki_url = config.wiki_url.trim_end_matches('/').to_owned();
-                Served::Wikipedia(WikipediaSource::new(Fetcher::new(config), wiki_url, profile))
+            OpenedDocstore::Wikipedia { fetcher, wiki_url } => {
+                Served::Wikipedia(WikipediaSource::new(fetcher, wiki_url, profile))
             }
-            DocstoreKind::Distractor => {
-                return Err(DocstoreError::Config(
-                    "`--docstore distractor` searches each question's own paragraphs, which a server does not have: serve `wikipedia`, `corpus:FILE` or `index:DIR`".to_owned(),
-                ));
+            // Refused by `open_for` already.
+            OpenedDocstore::Distractor => {
+                return Err(DocstoreError::NoQuestionParagraphs { command: "serve" });
             }
         };
         let (info, id) = match &served {
@@ -346,6 +340,7 @@ impl Explorer {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::docstore::DocstoreKind;
 
     fn served(profile: Profile) -> Arc<ServedDocstore> {
         let pages = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("fixtures/index/pages.jsonl");

@@ -9,6 +9,7 @@ pub mod answer;
 pub mod vote;
 pub mod sc_stop;
 pub mod reflexion;
+pub mod setup;
 
 use futures::future::join_all;
 

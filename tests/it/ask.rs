@@ -52,9 +52,7 @@ impl Docstore for FixedExplorer {
 
 fn agent_config(today: Option<&str>) -> AgentConfig {
     AgentConfig {
-        profile: Profile::Default,
-        method: react_docstore::solver::MethodConfig::default(),
-        max_steps: None,
+        setup: react_docstore::solver::setup::AgentSetup::default(),
         examples: react_docstore::solver::Examples::Bundled(react_docstore::task::Task::HotpotQa),
         prompt_options: PromptOptions {
             today: today.map(str::to_owned),

@@ -20,6 +20,7 @@ use react_docstore::record::questions::{Contexts, QuestionFile};
 use react_docstore::record::results::{ResultsError, ResultsFile};
 use react_docstore::record::run::Run;
 use react_docstore::record::selection::{Selection, Subset};
+use react_docstore::solver::setup::AgentSetup;
 
 use crate::{Captured, fixture};
 
@@ -611,9 +612,10 @@ fn config(questions: PathBuf, results: PathBuf, concurrency: usize) -> EvalConfi
         questions,
         selection: Selection::default(),
         contexts: Contexts::Unused,
-        profile: Profile::Default,
-        method: react_docstore::solver::MethodConfig::default(),
-        max_steps: Some(4),
+        agent: AgentSetup {
+            max_steps: Some(4),
+            ..AgentSetup::default()
+        },
         fewshot: Vec::new(),
         attempts: Default::default(),
         fewshot_from: None,
@@ -730,7 +732,10 @@ async fn eval_scores_every_way_a_run_ends_and_resumes_without_calls() {
 
     // A budget of one step finishes no question: exit code 1, "ran but nothing answered".
     let one_step = EvalConfig {
-        max_steps: Some(1),
+        agent: AgentSetup {
+            max_steps: Some(1),
+            ..AgentSetup::default()
+        },
         results: dir.path().join("one-step.jsonl"),
         ..config.clone()
     };
@@ -813,15 +818,49 @@ async fn eval_of_fever_claims_scores_label_accuracy() {
     ];
     let llm = Arc::new(ScriptedLlm::new(&scripts, Duration::ZERO));
     let results = dir.path().join("results.jsonl");
-    // The bar's code path runs too (indicatif draws nothing: stderr is not a terminal here).
+    // A view (the binary's bar) is told the round's progress.
+    let view = Arc::new(RecordedView::default());
     let config = EvalConfig {
-        progress: Progress::Bar,
+        progress: Progress::View(view.clone()),
         ..config(fixture("fever/paper_dev.jsonl"), results, 1)
     };
     let summary = eval::evaluate(&config, &services(llm), std::future::pending())
         .await
         .unwrap();
     crate::assert_snapshot!(render_summary(&summary));
+    assert_eq!(
+        *view.0.lock().unwrap(),
+        [
+            "started 4",
+            "advanced 0",
+            "advanced 1 EM 1.000 F1 1.000",
+            "advanced 2 EM 0.500 F1 0.500",
+            "advanced 3 EM 0.667 F1 0.667",
+            "note question `166626`: the recording has no completion for step 1 (call 1 of that step)",
+            "advanced 4 EM 0.500 F1 0.500",
+            "finished"
+        ]
+    );
+}
+
+/// A progress view that records the events it is told.
+#[derive(Default)]
+struct RecordedView(std::sync::Mutex<Vec<String>>);
+
+impl react_docstore::eval::ProgressView for RecordedView {
+    fn started(&self, n_questions: usize) {
+        self.0.lock().unwrap().push(format!("started {n_questions}"));
+    }
+    fn advanced(&self, done: usize, scores: Option<(f64, f64)>) {
+        let scores = scores.map_or(String::new(), |(em, f1)| format!(" EM {em:.3} F1 {f1:.3}"));
+        self.0.lock().unwrap().push(format!("advanced {done}{scores}"));
+    }
+    fn note(&self, message: &str) {
+        self.0.lock().unwrap().push(format!("note {message}"));
+    }
+    fn finished(&self) {
+        self.0.lock().unwrap().push("finished".to_owned());
+    }
 }
 
 /// Polls until the results file has `n` lines.
@@ -1779,4 +1818,51 @@ fn a_dead_local_model_server_fails_at_once() {
     assert!(recorded.iter().all(|run| run.error.is_some()
         && run.error_kind == Some(react_docstore::record::run::RunErrorKind::Transient)));
     assert!(eval_took < Duration::from_secs(2), "{eval_took:?}");
+}
+
+// ---------------------------------------------------------------- refusals
+
+#[tokio::test]
+async fn the_library_refuses_what_the_command_line_refuses_in_its_words() {
+    use react_docstore::Method;
+    let dir = tempfile::tempdir().unwrap();
+    let questions = fixture("hotpotqa/simplified.json");
+    let results = dir.path().join("r.jsonl");
+    let cases: [(&[&str], AgentSetup); 2] = [
+        (
+            &["--method", "cot", "--max-steps", "3"],
+            AgentSetup {
+                method: Method::Cot,
+                max_steps: Some(3),
+                ..AgentSetup::default()
+            },
+        ),
+        (
+            &["--samples", "5"],
+            AgentSetup {
+                samples: Some(5),
+                ..AgentSetup::default()
+            },
+        ),
+    ];
+    for (flags, agent) in cases {
+        let output = std::process::Command::new(insta_cmd::get_cargo_bin("react-docstore"))
+            .arg("eval")
+            .arg(&questions)
+            .args(["--model", "m", "--base-url", "http://127.0.0.1:9/v1", "--out"])
+            .arg(&results)
+            .args(flags)
+            .env("NO_COLOR", "1")
+            .output()
+            .unwrap();
+        let stderr = String::from_utf8(output.stderr).unwrap();
+        let config = EvalConfig {
+            agent,
+            ..config(questions.clone(), results.clone(), 1)
+        };
+        let llm = Arc::new(ScriptedLlm::new(&SIMPLIFIED_SCRIPTS, Duration::ZERO));
+        let error = evaluation_error(&config, &llm).await;
+        assert_eq!(stderr, format!("error: {error}\n"), "{flags:?}");
+        assert!(!results.exists(), "refused before the results file is made");
+    }
 }

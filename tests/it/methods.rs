@@ -929,14 +929,12 @@ async fn samples_asked_one_by_one_stay_within_the_evaluations_concurrency() {
         questions: crate::fixture("hotpotqa/official.json"),
         selection: Selection::default(),
         contexts: Contexts::Unused,
-        profile: Profile::Default,
-        method: MethodConfig {
+        agent: react_docstore::solver::setup::AgentSetup {
             method: Method::CotSc,
-            samples: 5,
-            sample_temperature: 0.7,
-            sc_stop: None,
+            samples: Some(5),
+            sample_temperature: Some(0.7),
+            ..Default::default()
         },
-        max_steps: None,
         fewshot: Vec::new(),
         attempts: Default::default(),
         fewshot_from: None,

@@ -1112,3 +1112,26 @@ fn the_state_key_comes_from_a_file_or_the_environment_never_the_command_line() {
         assert!(!stderr.contains("a secret everyone"), "{stderr}");
     }
 }
+
+#[test]
+fn serving_distractor_is_refused_in_the_words_every_command_refuses_it() {
+    use react_docstore::docstore::Opener;
+    let config = DocstoreConfig {
+        kind: DocstoreKind::Distractor,
+        ..DocstoreConfig::new(Profile::Default)
+    };
+    let Err(error) = ServedDocstore::open(&config, PoolSize::for_this_machine()) else {
+        panic!("`distractor` is served");
+    };
+    let refusal = |command| {
+        DocstoreKind::Distractor
+            .check_opener(Opener::Command(command))
+            .unwrap_err()
+            .to_string()
+    };
+    assert_eq!(error.to_string(), refusal("serve"));
+    assert_eq!(
+        refusal("explore"),
+        "`--docstore distractor` searches each question's own paragraphs, which only `eval` has (a HotpotQA file with contexts); `explore` can search Wikipedia, `--docstore index:DIR` (built by `index build`) or `--docstore corpus:FILE` (that file's paragraphs pooled, or JSON Lines pages)"
+    );
+}

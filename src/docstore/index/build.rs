@@ -9,10 +9,10 @@
 //! place only when complete, its manifest written last; an interrupted build leaves nothing that
 //! opens as an index, and building again replaces the old one.
 
-use std::io::{IsTerminal, Write};
+use std::io::Write;
 use std::path::{Path, PathBuf};
-use std::sync::Mutex;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant, SystemTime};
 
 use tantivy::directory::MmapDirectory;
@@ -161,24 +161,34 @@ pub enum MalformedRecords {
 }
 
 /// How a build shows its progress on stderr.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Clone)]
 pub enum BuildProgress {
-    /// A progress bar (a terminal).
-    Bar,
+    /// Events to the caller's view (the binary's bar, on a terminal).
+    View(Arc<dyn BuildView>),
     /// A plain line every few seconds (a log file).
     Lines,
     /// Nothing but the malformed records (tests).
     Quiet,
 }
 
-impl BuildProgress {
-    pub fn for_stderr() -> BuildProgress {
-        if std::io::stderr().is_terminal() {
-            BuildProgress::Bar
-        } else {
-            BuildProgress::Lines
-        }
+impl std::fmt::Debug for BuildProgress {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(match self {
+            BuildProgress::View(_) => "View",
+            BuildProgress::Lines => "Lines",
+            BuildProgress::Quiet => "Quiet",
+        })
     }
+}
+
+/// What a build tells a view of its progress, a few times a second.
+pub trait BuildView: Send + Sync {
+    /// The build reads `total_bytes` of input.
+    fn started(&self, total_bytes: u64);
+    /// `read` bytes read so far, making `pages` pages, at `pages_per_second`.
+    fn advanced(&self, read: u64, pages: u64, pages_per_second: f64);
+    /// The build is over (done, failed or interrupted).
+    fn finished(&self);
 }
 
 /// A malformed record: where, and why.
@@ -233,7 +243,7 @@ impl Shared {
         }
         let count = self.malformed.fetch_add(1, Ordering::Relaxed) + 1;
         if count <= SHOWN_ISSUES {
-            if self.progress != BuildProgress::Quiet {
+            if !matches!(self.progress, BuildProgress::Quiet) {
                 let mut stderr = crate::output::stderr();
                 let _ = writeln!(stderr, "warning: skipped a malformed record: {record}");
                 if count == SHOWN_ISSUES {
@@ -340,7 +350,7 @@ fn build_in_ranges(
         shown: Mutex::new(Vec::new()),
         failure: Mutex::new(None),
         first_malformed: Mutex::new(None),
-        progress: config.progress,
+        progress: config.progress.clone(),
         malformed_records: config.malformed,
     };
     let (ranges, dealt) = Ranges::new(threads, range_bytes);
@@ -690,14 +700,13 @@ fn show_progress(
     interrupted: &AtomicBool,
     started: Instant,
 ) {
-    let bar = (shared.progress == BuildProgress::Bar).then(|| {
-        let bar = indicatif::ProgressBar::new(total_bytes);
-        bar.set_style(
-            indicatif::ProgressStyle::with_template("{bar:30} {bytes}/{total_bytes} read  {msg}  ETA {eta}")
-                .unwrap_or_else(|_| indicatif::ProgressStyle::default_bar()),
-        );
-        bar
-    });
+    let view = match &shared.progress {
+        BuildProgress::View(view) => Some(view.clone()),
+        BuildProgress::Lines | BuildProgress::Quiet => None,
+    };
+    if let Some(view) = &view {
+        view.started(total_bytes);
+    }
     let mut last_line = Instant::now();
     while !finished.load(Ordering::Relaxed) {
         std::thread::sleep(Duration::from_millis(100));
@@ -707,11 +716,8 @@ fn show_progress(
         let pages = shared.pages.load(Ordering::Relaxed);
         let read = shared.bytes_read.load(Ordering::Relaxed).min(total_bytes);
         let rate = pages as f64 / started.elapsed().as_secs_f64().max(0.001);
-        match (&bar, shared.progress) {
-            (Some(bar), _) => {
-                bar.set_position(read);
-                bar.set_message(format!("{pages} pages, {rate:.0} pages/s"));
-            }
+        match (&view, &shared.progress) {
+            (Some(view), _) => view.advanced(read, pages, rate),
             (None, BuildProgress::Lines) if last_line.elapsed() >= PROGRESS_LINE_EVERY => {
                 last_line = Instant::now();
                 let share = if total_bytes == 0 {
@@ -733,8 +739,8 @@ fn show_progress(
             _ => {}
         }
     }
-    if let Some(bar) = bar {
-        bar.finish_and_clear();
+    if let Some(view) = view {
+        view.finished();
     }
 }
 

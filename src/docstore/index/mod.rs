@@ -32,7 +32,7 @@ mod read_only;
 pub mod build;
 pub mod search;
 
-pub use build::{BuildConfig, BuildProgress, BuildReport, MalformedRecords, build};
+pub use build::{BuildConfig, BuildProgress, BuildReport, BuildView, MalformedRecords, build};
 pub use formats::DumpFormat;
 pub use manifest::{IndexInfo, Manifest, parse_size};
 pub use schema::IndexedPage;
