@@ -35,6 +35,8 @@ use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 use std::time::Instant;
 
+use react_docstore::rng::SplitMix64;
+
 const USAGE: &str = "usage: gen_wiki --out FILE [--pages N (200000)] [--queries FILE] \
                      [--num-queries N (2000)] [--seed N (1)] [--vocabulary N (Heaps' law)]";
 
@@ -119,35 +121,9 @@ fn parse_args() -> Result<Args, String> {
     })
 }
 
-/// SplitMix64 (Steele, Lea and Flood 2014): small, fast, and good enough for test data.
-struct SplitMix64(u64);
-
-impl SplitMix64 {
-    fn next_u64(&mut self) -> u64 {
-        self.0 = self.0.wrapping_add(0x9E37_79B9_7F4A_7C15);
-        let mut z = self.0;
-        z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
-        z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
-        z ^ (z >> 31)
-    }
-
-    /// Uniform in `0..n`; `n` must be positive.
-    fn below(&mut self, n: usize) -> usize {
-        ((u128::from(self.next_u64()) * n as u128) >> 64) as usize
-    }
-
-    /// Uniform in `[0, 1)`.
-    fn unit(&mut self) -> f64 {
-        (self.next_u64() >> 11) as f64 / (1u64 << 53) as f64
-    }
-
-    fn chance(&mut self, p: f64) -> bool {
-        self.unit() < p
-    }
-
-    fn pick(&mut self, items: &[&'static str]) -> &'static str {
-        items[self.below(items.len())]
-    }
+/// One of `items`, uniformly.
+fn pick(rng: &mut SplitMix64, items: &[&'static str]) -> &'static str {
+    items[rng.below(items.len())]
 }
 
 /// Inverse-CDF sampling of Zipf ranks (0-based) over `n` items.
@@ -190,10 +166,10 @@ fn vocabulary(size: usize, rng: &mut SplitMix64) -> Vec<String> {
         let syllables = 1 + usize::from(rank > 200) + rng.below(2);
         let mut word = String::with_capacity(12);
         for _ in 0..syllables {
-            word.push_str(rng.pick(ONSETS));
-            word.push_str(rng.pick(NUCLEI));
+            word.push_str(pick(rng, ONSETS));
+            word.push_str(pick(rng, NUCLEI));
         }
-        word.push_str(rng.pick(CODAS));
+        word.push_str(pick(rng, CODAS));
         if seen.insert(word.clone()) {
             words.push(word);
         }

@@ -14,6 +14,7 @@
 // Words every layer shares.
 pub mod digest;
 pub mod fsutil;
+pub mod rng;
 mod json;
 pub mod method;
 pub mod profile;

@@ -18,6 +18,7 @@ use crate::record::merge::{self, Evaluation, MergeError};
 use crate::record::recorded::RecordedRun;
 use crate::record::results::ResultsError;
 use crate::record::run::{Attempt, Run, Stopped};
+use crate::rng::SplitMix64;
 use crate::task::Task;
 
 /// How many times the questions are resampled for each interval.
@@ -727,25 +728,6 @@ pub fn mcnemar_exact_p(b: usize, c: usize) -> f64 {
         .ln()
         + ln_max;
     (2.0 * tail.exp()).min(1.0)
-}
-
-/// SplitMix64 (Steele, Lea and Flood, 2014): a few lines, and the same numbers for a seed on every
-/// platform and every version of this tool, which a general-purpose RNG crate does not promise.
-struct SplitMix64(u64);
-
-impl SplitMix64 {
-    fn next(&mut self) -> u64 {
-        self.0 = self.0.wrapping_add(0x9e37_79b9_7f4a_7c15);
-        let mut z = self.0;
-        z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
-        z = (z ^ (z >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
-        z ^ (z >> 31)
-    }
-
-    /// A number in `0..n` (Lemire's multiply-shift; the bias is below 2⁻³² for any n here).
-    fn below(&mut self, n: usize) -> usize {
-        ((u128::from(self.next()) * n as u128) >> 64) as usize
-    }
 }
 
 #[cfg(test)]

@@ -5,6 +5,8 @@
 
 use std::collections::HashMap;
 use std::path::Path;
+
+use react_docstore::rng::SplitMix64;
 use std::sync::{Arc, Mutex};
 
 use react_docstore::agent::prompt::PromptOptions;
@@ -17,21 +19,9 @@ use react_docstore::{Method, Profile};
 use serde_json::{Value, json};
 use wiremock::{Request, Respond, ResponseTemplate};
 
-/// A deterministic generator (SplitMix64), so the script needs no `rand`.
-struct SplitMix64(u64);
-
-impl SplitMix64 {
-    fn next(&mut self) -> u64 {
-        self.0 = self.0.wrapping_add(0x9E37_79B9_7F4A_7C15);
-        let mut z = self.0;
-        z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
-        z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
-        z ^ (z >> 31)
-    }
-
-    fn below(&mut self, n: usize) -> usize {
-        (self.next() % n as u64) as usize
-    }
+/// A number in `0..n` drawn as these samples were scripted: the next word modulo `n`.
+fn below(rng: &mut SplitMix64, n: usize) -> usize {
+    (rng.next_u64() % n as u64) as usize
 }
 
 /// 100 questions of 21 samples: question i's leader (`alpha`) holds round(21 · (0.4 + 0.6 i / 99))
@@ -52,7 +42,7 @@ fn scripted_answers() -> Vec<Vec<String>> {
                 })
                 .collect();
             for place in (1..answers.len()).rev() {
-                answers.swap(place, rng.below(place + 1));
+                answers.swap(place, below(&mut rng, place + 1));
             }
             answers
         })
