@@ -14,6 +14,7 @@ use react_docstore::docstore::{Docstore, DocstoreConfig, DocstoreKind};
 
 use crate::fixture;
 
+mod packaged;
 mod shared;
 
 /// Builds an index of `sources` (fixture names under `fixtures/index/`) into `dir/name`.

@@ -354,7 +354,6 @@ fn build_in_ranges(
         malformed_records: config.malformed,
     };
     let (ranges, dealt) = Ranges::new(threads, range_bytes);
-    let mut digest = Digest::default();
     let mut parts: Vec<Part> = Vec::new();
     let finished = AtomicBool::new(false);
     std::thread::scope(|scope| {
@@ -365,7 +364,6 @@ fn build_in_ranges(
                 let mut writer = RangeWriter::new(&parts_index, segment_budget);
                 let fields = &fields;
                 scope.spawn(move || {
-                    let mut digest = Digest::default();
                     for work in items {
                         if shared.aborted() {
                             continue;
@@ -374,14 +372,14 @@ fn build_in_ranges(
                             shared.fail(tantivy_error(source));
                             continue;
                         }
-                        index_work(&work, &mut writer, fields, shared, &mut digest);
+                        index_work(&work, &mut writer, fields, shared);
                     }
                     if !shared.aborted()
                         && let Err(source) = writer.flush()
                     {
                         shared.fail(tantivy_error(source));
                     }
-                    (digest, writer.parts)
+                    writer.parts
                 })
             })
             .collect();
@@ -402,10 +400,7 @@ fn build_in_ranges(
         drop(feeder);
         for worker in workers {
             match worker.join() {
-                Ok((worker_digest, worker_parts)) => {
-                    digest.merge(worker_digest);
-                    parts.extend(worker_parts);
-                }
+                Ok(worker_parts) => parts.extend(worker_parts),
                 Err(_) => shared.fail(IndexError::Thread),
             }
         }
@@ -432,7 +427,7 @@ fn build_in_ranges(
             malformed: shared.malformed.load(Ordering::Relaxed),
         });
     }
-    stack_parts(parts, &staging.dir).map_err(tantivy_error)?;
+    let digest = stack_parts(parts, &staging.dir, &fields).map_err(tantivy_error)?;
     drop(parts_index);
     std::fs::remove_dir_all(&parts_dir).map_err(|source| IndexError::Write {
         path: parts_dir.clone(),
@@ -520,8 +515,9 @@ struct Part {
 /// page; document ids follow the dump, and the ranked search breaks its ties by document id — the
 /// page earlier in the dump, on every machine and whatever the threads — without reading a fast
 /// field per match. Meanwhile, on the core the merge leaves idle, the segments' title columns
-/// give the index's [`TitleTable`](super::titles::TitleTable).
-fn stack_parts(mut parts: Vec<Part>, dir: &Path) -> tantivy::Result<()> {
+/// give the index's [`TitleTable`](super::titles::TitleTable), and the stored pages, read in
+/// dump order, the index's [`Digest`] ([`digest_pages`]).
+fn stack_parts(mut parts: Vec<Part>, dir: &Path, fields: &WikiSchema) -> tantivy::Result<Digest> {
     parts.sort_by_key(|part| (part.range, part.part));
     let segments: Vec<Segment> = parts.into_iter().map(|part| part.segment).collect();
     let alive = segments.iter().map(|_| None).collect();
@@ -533,6 +529,7 @@ fn stack_parts(mut parts: Vec<Part>, dir: &Path) -> tantivy::Result<()> {
             }
             Ok(table.write(dir)?)
         });
+        let digest = scope.spawn(|| digest_pages(&segments, fields));
         // `merge_filtered_segments` is how tantivy merges segments of another index into a new one
         // (`merge_indices` is the same for whole indexes).
         let merged = tantivy::indexer::merge_filtered_segments(
@@ -546,9 +543,50 @@ fn stack_parts(mut parts: Vec<Part>, dir: &Path) -> tantivy::Result<()> {
                 "the title table's thread panicked".into(),
             ))
         });
+        let digest = digest.join().unwrap_or_else(|_| {
+            Err(TantivyError::InternalError(
+                "the snapshot digest's thread panicked".into(),
+            ))
+        });
         merged?;
-        titles
+        titles?;
+        digest
     })
+}
+
+/// The place a page's [`Digest`] gives it: its number in the dump (from 1) after the source
+/// number 1, `(1 << 32) | number`, which is the ordinal the page of that line has in a dump of
+/// one plain file with a page a line (HotpotQA's concatenated abstracts), so indexes of such a
+/// file keep the snapshot ids earlier versions gave them.
+const DIGEST_FIRST_SOURCE: u64 = 1 << 32;
+
+/// The fingerprint of the pages the `segments` store, taken in order (dump order): each page's
+/// title and stored body with its number in the dump. It depends on the pages and their order
+/// only — not on how the dump was packaged (one plain file, a tar of compressed members, a
+/// directory), which gives pages other ordinals (a member's number and a line within it).
+fn digest_pages(segments: &[Segment], fields: &WikiSchema) -> tantivy::Result<Digest> {
+    let mut digest = Digest::default();
+    let mut number = 0u64;
+    for segment in segments {
+        let reader = SegmentReader::open(segment)?;
+        let store = reader.get_store_reader(1)?;
+        for document in store.iter::<TantivyDocument>(reader.alive_bitset()) {
+            let document = document?;
+            let text = |field| {
+                document
+                    .get_first(field)
+                    .and_then(|value| tantivy::schema::Value::as_str(&value))
+                    .unwrap_or("")
+            };
+            number += 1;
+            digest.add_body(
+                DIGEST_FIRST_SOURCE + number,
+                text(fields.title),
+                text(fields.body),
+            );
+        }
+    }
+    Ok(digest)
 }
 
 /// An indexing thread's segments: it writes each range it is dealt into segments of its own (a
@@ -627,18 +665,11 @@ impl Drop for Finish<'_> {
 }
 
 /// Parses one work item and writes its pages into the thread's segment.
-fn index_work(
-    work: &Work,
-    writer: &mut RangeWriter<'_>,
-    fields: &WikiSchema,
-    shared: &Shared,
-    digest: &mut Digest,
-) {
+fn index_work(work: &Work, writer: &mut RangeWriter<'_>, fields: &WikiSchema, shared: &Shared) {
     // DPR: consecutive passages of one title, waiting for the title to change.
     let mut passages: Option<(u64, String, Vec<String>)> = None;
     let mut add = |ordinal: u64, page: IndexedPage| {
         let body = page.encode_body();
-        digest.add_body(ordinal, &page.title, &body);
         match writer.add(fields.document_with_body(&page, body, ordinal)) {
             Ok(()) => {
                 shared.pages.fetch_add(1, Ordering::Relaxed);

@@ -39,8 +39,9 @@ pub struct Manifest {
     pub pages: u64,
     /// Malformed records skipped.
     pub malformed: u64,
-    /// Derived from every page's position, title and text: two builds from the same sources
-    /// have the same snapshot, whatever the machine or the number of threads.
+    /// Derived from every page's title, text and number in the dump: two builds of the same
+    /// pages in the same order have the same snapshot, whatever the machine, the number of
+    /// threads or how the dump is packaged (one file, a tar of compressed members, a directory).
     pub snapshot: String,
     /// When the build finished (HTTP date, UTC).
     pub built: String,
