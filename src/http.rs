@@ -220,6 +220,20 @@ pub(crate) fn server_name(url: &str) -> String {
     }
 }
 
+/// The endpoint `url` names, as the reply cache keys a server: scheme, host, port and path, with
+/// no user, password, query or fragment (two models behind one gateway differ by their path).
+pub(crate) fn endpoint(url: &str) -> String {
+    let Ok(mut url) = reqwest::Url::parse(url) else {
+        return "an unparsable URL".to_owned();
+    };
+    // Setting these fails only on URLs that cannot have them (`data:`), which keep none.
+    let _ = url.set_username("");
+    let _ = url.set_password(None);
+    url.set_query(None);
+    url.set_fragment(None);
+    url.to_string()
+}
+
 /// What went wrong with a request, in a few plain words: `timed out`, `connection refused`,
 /// `connection reset`, `connection dropped mid-body`.
 pub(crate) fn transport_failure(error: &reqwest::Error) -> &'static str {
@@ -487,6 +501,18 @@ mod tests {
         ] {
             check(url, false);
         }
+    }
+
+    #[test]
+    fn endpoints_keep_the_path_and_carry_no_credentials() {
+        assert_eq!(
+            endpoint("https://user:pass@gateway.example.com:8443/providerA/v1/chat/completions?key=1#x"),
+            "https://gateway.example.com:8443/providerA/v1/chat/completions"
+        );
+        assert_ne!(
+            endpoint("http://gateway/providerA/v1/completions"),
+            endpoint("http://gateway/providerB/v1/completions")
+        );
     }
 
     #[test]

@@ -580,7 +580,8 @@ fn with_recomputed_memory(
         return (recorded, None);
     }
     let question = recorded.id.as_deref().unwrap_or("").to_owned();
-    let previous = previous.filter(|previous| matches!(previous.attempt(), Attempt::Trial(k) if k < trial));
+    let previous =
+        previous.filter(|previous| matches!(previous.attempt(), Attempt::Trial(k) if k + 1 == trial));
     if trial > 1 && previous.is_none() {
         return (
             recorded,

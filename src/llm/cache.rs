@@ -146,7 +146,7 @@ impl ReplyCache {
         self.max_entry_bytes
     }
 
-    /// Names the call that sends `body` to `server` (`host:port`) in the current scope: the next
+    /// Names the call that sends `body` to `server` (its endpoint: [`crate::http::endpoint`]) in the current scope: the next
     /// occurrence of that request in its attempt.
     pub fn call(&self, api: Api, server: &str, body: &Value) -> CacheCall {
         let scope = current_scope().unwrap_or_else(|| Arc::clone(&self.unscoped));

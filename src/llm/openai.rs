@@ -559,7 +559,7 @@ impl OpenAiClient {
         // the server refused), so that the next run finds it whichever it sends.
         let mut cache_calls = Vec::new();
         if let Some(cache) = &self.cache {
-            let call = cache.call(self.config.api, &http::server_name(self.url.as_str()), &body);
+            let call = cache.call(self.config.api, &http::endpoint(self.url.as_str()), &body);
             if let Some(bytes) = cache.read(&call) {
                 return Ok(bytes);
             }

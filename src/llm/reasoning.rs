@@ -6,7 +6,8 @@
 //! in the prompt).
 //!
 //! The reasoning is read apart from the text here, once, so that the agent reads the thought and
-//! the action from what follows it and no later prompt carries it. A reply that is only
+//! the action from what follows it and no later text prompt carries it (with `--api tools` an
+//! assistant turn goes back with the reasoning field it came with, unless `--no-reasoning-echo`). A reply that is only
 //! reasoning was cut by the token cap inside its thinking ([`is_cut`]): the run stops with
 //! `max_tokens` and [`LlmError::CutInThinking`](super::LlmError::CutInThinking) says how to give
 //! the model room or turn its thinking off.

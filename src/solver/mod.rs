@@ -632,7 +632,6 @@ impl Solver {
         episode
     }
 
-    /// The run record and scratchpad of a sampling phase, and its prompt.
     /// The CoT or Standard prompt of a method that samples.
     fn sampled_prompt(&self) -> &Prompt {
         let prompt = self.answer_prompt.as_ref();
@@ -708,10 +707,10 @@ enum Sampling {
     SelfConsistent,
 }
 
-/// The requests of one sampling phase: what each asks besides `n`, and what they cost.
 /// A sampled completion, the 1-based request it came from, and its reasoning.
 type Sampled = (String, usize, Option<String>);
 
+/// The requests of one sampling phase: what each asks besides `n`, and what they cost.
 struct Asking<'a> {
     prompt: &'a str,
     stop: &'a [String],

@@ -85,19 +85,7 @@ mod tests {
     use super::*;
     use crate::metrics::normalize_answer;
     use crate::rng::SplitMix64;
-    use crate::solver::vote::majority;
-
-    fn samples(answers: &[Option<&str>]) -> Vec<Sample> {
-        answers
-            .iter()
-            .map(|answer| Sample {
-                completion: String::new(),
-                answer: answer.map(str::to_owned),
-                request: 1,
-                reasoning: None,
-            })
-            .collect()
-    }
+    use crate::solver::vote::{majority, samples};
 
     fn winner(answers: &[Option<&str>], n_samples: usize) -> Option<String> {
         majority(&samples(answers), n_samples, 0.7)

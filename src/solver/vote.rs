@@ -61,21 +61,23 @@ pub fn is_weak(vote: &Vote) -> bool {
     vote.answer.is_none() || 2 * vote.votes < vote.samples
 }
 
+/// Samples of one request holding `answers` and nothing else, for the tests of a vote.
+#[cfg(test)]
+pub(crate) fn samples(answers: &[Option<&str>]) -> Vec<Sample> {
+    answers
+        .iter()
+        .map(|answer| Sample {
+            completion: String::new(),
+            answer: answer.map(str::to_owned),
+            request: 1,
+            reasoning: None,
+        })
+        .collect()
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    fn samples(answers: &[Option<&str>]) -> Vec<Sample> {
-        answers
-            .iter()
-            .map(|answer| Sample {
-                completion: String::new(),
-                answer: answer.map(str::to_owned),
-                request: 1,
-                reasoning: None,
-            })
-            .collect()
-    }
 
     #[test]
     fn the_majority_of_normalised_answers_wins_ties_go_to_the_first_sampled() {

@@ -971,3 +971,42 @@ async fn a_line_that_contradicts_its_evaluation_record_is_refused_when_read() {
     assert_eq!(model.prompts().len(), n_prompts, "nothing asked");
     assert_eq!(std::fs::read_to_string(&results).unwrap(), text);
 }
+
+/// A trial whose previous trial is missing from the file (here trial 2 of the question the fixture
+/// asks three times) is replayed with its recorded memory and named, never recomputed from an
+/// earlier trial that did not precede it.
+#[test]
+fn a_trial_without_its_previous_trial_is_replayed_unchecked_not_from_an_older_trial() {
+    let fixture = crate::fixture("runs/trials/reflexion.results.jsonl");
+    let runs = lines(&fixture);
+    assert_eq!(runs[5]["trial"], 3);
+    let id = runs[5]["id"].as_str().unwrap().to_owned();
+    let kept: Vec<&Value> = runs
+        .iter()
+        .filter(|run| !(run["id"] == json!(id) && run["trial"] == json!(2)))
+        .collect();
+    assert_eq!(
+        kept.len(),
+        runs.len() - 1,
+        "the fixture holds trial 2 of `{id}` once"
+    );
+    let dir = tempfile::tempdir().unwrap();
+    let gapped = dir.path().join("gapped.results.jsonl");
+    let text: String = kept.iter().map(|run| format!("{run}\n")).collect();
+    std::fs::write(&gapped, text).unwrap();
+    let output = crate::binary()
+        .args(["replay", "--json"])
+        .arg(&gapped)
+        .current_dir(env!("CARGO_MANIFEST_DIR"))
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert_eq!(output.status.code(), Some(0), "{stderr}");
+    assert!(
+        stderr.contains(&format!(
+            "question `{id}` trial 3: its earlier trial is not in this file"
+        )),
+        "{stderr}"
+    );
+    assert!(!stderr.contains("recomputed"), "{stderr}");
+}

@@ -16,7 +16,7 @@ fn hotpotqa_lines(first: usize, n: usize) -> String {
     (first..first + n)
         .map(|idx| {
             format!(
-                "{{\"id\": \"{idx}\", \"url\": \"https://en.wikipedia.org/wiki?curid={idx}\", \"title\": \"Packaged page {idx}\", \"text\": [\"Packaged page {idx} is one of the pages of this test.\", \" It names item {idx}.\"], \"charoffset\": [], \"text_with_links\": [], \"charoffset_with_links\": []}}\n"
+                "{{\"id\": \"{idx}\", \"title\": \"Packaged page {idx}\", \"text\": [\"Packaged page {idx} is one of the pages of this test.\", \" It names item {idx}.\"], \"charoffset\": [], \"text_with_links\": [], \"charoffset_with_links\": []}}\n"
             )
         })
         .collect()
