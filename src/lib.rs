@@ -55,6 +55,9 @@ pub mod explore;
 pub mod mcp;
 pub mod serve;
 
+// The command line, above everything: `main.rs` and the Python package's script run it.
+pub mod cli;
+
 pub use agent::action::{Action, ActionError, ActionGrammar};
 pub use agent::{Agent, Episode, StepEvent};
 pub use method::Method;

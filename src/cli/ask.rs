@@ -4,12 +4,12 @@ use std::io::Write;
 use std::path::PathBuf;
 use std::process::ExitCode;
 
-use react_docstore::agent::prompt::PromptOptions;
-use react_docstore::agent::trace::TracePrinter;
-use react_docstore::ask::{self, AskConfig, AskOutcome, AskOutput};
-use react_docstore::chat;
-use react_docstore::docstore::Opener;
-use react_docstore::output;
+use crate::agent::prompt::PromptOptions;
+use crate::agent::trace::TracePrinter;
+use crate::ask::{self, AskConfig, AskOutcome, AskOutput};
+use crate::chat;
+use crate::docstore::Opener;
+use crate::output;
 
 use super::options::{AgentRunArgs, FewshotFromArgs, shown_reasoning};
 

@@ -5,8 +5,8 @@ use std::path::PathBuf;
 use std::process::ExitCode;
 use std::time::{Duration, SystemTime};
 
-use react_docstore::llm::cache::{self, CacheInfo};
-use react_docstore::output;
+use crate::llm::cache::{self, CacheInfo};
+use crate::output;
 
 use super::options::default_replies_dir;
 

@@ -2,11 +2,11 @@
 
 use std::process::ExitCode;
 
-use react_docstore::agent::prompt::PromptOptions;
-use react_docstore::agent::trace::TracePrinter;
-use react_docstore::chat::{self, ChatConfig, ChatOutput};
-use react_docstore::docstore::Opener;
-use react_docstore::output;
+use crate::agent::prompt::PromptOptions;
+use crate::agent::trace::TracePrinter;
+use crate::chat::{self, ChatConfig, ChatOutput};
+use crate::docstore::Opener;
+use crate::output;
 
 use super::options::{AgentRunArgs, shown_reasoning, stdin_interaction};
 

@@ -5,9 +5,9 @@ use std::io::Write;
 use std::path::PathBuf;
 use std::process::ExitCode;
 
-use react_docstore::analysis::attempts::Reduce;
-use react_docstore::analysis::compare::{self, ScoredFile};
-use react_docstore::output;
+use crate::analysis::attempts::Reduce;
+use crate::analysis::compare::{self, ScoredFile};
+use crate::output;
 
 use super::options::{BootstrapSeedArg, GoldsArg};
 
@@ -48,7 +48,7 @@ pub fn run(args: CompareArgs) -> anyhow::Result<ExitCode> {
     let a = ScoredFile::read_reduced(&args.a, args.reduction())?;
     let b = ScoredFile::read_reduced(&args.b, args.reduction())?;
     let comparison = compare::compare(&a, &b, args.seed.seed, args.golds.golds())?;
-    super::merge::warn_gaps(&compare::gap_notes(&[a, b]))?;
+    super::options::warn_gaps(&compare::gap_notes(&[a, b]))?;
     let mut stdout = output::stdout();
     if args.json {
         writeln!(stdout, "{}", serde_json::to_string(&comparison)?)?;

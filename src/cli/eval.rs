@@ -4,17 +4,17 @@ use std::io::Write;
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 
-use react_docstore::agent::trace::LogOutput;
-use react_docstore::analysis::attempts::Attempts;
-use react_docstore::analysis::report;
-use react_docstore::docstore::{DocstoreKind, Opener};
-use react_docstore::eval::{self, EvalConfig, EvalServices, Resume};
-use react_docstore::method::Reflect;
-use react_docstore::output;
-use react_docstore::record::questions::{Contexts, QuestionFile};
-use react_docstore::record::selection::{Selection, Subset};
-use react_docstore::record::shard::{Shard, ShardArg};
-use react_docstore::solver::setup;
+use crate::agent::trace::LogOutput;
+use crate::analysis::attempts::Attempts;
+use crate::analysis::report;
+use crate::docstore::{DocstoreKind, Opener};
+use crate::eval::{self, EvalConfig, EvalServices, Resume};
+use crate::method::Reflect;
+use crate::output;
+use crate::record::questions::{Contexts, QuestionFile};
+use crate::record::selection::{Selection, Subset};
+use crate::record::shard::{Shard, ShardArg};
+use crate::solver::setup;
 
 use super::options::{AgentRunArgs, FewshotFromArgs};
 use super::signals::stop_signals;

@@ -7,15 +7,15 @@ use std::process::ExitCode;
 use anyhow::Context;
 
 use super::options::read_results_runs;
-use react_docstore::Method;
-use react_docstore::fsutil::atomic_write;
-use react_docstore::output;
-use react_docstore::record::questions::Contexts;
-use react_docstore::record::selection::Selection;
-use react_docstore::trajectories::export::{
+use crate::Method;
+use crate::fsutil::atomic_write;
+use crate::output;
+use crate::record::questions::Contexts;
+use crate::record::selection::Selection;
+use crate::trajectories::export::{
     self, ExamplesPerQuestion, ExportConfig, ExportFormat, ExportReasoning, PromptPart,
 };
-use react_docstore::trajectories::{Excluded, Keep};
+use crate::trajectories::{Excluded, Keep};
 
 #[derive(clap::Args)]
 pub struct ExportArgs {

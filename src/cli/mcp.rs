@@ -2,8 +2,8 @@
 
 use std::process::ExitCode;
 
-use react_docstore::docstore::Opener;
-use react_docstore::mcp;
+use crate::docstore::Opener;
+use crate::mcp;
 
 use super::options::{DocstoreArgs, ProfileArg, SERVED_DOCSTORES, SERVED_OFFLINE};
 

@@ -4,8 +4,8 @@ use std::io::Write;
 use std::path::PathBuf;
 use std::process::ExitCode;
 
-use react_docstore::output;
-use react_docstore::record::merge;
+use crate::output;
+use crate::record::merge;
 
 #[derive(clap::Args)]
 pub struct MergeArgs {
@@ -33,16 +33,6 @@ pub fn run(args: MergeArgs) -> anyhow::Result<ExitCode> {
         "merged         {runs} of {files} into {}",
         args.out.display()
     )?;
-    warn_gaps(&evaluation.gaps())?;
+    super::options::warn_gaps(&evaluation.gaps())?;
     Ok(ExitCode::SUCCESS)
-}
-
-/// What an evaluation read from several files lacks (missing shards, questions not run) or held
-/// twice, one `note:` line each on stderr.
-pub fn warn_gaps(gaps: &[String]) -> std::io::Result<()> {
-    let mut stderr = output::stderr();
-    for gap in gaps {
-        writeln!(stderr, "note: {gap}")?;
-    }
-    Ok(())
 }

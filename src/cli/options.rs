@@ -7,32 +7,30 @@ use std::time::Duration;
 
 use clap::Args;
 
-use react_docstore::agent::fewshot::Fewshot;
-use react_docstore::agent::prompt::PromptOptions;
-use react_docstore::agent::tool::Toolbox;
-use react_docstore::agent::tools::{
-    self, BuiltinTool, CommandToolConfig, Network, ToolsConfig, WebSearchConfig,
-};
-use react_docstore::agent::trace::ShowReasoning;
-use react_docstore::analysis::compare::{DEFAULT_SEED, Golds};
-use react_docstore::ask::AgentConfig;
-use react_docstore::docstore::wikipedia::DEFAULT_WIKI_URL;
-use react_docstore::docstore::{
+use crate::agent::fewshot::Fewshot;
+use crate::agent::prompt::PromptOptions;
+use crate::agent::tool::Toolbox;
+use crate::agent::tools::{self, BuiltinTool, CommandToolConfig, Network, ToolsConfig, WebSearchConfig};
+use crate::agent::trace::ShowReasoning;
+use crate::analysis::compare::{DEFAULT_SEED, Golds};
+use crate::ask::AgentConfig;
+use crate::docstore::wikipedia::DEFAULT_WIKI_URL;
+use crate::docstore::{
     DEFAULT_USER_AGENT, DocstoreConfig, DocstoreKind, DocstoreSource, Opener, default_cache_dir,
 };
-use react_docstore::input::Interaction;
-use react_docstore::llm::cache::{self, Hosts, ReplyCache};
-use react_docstore::llm::openai::ReasoningEcho;
-use react_docstore::llm::{Api, ApiKey, Llm, ModelSettings, OpenAiClient};
-use react_docstore::method::{DEFAULT_SC_BATCH, DEFAULT_SC_CONFIDENCE, ScStop, StopRule};
-use react_docstore::output;
-use react_docstore::record::files::{Wanted, read_runs, recorded_paths};
-use react_docstore::record::recorded::RecordedRun;
-use react_docstore::solver::Examples;
-use react_docstore::solver::setup::{self, AgentSetup, ExtraTools};
-use react_docstore::task::Task;
-use react_docstore::trajectories::fewshot_from::FewshotFrom;
-use react_docstore::{Method, Profile};
+use crate::input::Interaction;
+use crate::llm::cache::{self, Hosts, ReplyCache};
+use crate::llm::openai::ReasoningEcho;
+use crate::llm::{Api, ApiKey, Llm, ModelSettings, OpenAiClient};
+use crate::method::{DEFAULT_SC_BATCH, DEFAULT_SC_CONFIDENCE, ScStop, StopRule};
+use crate::output;
+use crate::record::files::{Wanted, read_runs, recorded_paths};
+use crate::record::recorded::RecordedRun;
+use crate::solver::Examples;
+use crate::solver::setup::{self, AgentSetup, ExtraTools};
+use crate::task::Task;
+use crate::trajectories::fewshot_from::FewshotFrom;
+use crate::{Method, Profile};
 
 /// `--profile`: for the commands that run no agent (`explore`, `serve`, `mcp`) alone, and in
 /// [`AgentArgs`] for those that do.
@@ -181,7 +179,7 @@ pub struct ModelArgs {
     #[arg(long, default_value_t = 0.0, value_name = "T")]
     pub temperature: f64,
     /// The cap on tokens per model call; 0 sends no cap.
-    #[arg(long, default_value_t = react_docstore::llm::openai::DEFAULT_MAX_TOKENS, value_name = "N")]
+    #[arg(long, default_value_t = crate::llm::openai::DEFAULT_MAX_TOKENS, value_name = "N")]
     pub max_tokens: u32,
     /// An extra request field, e.g. `seed=7` or `reasoning_effort=low` (JSON when it parses). Repeatable.
     #[arg(long = "llm-option", value_name = "KEY=VALUE")]
@@ -509,7 +507,7 @@ pub fn read_results_runs(paths: &[PathBuf]) -> anyhow::Result<Vec<RecordedRun>> 
         }
         return Ok(runs);
     }
-    let evaluation = react_docstore::record::merge::read_evaluation(&files)?;
+    let evaluation = crate::record::merge::read_evaluation(&files)?;
     for gap in evaluation.gaps() {
         writeln!(output::stderr(), "note: {gap}")?;
     }
@@ -560,4 +558,14 @@ impl GoldsArg {
             Golds::MustAgree
         }
     }
+}
+
+/// What an evaluation read from several files lacks (missing shards, questions not run) or held
+/// twice, one `note:` line each on stderr.
+pub fn warn_gaps(gaps: &[String]) -> std::io::Result<()> {
+    let mut stderr = output::stderr();
+    for gap in gaps {
+        writeln!(stderr, "note: {gap}")?;
+    }
+    Ok(())
 }

@@ -9,9 +9,9 @@ use std::time::Duration;
 
 use indicatif::{ProgressBar, ProgressStyle};
 
-use react_docstore::agent::trace::{LogOutput, Overlay};
-use react_docstore::docstore::index::{BuildProgress, BuildView};
-use react_docstore::eval::{PROGRESS_LINE_EVERY, Progress, ProgressView};
+use crate::agent::trace::{LogOutput, Overlay};
+use crate::docstore::index::{BuildProgress, BuildView};
+use crate::eval::{PROGRESS_LINE_EVERY, Progress, ProgressView};
 
 /// A bar when stderr is a terminal, else a progress line every [`PROGRESS_LINE_EVERY`]; notes
 /// and log lines go to `log`.
@@ -144,7 +144,7 @@ mod tests {
 
     use indicatif::{ProgressBar, ProgressDrawTarget, TermLike};
 
-    use react_docstore::agent::trace::LogOutput;
+    use crate::agent::trace::LogOutput;
 
     use super::BarOverlay;
 

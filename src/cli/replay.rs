@@ -4,12 +4,12 @@ use std::io::Write;
 use std::path::PathBuf;
 use std::process::ExitCode;
 
-use react_docstore::agent::environment::{Environment, Workbench};
-use react_docstore::agent::trace::{Flush, TracePrinter};
-use react_docstore::docstore::{DocstoreKind, Opener};
-use react_docstore::output::{self, Destinations};
-use react_docstore::replay::{self, Output, ReplayConfig, ToolsOnly};
-use react_docstore::{ActionGrammar, Profile, Run};
+use crate::agent::environment::{Environment, Workbench};
+use crate::agent::trace::{Flush, TracePrinter};
+use crate::docstore::{DocstoreKind, Opener};
+use crate::output::{self, Destinations};
+use crate::replay::{self, Output, ReplayConfig, ToolsOnly};
+use crate::{ActionGrammar, Profile, Run};
 
 use super::options::{DocstoreArgs, FetchArgs, ToolArgs, shown_reasoning};
 

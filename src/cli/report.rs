@@ -4,8 +4,8 @@ use std::io::Write;
 use std::path::PathBuf;
 use std::process::ExitCode;
 
-use react_docstore::analysis::report::{self, ReportConfig};
-use react_docstore::output;
+use crate::analysis::report::{self, ReportConfig};
+use crate::output;
 
 use super::options::{BootstrapSeedArg, GoldsArg};
 
@@ -50,6 +50,6 @@ pub fn run(args: ReportArgs) -> anyhow::Result<ExitCode> {
         "report         {} ({questions}, {size})",
         written.path.display()
     )?;
-    super::merge::warn_gaps(&written.gaps)?;
+    super::options::warn_gaps(&written.gaps)?;
     Ok(ExitCode::SUCCESS)
 }

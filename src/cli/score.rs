@@ -4,7 +4,7 @@ use std::io::Write;
 use std::path::PathBuf;
 use std::process::ExitCode;
 
-use react_docstore::output;
+use crate::output;
 
 #[derive(clap::Args)]
 pub struct ScoreArgs {
@@ -21,14 +21,14 @@ pub struct ScoreArgs {
 }
 
 pub fn run(args: ScoreArgs) -> anyhow::Result<ExitCode> {
-    let report = react_docstore::analysis::score::score_evaluation(&args.predictions, &args.gold)?;
+    let report = crate::analysis::score::score_evaluation(&args.predictions, &args.gold)?;
     let mut stdout = output::stdout();
     if args.json {
         writeln!(stdout, "{}", serde_json::to_string(&report)?)?;
     } else {
         report.write_text(&mut stdout)?;
     }
-    super::merge::warn_gaps(&report.gaps)?;
+    super::options::warn_gaps(&report.gaps)?;
     // 1: the predictions answer none of the gold questions.
     Ok(if report.missing == report.scores.n {
         ExitCode::from(1)
