@@ -40,7 +40,7 @@ use futures::future::BoxFuture;
 use reqwest::StatusCode;
 use serde_json::{Map, Value, json};
 
-use super::cache::ReplyCache;
+use super::cache::{CacheCall, ReplyCache};
 use super::{
     CallPurpose, Completion, ConverseRequest, Llm, LlmError, LlmRequest, Reply, SampleRequest, Samples,
     TokenUsage,
@@ -302,7 +302,6 @@ impl fmt::Debug for OpenAiClient {
     }
 }
 
-/// One failed attempt.
 /// What a request carries, so a refusal can be read for what it refuses.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 enum Sends {
@@ -312,6 +311,22 @@ enum Sends {
     Tools,
 }
 
+/// A reply's body, and the cache requests it answers: none when it came from the cache.
+struct Exchanged {
+    bytes: Vec<u8>,
+    keep_under: Vec<CacheCall>,
+}
+
+impl Exchanged {
+    fn cached(bytes: Vec<u8>) -> Exchanged {
+        Exchanged {
+            bytes,
+            keep_under: Vec::new(),
+        }
+    }
+}
+
+/// One failed attempt.
 #[derive(Debug)]
 enum AttemptError {
     Status {
@@ -552,7 +567,7 @@ impl OpenAiClient {
         build: impl Fn() -> Value,
         stop: &[String],
         sends: Sends,
-    ) -> Result<Vec<u8>, LlmError> {
+    ) -> Result<Exchanged, LlmError> {
         let mut adaptations = 0;
         let mut body = build();
         // The reply is kept under the request as first built and as finally sent (without what
@@ -561,20 +576,17 @@ impl OpenAiClient {
         if let Some(cache) = &self.cache {
             let call = cache.call(self.config.api, &http::endpoint(self.url.as_str()), &body);
             if let Some(bytes) = cache.read(&call) {
-                return Ok(bytes);
+                return Ok(Exchanged::cached(bytes));
             }
             cache_calls.push(call);
         }
         loop {
             let gave_up = match self.send(&body).await {
                 Ok(bytes) => {
-                    if let Some(cache) = &self.cache {
-                        for call in &cache_calls {
-                            let api_key = self.config.api_key.as_ref();
-                            cache.write(call, &self.config.model, &bytes, api_key);
-                        }
-                    }
-                    return Ok(bytes);
+                    return Ok(Exchanged {
+                        bytes,
+                        keep_under: cache_calls,
+                    });
                 }
                 Err(gave_up) => gave_up,
             };
@@ -595,7 +607,7 @@ impl OpenAiClient {
                     if let (Some(cache), Some(first)) = (&self.cache, cache_calls.first()) {
                         let call = cache.recall(first, &body);
                         if let Some(bytes) = cache.read(&call) {
-                            return Ok(bytes);
+                            return Ok(Exchanged::cached(bytes));
                         }
                         cache_calls.push(call);
                     }
@@ -603,6 +615,17 @@ impl OpenAiClient {
                 }
             }
             return Err(self.failed(gave_up, sends));
+        }
+    }
+
+    /// Keeps a reply the server gave in the cache, under every request it answers, once it has
+    /// been read: a reply this client cannot read is never served again from the cache.
+    fn keep(&self, exchanged: Exchanged) {
+        if let Some(cache) = &self.cache {
+            let api_key = self.config.api_key.as_ref();
+            for call in &exchanged.keep_under {
+                cache.write(call, &self.config.model, &exchanged.bytes, api_key);
+            }
         }
     }
 
@@ -715,13 +738,14 @@ impl OpenAiClient {
             }
             body
         };
-        let bytes = self.exchange(build, request.stop, Sends::Text).await?;
-        let (choices, usage) = self.choices(&bytes)?;
+        let exchanged = self.exchange(build, request.stop, Sends::Text).await?;
+        let (choices, usage) = self.choices(&exchanged.bytes)?;
         if choices.is_empty() {
             return Err(LlmError::NoChoices {
                 url: display_url(&self.url),
             });
         }
+        self.keep(exchanged);
         let (texts, reasoning) = choices
             .into_iter()
             .take(request.n.max(1))
@@ -735,10 +759,11 @@ impl OpenAiClient {
     }
 
     async fn complete_request(&self, request: LlmRequest<'_>) -> Result<Completion, LlmError> {
-        let bytes = self
+        let exchanged = self
             .exchange(|| self.body(&request), request.stop, Sends::Text)
             .await?;
-        let (choice, usage) = self.first_choice(&bytes)?;
+        let (choice, usage) = self.first_choice(&exchanged.bytes)?;
+        self.keep(exchanged);
         if let Some(reason) = choice.finish_reason.as_ref().and_then(Value::as_str)
             && reason == "length"
         {
@@ -753,10 +778,11 @@ impl OpenAiClient {
     }
 
     async fn converse_request(&self, request: ConverseRequest<'_>) -> Result<Reply, LlmError> {
-        let bytes = self
+        let exchanged = self
             .exchange(|| self.converse_body(&request), &[], Sends::Tools)
             .await?;
-        let (choice, usage) = self.first_choice(&bytes)?;
+        let (choice, usage) = self.first_choice(&exchanged.bytes)?;
+        self.keep(exchanged);
         let mut message = choice.into_reply();
         if let Some(content) = &mut message.content {
             cap_completion(content);

@@ -562,3 +562,48 @@ async fn tool_calling_turns_are_served_from_the_cache_too() {
             .all(|(answer, _)| answer.as_str().unwrap().starts_with("reply "))
     );
 }
+
+/// A `/completions` model whose first reply has a `choices` list this client cannot read (a
+/// number where the text belongs), and whose later replies are good.
+struct UnreadableFirst(Arc<AtomicUsize>);
+
+impl Respond for UnreadableFirst {
+    fn respond(&self, _: &Request) -> ResponseTemplate {
+        let number = self.0.fetch_add(1, Ordering::SeqCst) + 1;
+        let text = if number == 1 {
+            json!(42)
+        } else {
+            json!(" Reply.\nAction 1: Finish[yes]")
+        };
+        ResponseTemplate::new(200).set_body_json(json!({
+            "choices": [{"index": 0, "text": text, "finish_reason": "stop"}],
+            "usage": {"prompt_tokens": 100, "completion_tokens": 10}
+        }))
+    }
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_reply_the_client_cannot_read_is_not_kept() {
+    let dir = tempfile::tempdir().unwrap();
+    write_inputs(dir.path());
+    let model = serve_posts(UnreadableFirst(Arc::default())).await;
+    let ask = || {
+        output_within_30s(
+            crate::binary()
+                .current_dir(dir.path())
+                .args(["ask", "Is 4 even?", "--docstore", "corpus:pages.jsonl"])
+                .args(crate::completions_model(&format!("{}/v1", model.uri())))
+                .args(["--cache", "replies"]),
+            "ask",
+        )
+    };
+    let (_, stderr, code) = ask();
+    assert_ne!(code, 0, "the unreadable reply was taken: {stderr}");
+    assert_eq!(n_requests(&model).await, 1);
+    assert_eq!(cache_entries(&dir.path().join("replies")), 0);
+    let (stdout, stderr, code) = ask();
+    assert_eq!(code, 0, "the unreadable reply was served again: {stderr}");
+    assert_eq!(stdout.trim(), "yes");
+    assert_eq!(n_requests(&model).await, 2);
+    assert_eq!(cache_entries(&dir.path().join("replies")), 1);
+}
