@@ -41,6 +41,9 @@ pub struct Evaluation {
     pub shards: Option<ShardCoverage>,
     /// Settings that lines written by earlier versions do not record, so were not compared.
     pub unknown_settings: Vec<&'static str>,
+    /// Files whose last line is cut short (a write in progress, or interrupted), with that line's
+    /// number: the line is left out, and said so.
+    pub torn_lines: Vec<(PathBuf, usize)>,
 }
 
 /// A sharded evaluation's coverage: the split, and what no file holds.
@@ -170,12 +173,18 @@ pub fn read_evaluation(paths: &[PathBuf]) -> Result<Evaluation, MergeError> {
     let mut first_read: HashMap<(String, Attempt), (usize, usize)> = HashMap::new();
     let mut duplicates = 0;
     let mut settings = SameSettings::default();
+    let mut torn_lines = Vec::new();
     for (file_idx, path) in files.iter().enumerate() {
         let bytes = std::fs::read(path).map_err(|source| ResultsError::Read {
             path: path.clone(),
             source,
         })?;
-        for evaluated in parse_run_lines(&bytes, path)?.runs {
+        let lines = parse_run_lines(&bytes, path)?;
+        if lines.torn_bytes > 0 {
+            let line = memchr::memchr_iter(b'\n', &bytes[..lines.valid_len]).count() + 1;
+            torn_lines.push((path.clone(), line));
+        }
+        for evaluated in lines.runs {
             let Some(id) = evaluated.run.id.clone() else {
                 return Err(ResultsError::MissingId {
                     path: path.clone(),
@@ -217,6 +226,7 @@ pub fn read_evaluation(paths: &[PathBuf]) -> Result<Evaluation, MergeError> {
         duplicates,
         shards,
         unknown_settings,
+        torn_lines,
     })
 }
 
@@ -394,7 +404,16 @@ impl Evaluation {
     /// What the evaluation lacks or held twice, one sentence each: missing shards, questions of
     /// the selection no run answers, duplicates dropped. Empty when whole.
     pub fn gaps(&self) -> Vec<String> {
-        let mut gaps = Vec::new();
+        let mut gaps: Vec<String> = self
+            .torn_lines
+            .iter()
+            .map(|(path, line)| {
+                format!(
+                    "`{}`, line {line}: the last line is cut short (a write still in progress, or interrupted): left out",
+                    path.display()
+                )
+            })
+            .collect();
         if let Some(coverage) = &self.shards {
             if !coverage.missing_shards.is_empty() {
                 gaps.push(format!(

@@ -370,7 +370,8 @@ fn score_matches_the_official_script() {
 }
 
 #[track_caller]
-fn check_score(predictions: &str, gold: &Path, expected: &str) {
+/// The score's notes (gaps), once its figures are as expected.
+fn check_score(predictions: &str, gold: &Path, expected: &str) -> Vec<String> {
     let dir = tempfile::tempdir().unwrap();
     let path = dir.path().join("predictions");
     std::fs::write(&path, predictions).unwrap();
@@ -379,6 +380,7 @@ fn check_score(predictions: &str, gold: &Path, expected: &str) {
     report.write_text(&mut text).unwrap();
     let json = serde_json::to_string(&report).unwrap();
     assert_eq!(format!("{json}\n{}", String::from_utf8(text).unwrap()), expected);
+    report.gaps
 }
 
 #[test]
@@ -391,8 +393,9 @@ fn score_counts_missing_predictions_as_zero() {
          EM 0.3333  F1 0.3333  precision 0.3333  recall 0.3333  (n = 6)\n\
          missing        3 predictions, scored zero (e.g. `2`, `4`, `5`)\n",
     );
-    // A results file: runs by id; a torn last line is ignored, an errored run answers nothing.
-    check_score(
+    // A results file: runs by id; a torn last line is left out and said so, an errored run
+    // answers nothing.
+    let notes = check_score(
         "{\"id\": \"2\", \"question\": \"?\", \"steps\": [], \"answer\": \"Animorphs\"}\n\
          {\"id\": \"0\", \"question\": \"?\", \"steps\": [], \"answer\": null, \"stopped\": \"error\"}\n\
          {\"id\": \"1\", \"question\": \"?\", \"st",
@@ -400,6 +403,12 @@ fn score_counts_missing_predictions_as_zero() {
         "{\"n\":6,\"em\":0.16666666666666666,\"f1\":0.16666666666666666,\"prec\":0.16666666666666666,\"recall\":0.16666666666666666,\"missing\":4}\n\
          EM 0.1667  F1 0.1667  precision 0.1667  recall 0.1667  (n = 6)\n\
          missing        4 predictions, scored zero (e.g. `1`, `3`, `4`, `5`)\n",
+    );
+    assert!(
+        notes[0].ends_with(
+            "`, line 3: the last line is cut short (a write still in progress, or interrupted): left out"
+        ),
+        "{notes:?}"
     );
 }
 
