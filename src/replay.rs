@@ -17,6 +17,7 @@ use crate::agent::environment::{Environment, EnvironmentError, Inspected, Record
 use crate::agent::tool::Toolbox;
 use crate::agent::trace::TracePrinter;
 use crate::agent::{Agent, Episode, Repeats};
+use crate::analysis::attempts::{self, Seen};
 use crate::docstore::DocstoreInfo;
 use crate::eval::abbreviated;
 use crate::llm::{Api, ReplayLlm};
@@ -382,7 +383,7 @@ pub async fn replay(
         }
     }
     let mut summary = ReplaySummary::default();
-    let (mut em_sum, mut f1_sum) = (0.0, 0.0);
+    let mut scored = ScoredAttempts::default();
     for (file, found) in &files {
         let runs = match read_ahead.pop_front() {
             Some(runs) => runs,
@@ -423,9 +424,7 @@ pub async fn replay(
                 trace.note(&format!("{source}: {difference}"));
             }
             if let (Some(em), Some(f1)) = (run.em, run.f1) {
-                summary.n_scored += 1;
-                em_sum += f64::from(em);
-                f1_sum += f1;
+                scored.add(run, em != 0, f1);
             }
             if let Some(error) = &run.error {
                 // A run recorded as failed replays to its failure: that is the recording, not an error of the replay.
@@ -457,10 +456,7 @@ pub async fn replay(
             written.map_err(ReplayError::Output)?;
         }
     }
-    if summary.n_scored > 0 {
-        summary.em = em_sum / summary.n_scored as f64;
-        summary.f1 = f1_sum / summary.n_scored as f64;
-    }
+    (summary.n_scored, summary.em, summary.f1) = scored.headline();
     match config.output {
         Output::Json if summary.n_scored > 0 => {
             let mut line = serde_json::json!({"summary": {
@@ -628,4 +624,65 @@ fn display_paths(paths: &[PathBuf]) -> String {
         .map(|path| format!("`{}`", path.display()))
         .collect::<Vec<_>>()
         .join(", ")
+}
+
+/// The replayed runs with gold answers, by question (in the order first replayed), so that the
+/// summary's EM and F1 are the evaluation's headline ([`attempts::headline`]): a question's trials
+/// count once, its final state; epochs are each question's mean. A run without an id is a question
+/// of its own.
+#[derive(Default)]
+struct ScoredAttempts {
+    by_question: Vec<Vec<(Attempt, bool, f64, Option<String>)>>,
+    index_of: HashMap<String, usize>,
+}
+
+impl ScoredAttempts {
+    fn add(&mut self, run: &Run, em: bool, f1: f64) {
+        let attempt = (run.attempt(), em, f1, run.answer.clone());
+        let idx = match &run.id {
+            Some(id) => *self.index_of.entry(id.clone()).or_insert_with(|| {
+                self.by_question.push(Vec::new());
+                self.by_question.len() - 1
+            }),
+            None => {
+                self.by_question.push(Vec::new());
+                self.by_question.len() - 1
+            }
+        };
+        self.by_question[idx].push(attempt);
+    }
+
+    /// How many questions were scored, and their mean EM and F1.
+    fn headline(&self) -> (usize, f64, f64) {
+        let per_question: Vec<Vec<(Seen<'_>, (f64, f64))>> = self
+            .by_question
+            .iter()
+            .map(|attempts| {
+                attempts
+                    .iter()
+                    .map(|(attempt, em, f1, answer)| {
+                        let seen = Seen {
+                            attempt: *attempt,
+                            em: *em,
+                            f1: *f1,
+                            answer: answer.as_deref(),
+                        };
+                        (seen, (f64::from(u8::from(*em)), *f1))
+                    })
+                    .collect()
+            })
+            .collect();
+        let counted = attempts::headline(&per_question, &(0.0, 0.0));
+        let n = counted.len();
+        if n == 0 {
+            return (0, 0.0, 0.0);
+        }
+        let (mut em, mut f1) = (0.0, 0.0);
+        for scores in &counted {
+            let k = scores.len().max(1) as f64;
+            em += scores.iter().map(|(em, _)| em).sum::<f64>() / k;
+            f1 += scores.iter().map(|(_, f1)| f1).sum::<f64>() / k;
+        }
+        (n, em / n as f64, f1 / n as f64)
+    }
 }

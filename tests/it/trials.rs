@@ -607,8 +607,25 @@ async fn a_trials_file_replays_with_no_model() {
         (Some(6), Some(0)),
         "{stdout}"
     );
-    // Each replayed run keeps its trial and what its prompt showed.
+    // EM is the evaluation's headline: each question counts once, right when any trial was.
     let recorded = lines(&results);
+    let mut final_state: BTreeMap<String, bool> = BTreeMap::new();
+    for run in &recorded {
+        let right = final_state
+            .entry(run["id"].as_str().unwrap().to_owned())
+            .or_default();
+        *right |= run["em"] == 1;
+    }
+    let n_right = final_state.values().filter(|right| **right).count();
+    let per_run = recorded.iter().filter(|run| run["em"] == 1).count() as f64 / recorded.len() as f64;
+    let headline = n_right as f64 / final_state.len() as f64;
+    assert_ne!(per_run, headline, "the fixture cannot tell the two apart");
+    assert_eq!(
+        (summary["n"].as_u64(), summary["em"].as_f64()),
+        (Some(final_state.len() as u64), Some(headline)),
+        "{stdout}"
+    );
+    // Each replayed run keeps its trial and what its prompt showed.
     for (run, recorded) in replayed.iter().zip(&recorded) {
         for field in ["trial", "reflect", "reflections", "reflection", "answer", "em"] {
             assert_eq!(run[field], recorded[field], "{field}: {run}");
