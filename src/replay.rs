@@ -632,13 +632,26 @@ fn display_paths(paths: &[PathBuf]) -> String {
 /// of its own.
 #[derive(Default)]
 struct ScoredAttempts {
-    by_question: Vec<Vec<(Attempt, bool, f64, Option<String>)>>,
+    by_question: Vec<Vec<ScoredAttempt>>,
     index_of: HashMap<String, usize>,
+}
+
+/// One replayed run with a gold answer.
+struct ScoredAttempt {
+    attempt: Attempt,
+    em: bool,
+    f1: f64,
+    answer: Option<String>,
 }
 
 impl ScoredAttempts {
     fn add(&mut self, run: &Run, em: bool, f1: f64) {
-        let attempt = (run.attempt(), em, f1, run.answer.clone());
+        let attempt = ScoredAttempt {
+            attempt: run.attempt(),
+            em,
+            f1,
+            answer: run.answer.clone(),
+        };
         let idx = match &run.id {
             Some(id) => *self.index_of.entry(id.clone()).or_insert_with(|| {
                 self.by_question.push(Vec::new());
@@ -660,14 +673,14 @@ impl ScoredAttempts {
             .map(|attempts| {
                 attempts
                     .iter()
-                    .map(|(attempt, em, f1, answer)| {
+                    .map(|scored| {
                         let seen = Seen {
-                            attempt: *attempt,
-                            em: *em,
-                            f1: *f1,
-                            answer: answer.as_deref(),
+                            attempt: scored.attempt,
+                            em: scored.em,
+                            f1: scored.f1,
+                            answer: scored.answer.as_deref(),
                         };
-                        (seen, (f64::from(u8::from(*em)), *f1))
+                        (seen, (f64::from(u8::from(scored.em)), scored.f1))
                     })
                     .collect()
             })
