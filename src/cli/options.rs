@@ -492,26 +492,24 @@ impl FewshotFromArgs {
 }
 
 /// The runs of `paths` (files or directories) for `export` and `--fewshot-from`, each with where
-/// it was read. Results files are one evaluation, as `score` and `compare` read them: an
-/// evaluation's shards merged (what is missing noted on stderr), a question answered two ways or
-/// files of other settings refused. Other run files (`ask --save`) are read one by one.
+/// it was read. Results files (`*.jsonl`) are one evaluation, as `score` and `compare` read them:
+/// an evaluation's shards merged (what is missing noted on stderr), a question answered two ways
+/// or files of other settings refused. Other run files (`ask --save`) are read one by one, after
+/// the evaluation's runs.
 pub fn read_results_runs(paths: &[PathBuf]) -> anyhow::Result<Vec<RecordedRun>> {
-    let files = recorded_paths(paths, Wanted::Runs)?;
-    if !files
-        .iter()
-        .all(|file| file.extension().is_some_and(|ext| ext == "jsonl"))
-    {
-        let mut runs = Vec::new();
-        for file in files {
-            runs.extend(read_runs(&file)?);
-        }
-        return Ok(runs);
+    let (results, others): (Vec<PathBuf>, Vec<PathBuf>) = recorded_paths(paths, Wanted::Runs)?
+        .into_iter()
+        .partition(|file| file.extension().is_some_and(|ext| ext == "jsonl"));
+    let mut runs = Vec::new();
+    if !results.is_empty() {
+        let evaluation = crate::record::merge::read_evaluation(&results)?;
+        warn_gaps(&evaluation.gaps())?;
+        runs = evaluation.runs;
     }
-    let evaluation = crate::record::merge::read_evaluation(&files)?;
-    for gap in evaluation.gaps() {
-        writeln!(output::stderr(), "note: {gap}")?;
+    for file in others {
+        runs.extend(read_runs(&file)?);
     }
-    Ok(evaluation.runs)
+    Ok(runs)
 }
 
 /// Whether a person types on stdin.

@@ -1301,3 +1301,42 @@ async fn extending_an_evaluation_that_drew_a_question_it_now_asks_names_that_que
     assert!(!stderr.contains("the same `--fewshot-from`"), "{stderr}");
     assert_eq!(std::fs::read_to_string(&examples).unwrap(), drawn);
 }
+
+/// `export` of results files with a single run's file (`ask --save`) beside them still reads the
+/// results files as one evaluation: two answering one question two ways are refused, naming both.
+#[test]
+fn a_run_file_beside_results_files_does_not_excuse_them_from_being_one_evaluation() {
+    let dir = tempfile::tempdir().unwrap();
+    let text = std::fs::read_to_string(fixture("compare/trial-1.results.jsonl")).unwrap();
+    let first = text.lines().next().unwrap();
+    let mut other: Value = serde_json::from_str(first).unwrap();
+    other["answer"] = json!("another answer");
+    let runs = dir.path().join("runs");
+    std::fs::create_dir(&runs).unwrap();
+    std::fs::write(runs.join("a.jsonl"), format!("{first}\n")).unwrap();
+    std::fs::write(runs.join("b.jsonl"), format!("{other}\n")).unwrap();
+    let (code, _, stderr) = export(
+        dir.path(),
+        &[runs.to_str().unwrap(), "--all", "--format", "openai-chat"],
+    );
+    assert_eq!(code, 2, "{stderr}");
+    std::fs::write(runs.join("asked.json"), first).unwrap();
+    let (code, written, stderr) = export(
+        dir.path(),
+        &[runs.to_str().unwrap(), "--all", "--format", "openai-chat"],
+    );
+    assert_eq!(code, 2, "exported {written}: {stderr}");
+    assert!(
+        stderr.contains("a.jsonl") && stderr.contains("b.jsonl"),
+        "{stderr}"
+    );
+    // Without the disagreement, the run file's run is read beside the evaluation's.
+    std::fs::remove_file(runs.join("b.jsonl")).unwrap();
+    let (code, _, stderr) = export(
+        dir.path(),
+        &[runs.to_str().unwrap(), "--all", "--format", "openai-chat"],
+    );
+    assert_eq!(code, 0, "{stderr}");
+    let words: Vec<&str> = stderr.split_whitespace().collect();
+    assert!(words.windows(3).any(|w| w == ["runs", "read", "2,"]), "{stderr}");
+}
