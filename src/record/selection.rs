@@ -38,6 +38,15 @@ impl Subset {
         indices.idxs
     }
 
+    /// Whether the subset names questions of `task`'s dev set: the ReAct notebooks draw their 500
+    /// from HotpotQA's and FEVER's alike; Reflexion ran HotpotQA only.
+    pub fn is_of(self, task: Task) -> bool {
+        match self {
+            Subset::Paper500 => true,
+            Subset::Reflexion100 => task == Task::HotpotQa,
+        }
+    }
+
     pub fn as_str(self) -> &'static str {
         match self {
             Subset::Paper500 => "paper500",
@@ -107,6 +116,15 @@ pub enum SelectionError {
         questions: PathBuf,
         n_missing: usize,
         example: usize,
+    },
+    #[error(
+        "subset `{subset}` is of HotpotQA's dev questions, and `{}` is a {task} question file: choose the questions with `--ids` or `--limit`",
+        questions.display()
+    )]
+    SubsetOfOtherTask {
+        subset: Subset,
+        task: Task,
+        questions: PathBuf,
     },
     #[error(
         "shard {shard} holds none of the {selected} selected questions of `{}`: split them into fewer shards",
@@ -226,6 +244,13 @@ impl Selection {
         wanted: Option<Vec<String>>,
     ) -> Result<Vec<Question>, SelectionError> {
         let path = path.to_owned();
+        if let Some(subset) = self.subset.filter(|subset| !subset.is_of(task)) {
+            return Err(SelectionError::SubsetOfOtherTask {
+                subset,
+                task,
+                questions: path,
+            });
+        }
         let mut questions = match (self.subset, positions) {
             (Some(subset), Some(positions)) => {
                 let mut by_position: HashMap<usize, Question> = questions
@@ -333,5 +358,29 @@ mod tests {
         assert_eq!(positions.iter().collect::<HashSet<_>>().len(), 100);
         assert!(positions.iter().all(|&position| position < 7405));
         assert_eq!("reflexion100".parse(), Ok(Subset::Reflexion100));
+    }
+
+    #[test]
+    fn reflexion100_of_a_fever_file_is_refused_naming_it() {
+        let fever = Path::new(env!("CARGO_MANIFEST_DIR")).join("fixtures/fever/paper_dev.jsonl");
+        let selection = Selection {
+            subset: Some(Subset::Reflexion100),
+            ..Selection::default()
+        };
+        let error = selection.read(&fever, Contexts::Unused).unwrap_err();
+        assert!(
+            matches!(
+                error,
+                SelectionError::SubsetOfOtherTask {
+                    task: Task::Fever,
+                    ..
+                }
+            ),
+            "{error}"
+        );
+        assert!(
+            error.to_string().contains("fixtures/fever/paper_dev.jsonl"),
+            "{error}"
+        );
     }
 }
