@@ -212,6 +212,8 @@ def test_unknown_step_api_is_refused(react_index):
         wikienv.WikiEnv(docstore=react_index, step_api="gym")
 
 
+# gymnasium's checker warns of `reset`'s `return_info`: the repository's API keeps it
+@pytest.mark.filterwarnings("ignore:.*return_info")
 def test_with_gymnasium_the_environment_is_a_gymnasium_env(react_index):
     gymnasium = pytest.importorskip("gymnasium")
     env = wrappers.HotPotQAWrapper(
@@ -228,6 +230,9 @@ def test_with_gymnasium_the_environment_is_a_gymnasium_env(react_index):
     assert (reward, terminated, truncated, info["em"]) == (1, True, False, True)
     drawn = {env.reset(seed=seed)[0] for seed in (3, 3)}
     assert len(drawn) == 1
+    from gymnasium.utils.env_checker import check_env
+
+    check_env(env.unwrapped, skip_render_check=True)
     limited = gymnasium.wrappers.TimeLimit(env, max_episode_steps=2)
     limited.reset(options={"idx": 0})
     limited.step("think[a]")

@@ -43,6 +43,14 @@ class TextSpace(_SpaceBase):  # type: ignore[misc, valid-type]
         """Whether `x` is a member of this space: any `str`."""
         return isinstance(x, str)
 
+    def sample(self, mask: Any = None, probability: Any = None) -> str:
+        """A random word of 1 to 16 lower-case letters (as an action, an invalid one)."""
+        if gymnasium is not None:
+            draw = self.np_random
+            length = int(draw.integers(1, 17))
+            return "".join(chr(ord("a") + int(code)) for code in draw.integers(0, 26, size=length))
+        return "".join(random.choice("abcdefghijklmnopqrstuvwxyz") for _ in range(random.randint(1, 16)))
+
     def __contains__(self, x: Any) -> bool:
         return self.contains(x)
 
