@@ -5,7 +5,7 @@ use std::io::{BufRead, Write};
 
 use serde::Serialize;
 
-use crate::agent::action::ActionGrammar;
+use crate::agent::action::{Action, ActionGrammar};
 use crate::agent::environment::{Environment, EnvironmentError, Workbench};
 use crate::agent::tool::Toolbox;
 use crate::docstore::DocstoreSource;
@@ -55,6 +55,23 @@ impl Explore {
             action: self.grammar.display(written, &parsed),
             observation,
         })
+    }
+
+    /// `Search[entity]` with `entity` taken as it is (no action to parse): what a tool-calling
+    /// agent's `search` tool returns.
+    pub async fn search(&mut self, entity: &str) -> Result<String, EnvironmentError> {
+        self.run_parsed(Action::Search(entity.to_owned())).await
+    }
+
+    /// `Lookup[keyword]` with `keyword` taken as it is, on the current page from the cursor.
+    pub async fn lookup(&mut self, keyword: &str) -> Result<String, EnvironmentError> {
+        self.run_parsed(Action::Lookup(keyword.to_owned())).await
+    }
+
+    async fn run_parsed(&mut self, action: Action) -> Result<String, EnvironmentError> {
+        self.step += 1;
+        let written = action.to_string();
+        self.workbench.observe(self.step, &Ok(action), &written).await
     }
 }
 
