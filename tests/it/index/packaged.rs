@@ -112,3 +112,68 @@ fn hotpotqa_archive_and_plain_file_give_one_snapshot_and_the_same_observations()
     let mut default = explorer(&from_archive.dir, Profile::Default);
     assert!(search(&mut default, "Packaged page 1299").starts_with("Packaged page 1299 is one of the pages"));
 }
+
+/// `lines` bzip2'd as `pbzip2` and Wikipedia's multistream dumps write them: several streams one
+/// after another, a stream every `per_stream` lines.
+fn bzip2_streams(lines: &str, per_stream: usize) -> Vec<u8> {
+    let lines: Vec<&str> = lines.split_inclusive('\n').collect();
+    let mut streams = Vec::new();
+    for part in lines.chunks(per_stream) {
+        let mut stream = bzip2::write::BzEncoder::new(Vec::new(), bzip2::Compression::fast());
+        stream.write_all(part.concat().as_bytes()).unwrap();
+        streams.extend(stream.finish().unwrap());
+    }
+    streams
+}
+
+#[test]
+fn a_bzip2_file_of_several_streams_gives_every_page_and_the_plain_files_snapshot() {
+    let dir = tempfile::tempdir().unwrap();
+    let lines = hotpotqa_lines(0, 1000);
+    // A dump of several streams, and the same streams as a member of a packaged archive.
+    let multistream = dir.path().join("enwiki-multistream.jsonl.bz2");
+    std::fs::write(&multistream, bzip2_streams(&lines, 150)).unwrap();
+    let plain = dir.path().join("enwiki.jsonl");
+    std::fs::write(&plain, &lines).unwrap();
+    let from_plain = build_from(&plain, &dir.path().join("plain"));
+    let from_streams = build_from(&multistream, &dir.path().join("streams"));
+    assert_eq!(from_streams.manifest.pages, 1000);
+    assert_eq!(from_streams.manifest.snapshot, from_plain.manifest.snapshot);
+    let mut streams = explorer(&from_streams.dir, Profile::Default);
+    assert!(search(&mut streams, "Packaged page 999").starts_with("Packaged page 999 is one of the pages"));
+}
+
+#[test]
+fn a_damaged_bzip2_member_stops_the_build_with_an_error_naming_the_member() {
+    let dir = tempfile::tempdir().unwrap();
+    let archive = dir.path().join("enwiki-withlinks-abstracts.tar.bz2");
+    // The tar is written by hand: its second member's compressed bytes with one byte changed
+    // inside its first block (past the stream and block headers).
+    let mut tar = tar::Builder::new(bzip2::write::BzEncoder::new(
+        std::fs::File::create(&archive).unwrap(),
+        bzip2::Compression::fast(),
+    ));
+    for (idx, first) in [0, 200, 400].into_iter().enumerate() {
+        let mut member = bzip2_streams(&hotpotqa_lines(first, 200), 200);
+        if idx == 1 {
+            let middle = member.len() / 2;
+            member[middle] ^= 0x55;
+        }
+        let mut header = tar::Header::new_gnu();
+        header.set_size(member.len() as u64);
+        header.set_mode(0o644);
+        header.set_cksum();
+        tar.append_data(&mut header, format!("enwiki/AA/wiki_{idx:02}.bz2"), &member[..])
+            .unwrap();
+    }
+    tar.into_inner().unwrap().finish().unwrap();
+    let mut config = BuildConfig::new(vec![archive.clone()], dir.path().join("index"));
+    config.threads = 2;
+    let error = build(&config, &AtomicBool::new(false)).expect_err("a damaged member is an error");
+    let message = format!("{error:#}");
+    assert!(
+        message.contains(&format!("{} (enwiki/AA/wiki_01.bz2)", archive.display())),
+        "{message}"
+    );
+    assert!(!dir.path().join("index").exists(), "no index is left: {message}");
+}
