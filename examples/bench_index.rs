@@ -23,7 +23,7 @@ use std::sync::Arc;
 use react_docstore::Profile;
 use react_docstore::docstore::index::{BuildConfig, IndexExplorer, IndexedPage, PageIndex, SearchHit, build};
 
-const USAGE: &str = "usage: bench_index --corpus FILE.jsonl --queries FILE.tsv --out DIR [--threads N] [--memory SIZE]\n       bench_index --search-only --queries FILE.tsv --out DIR";
+const USAGE: &str = "usage: bench_index --corpus FILE.jsonl --queries FILE.tsv --out DIR [--threads N] [--memory SIZE] [--times FILE.tsv]\n       bench_index --search-only --queries FILE.tsv --out DIR [--times FILE.tsv]";
 
 struct Args {
     corpus: Option<PathBuf>,
@@ -32,12 +32,16 @@ struct Args {
     threads: Option<usize>,
     memory: Option<usize>,
     search_only: bool,
+    /// Where each timed search's figures go (`query<TAB>kind<TAB>cpu_ms<TAB>wall_ms`), to see which
+    /// searches make the tail.
+    times: Option<PathBuf>,
 }
 
 fn parse_args() -> Result<Args, String> {
     let mut args = std::env::args().skip(1);
     let (mut corpus, mut queries, mut out, mut threads, mut memory, mut search_only) =
         (None, None, None, None, None, false);
+    let mut times = None;
     while let Some(arg) = args.next() {
         let mut value = || args.next().ok_or_else(|| format!("{arg} needs a value\n{USAGE}"));
         match arg.as_str() {
@@ -47,6 +51,7 @@ fn parse_args() -> Result<Args, String> {
             "--threads" => threads = Some(value()?.parse().map_err(|_| USAGE.to_owned())?),
             "--memory" => memory = Some(react_docstore::docstore::index::parse_size(&value()?)?),
             "--search-only" => search_only = true,
+            "--times" => times = Some(PathBuf::from(value()?)),
             _ => return Err(USAGE.to_owned()),
         }
     }
@@ -57,6 +62,7 @@ fn parse_args() -> Result<Args, String> {
         threads,
         memory,
         search_only,
+        times,
     })
 }
 
@@ -69,7 +75,7 @@ fn main() -> ExitCode {
         }
     };
     if args.search_only {
-        return search(&args.out, &args.queries);
+        return search(&args.out, &args.queries, args.times.as_deref());
     }
     let Some(corpus) = &args.corpus else {
         eprintln!("{USAGE}");
@@ -122,12 +128,16 @@ fn main() -> ExitCode {
         status_kib("VmHWM:") / 1024.0,
     );
     // The searches in a fresh process: its memory is that of serving the index.
-    let status = Command::new(std::env::current_exe().expect("the benchmark's own path"))
+    let mut command = Command::new(std::env::current_exe().expect("the benchmark's own path"));
+    command
         .args(["--search-only", "--queries"])
         .arg(&args.queries)
         .arg("--out")
-        .arg(&args.out)
-        .status();
+        .arg(&args.out);
+    if let Some(times) = &args.times {
+        command.arg("--times").arg(times);
+    }
+    let status = command.status();
     match status {
         Ok(status) if status.success() => ExitCode::SUCCESS,
         _ => ExitCode::FAILURE,
@@ -135,7 +145,7 @@ fn main() -> ExitCode {
 }
 
 /// Opens the index, runs every query once to warm up and once timed, and prints the figures.
-fn search(dir: &Path, queries: &Path) -> ExitCode {
+fn search(dir: &Path, queries: &Path, times: Option<&Path>) -> ExitCode {
     let opened = Instant::now();
     let index = match PageIndex::open(dir) {
         Ok((index, _manifest)) => index,
@@ -161,12 +171,18 @@ fn search(dir: &Path, queries: &Path) -> ExitCode {
     }
     let mut tally = Tally::default();
     let mut slowest: Vec<(f64, &str)> = Vec::new();
+    let mut lines = String::new();
     for (query, expected) in &queries {
         let (started, cpu_started) = (Instant::now(), thread_cpu_ms());
         let observation = explorer.search_now(query);
         let ms = started.elapsed().as_secs_f64() * 1000.0;
         let cpu_ms = thread_cpu_ms() - cpu_started;
         slowest.push((ms, query));
+        let kind = match QueryKind::of(query, expected) {
+            QueryKind::Exact => "exact",
+            QueryKind::Typo => "typo",
+        };
+        lines.push_str(&format!("{query}\t{kind}\t{cpu_ms:.4}\t{ms:.4}\n"));
         if let Err(error) = observation {
             eprintln!("bench_index: {query}: {error}");
             return ExitCode::FAILURE;
@@ -179,6 +195,12 @@ fn search(dir: &Path, queries: &Path) -> ExitCode {
                 return ExitCode::FAILURE;
             }
         }
+    }
+    if let Some(times) = times
+        && let Err(error) = std::fs::write(times, &lines)
+    {
+        eprintln!("bench_index: cannot write `{}`: {error}", times.display());
+        return ExitCode::FAILURE;
     }
     let Tally { exact, typo } = tally;
     let (exact_ms, typo_ms) = (exact.ms, typo.ms);
