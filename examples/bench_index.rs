@@ -23,7 +23,7 @@ use std::sync::Arc;
 use react_docstore::Profile;
 use react_docstore::docstore::index::{BuildConfig, IndexExplorer, IndexedPage, PageIndex, SearchHit, build};
 
-const USAGE: &str = "usage: bench_index --corpus FILE.jsonl --queries FILE.tsv --out DIR [--threads N] [--memory SIZE] [--times FILE.tsv]\n       bench_index --search-only --queries FILE.tsv --out DIR [--times FILE.tsv]";
+const USAGE: &str = "usage: bench_index --corpus FILE.jsonl --queries FILE.tsv --out DIR [--threads N] [--memory SIZE] [--times FILE.tsv]\n       bench_index --search-only --queries FILE.tsv --out DIR [--times FILE.tsv]\n       bench_index --add-neighbour-table --out DIR (an index built before the table gets it)";
 
 struct Args {
     corpus: Option<PathBuf>,
@@ -32,9 +32,10 @@ struct Args {
     threads: Option<usize>,
     memory: Option<usize>,
     search_only: bool,
-    /// Where each timed search's figures go (`query<TAB>kind<TAB>cpu_ms<TAB>wall_ms`), to see which
-    /// searches make the tail.
+    /// Where each timed search's figures go (`query<TAB>kind<TAB>cpu_ms<TAB>wall_ms<TAB>observation`,
+    /// the observation escaped), to see which searches make the tail and compare two indexes.
     times: Option<PathBuf>,
+    add_neighbour_table: bool,
 }
 
 fn parse_args() -> Result<Args, String> {
@@ -42,6 +43,7 @@ fn parse_args() -> Result<Args, String> {
     let (mut corpus, mut queries, mut out, mut threads, mut memory, mut search_only) =
         (None, None, None, None, None, false);
     let mut times = None;
+    let mut add_neighbour_table = false;
     while let Some(arg) = args.next() {
         let mut value = || args.next().ok_or_else(|| format!("{arg} needs a value\n{USAGE}"));
         match arg.as_str() {
@@ -51,18 +53,20 @@ fn parse_args() -> Result<Args, String> {
             "--threads" => threads = Some(value()?.parse().map_err(|_| USAGE.to_owned())?),
             "--memory" => memory = Some(react_docstore::docstore::index::parse_size(&value()?)?),
             "--search-only" => search_only = true,
+            "--add-neighbour-table" => add_neighbour_table = true,
             "--times" => times = Some(PathBuf::from(value()?)),
             _ => return Err(USAGE.to_owned()),
         }
     }
     Ok(Args {
         corpus,
-        queries: queries.ok_or(USAGE)?,
+        queries: queries.unwrap_or_default(),
         out: out.ok_or(USAGE)?,
         threads,
         memory,
         search_only,
         times,
+        add_neighbour_table,
     })
 }
 
@@ -74,6 +78,18 @@ fn main() -> ExitCode {
             return ExitCode::from(2);
         }
     };
+    if args.add_neighbour_table {
+        let started = Instant::now();
+        if let Err(error) = react_docstore::docstore::index::neighbours::add_table(&args.out) {
+            eprintln!("bench_index: {error}");
+            return ExitCode::FAILURE;
+        }
+        println!(
+            "table of title-word neighbours written in {:.1} s",
+            started.elapsed().as_secs_f64()
+        );
+        return ExitCode::SUCCESS;
+    }
     if args.search_only {
         return search(&args.out, &args.queries, args.times.as_deref());
     }
@@ -177,12 +193,13 @@ fn search(dir: &Path, queries: &Path, times: Option<&Path>) -> ExitCode {
         let observation = explorer.search_now(query);
         let ms = started.elapsed().as_secs_f64() * 1000.0;
         let cpu_ms = thread_cpu_ms() - cpu_started;
+        let shown = observation.as_deref().unwrap_or_default().escape_default();
         slowest.push((ms, query));
         let kind = match QueryKind::of(query, expected) {
             QueryKind::Exact => "exact",
             QueryKind::Typo => "typo",
         };
-        lines.push_str(&format!("{query}\t{kind}\t{cpu_ms:.4}\t{ms:.4}\n"));
+        lines.push_str(&format!("{query}\t{kind}\t{cpu_ms:.4}\t{ms:.4}\t{shown}\n"));
         if let Err(error) = observation {
             eprintln!("bench_index: {query}: {error}");
             return ExitCode::FAILURE;

@@ -22,7 +22,12 @@ use std::path::Path;
 use tantivy::directory::error::OpenReadError;
 use tantivy::directory::{Directory, OwnedBytes};
 use tantivy::termdict::TermDictionary;
+use tantivy::{Index, SegmentReader, TantivyError};
 
+use super::IndexError;
+use super::manifest::Manifest;
+use super::read_only::ReadOnlyDirectory;
+use super::schema::WikiSchema;
 use crate::fsutil::AtomicFile;
 
 /// The table's file name inside an index directory.
@@ -155,6 +160,37 @@ pub(super) fn write_table(dictionary: &TermDictionary, dir: &Path) -> io::Result
     }
     let file = writer.into_inner().map_err(|error| error.into_error())?;
     file.commit().map(drop)
+}
+
+/// Writes the table of the index at `dir`, built before the table, beside it and names it in the
+/// manifest: the table a build of the same pages writes, so that the index searches as one built
+/// with it (`examples/bench_index.rs --add-neighbour-table`, to measure an index without building it
+/// again).
+pub fn add_table(dir: &Path) -> Result<(), IndexError> {
+    let mut manifest = Manifest::read(dir)?;
+    let tantivy_error = |source| IndexError::Tantivy {
+        dir: dir.to_owned(),
+        source,
+    };
+    let directory = ReadOnlyDirectory::open(dir).map_err(|error| tantivy_error(error.into()))?;
+    let index = Index::open(directory).map_err(tantivy_error)?;
+    let schema = WikiSchema::of(&index).map_err(tantivy_error)?;
+    let segments = index.searchable_segments().map_err(tantivy_error)?;
+    let [segment] = &segments[..] else {
+        return Err(tantivy_error(TantivyError::InternalError(format!(
+            "a table of neighbours belongs to an index of one segment, this one has {}",
+            segments.len()
+        ))));
+    };
+    let titles = SegmentReader::open(segment)
+        .and_then(|reader| reader.inverted_index(schema.title))
+        .map_err(tantivy_error)?;
+    write_table(titles.terms(), dir).map_err(|source| IndexError::Write {
+        path: dir.join(NEIGHBOURS_FILE),
+        source,
+    })?;
+    manifest.neighbour_table = Some(NEIGHBOUR_TABLE_FORMAT.to_owned());
+    manifest.write(dir)
 }
 
 /// Calls `visit` with `chars` as a string, then with each of its single-character deletions
