@@ -23,7 +23,7 @@ use std::sync::Arc;
 use react_docstore::Profile;
 use react_docstore::docstore::index::{BuildConfig, IndexExplorer, IndexedPage, PageIndex, SearchHit, build};
 
-const USAGE: &str = "usage: bench_index --corpus FILE.jsonl --queries FILE.tsv --out DIR [--threads N] [--memory SIZE] [--times FILE.tsv]\n       bench_index --search-only --queries FILE.tsv --out DIR [--times FILE.tsv]\n       bench_index --add-neighbour-table --out DIR (an index built before the table gets it)";
+const USAGE: &str = "usage: bench_index --corpus FILE.jsonl --queries FILE.tsv --out DIR [--threads N] [--memory SIZE] [--times FILE.tsv]\n       bench_index --search-only --queries FILE.tsv --out DIR [--times FILE.tsv]\n       bench_index --add-neighbour-table --out DIR (an index built before the table gets it)\n       bench_index --search-only --queries FILE.tsv --out DIR --against DIR2 (each query on both, alternately)";
 
 struct Args {
     corpus: Option<PathBuf>,
@@ -36,6 +36,9 @@ struct Args {
     /// the observation escaped), to see which searches make the tail and compare two indexes.
     times: Option<PathBuf>,
     add_neighbour_table: bool,
+    /// Another index of the same pages, searched alternately with `out`, query by query, so that
+    /// the load of a shared machine weighs on both alike.
+    against: Option<PathBuf>,
 }
 
 fn parse_args() -> Result<Args, String> {
@@ -44,6 +47,7 @@ fn parse_args() -> Result<Args, String> {
         (None, None, None, None, None, false);
     let mut times = None;
     let mut add_neighbour_table = false;
+    let mut against = None;
     while let Some(arg) = args.next() {
         let mut value = || args.next().ok_or_else(|| format!("{arg} needs a value\n{USAGE}"));
         match arg.as_str() {
@@ -54,6 +58,7 @@ fn parse_args() -> Result<Args, String> {
             "--memory" => memory = Some(react_docstore::docstore::index::parse_size(&value()?)?),
             "--search-only" => search_only = true,
             "--add-neighbour-table" => add_neighbour_table = true,
+            "--against" => against = Some(PathBuf::from(value()?)),
             "--times" => times = Some(PathBuf::from(value()?)),
             _ => return Err(USAGE.to_owned()),
         }
@@ -67,6 +72,7 @@ fn parse_args() -> Result<Args, String> {
         search_only,
         times,
         add_neighbour_table,
+        against,
     })
 }
 
@@ -89,6 +95,9 @@ fn main() -> ExitCode {
             started.elapsed().as_secs_f64()
         );
         return ExitCode::SUCCESS;
+    }
+    if let (true, Some(against)) = (args.search_only, &args.against) {
+        return search_alternately(&args.out, against, &args.queries);
     }
     if args.search_only {
         return search(&args.out, &args.queries, args.times.as_deref());
@@ -266,6 +275,64 @@ fn search(dir: &Path, queries: &Path, times: Option<&Path>) -> ExitCode {
         resident_mib,
         peak_mib,
     );
+    ExitCode::SUCCESS
+}
+
+/// Searches every query on the index at `dir` and on the one at `against` alternately (which comes
+/// first alternates too), and prints the CPU figures of each and how many observations differ.
+fn search_alternately(dir: &Path, against: &Path, queries: &Path) -> ExitCode {
+    let open = |dir: &Path| match PageIndex::open(dir) {
+        Ok((index, _manifest)) => Some(IndexExplorer::new(Arc::new(index), Profile::Default)),
+        Err(error) => {
+            eprintln!("bench_index: {error}");
+            None
+        }
+    };
+    let (Some(mut first), Some(mut second)) = (open(dir), open(against)) else {
+        return ExitCode::FAILURE;
+    };
+    let text = std::fs::read_to_string(queries).unwrap_or_default();
+    let queries: Vec<(&str, &str)> = text.lines().filter_map(|line| line.split_once('\t')).collect();
+    for (query, _) in &queries {
+        let _ = first.search_now(query);
+        let _ = second.search_now(query);
+    }
+    let timed = |explorer: &mut IndexExplorer, query: &str| {
+        let started = thread_cpu_ms();
+        let observation = explorer
+            .search_now(query)
+            .unwrap_or_else(|error| error.to_string());
+        (thread_cpu_ms() - started, observation)
+    };
+    let (mut cpu, mut typo_cpu) = ([Vec::new(), Vec::new()], [Vec::new(), Vec::new()]);
+    let mut differ = 0;
+    for (idx, (query, expected)) in queries.iter().enumerate() {
+        let (a, b) = if idx % 2 == 0 {
+            let a = timed(&mut first, query);
+            (a, timed(&mut second, query))
+        } else {
+            let b = timed(&mut second, query);
+            (timed(&mut first, query), b)
+        };
+        differ += usize::from(a.1 != b.1);
+        for (side, ms) in [a.0, b.0].into_iter().enumerate() {
+            cpu[side].push(ms);
+            if QueryKind::of(query, expected) == QueryKind::Typo {
+                typo_cpu[side].push(ms);
+            }
+        }
+    }
+    for (side, dir) in [dir, against].into_iter().enumerate() {
+        println!(
+            "{}: search CPU mean {:.3} ms, p99 {:.3} ms; one-typo titles mean {:.3} ms p99 {:.3} ms",
+            dir.display(),
+            mean(&cpu[side]),
+            percentile(&mut cpu[side], 0.99),
+            mean(&typo_cpu[side]),
+            percentile(&mut typo_cpu[side], 0.99),
+        );
+    }
+    println!("{differ} of {} observations differ", queries.len());
     ExitCode::SUCCESS
 }
 
