@@ -23,7 +23,7 @@ use std::sync::Arc;
 use react_docstore::Profile;
 use react_docstore::docstore::index::{BuildConfig, IndexExplorer, IndexedPage, PageIndex, SearchHit, build};
 
-const USAGE: &str = "usage: bench_index --corpus FILE.jsonl --queries FILE.tsv --out DIR [--threads N] [--memory SIZE]\n       bench_index --search-only --queries FILE.tsv --out DIR";
+const USAGE: &str = "usage: bench_index --corpus FILE.jsonl --queries FILE.tsv --out DIR [--threads N] [--memory SIZE] [--times FILE.tsv]\n       bench_index --search-only --queries FILE.tsv --out DIR [--times FILE.tsv]\n       bench_index --add-neighbour-table --out DIR (an index built before the table gets it)\n       bench_index --search-only --queries FILE.tsv --out DIR --against DIR2 (each query on both, alternately)";
 
 struct Args {
     corpus: Option<PathBuf>,
@@ -32,12 +32,22 @@ struct Args {
     threads: Option<usize>,
     memory: Option<usize>,
     search_only: bool,
+    /// Where each timed search's figures go (`query<TAB>kind<TAB>cpu_ms<TAB>wall_ms<TAB>observation`,
+    /// the observation escaped), to see which searches make the tail and compare two indexes.
+    times: Option<PathBuf>,
+    add_neighbour_table: bool,
+    /// Another index of the same pages, searched alternately with `out`, query by query, so that
+    /// the load of a shared machine weighs on both alike.
+    against: Option<PathBuf>,
 }
 
 fn parse_args() -> Result<Args, String> {
     let mut args = std::env::args().skip(1);
     let (mut corpus, mut queries, mut out, mut threads, mut memory, mut search_only) =
         (None, None, None, None, None, false);
+    let mut times = None;
+    let mut add_neighbour_table = false;
+    let mut against = None;
     while let Some(arg) = args.next() {
         let mut value = || args.next().ok_or_else(|| format!("{arg} needs a value\n{USAGE}"));
         match arg.as_str() {
@@ -47,16 +57,22 @@ fn parse_args() -> Result<Args, String> {
             "--threads" => threads = Some(value()?.parse().map_err(|_| USAGE.to_owned())?),
             "--memory" => memory = Some(react_docstore::docstore::index::parse_size(&value()?)?),
             "--search-only" => search_only = true,
+            "--add-neighbour-table" => add_neighbour_table = true,
+            "--against" => against = Some(PathBuf::from(value()?)),
+            "--times" => times = Some(PathBuf::from(value()?)),
             _ => return Err(USAGE.to_owned()),
         }
     }
     Ok(Args {
         corpus,
-        queries: queries.ok_or(USAGE)?,
+        queries: queries.unwrap_or_default(),
         out: out.ok_or(USAGE)?,
         threads,
         memory,
         search_only,
+        times,
+        add_neighbour_table,
+        against,
     })
 }
 
@@ -68,8 +84,23 @@ fn main() -> ExitCode {
             return ExitCode::from(2);
         }
     };
+    if args.add_neighbour_table {
+        let started = Instant::now();
+        if let Err(error) = react_docstore::docstore::index::neighbours::add_table(&args.out) {
+            eprintln!("bench_index: {error}");
+            return ExitCode::FAILURE;
+        }
+        println!(
+            "table of title-word neighbours written in {:.1} s",
+            started.elapsed().as_secs_f64()
+        );
+        return ExitCode::SUCCESS;
+    }
+    if let (true, Some(against)) = (args.search_only, &args.against) {
+        return search_alternately(&args.out, against, &args.queries);
+    }
     if args.search_only {
-        return search(&args.out, &args.queries);
+        return search(&args.out, &args.queries, args.times.as_deref());
     }
     let Some(corpus) = &args.corpus else {
         eprintln!("{USAGE}");
@@ -122,12 +153,16 @@ fn main() -> ExitCode {
         status_kib("VmHWM:") / 1024.0,
     );
     // The searches in a fresh process: its memory is that of serving the index.
-    let status = Command::new(std::env::current_exe().expect("the benchmark's own path"))
+    let mut command = Command::new(std::env::current_exe().expect("the benchmark's own path"));
+    command
         .args(["--search-only", "--queries"])
         .arg(&args.queries)
         .arg("--out")
-        .arg(&args.out)
-        .status();
+        .arg(&args.out);
+    if let Some(times) = &args.times {
+        command.arg("--times").arg(times);
+    }
+    let status = command.status();
     match status {
         Ok(status) if status.success() => ExitCode::SUCCESS,
         _ => ExitCode::FAILURE,
@@ -135,7 +170,7 @@ fn main() -> ExitCode {
 }
 
 /// Opens the index, runs every query once to warm up and once timed, and prints the figures.
-fn search(dir: &Path, queries: &Path) -> ExitCode {
+fn search(dir: &Path, queries: &Path, times: Option<&Path>) -> ExitCode {
     let opened = Instant::now();
     let index = match PageIndex::open(dir) {
         Ok((index, _manifest)) => index,
@@ -161,12 +196,19 @@ fn search(dir: &Path, queries: &Path) -> ExitCode {
     }
     let mut tally = Tally::default();
     let mut slowest: Vec<(f64, &str)> = Vec::new();
+    let mut lines = String::new();
     for (query, expected) in &queries {
         let (started, cpu_started) = (Instant::now(), thread_cpu_ms());
         let observation = explorer.search_now(query);
         let ms = started.elapsed().as_secs_f64() * 1000.0;
         let cpu_ms = thread_cpu_ms() - cpu_started;
+        let shown = observation.as_deref().unwrap_or_default().escape_default();
         slowest.push((ms, query));
+        let kind = match QueryKind::of(query, expected) {
+            QueryKind::Exact => "exact",
+            QueryKind::Typo => "typo",
+        };
+        lines.push_str(&format!("{query}\t{kind}\t{cpu_ms:.4}\t{ms:.4}\t{shown}\n"));
         if let Err(error) = observation {
             eprintln!("bench_index: {query}: {error}");
             return ExitCode::FAILURE;
@@ -179,6 +221,12 @@ fn search(dir: &Path, queries: &Path) -> ExitCode {
                 return ExitCode::FAILURE;
             }
         }
+    }
+    if let Some(times) = times
+        && let Err(error) = std::fs::write(times, &lines)
+    {
+        eprintln!("bench_index: cannot write `{}`: {error}", times.display());
+        return ExitCode::FAILURE;
     }
     let Tally { exact, typo } = tally;
     let (exact_ms, typo_ms) = (exact.ms, typo.ms);
@@ -227,6 +275,64 @@ fn search(dir: &Path, queries: &Path) -> ExitCode {
         resident_mib,
         peak_mib,
     );
+    ExitCode::SUCCESS
+}
+
+/// Searches every query on the index at `dir` and on the one at `against` alternately (which comes
+/// first alternates too), and prints the CPU figures of each and how many observations differ.
+fn search_alternately(dir: &Path, against: &Path, queries: &Path) -> ExitCode {
+    let open = |dir: &Path| match PageIndex::open(dir) {
+        Ok((index, _manifest)) => Some(IndexExplorer::new(Arc::new(index), Profile::Default)),
+        Err(error) => {
+            eprintln!("bench_index: {error}");
+            None
+        }
+    };
+    let (Some(mut first), Some(mut second)) = (open(dir), open(against)) else {
+        return ExitCode::FAILURE;
+    };
+    let text = std::fs::read_to_string(queries).unwrap_or_default();
+    let queries: Vec<(&str, &str)> = text.lines().filter_map(|line| line.split_once('\t')).collect();
+    for (query, _) in &queries {
+        let _ = first.search_now(query);
+        let _ = second.search_now(query);
+    }
+    let timed = |explorer: &mut IndexExplorer, query: &str| {
+        let started = thread_cpu_ms();
+        let observation = explorer
+            .search_now(query)
+            .unwrap_or_else(|error| error.to_string());
+        (thread_cpu_ms() - started, observation)
+    };
+    let (mut cpu, mut typo_cpu) = ([Vec::new(), Vec::new()], [Vec::new(), Vec::new()]);
+    let mut differ = 0;
+    for (idx, (query, expected)) in queries.iter().enumerate() {
+        let (a, b) = if idx % 2 == 0 {
+            let a = timed(&mut first, query);
+            (a, timed(&mut second, query))
+        } else {
+            let b = timed(&mut second, query);
+            (timed(&mut first, query), b)
+        };
+        differ += usize::from(a.1 != b.1);
+        for (side, ms) in [a.0, b.0].into_iter().enumerate() {
+            cpu[side].push(ms);
+            if QueryKind::of(query, expected) == QueryKind::Typo {
+                typo_cpu[side].push(ms);
+            }
+        }
+    }
+    for (side, dir) in [dir, against].into_iter().enumerate() {
+        println!(
+            "{}: search CPU mean {:.3} ms, p99 {:.3} ms; one-typo titles mean {:.3} ms p99 {:.3} ms",
+            dir.display(),
+            mean(&cpu[side]),
+            percentile(&mut cpu[side], 0.99),
+            mean(&typo_cpu[side]),
+            percentile(&mut typo_cpu[side], 0.99),
+        );
+    }
+    println!("{differ} of {} observations differ", queries.len());
     ExitCode::SUCCESS
 }
 

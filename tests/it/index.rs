@@ -14,6 +14,7 @@ use react_docstore::docstore::{Docstore, DocstoreConfig, DocstoreKind};
 
 use crate::fixture;
 
+mod neighbours;
 mod packaged;
 mod shared;
 

@@ -23,6 +23,7 @@ use super::IndexError;
 use super::formats::{DumpFormat, Record, dpr_page, parse_record};
 use super::input::{Feeder, Ranges, ReadIssue, Work, for_each_line};
 use super::manifest::{INDEX_FORMAT, Manifest, SourceInfo, thousands};
+use super::neighbours::{NEIGHBOUR_TABLE_FORMAT, write_table};
 use super::schema::{Digest, IndexedPage, WikiSchema};
 use super::titles::TitleTableBuilder;
 
@@ -454,6 +455,7 @@ fn build_in_ranges(
         built: httpdate::fmt_http_date(SystemTime::now()),
         build_seconds: started.elapsed().as_secs_f64(),
         tool: concat!("react-docstore ", env!("CARGO_PKG_VERSION")).to_owned(),
+        neighbour_table: Some(NEIGHBOUR_TABLE_FORMAT.to_owned()),
     };
     manifest.write(&staging.dir)?;
     share_with_readers(&staging.dir)?;
@@ -548,7 +550,20 @@ fn stack_parts(mut parts: Vec<Part>, dir: &Path, fields: &WikiSchema) -> tantivy
                 "the snapshot digest's thread panicked".into(),
             ))
         });
-        merged?;
+        // The title words one edit from each other, from the merged segment's term dictionary
+        // (while the digest may still be reading the pages).
+        let neighbours = merged.and_then(|index| {
+            let segments = index.searchable_segments()?;
+            let [segment] = &segments[..] else {
+                return Err(TantivyError::InternalError(format!(
+                    "the stacked index has {} segments, not one",
+                    segments.len()
+                )));
+            };
+            let titles = SegmentReader::open(segment)?.inverted_index(fields.title)?;
+            Ok(write_table(titles.terms(), dir)?)
+        });
+        neighbours?;
         titles?;
         digest
     })

@@ -5,6 +5,7 @@
 //!
 //! - [`title`]: MediaWiki title normalisation and title similarity (pure).
 //! - [`titles`]: a dump index's table of folded titles (Wikipedia's "Go", format v3).
+//! - [`neighbours`]: a dump index's title words by their deletions: the words one edit away.
 //! - [`schema`]: the fields, the tokenizer, [`IndexedPage`] and its stored form.
 //! - [`formats`]: HotpotQA, KILT, FEVER, DPR and JSON Lines records → pages (pure).
 //! - [`input`]: files, directories, compressed streams, tar and zip → lines.
@@ -24,6 +25,7 @@ use crate::profile::Profile;
 
 pub mod title;
 pub mod titles;
+pub mod neighbours;
 pub mod schema;
 pub mod formats;
 pub mod manifest;

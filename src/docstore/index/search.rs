@@ -27,6 +27,7 @@ use tantivy::{
 
 use super::IndexError;
 use super::manifest::{INDEX_FORMAT_V2, Manifest, read_error};
+use super::neighbours::{NEIGHBOUR_TABLE_FORMAT, NEIGHBOURS_FILE, NeighbourTable, one_edit_apart};
 use super::read_only::ReadOnlyDirectory;
 use super::schema::{Digest, IndexedPage, WikiSchema, analyzer};
 use super::title::{folded_title, is_possible_title, mediawiki_title, title_key, title_similarity};
@@ -117,6 +118,9 @@ pub struct PageIndex {
     /// A dump's folded titles (format v3), where the in-memory indexes and format v2 search
     /// their title terms.
     title_table: Option<TitleTable>,
+    /// A dump's title words by their deletions: the neighbours of a query word without walking
+    /// the term dictionary (absent from an index built before it).
+    neighbour_table: Option<NeighbourTable>,
     schema: WikiSchema,
     pages: u64,
     snapshot: String,
@@ -150,8 +154,17 @@ impl PageIndex {
                     .map_err(|source| read_error(dir, &dir.join(TITLES_FILE), source))?,
             ),
         };
+        // A table of a layout this release does not know is left alone: the automaton finds the
+        // same neighbours.
+        let neighbour_table = match manifest.neighbour_table.as_deref() {
+            Some(NEIGHBOUR_TABLE_FORMAT) => Some(
+                NeighbourTable::open(&directory)
+                    .map_err(|source| read_error(dir, &dir.join(NEIGHBOURS_FILE), source))?,
+            ),
+            _ => None,
+        };
         let index = Index::open(directory).map_err(tantivy_error)?;
-        let index = PageIndex::from_index(
+        let mut index = PageIndex::from_index(
             index,
             manifest.snapshot.clone(),
             TitleMatch::Wikipedia,
@@ -159,6 +172,13 @@ impl PageIndex {
             title_table,
         )
         .map_err(tantivy_error)?;
+        if let Some(table) = neighbour_table {
+            index.neighbour_table = Some(
+                index
+                    .checked_neighbours(table)
+                    .map_err(|source| read_error(dir, &dir.join(NEIGHBOURS_FILE), source))?,
+            );
+        }
         Ok((index, manifest))
     }
 
@@ -243,12 +263,36 @@ impl PageIndex {
             titles,
             ordinals,
             title_table,
+            neighbour_table: None,
             schema,
             pages,
             snapshot,
             title_match,
             fuzzy_titles,
         })
+    }
+
+    /// `table`, if it was built from this index's title words (one segment, as many terms).
+    fn checked_neighbours(&self, table: NeighbourTable) -> std::io::Result<NeighbourTable> {
+        let searcher = self.reader.searcher();
+        let terms = match searcher.segment_readers() {
+            [segment] => segment
+                .inverted_index(self.schema.title)
+                .map_err(std::io::Error::other)?
+                .terms()
+                .num_terms() as u64,
+            _ => u64::MAX,
+        };
+        if table.terms() != terms {
+            return Err(std::io::Error::new(
+                std::io::ErrorKind::InvalidData,
+                format!(
+                    "a table of {} title words, the index has {terms}: build the index again",
+                    table.terms()
+                ),
+            ));
+        }
+        Ok(table)
     }
 
     pub fn pages(&self) -> u64 {
@@ -535,6 +579,61 @@ impl PageIndex {
     /// titles holding each, the [`FUZZY_NEIGHBOURS`] held by the most titles first (ties in
     /// byte order).
     fn title_neighbours(&self, searcher: &Searcher, term: &Term) -> Result<Vec<(String, u64)>, IndexError> {
+        let mut found = match &self.neighbour_table {
+            Some(table) => self.neighbours_in_table(searcher, table, term)?,
+            None => self.neighbours_by_automaton(searcher, term)?,
+        };
+        found.sort_by(|a, b| b.0.cmp(&a.0).then_with(|| a.1.cmp(&b.1)));
+        Ok(found
+            .into_iter()
+            .take(FUZZY_NEIGHBOURS)
+            .filter_map(|(holding, key)| Some((String::from_utf8(key).ok()?, holding)))
+            .collect())
+    }
+
+    /// The title words one edit from `term`'s (itself excepted), each with the titles holding it,
+    /// from the table of deletions: the words it lists under the word's keys, checked.
+    fn neighbours_in_table(
+        &self,
+        searcher: &Searcher,
+        table: &NeighbourTable,
+        term: &Term,
+    ) -> Result<Vec<(u64, Vec<u8>)>, IndexError> {
+        let value = term.value();
+        let Some(word) = value.as_str() else {
+            return Ok(Vec::new());
+        };
+        // The table belongs to an index of one segment (checked when it opened).
+        let inverted = searcher
+            .segment_reader(0)
+            .inverted_index(self.schema.title)
+            .map_err(search_error)?;
+        let dictionary = inverted.terms();
+        let mut found = Vec::new();
+        let mut key = Vec::new();
+        for ordinal in table.candidates(word) {
+            if !dictionary.ord_to_term(ordinal, &mut key).map_err(table_error)? {
+                continue;
+            }
+            let Ok(candidate) = std::str::from_utf8(&key) else {
+                continue;
+            };
+            if one_edit_apart(candidate, word)
+                && let Some(info) = dictionary.get(&key).map_err(table_error)?
+            {
+                found.push((u64::from(info.doc_freq), key.clone()));
+            }
+        }
+        Ok(found)
+    }
+
+    /// The same, from every segment's term dictionary walked with a Levenshtein automaton (an
+    /// index built before the table).
+    fn neighbours_by_automaton(
+        &self,
+        searcher: &Searcher,
+        term: &Term,
+    ) -> Result<Vec<(u64, Vec<u8>)>, IndexError> {
         let automaton = FuzzyTermQuery::new(term.clone(), 1, true)
             .automaton()
             .map_err(search_error)?;
@@ -557,12 +656,7 @@ impl PageIndex {
                 }
             }
         }
-        found.sort_by(|a, b| b.0.cmp(&a.0).then_with(|| a.1.cmp(&b.1)));
-        Ok(found
-            .into_iter()
-            .take(FUZZY_NEIGHBOURS)
-            .filter_map(|(holding, key)| Some((String::from_utf8(key).ok()?, holding)))
-            .collect())
+        Ok(found)
     }
 
     /// What a disambiguation page offers, in this order: the titles it links to that the index
@@ -649,3 +743,91 @@ fn table_error(source: std::io::Error) -> IndexError {
 
 mod retrieval;
 pub use retrieval::RankedPage;
+
+#[cfg(test)]
+mod tests {
+    use std::sync::atomic::AtomicBool;
+
+    use super::*;
+    use crate::docstore::index::build::{BuildConfig, build};
+
+    /// Every single-character edit of `word` over its own letters and a few others: each deletion,
+    /// insertion, substitution and adjacent transposition.
+    fn one_edit_variants(word: &str) -> Vec<String> {
+        let chars: Vec<char> = word.chars().collect();
+        let mut alphabet: Vec<char> = "aeinorst1é".chars().chain(chars.iter().copied()).collect();
+        alphabet.sort_unstable();
+        alphabet.dedup();
+        let mut variants = Vec::new();
+        for at in 0..=chars.len() {
+            let (head, tail) = chars.split_at(at);
+            for &letter in &alphabet {
+                variants.push(head.iter().chain([&letter]).chain(tail).collect());
+                if let [_, rest @ ..] = tail {
+                    variants.push(head.iter().chain([&letter]).chain(rest).collect());
+                }
+            }
+            if let [_, rest @ ..] = tail {
+                variants.push(head.iter().chain(rest).collect());
+            }
+            if let [a, b, rest @ ..] = tail {
+                variants.push(head.iter().chain([b, a]).chain(rest).collect());
+            }
+        }
+        variants
+    }
+
+    /// The table of deletions gives every search the neighbours the automaton gives it — the same
+    /// words, as many titles each, in the same order — for every title word of real titles and
+    /// every word one edit from one (the typos a model makes), so an index with the table answers
+    /// every search as one built before it.
+    #[test]
+    fn the_table_finds_the_neighbours_the_automaton_finds() {
+        let dir = tempfile::tempdir().unwrap();
+        let fixture = Path::new(env!("CARGO_MANIFEST_DIR")).join("fixtures/index/v2/hotpotqa-titles.jsonl");
+        let out = dir.path().join("index");
+        build(
+            &BuildConfig::new(vec![fixture], out.clone()),
+            &AtomicBool::new(false),
+        )
+        .unwrap();
+        let (mut index, manifest) = PageIndex::open(&out).unwrap();
+        assert_eq!(manifest.neighbour_table.as_deref(), Some(NEIGHBOUR_TABLE_FORMAT));
+        let searcher = index.reader.searcher();
+        let inverted = searcher
+            .segment_reader(0)
+            .inverted_index(index.schema.title)
+            .unwrap();
+        let mut stream = inverted.terms().stream().unwrap();
+        let mut words = Vec::new();
+        while stream.advance() {
+            words.push(String::from_utf8(stream.key().to_vec()).unwrap());
+        }
+        assert!(words.len() > 100, "{}", words.len());
+        let mut queries: Vec<String> = words.iter().flat_map(|word| one_edit_variants(word)).collect();
+        queries.extend(words.iter().cloned());
+        queries.sort();
+        queries.dedup();
+        let neighbours = |index: &PageIndex, queries: &[String]| -> Vec<Vec<(String, u64)>> {
+            queries
+                .iter()
+                .map(|query| {
+                    let term = Term::from_field_text(index.schema.title, query);
+                    index.title_neighbours(&searcher, &term).unwrap()
+                })
+                .collect()
+        };
+        let by_table = neighbours(&index, &queries);
+        assert!(index.neighbour_table.take().is_some());
+        let by_automaton = neighbours(&index, &queries);
+        let found: usize = by_automaton.iter().map(Vec::len).sum();
+        assert!(
+            found > queries.len(),
+            "{found} neighbours for {} queries",
+            queries.len()
+        );
+        for ((query, table), automaton) in queries.iter().zip(&by_table).zip(&by_automaton) {
+            assert_eq!(table, automaton, "{query:?}");
+        }
+    }
+}
