@@ -628,8 +628,8 @@ fn display_paths(paths: &[PathBuf]) -> String {
 
 /// The replayed runs with gold answers, by question (in the order first replayed), so that the
 /// summary's EM and F1 are the evaluation's headline ([`attempts::headline`]): a question's trials
-/// count once, its final state; epochs are each question's mean. A run without an id is a question
-/// of its own.
+/// count once, its final state; epochs are each question's mean. Any other run (a single attempt,
+/// or no id) counts once: run files given together need not be one evaluation.
 #[derive(Default)]
 struct ScoredAttempts {
     by_question: Vec<Vec<ScoredAttempt>>,
@@ -652,7 +652,7 @@ impl ScoredAttempts {
             f1,
             answer: run.answer.clone(),
         };
-        let idx = match &run.id {
+        let idx = match run.id.as_ref().filter(|_| run.attempt() != Attempt::Only) {
             Some(id) => *self.index_of.entry(id.clone()).or_insert_with(|| {
                 self.by_question.push(Vec::new());
                 self.by_question.len() - 1

@@ -49,7 +49,7 @@ pub struct Manifest {
     /// `react-docstore 0.1.0`.
     pub tool: String,
     /// The layout of the index's table of title-word neighbours
-    /// ([`super::neighbours::NEIGHBOUR_TABLE_FORMAT`]), absent from an index built before it:
+    /// (`neighbours::NEIGHBOUR_TABLE_FORMAT`), absent from an index built before it:
     /// such an index finds them with a Levenshtein automaton, as it did, and a release before the
     /// table reads an index that has one (it ignores the field and the file).
     #[serde(default, skip_serializing_if = "Option::is_none")]

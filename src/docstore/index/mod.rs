@@ -25,12 +25,12 @@ use crate::profile::Profile;
 
 pub mod title;
 pub mod titles;
-pub mod neighbours;
 pub mod schema;
 pub mod formats;
 pub mod manifest;
 mod input;
 mod read_only;
+pub mod neighbours;
 pub mod build;
 pub mod search;
 
