@@ -18,7 +18,7 @@ use react_docstore::agent::environment::EnvironmentError;
 use react_docstore::agent::tool::Toolbox;
 use react_docstore::docstore::{
     DEFAULT_USER_AGENT, DEFAULT_WIKI_URL, DocstoreConfig, DocstoreError as LibDocstoreError, DocstoreKind,
-    DocstoreSource, IndexError, Opener,
+    DocstoreSource, IndexError, OpenedDocstore, Opener,
 };
 use react_docstore::explore::Explore;
 use react_docstore::metrics::AnswerScore;
@@ -122,7 +122,9 @@ struct Docstore {
     source: Arc<dyn DocstoreSource>,
     profile: Profile,
     spec: String,
-    runtime: Arc<tokio::runtime::Runtime>,
+    /// Live Wikipedia's HTTP client runs on it; `None` for an index or a corpus, whose searches
+    /// run on the calling thread (as `explore` and `bench_index` run them).
+    runtime: Option<Arc<tokio::runtime::Runtime>>,
 }
 
 #[pymethods]
@@ -164,12 +166,16 @@ impl Docstore {
             let _entered = runtime.enter();
             config.open_for(OPENER)
         });
-        let source = opened.map_err(docstore_error)?.source(profile);
+        let opened = opened.map_err(docstore_error)?;
+        let runtime = match opened {
+            OpenedDocstore::Index { .. } => None,
+            _ => Some(Arc::new(runtime)),
+        };
         Ok(Docstore {
-            source,
+            source: opened.source(profile),
             profile,
             spec,
-            runtime: Arc::new(runtime),
+            runtime,
         })
     }
 
@@ -215,7 +221,7 @@ impl Docstore {
 #[pyclass(frozen, module = "react_docstore._native")]
 struct Explorer {
     session: Mutex<Explore>,
-    runtime: Arc<tokio::runtime::Runtime>,
+    runtime: Option<Arc<tokio::runtime::Runtime>>,
 }
 
 impl Explorer {
@@ -224,7 +230,10 @@ impl Explorer {
     fn with_session<T: Send>(&self, py: Python<'_>, call: impl AsyncFnOnce(&mut Explore) -> T + Send) -> T {
         py.detach(|| {
             let mut session = self.session.lock().unwrap_or_else(PoisonError::into_inner);
-            self.runtime.block_on(call(&mut session))
+            match &self.runtime {
+                Some(runtime) => runtime.block_on(call(&mut session)),
+                None => futures::executor::block_on(call(&mut session)),
+            }
         })
     }
 }

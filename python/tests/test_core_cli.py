@@ -17,7 +17,7 @@ from conftest import REPO
 
 @pytest.fixture(scope="module")
 def binary() -> str:
-    path = Path(os.environ.get("REACT_DOCSTORE_BIN", REPO / "target/debug/react-docstore"))
+    path = Path(os.environ.get("REACT_DOCSTORE_BIN", REPO / "target/debug/react-docstore")).resolve()
     if not path.exists():
         raise RuntimeError(f"no binary at `{path}` to compare with: `cargo build` or set REACT_DOCSTORE_BIN")
     return str(path)
