@@ -85,7 +85,15 @@ where
     I: IntoIterator<Item = T>,
     T: Into<std::ffi::OsString> + Clone,
 {
-    let cli = Cli::parse_from(args);
+    // `--help`, `--version` and a refused command line print as clap prints them and return its
+    // status, without ending the process (the Python module runs this in an interpreter).
+    let cli = match Cli::try_parse_from(args) {
+        Ok(cli) => cli,
+        Err(error) => {
+            let _ = error.print();
+            return ExitCode::from(u8::try_from(error.exit_code()).unwrap_or(2));
+        }
+    };
     // Log lines go to stderr, above `eval`'s progress bar while it is drawn.
     let log = LogOutput::stderr();
     // Warnings (a model server being retried) by default, each one plain line; `RUST_LOG=debug`
