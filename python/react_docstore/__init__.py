@@ -72,8 +72,10 @@ class Docstore(_NativeDocstore):
 
 def read_results(path_or_paths: Union[PathLike, Sequence[PathLike]]) -> Iterator[dict]:
     """The runs of results files as dicts: a file, a directory of shards (``*.jsonl`` at any
-    depth, in name order), a comma list, or a list of these, read as ``score`` reads them.
-    Raises ``ResultsError`` naming the file (and line) that cannot be read."""
+    depth, in name order), a comma list, or a list of these, read as ``score`` reads them: one
+    evaluation (shards in their selection's order, a run in two files kept once). What it lacks
+    or held twice is a ``UserWarning`` each. Raises ``ResultsError`` naming the file (and line)
+    that cannot be read, or the files that answer one question two ways or hold other settings."""
     if isinstance(path_or_paths, (str, os.PathLike)):
         paths = [os.fspath(path_or_paths)]
     else:

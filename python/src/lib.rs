@@ -6,12 +6,13 @@
 //! Every call that can take time (a search, opening an index, reading results, the command line)
 //! runs with the GIL released, so Python threads run their searches in parallel.
 
+use std::ffi::CString;
 use std::path::PathBuf;
 use std::process::ExitCode;
 use std::sync::{Arc, Mutex, PoisonError};
 
 use pyo3::create_exception;
-use pyo3::exceptions::PyException;
+use pyo3::exceptions::{PyException, PyUserWarning};
 use pyo3::prelude::*;
 
 use react_docstore::agent::environment::EnvironmentError;
@@ -23,7 +24,7 @@ use react_docstore::docstore::{
 use react_docstore::explore::Explore;
 use react_docstore::metrics::AnswerScore;
 use react_docstore::profile::Profile;
-use react_docstore::record::files::{Wanted, read_runs, recorded_paths};
+use react_docstore::record::merge::read_evaluation;
 
 create_exception!(
     react_docstore._native,
@@ -274,19 +275,25 @@ fn f1(prediction: &str, gold: &str) -> f64 {
 }
 
 /// The runs of the results files `paths` name (files, directories of shards, comma lists), as
-/// JSON texts, in the order `score` reads them.
+/// JSON texts: one evaluation, read as `score` reads it (`read_evaluation`: shards in their
+/// selection's order, a run in two files kept once, other settings refused); what it lacks or
+/// held twice is a `UserWarning` each, as `score` prints a `note:` each.
 #[pyfunction]
 fn read_results_json(py: Python<'_>, paths: Vec<PathBuf>) -> PyResult<Vec<String>> {
-    py.detach(|| -> anyhow::Result<Vec<String>> {
-        let mut runs = Vec::new();
-        for path in recorded_paths(&paths, Wanted::Results)? {
-            for recorded in read_runs(&path)? {
-                runs.push(serde_json::to_string(&recorded.run)?);
-            }
-        }
-        Ok(runs)
-    })
-    .map_err(|error| ResultsError::new_err(message(error)))
+    let evaluation = py
+        .detach(|| read_evaluation(&paths))
+        .map_err(|error| ResultsError::new_err(message(error)))?;
+    let category = py.get_type::<PyUserWarning>();
+    for gap in evaluation.gaps() {
+        let text = CString::new(gap.replace('\0', "")).unwrap_or_default();
+        PyErr::warn(py, category.as_any(), &text, 1)?;
+    }
+    evaluation
+        .runs
+        .iter()
+        .map(|recorded| serde_json::to_string(&recorded.run))
+        .collect::<Result<_, _>>()
+        .map_err(|error| ResultsError::new_err(error.to_string()))
 }
 
 /// Runs the command line on `argv` (the program name first), as the binary does, with the GIL

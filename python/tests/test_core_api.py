@@ -274,9 +274,23 @@ def test_read_results_reads_files_directories_and_comma_lists(tmp_path):
     assert {key: one[0][key] for key in ("id", "question", "answer", "gold", "em", "steps")} == {
         key: recorded[key] for key in ("id", "question", "answer", "gold", "em", "steps")
     }
-    assert len(list(react_docstore.read_results(tmp_path / "shards"))) == 3
-    assert len(list(react_docstore.read_results(f"{RESULTS},{RESULTS}"))) == 2
-    assert len(list(react_docstore.read_results([RESULTS, str(tmp_path / "shards")]))) == 4
+    # One evaluation, as `score` reads it: a run in two files is kept once, and said so.
+    with pytest.warns(UserWarning, match="each is kept once"):
+        assert len(list(react_docstore.read_results(tmp_path / "shards"))) == 1
+    with pytest.warns(UserWarning, match="each is kept once"):
+        assert len(list(react_docstore.read_results(f"{RESULTS},{RESULTS}"))) == 1
+    with pytest.warns(UserWarning, match="each is kept once"):
+        assert len(list(react_docstore.read_results([RESULTS, str(tmp_path / "shards")]))) == 1
+
+
+def test_read_results_refuses_two_answers_to_one_question(tmp_path):
+    line = json.loads(RESULTS.read_text(encoding="utf-8").splitlines()[0])
+    other = dict(line, answer="another answer")
+    (tmp_path / "a.jsonl").write_text(json.dumps(line) + "\n", encoding="utf-8")
+    (tmp_path / "b.jsonl").write_text(json.dumps(other) + "\n", encoding="utf-8")
+    with pytest.raises(react_docstore.ResultsError) as raised:
+        list(react_docstore.read_results(tmp_path))
+    assert "a.jsonl" in str(raised.value) and "b.jsonl" in str(raised.value)
 
 
 def test_read_results_errors_name_the_file_and_line(cli, tmp_path):
