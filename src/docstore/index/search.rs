@@ -21,8 +21,8 @@ use tantivy::query::{
 };
 use tantivy::schema::IndexRecordOption;
 use tantivy::{
-    DocAddress, DocSet, Index, IndexReader, Order, ReloadPolicy, Searcher, TERMINATED, TantivyDocument,
-    TantivyError, Term,
+    DocAddress, DocId, DocSet, Index, IndexReader, Order, ReloadPolicy, Searcher, TERMINATED,
+    TantivyDocument, TantivyError, Term,
 };
 
 use super::IndexError;
@@ -56,12 +56,17 @@ const UNSCORED_MIN_SIMILARITY: f64 = 0.3;
 /// the longest of the index (`the`, `of`, `in`). Titles are searched for it all the same.
 const COMMON_SHARE: u64 = 10;
 const COMMON_MIN_PAGES: u64 = 10_000;
-/// A clause whose term more than one page in `LEADING_SHARE` (and more than
-/// [`LEADING_MIN_PAGES`]) holds never brings a candidate on its own in the Similar list
-/// ([`Candidates::Led`]); nor does a word of the text. 200 measured best at 5.2 M pages: 100
-/// leaves longer postings to lead, 500 more searches with no word to lead them.
+/// A title word held by more than one page in `LEADING_SHARE` (and by more than
+/// [`LEADING_MIN_PAGES`]), or a word of the text, is frequent: a query with one searches through
+/// its rarest title words ([`Candidates::Led`]); a query without one is a plain union, cheap as
+/// its postings are short.
 const LEADING_SHARE: u64 = 200;
 const LEADING_MIN_PAGES: u64 = 1_000;
+/// How many titles the rarest title words of a query may hold between them to lead
+/// ([`Candidates::Led`]; the rarest always leads). Each candidate costs a few seeks into the long
+/// postings: at 5.2 M pages 10,000 keeps the one-typo searches' 99th percentile near 2 ms, and
+/// the title one edit away is a candidate whatever leads.
+const LEAD_BUDGET: u64 = 10_000;
 /// Memory of the writer that builds an in-memory index (tantivy's minimum).
 const IN_MEMORY_BUDGET: usize = super::build::MIN_MEMORY_PER_THREAD;
 
@@ -104,8 +109,55 @@ pub enum FuzzyTitles {
 enum Candidates {
     /// Every page that any clause matches (the retriever).
     All,
-    /// The pages a clause with short postings matches, when the query has one (the Similar list).
+    /// When some clause is frequent, the pages that the query's rarest title words hold (up to
+    /// [`LEAD_BUDGET`] pages' worth of postings) and the titles one edit from the entity (the
+    /// Similar list); the other clauses add to their scores.
     Led,
+}
+
+/// One clause of the ranked search.
+enum Clause {
+    /// A word (of the title, boosted, or the text).
+    Term(TermClause),
+    /// The titles one edit away from a word no title holds, with a flat bonus
+    /// ([`FuzzyTitles::UnknownWords`]).
+    Fuzzy(Term),
+}
+
+impl Clause {
+    fn query(self) -> Box<dyn Query> {
+        match self {
+            Clause::Term(TermClause { term, boost }) => {
+                let query = Box::new(TermQuery::new(term, IndexRecordOption::WithFreqs));
+                match boost == 1.0 {
+                    true => query,
+                    false => Box::new(BoostQuery::new(query, boost)),
+                }
+            }
+            Clause::Fuzzy(term) => Box::new(BoostQuery::new(
+                Box::new(FuzzyTermQuery::new(term, 1, true)),
+                FUZZY_BOOST,
+            )),
+        }
+    }
+}
+
+/// The ranked search's query, as it is searched.
+enum RankedQuery {
+    /// Every clause brings candidates: tantivy's union (block-max WAND).
+    Union(BooleanQuery),
+    /// The leading clauses bring the candidates, the others only add to their scores.
+    Led(LedQuery),
+}
+
+impl RankedQuery {
+    /// The `limit` best pages with their scores, best first, ties to the page earlier in the index.
+    fn top(&self, searcher: &Searcher, limit: usize) -> tantivy::Result<Vec<(f32, DocAddress)>> {
+        match self {
+            RankedQuery::Union(query) => searcher.search(query, &TopDocs::with_limit(limit).order_by_score()),
+            RankedQuery::Led(query) => query.top(searcher, limit),
+        }
+    }
 }
 
 /// An opened index: searches are synchronous and take a fraction of a millisecond.
@@ -126,6 +178,8 @@ pub struct PageIndex {
     snapshot: String,
     title_match: TitleMatch,
     fuzzy_titles: FuzzyTitles,
+    /// [`LEAD_BUDGET`] (smaller in tests, to search a small index as a large one).
+    lead_budget: u64,
 }
 
 impl PageIndex {
@@ -269,6 +323,7 @@ impl PageIndex {
             snapshot,
             title_match,
             fuzzy_titles,
+            lead_budget: LEAD_BUDGET,
         })
     }
 
@@ -403,9 +458,7 @@ impl PageIndex {
         };
         // Ties go to the lower document id: the page earlier in the dump (one segment in dump
         // order). Plain scores let block-max WAND skip what cannot make the candidates.
-        let candidates = searcher
-            .search(&query, &TopDocs::with_limit(CANDIDATES).order_by_score())
-            .map_err(search_error)?;
+        let candidates = query.top(searcher, CANDIDATES).map_err(search_error)?;
         let key = title_key(entity);
         let mut ranked = Vec::with_capacity(candidates.len());
         if let Some((best, _)) = candidates.first() {
@@ -464,21 +517,21 @@ impl PageIndex {
     /// title words of [`FuzzyTitles`]), or `None` when it has no word to search. The Similar list
     /// re-ranks its best candidates by title likeness; `top_pages` (a retriever) takes it as it is.
     ///
-    /// Under [`Candidates::Led`] (a dump's index), when some query word's title clauses — its own
-    /// and its neighbours' — all have short postings (held by at most one title in
-    /// [`LEADING_SHARE`]) and some clause has long ones (`the`, `in`, the neighbours of `ae`),
-    /// only the title clauses with short postings bring candidates: the others (and the words of
-    /// the text) only add to the score of a page those found. Each candidate keeps the score the
-    /// plain union gives it, so the best twenty of the plain union that remain candidates stay
-    /// among the best twenty; and the title a one-typo search means is always a candidate (it
-    /// holds that word, or the word it misspells among its neighbours). The long postings are
-    /// only read where the short ones lead.
+    /// Under [`Candidates::Led`] (a dump's index), when some clause is frequent (`the`, `in`, the
+    /// neighbours of `ae`), only the rarest title words of the query and their neighbours bring
+    /// candidates, as many as hold [`LEAD_BUDGET`] titles between them, with the pages titled as
+    /// the entity with one word replaced by one of its neighbours (the title a one-typo search
+    /// means, [`PageIndex::one_edit_titles`]); every other clause, and the words of the text, only
+    /// add to the score of a candidate ([`LedQuery`]). Each candidate keeps the score the plain
+    /// union gives it, so the best twenty of the plain union that are candidates stay among the
+    /// best twenty. The long postings are only read where the short ones lead, and a search reads
+    /// a bounded number of candidates however common the words of the query.
     fn ranked_query(
         &self,
         searcher: &Searcher,
         entity: &str,
         candidates: Candidates,
-    ) -> Result<Option<BooleanQuery>, IndexError> {
+    ) -> Result<Option<RankedQuery>, IndexError> {
         let mut words: Vec<String> = Vec::new();
         let mut analyzer = analyzer();
         let mut stream = analyzer.token_stream(entity);
@@ -490,41 +543,35 @@ impl PageIndex {
         if words.is_empty() {
             return Ok(None);
         }
-        // Each clause, and whether it may lead: a title word (of the query, or one edit away)
-        // that few titles hold.
-        let mut clauses: Vec<(Box<dyn Query>, bool)> = Vec::new();
+        let mut clauses: Vec<Clause> = Vec::new();
         let mut neighbours: Vec<(String, u64)> = Vec::new();
         let frequent = |holding: u64| holding > LEADING_MIN_PAGES && holding * LEADING_SHARE > self.pages;
         let mut some_clause_frequent = false;
-        // Whether some word's title clauses (its own and its neighbours') all have short postings:
-        // then every title holding that word or a neighbour is found without the long postings.
-        let mut some_word_led = false;
+        // Each word's title words, its own and its neighbours', each with the titles holding it.
+        let mut families: Vec<Vec<(String, u64)>> = Vec::new();
         for word in &words {
             let title_term = Term::from_field_text(self.schema.title, word);
             let text_term = Term::from_field_text(self.schema.text, word);
             let titles_holding = searcher.doc_freq(&title_term).map_err(search_error)?;
-            clauses.push((
-                Box::new(BoostQuery::new(
-                    Box::new(TermQuery::new(title_term.clone(), IndexRecordOption::WithFreqs)),
-                    TITLE_BOOST,
-                )),
-                !frequent(titles_holding),
-            ));
+            clauses.push(Clause::Term(TermClause {
+                term: title_term.clone(),
+                boost: TITLE_BOOST,
+            }));
             let pages_holding = searcher.doc_freq(&text_term).map_err(search_error)?;
             some_clause_frequent |= frequent(titles_holding) || frequent(pages_holding);
             if pages_holding <= COMMON_MIN_PAGES || pages_holding * COMMON_SHARE <= self.pages {
-                clauses.push((
-                    Box::new(TermQuery::new(text_term, IndexRecordOption::WithFreqs)),
-                    false,
-                ));
+                clauses.push(Clause::Term(TermClause {
+                    term: text_term,
+                    boost: 1.0,
+                }));
             }
             match self.fuzzy_titles {
                 FuzzyTitles::FrequentNeighbours => {
-                    let mut led = !frequent(titles_holding);
+                    let mut family = vec![(word.clone(), titles_holding)];
                     if word.chars().count() >= FUZZY_MIN_CHARS {
                         for (neighbour, holding) in self.title_neighbours(searcher, &title_term)? {
-                            led &= !frequent(holding);
                             some_clause_frequent |= frequent(holding);
+                            family.push((neighbour.clone(), holding));
                             if !words.contains(&neighbour)
                                 && !neighbours.iter().any(|(known, _)| *known == neighbour)
                             {
@@ -532,47 +579,109 @@ impl PageIndex {
                             }
                         }
                     }
-                    some_word_led |= led;
+                    families.push(family);
                 }
                 FuzzyTitles::UnknownWords => {
                     if titles_holding == 0 && word.chars().count() >= UNKNOWN_FUZZY_MIN_CHARS {
-                        clauses.push((
-                            Box::new(BoostQuery::new(
-                                Box::new(FuzzyTermQuery::new(title_term, 1, true)),
-                                FUZZY_BOOST,
-                            )),
-                            false,
-                        ));
+                        clauses.push(Clause::Fuzzy(title_term));
                     }
                 }
             }
         }
-        for (neighbour, holding) in neighbours {
+        for (neighbour, _) in neighbours {
             let term = Term::from_field_text(self.schema.title, &neighbour);
-            clauses.push((
-                Box::new(BoostQuery::new(
-                    Box::new(TermQuery::new(term, IndexRecordOption::WithFreqs)),
-                    FUZZY_BOOST,
-                )),
-                !frequent(holding),
-            ));
+            clauses.push(Clause::Term(TermClause {
+                term,
+                boost: FUZZY_BOOST,
+            }));
         }
-        if candidates == Candidates::All || !some_word_led || !some_clause_frequent {
+        if candidates == Candidates::All || !some_clause_frequent || families.is_empty() {
             let all = clauses
                 .into_iter()
-                .map(|(query, _)| (Occur::Should, query))
+                .map(|clause| (Occur::Should, clause.query()))
                 .collect();
-            return Ok(Some(BooleanQuery::new(all)));
+            return Ok(Some(RankedQuery::Union(BooleanQuery::new(all))));
         }
-        let (leading, following): (Vec<_>, Vec<_>) = clauses.into_iter().partition(|(_, leads)| *leads);
-        let leading: Vec<(Occur, Box<dyn Query>)> = leading
+        let one_edit = match &self.title_table {
+            Some(table) => self.one_edit_titles(table, entity, &words, &families)?,
+            None => Vec::new(),
+        };
+        // The rarest title words lead, as many as the budget allows (the rarest that some title
+        // holds always does).
+        let mut rarest: Vec<(String, u64)> = families
             .into_iter()
-            .map(|(query, _)| (Occur::Should, query))
+            .flatten()
+            .filter(|(_, holding)| *holding > 0)
             .collect();
-        let mut assembled: Vec<(Occur, Box<dyn Query>)> =
-            vec![(Occur::Must, Box::new(BooleanQuery::new(leading)))];
-        assembled.extend(following.into_iter().map(|(query, _)| (Occur::Should, query)));
-        Ok(Some(BooleanQuery::new(assembled)))
+        rarest.sort_by(|a, b| a.1.cmp(&b.1).then_with(|| a.0.cmp(&b.0)));
+        rarest.dedup();
+        let mut total = 0;
+        let lead: Vec<String> = rarest
+            .into_iter()
+            .take_while(|(_, holding)| {
+                total += holding;
+                total <= self.lead_budget || total == *holding
+            })
+            .map(|(word, _)| word)
+            .collect();
+        let (mut leading, mut following) = (Vec::new(), Vec::new());
+        for clause in clauses {
+            if let Clause::Term(clause) = clause {
+                let leads = clause.term.field() == self.schema.title
+                    && clause
+                        .term
+                        .value()
+                        .as_str()
+                        .is_some_and(|word| lead.iter().any(|known| known == word));
+                match leads {
+                    true => leading.push(clause),
+                    false => following.push(clause),
+                }
+            }
+        }
+        Ok(Some(RankedQuery::Led(LedQuery {
+            title: self.schema.title,
+            leading,
+            following,
+            one_edit,
+        })))
+    }
+
+    /// The pages titled as `entity` with one of its words replaced by one of that word's title
+    /// neighbours (`families`: by word, the word first): the title a one-typo search means,
+    /// whatever leads; at most [`CANDIDATES`].
+    fn one_edit_titles(
+        &self,
+        table: &TitleTable,
+        entity: &str,
+        words: &[String],
+        families: &[Vec<(String, u64)>],
+    ) -> Result<Vec<DocId>, IndexError> {
+        let mut found: Vec<DocId> = Vec::new();
+        let mut analyzer = analyzer();
+        let mut stream = analyzer.token_stream(entity);
+        while let Some(token) = stream.next() {
+            let Some(family) = words
+                .iter()
+                .position(|word| *word == token.text)
+                .and_then(|at| families.get(at))
+            else {
+                continue;
+            };
+            let (Some(head), Some(tail)) = (entity.get(..token.offset_from), entity.get(token.offset_to..))
+            else {
+                continue;
+            };
+            for (neighbour, _) in family.iter().skip(1) {
+                let title = mediawiki_title(&format!("{head}{neighbour}{tail}"));
+                for doc in table.titled(&folded_title(&title)).map_err(table_error)? {
+                    if !found.contains(&doc) && found.len() < CANDIDATES {
+                        found.push(doc);
+                    }
+                }
+            }
+        }
+        Ok(found)
     }
 
     /// The title words one edit away from `term`'s word (itself excepted) with the number of
@@ -741,7 +850,9 @@ fn table_error(source: std::io::Error) -> IndexError {
     search_error(source.into())
 }
 
+mod led;
 mod retrieval;
+use led::{LedQuery, TermClause};
 pub use retrieval::RankedPage;
 
 #[cfg(test)]
@@ -750,6 +861,7 @@ mod tests {
 
     use super::*;
     use crate::docstore::index::build::{BuildConfig, build};
+    use crate::rng::SplitMix64;
 
     /// Every single-character edit of `word` over its own letters and a few others: each deletion,
     /// insertion, substitution and adjacent transposition.
@@ -775,6 +887,134 @@ mod tests {
             }
         }
         variants
+    }
+
+    /// Words for the pages of [`frequent_words_index`]: a few that most titles hold, the rest
+    /// rare.
+    const COMMON_WORDS: [&str; 6] = ["the", "of", "in", "river", "county", "is"];
+
+    fn rare_word(rng: &mut SplitMix64) -> String {
+        const SYLLABLES: [&str; 16] = [
+            "ka", "lo", "mi", "dra", "vel", "sor", "tun", "bri", "qua", "zen", "fo", "gri", "hal", "ne",
+            "pu", "rys",
+        ];
+        (0..2 + rng.below(2))
+            .map(|_| SYLLABLES[rng.below(SYLLABLES.len())])
+            .collect()
+    }
+
+    /// An index of 3,000 generated pages, half of whose titles start with `The` (so that `the` is
+    /// frequent and the Similar list searches through the rarest title words), with
+    /// `extra` titles added at the end; built as `index build` builds a dump.
+    fn frequent_words_index(extra: &[&str]) -> (tempfile::TempDir, PageIndex) {
+        let dir = tempfile::tempdir().unwrap();
+        let mut rng = SplitMix64(7);
+        let mut titles: Vec<String> = Vec::new();
+        while titles.len() < 3_000 {
+            let words = 1 + rng.below(3);
+            let mut title: Vec<String> = (0..words)
+                .map(|_| match rng.chance(0.3) {
+                    true => COMMON_WORDS[rng.below(COMMON_WORDS.len())].to_owned(),
+                    false => rare_word(&mut rng),
+                })
+                .collect();
+            if rng.chance(0.5) {
+                title.insert(0, "the".to_owned());
+            }
+            let mut title = title.join(" ");
+            title[..1].make_ascii_uppercase();
+            if !titles.contains(&title) {
+                titles.push(title);
+            }
+        }
+        titles.extend(extra.iter().map(|title| title.to_string()));
+        let dump = dir.path().join("pages.jsonl");
+        let mut lines = String::new();
+        for title in &titles {
+            let text: Vec<String> = (0..8).map(|_| rare_word(&mut rng)).collect();
+            let page = serde_json::json!({"title": title, "text": format!("{title} is {}.", text.join(" "))});
+            lines.push_str(&format!("{page}\n"));
+        }
+        std::fs::write(&dump, lines).unwrap();
+        let out = dir.path().join("index");
+        build(
+            &BuildConfig::new(vec![dump], out.clone()),
+            &AtomicBool::new(false),
+        )
+        .unwrap();
+        let (index, _) = PageIndex::open(&out).unwrap();
+        (dir, index)
+    }
+
+    /// The searcher's own answer to a led query: a required union of the leading clauses and an
+    /// optional union of the others, ranked by tantivy's `TopDocs`.
+    fn tantivy_top(searcher: &Searcher, query: &LedQuery, limit: usize) -> Vec<(f32, DocAddress)> {
+        let union = |clauses: &[TermClause]| -> Vec<(Occur, Box<dyn Query>)> {
+            clauses
+                .iter()
+                .map(|clause| (Occur::Should, Clause::Term(clause.clone()).query()))
+                .collect()
+        };
+        let mut clauses: Vec<(Occur, Box<dyn Query>)> =
+            vec![(Occur::Must, Box::new(BooleanQuery::new(union(&query.leading))))];
+        clauses.extend(union(&query.following));
+        searcher
+            .search(
+                &BooleanQuery::new(clauses),
+                &TopDocs::with_limit(limit).order_by_score(),
+            )
+            .unwrap()
+    }
+
+    /// The led search reads the long postings only where a candidate could still reach the best,
+    /// and still ranks the candidates exactly as tantivy's union does — the same pages, the same
+    /// scores, ties to the page earlier in the index — for every query that leads, at every size
+    /// of list, whether or not the title bound or the floor cut a candidate short.
+    #[test]
+    fn the_led_search_ranks_its_candidates_as_tantivy_does() {
+        let (_dir, mut index) = frequent_words_index(&[]);
+        let searcher = index.reader.searcher();
+        let mut rng = SplitMix64(11);
+        let mut compared = 0;
+        for budget in [0, 40, 400, LEAD_BUDGET] {
+            index.lead_budget = budget;
+            for _ in 0..150 {
+                let words = 1 + rng.below(4);
+                let entity: Vec<String> = (0..words)
+                    .map(|_| match rng.chance(0.5) {
+                        true => COMMON_WORDS[rng.below(COMMON_WORDS.len())].to_owned(),
+                        false => rare_word(&mut rng),
+                    })
+                    .collect();
+                let Some(RankedQuery::Led(mut query)) = index
+                    .ranked_query(&searcher, &entity.join(" "), Candidates::Led)
+                    .unwrap()
+                else {
+                    continue;
+                };
+                // tantivy's union has no pages named for the purpose.
+                query.one_edit.clear();
+                for limit in [1, 3, CANDIDATES] {
+                    let led = query.top(&searcher, limit).unwrap();
+                    assert_eq!(led, tantivy_top(&searcher, &query, limit), "{entity:?}, {limit}");
+                    compared += usize::from(led.len() == limit);
+                }
+            }
+        }
+        assert!(compared > 200, "{compared} full lists compared");
+    }
+
+    /// A one-typo search finds the title it means though none of that title's words leads: the
+    /// title one edit from the entity is a candidate whatever the budget lets lead.
+    #[test]
+    fn the_title_one_edit_away_is_a_candidate_whatever_leads() {
+        let (_dir, mut index) = frequent_words_index(&["Kaplonds", "Kaplound Of The"]);
+        // Only the rarest title word leads: `kaplonds` (as rare as `kaplound`, and first).
+        index.lead_budget = 0;
+        let SearchHit::Similar(titles) = index.search("Kaplond Of The").unwrap() else {
+            panic!("no page is titled so");
+        };
+        assert!(titles.contains(&"Kaplound Of The".to_owned()), "{titles:?}");
     }
 
     /// The table of deletions gives every search the neighbours the automaton gives it — the same

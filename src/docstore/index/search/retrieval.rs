@@ -8,7 +8,6 @@
 //! retriever wants passages about the query, not titles that look like it.
 
 use tantivy::TantivyDocument;
-use tantivy::collector::TopDocs;
 
 use super::{PageIndex, search_error};
 use crate::docstore::index::IndexError;
@@ -36,9 +35,7 @@ impl PageIndex {
         };
         // Ties go to the lower document id: the page earlier in the dump (one segment in dump
         // order), as in the Similar list.
-        let found = searcher
-            .search(&query, &TopDocs::with_limit(k).order_by_score())
-            .map_err(search_error)?;
+        let found = query.top(&searcher, k).map_err(search_error)?;
         let mut pages = Vec::with_capacity(found.len());
         for (score, address) in found {
             let ordinals = searcher

@@ -1,0 +1,420 @@
+//! The Similar list's search when some clause is frequent ([`super::Candidates::Led`]): the pages
+//! the leading clauses hold, and the pages named for the purpose ([`LedQuery::one_edit`]), are
+//! the candidates; every other clause is read only at a candidate that could still reach the
+//! best — one seek into its postings, heaviest first — and not at all once it cannot.
+//!
+//! A candidate's bound is what it holds so far plus what the clauses not yet read could add: a
+//! title clause holds a word of the title, so a title of three words, one held by a leading
+//! clause, can add at most the two heaviest title clauses' scores at that length; a clause of
+//! the text at most its best score. A candidate is dropped once its bound is below the floor:
+//! the twentieth best whole score of the eighty candidates best on their leading clauses, then
+//! the worst of the best twenty found.
+//!
+//! tantivy answers the same query (a required union of the leading clauses, an optional union of
+//! the others) by refilling the optional union window by window: every posting of every long list
+//! in a window of 4,096 documents is decoded wherever one candidate falls, which made the tail of
+//! one-typo searches at Wikipedia's scale. Here each page's score is the one tantivy gives it —
+//! the same BM25 weights, added in the same order — and ties go to the page earlier in the index,
+//! so the best pages are the ones tantivy's `TopDocs` would return.
+
+use tantivy::fieldnorm::FieldNormReader;
+use tantivy::postings::{Postings, SegmentPostings};
+use tantivy::query::Bm25Weight;
+use tantivy::schema::{Field, IndexRecordOption};
+use tantivy::{DocAddress, DocId, DocSet, Score, Searcher, SegmentReader, TERMINATED, Term};
+
+/// A term query and how much it counts (tantivy's `BoostQuery` over a `TermQuery`).
+#[derive(Debug, Clone)]
+pub(super) struct TermClause {
+    pub term: Term,
+    pub boost: Score,
+}
+
+/// A query whose leading clauses bring every candidate and whose following clauses only add to
+/// a candidate's score.
+pub(super) struct LedQuery {
+    /// The title field: every leading clause searches it.
+    pub title: Field,
+    pub leading: Vec<TermClause>,
+    pub following: Vec<TermClause>,
+    /// Pages of the first segment that are candidates whatever they hold (the titles one edit
+    /// from the entity).
+    pub one_edit: Vec<DocId>,
+}
+
+/// A title of this many words or more is not bounded by its length (tantivy keeps lengths
+/// exactly only below it).
+const LONG_TITLE: u32 = 40;
+
+/// How many candidates, for each page asked for, [`LedQuery::probe`] scores whole.
+const PROBED: usize = 4;
+
+/// A following clause in one segment: its place in the query, its postings, its best score.
+struct Following {
+    index: usize,
+    cursor: Cursor,
+    max: f64,
+}
+
+/// A page some leading clause holds (or a page of [`LedQuery::one_edit`]).
+struct Candidate {
+    doc: DocId,
+    /// The leading clauses' score, added in clause order.
+    lead: Score,
+    /// How many words of its title the leading clauses hold.
+    words: u32,
+}
+
+/// One clause's postings in one segment, scored as tantivy's `TermScorer` scores them.
+struct Cursor {
+    postings: SegmentPostings,
+    fieldnorms: FieldNormReader,
+    weight: Bm25Weight,
+}
+
+impl Cursor {
+    /// The clause's postings in `segment`, `None` when the segment lacks its term.
+    fn open(
+        segment: &SegmentReader,
+        clause: &TermClause,
+        weight: &Bm25Weight,
+    ) -> tantivy::Result<Option<Cursor>> {
+        let field = clause.term.field();
+        let Some(postings) = segment
+            .inverted_index(field)?
+            .read_postings(&clause.term, IndexRecordOption::WithFreqs)?
+        else {
+            return Ok(None);
+        };
+        let fieldnorms = match segment.fieldnorms_readers().get_field(field)? {
+            Some(fieldnorms) => fieldnorms,
+            None => FieldNormReader::constant(segment.max_doc(), 1),
+        };
+        Ok(Some(Cursor {
+            postings,
+            fieldnorms,
+            weight: weight.clone(),
+        }))
+    }
+
+    fn doc(&self) -> DocId {
+        self.postings.doc()
+    }
+
+    fn score(&self) -> Score {
+        let doc = self.postings.doc();
+        self.weight
+            .score(self.fieldnorms.fieldnorm_id(doc), self.postings.term_freq())
+    }
+}
+
+/// The best pages so far: at most `limit`, each entering only above the worst kept (pages come
+/// in index order, so a tie stays with the page earlier in the index).
+struct Best {
+    limit: usize,
+    kept: Vec<(Score, DocAddress)>,
+    /// The score a page must exceed to enter, once `limit` pages are kept.
+    threshold: Option<Score>,
+}
+
+impl Best {
+    fn new(limit: usize) -> Best {
+        Best {
+            limit,
+            kept: Vec::with_capacity(limit),
+            threshold: None,
+        }
+    }
+
+    fn offer(&mut self, score: Score, address: DocAddress) {
+        if self.kept.len() < self.limit {
+            self.kept.push((score, address));
+        } else if self.threshold.is_some_and(|threshold| score > threshold) {
+            // The worst kept: the lowest score, of the two tied the page later in the index.
+            let worst = (0..self.kept.len()).min_by(|&a, &b| {
+                let (a, b) = (self.kept[a], self.kept[b]);
+                a.0.total_cmp(&b.0).then(b.1.cmp(&a.1))
+            });
+            if let Some(worst) = worst {
+                self.kept[worst] = (score, address);
+            }
+        }
+        if self.kept.len() == self.limit {
+            self.threshold = self.kept.iter().map(|kept| kept.0).min_by(Score::total_cmp);
+        }
+    }
+}
+
+/// Whether a page whose score is at most `bound` can no longer be among the best: below the
+/// `floor` that `limit` candidates reach on their leading clauses alone, or not above the worst
+/// page kept. The bound is widened by a rounding's worth, as the scores add in another order.
+fn hopeless(bound: f64, floor: f64, best: &Best) -> bool {
+    let bound = bound + bound.abs() * 1e-6 + 1e-6;
+    bound < floor
+        || best
+            .threshold
+            .is_some_and(|threshold| bound <= f64::from(threshold))
+}
+
+impl LedQuery {
+    /// The `limit` best pages, best first, ties to the page earlier in the index.
+    pub(super) fn top(&self, searcher: &Searcher, limit: usize) -> tantivy::Result<Vec<(Score, DocAddress)>> {
+        let weights = |clauses: &[TermClause]| -> tantivy::Result<Vec<Bm25Weight>> {
+            clauses
+                .iter()
+                .map(|clause| {
+                    Ok(
+                        Bm25Weight::for_terms(searcher, std::slice::from_ref(&clause.term))?
+                            .boost_by(clause.boost),
+                    )
+                })
+                .collect()
+        };
+        let (leading_weights, following_weights) = (weights(&self.leading)?, weights(&self.following)?);
+        let mut best = Best::new(limit);
+        if limit == 0 {
+            return Ok(Vec::new());
+        }
+        for (segment_ord, segment) in searcher.segment_readers().iter().enumerate() {
+            let mut candidates = self.candidates(segment, &leading_weights)?;
+            if segment_ord == 0 && !self.one_edit.is_empty() {
+                self.add_candidates(segment, &leading_weights, &mut candidates)?;
+            }
+            let title_lengths = match segment.fieldnorms_readers().get_field(self.title)? {
+                Some(fieldnorms) => fieldnorms,
+                None => FieldNormReader::constant(segment.max_doc(), LONG_TITLE),
+            };
+            // The title clauses by weight, then the text's: the title clauses are bounded by how
+            // many words of a candidate's title are left to hold, the text's by their best score.
+            let mut title_clauses: Vec<Following> = Vec::new();
+            let mut text_clauses: Vec<Following> = Vec::new();
+            for (index, (clause, weight)) in self.following.iter().zip(&following_weights).enumerate() {
+                if let Some(cursor) = Cursor::open(segment, clause, weight)? {
+                    let following = Following {
+                        index,
+                        cursor,
+                        max: f64::from(weight.max_score()),
+                    };
+                    match clause.term.field() == self.title {
+                        true => title_clauses.push(following),
+                        false => text_clauses.push(following),
+                    }
+                }
+            }
+            title_clauses.sort_by(|a, b| b.max.total_cmp(&a.max).then(a.index.cmp(&b.index)));
+            text_clauses.sort_by(|a, b| b.max.total_cmp(&a.max).then(a.index.cmp(&b.index)));
+            let mut text_rest = vec![0.0f64; text_clauses.len() + 1];
+            for k in (0..text_clauses.len()).rev() {
+                text_rest[k] = text_rest[k + 1] + text_clauses[k].max;
+            }
+            let floor = match candidates.len() >= limit {
+                true => {
+                    let mut leads: Vec<Score> = candidates.iter().map(|candidate| candidate.lead).collect();
+                    let (_, nth, _) = leads.select_nth_unstable_by(limit - 1, |a, b| b.total_cmp(a));
+                    f64::from(*nth)
+                }
+                false => f64::NEG_INFINITY,
+            };
+            let floor = floor.max(self.probe(segment, &following_weights, &candidates, limit)?);
+            let mut added: Vec<Option<Score>> = vec![None; self.following.len()];
+            'candidates: for candidate in &candidates {
+                let doc = candidate.doc;
+                added.iter_mut().for_each(|slot| *slot = None);
+                let mut partial = f64::from(candidate.lead);
+                // The words of the title no leading clause holds: a following title clause holds
+                // some of them (a title of `LONG_TITLE` words or more is not counted).
+                let length_id = title_lengths.fieldnorm_id(doc);
+                let length = FieldNormReader::id_to_fieldnorm(length_id);
+                let mut left = match length < LONG_TITLE {
+                    true => length.saturating_sub(candidate.words),
+                    false => u32::MAX,
+                };
+                for k in 0..title_clauses.len() {
+                    if left == 0 {
+                        break;
+                    }
+                    // The best the clauses from the k-th on can add: the `left` heaviest, each
+                    // holding at most `left` words.
+                    let bound: f64 = title_clauses[k..]
+                        .iter()
+                        .take(left as usize)
+                        .map(|clause| f64::from(clause.cursor.weight.score(length_id, left)))
+                        .sum();
+                    if hopeless(partial + bound + text_rest[0], floor, &best) {
+                        continue 'candidates;
+                    }
+                    let clause = &mut title_clauses[k];
+                    if clause.cursor.doc() < doc {
+                        clause.cursor.postings.seek(doc);
+                    }
+                    if clause.cursor.doc() == doc {
+                        let score = clause.cursor.score();
+                        added[clause.index] = Some(score);
+                        partial += f64::from(score);
+                        left = left.saturating_sub(clause.cursor.postings.term_freq());
+                    }
+                }
+                for k in 0..text_clauses.len() {
+                    if hopeless(partial + text_rest[k], floor, &best) {
+                        continue 'candidates;
+                    }
+                    let clause = &mut text_clauses[k];
+                    if clause.cursor.doc() < doc {
+                        clause.cursor.postings.seek(doc);
+                    }
+                    if clause.cursor.doc() == doc {
+                        let score = clause.cursor.score();
+                        added[clause.index] = Some(score);
+                        partial += f64::from(score);
+                    }
+                }
+                if hopeless(partial, floor, &best) {
+                    continue;
+                }
+                // tantivy's sum: the leading union's, plus the following union's in clause order.
+                let mut score = candidate.lead;
+                if added.iter().any(Option::is_some) {
+                    score += added.iter().flatten().fold(0.0, |sum: Score, added| sum + added);
+                }
+                best.offer(score, DocAddress::new(segment_ord as u32, doc));
+            }
+        }
+        let mut kept = best.kept;
+        kept.sort_by(|a, b| b.0.total_cmp(&a.0).then(a.1.cmp(&b.1)));
+        Ok(kept)
+    }
+
+    /// A floor the best `limit` pages reach, well above the leading clauses' own: the `limit`-th
+    /// best whole score of the [`PROBED`] candidates best by their leading clauses (read with
+    /// cursors of their own), a rounding's worth below as they add in another order;
+    /// `NEG_INFINITY` when there are too few candidates to probe.
+    fn probe(
+        &self,
+        segment: &SegmentReader,
+        weights: &[Bm25Weight],
+        candidates: &[Candidate],
+        limit: usize,
+    ) -> tantivy::Result<f64> {
+        if candidates.len() <= limit {
+            return Ok(f64::NEG_INFINITY);
+        }
+        let mut leads: Vec<(Score, usize)> = candidates
+            .iter()
+            .enumerate()
+            .map(|(at, candidate)| (candidate.lead, at))
+            .collect();
+        let probed = (PROBED * limit).min(leads.len());
+        leads.select_nth_unstable_by(probed - 1, |a, b| b.0.total_cmp(&a.0));
+        let mut probed: Vec<usize> = leads[..probed].iter().map(|(_, at)| *at).collect();
+        probed.sort_unstable();
+        let mut cursors = Vec::new();
+        for (clause, weight) in self.following.iter().zip(weights) {
+            cursors.extend(Cursor::open(segment, clause, weight)?);
+        }
+        let mut scores: Vec<f64> = Vec::with_capacity(probed.len());
+        for at in probed {
+            let candidate = &candidates[at];
+            let mut score = f64::from(candidate.lead);
+            for cursor in &mut cursors {
+                if cursor.doc() < candidate.doc {
+                    cursor.postings.seek(candidate.doc);
+                }
+                if cursor.doc() == candidate.doc {
+                    score += f64::from(cursor.score());
+                }
+            }
+            scores.push(score);
+        }
+        let (_, nth, _) = scores.select_nth_unstable_by(limit - 1, |a, b| b.total_cmp(a));
+        Ok(*nth - nth.abs() * 1e-5 - 1e-5)
+    }
+
+    /// Adds the pages of [`LedQuery::one_edit`] to `candidates` (in index order), each with the
+    /// leading clauses it holds.
+    fn add_candidates(
+        &self,
+        segment: &SegmentReader,
+        weights: &[Bm25Weight],
+        candidates: &mut Vec<Candidate>,
+    ) -> tantivy::Result<()> {
+        let mut added: Vec<DocId> = self
+            .one_edit
+            .iter()
+            .copied()
+            .filter(|doc| *doc < segment.max_doc() && !segment.is_deleted(*doc))
+            .filter(|doc| {
+                candidates
+                    .binary_search_by_key(doc, |candidate| candidate.doc)
+                    .is_err()
+            })
+            .collect();
+        added.sort_unstable();
+        added.dedup();
+        if added.is_empty() {
+            return Ok(());
+        }
+        let mut cursors = Vec::new();
+        for (clause, weight) in self.leading.iter().zip(weights) {
+            cursors.extend(Cursor::open(segment, clause, weight)?);
+        }
+        for doc in added {
+            let mut candidate = Candidate {
+                doc,
+                lead: 0.0,
+                words: 0,
+            };
+            for cursor in &mut cursors {
+                if cursor.doc() < doc {
+                    cursor.postings.seek(doc);
+                }
+                if cursor.doc() == doc {
+                    candidate.lead += cursor.score();
+                    candidate.words += cursor.postings.term_freq();
+                }
+            }
+            candidates.push(candidate);
+        }
+        candidates.sort_unstable_by_key(|candidate| candidate.doc);
+        Ok(())
+    }
+
+    /// The pages of `segment` some leading clause holds, in index order, each with the leading
+    /// clauses' score added in clause order (tantivy's union).
+    fn candidates(&self, segment: &SegmentReader, weights: &[Bm25Weight]) -> tantivy::Result<Vec<Candidate>> {
+        let mut postings: Vec<(DocId, u32, Score, u32)> = Vec::new();
+        for (index, (clause, weight)) in self.leading.iter().zip(weights).enumerate() {
+            let Some(mut cursor) = Cursor::open(segment, clause, weight)? else {
+                continue;
+            };
+            while cursor.doc() != TERMINATED {
+                if !segment.is_deleted(cursor.doc()) {
+                    postings.push((
+                        cursor.doc(),
+                        index as u32,
+                        cursor.score(),
+                        cursor.postings.term_freq(),
+                    ));
+                }
+                cursor.postings.advance();
+            }
+        }
+        if self.leading.len() > 1 {
+            postings.sort_unstable_by_key(|(doc, index, _, _)| (*doc, *index));
+        }
+        let mut candidates: Vec<Candidate> = Vec::new();
+        for (doc, _, score, term_freq) in postings {
+            match candidates.last_mut() {
+                Some(last) if last.doc == doc => {
+                    last.lead += score;
+                    last.words += term_freq;
+                }
+                _ => candidates.push(Candidate {
+                    doc,
+                    lead: score,
+                    words: term_freq,
+                }),
+            }
+        }
+        Ok(candidates)
+    }
+}
