@@ -397,6 +397,8 @@ struct Pools {
     genera: Pool<String>,
     epithets: Pool<String>,
     terms: Pool<String>,
+    /// `terms`, capitalised, for titles ("Zorvation").
+    capitalised_terms: Vec<String>,
     common: Pool<&'static str>,
     function: Pool<&'static str>,
 }
@@ -408,6 +410,15 @@ impl Pools {
         // Real regions first: they are the common ones.
         let mut with_real: Vec<String> = REGIONS.iter().map(|r| (*r).to_string()).collect();
         with_real.append(&mut regions);
+        let terms = generated_pool(scaled(20, 2_000), TERM_ENDINGS, false, rng);
+        let capitalised_terms = terms
+            .iter()
+            .map(|term| {
+                let mut capitalised = term.clone();
+                capitalised[..1].make_ascii_uppercase();
+                capitalised
+            })
+            .collect();
         Self {
             given: Pool::new(GIVEN_NAMES.to_vec(), 0.7),
             surnames: Pool::new(generated_pool(scaled(12, 500), SURNAME_ENDINGS, true, rng), 0.8),
@@ -415,9 +426,28 @@ impl Pools {
             regions: Pool::new(with_real, 0.9),
             genera: Pool::new(generated_pool(scaled(40, 200), GENUS_ENDINGS, true, rng), 0.6),
             epithets: Pool::new(generated_pool(scaled(100, 200), EPITHET_ENDINGS, false, rng), 0.9),
-            terms: Pool::new(generated_pool(scaled(20, 2_000), TERM_ENDINGS, false, rng), 1.1),
+            terms: Pool::new(terms, 1.1),
+            capitalised_terms,
             common: Pool::new(COMMON_WORDS.to_vec(), 0.6),
             function: Pool::new(FUNCTION_WORDS.to_vec(), 1.3),
+        }
+    }
+}
+
+impl Pools {
+    fn capitalised_term(&self, rng: &mut SplitMix64) -> &str {
+        &self.capitalised_terms[self.terms.law.rank(rng)]
+    }
+
+    /// A word of a name ("Blue", "Zorvation", "Glenford"): mostly common words, but drawn from
+    /// pools that grow with the dump, so that the names of works never run out.
+    fn name_word(&self, rng: &mut SplitMix64) -> &str {
+        match rng.below(100) {
+            0..55 => self.common.draw(rng),
+            55..85 => self.capitalised_term(rng),
+            85..93 => self.places.draw(rng),
+            93..97 => self.given.draw(rng),
+            _ => self.surnames.draw(rng),
         }
     }
 }
@@ -441,26 +471,21 @@ fn year(rng: &mut SplitMix64) -> String {
 fn work_name(p: &Pools, rng: &mut SplitMix64, title: &mut String) {
     let roll = rng.below(1_000);
     match roll {
-        0..450 => push_words(title, &[p.common.draw(rng), p.common.draw(rng)]),
-        450..650 => push_words(title, &[p.common.draw(rng)]),
+        0..450 => push_words(title, &[p.name_word(rng), p.name_word(rng)]),
+        450..650 => push_words(title, &[p.name_word(rng)]),
         650..770 => {
-            push_words(title, &["The", p.common.draw(rng)]);
+            push_words(title, &["The", p.name_word(rng)]);
             if rng.chance(0.5) {
-                push_words(title, &[p.common.draw(rng)]);
+                push_words(title, &[p.name_word(rng)]);
             }
         }
-        770..820 => push_words(title, &[p.common.draw(rng), "of", p.common.draw(rng)]),
-        820..850 => push_words(title, &[p.common.draw(rng), "of", "the", p.common.draw(rng)]),
-        850..920 => {
-            let term = p.terms.draw(rng);
-            title.push_str(if title.is_empty() { "" } else { " " });
-            title.push_str(&term[..1].to_ascii_uppercase());
-            title.push_str(&term[1..]);
-        }
+        770..820 => push_words(title, &[p.name_word(rng), "of", p.name_word(rng)]),
+        820..850 => push_words(title, &[p.name_word(rng), "of", "the", p.name_word(rng)]),
+        850..920 => push_words(title, &[p.capitalised_term(rng)]),
         920..970 => push_words(title, &[p.given.draw(rng)]),
-        970..990 => push_words(title, &[p.common.draw(rng), "and", p.common.draw(rng)]),
-        990..995 => push_words(title, &[p.common.draw(rng), "Is", p.common.draw(rng)]),
-        _ => push_words(title, &["In", "the", p.common.draw(rng)]),
+        970..990 => push_words(title, &[p.name_word(rng), "and", p.name_word(rng)]),
+        990..995 => push_words(title, &[p.name_word(rng), "Is", p.name_word(rng)]),
+        _ => push_words(title, &["In", "the", p.name_word(rng)]),
     }
 }
 
@@ -470,12 +495,28 @@ fn disambiguated(title: &mut String, what: &str) {
     title.push(')');
 }
 
-/// One title into `title` (cleared first); returns its kind (an index into KIND_PHRASES).
-fn draw_title(p: &Pools, rng: &mut SplitMix64, title: &mut String) -> u8 {
+/// Which template a title follows: a family (per-10,000 weights) and a template inside it
+/// (per-1,000 weights).
+#[derive(Clone, Copy)]
+struct Template {
+    family: usize,
+    sub: usize,
+}
+
+impl Template {
+    fn draw(rng: &mut SplitMix64) -> Self {
+        Self {
+            family: rng.below(10_000),
+            sub: rng.below(1_000),
+        }
+    }
+}
+
+/// One title of `template` into `title` (cleared first); returns its kind (an index into
+/// KIND_PHRASES).
+fn draw_title(p: &Pools, template: Template, rng: &mut SplitMix64, title: &mut String) -> u8 {
     title.clear();
-    // Per-10,000 weights of the families, then of the templates inside each.
-    let family = rng.below(10_000);
-    let sub = rng.below(1_000);
+    let Template { family, sub } = template;
     match family {
         // People, 30%.
         0..3_000 => {
@@ -609,9 +650,9 @@ fn draw_title(p: &Pools, rng: &mut SplitMix64, title: &mut String) -> u8 {
         }
         // "The X Y", 3%.
         6_000..6_300 => {
-            push_words(title, &["The", p.common.draw(rng)]);
+            push_words(title, &["The", p.name_word(rng)]);
             if sub < 600 {
-                push_words(title, &[p.common.draw(rng)]);
+                push_words(title, &[p.name_word(rng)]);
             }
             BAND
         }
@@ -630,7 +671,7 @@ fn draw_title(p: &Pools, rng: &mut SplitMix64, title: &mut String) -> u8 {
                 FOOTBALL_CLUB
             }
             420..520 => {
-                push_words(title, &[p.common.draw(rng), "Records"]);
+                push_words(title, &[p.name_word(rng), "Records"]);
                 RECORD_LABEL
             }
             520..640 => {
@@ -687,7 +728,12 @@ fn draw_title(p: &Pools, rng: &mut SplitMix64, title: &mut String) -> u8 {
         }
         // "1998 in Z", 1%.
         8_300..8_400 => {
-            push_words(title, &[&year(rng), "in", one(rng, YEAR_TOPICS)]);
+            let topic = if sub < 500 {
+                one(rng, YEAR_TOPICS)
+            } else {
+                p.regions.draw(rng)
+            };
+            push_words(title, &[&year(rng), "in", topic]);
             YEAR
         }
         // Events, 2%.
@@ -706,7 +752,7 @@ fn draw_title(p: &Pools, rng: &mut SplitMix64, title: &mut String) -> u8 {
         8_600..8_700 => {
             let prefix = if sub < 600 { "HMS" } else { "USS" };
             let name = if sub.is_multiple_of(2) {
-                p.common.draw(rng)
+                p.name_word(rng)
             } else {
                 p.surnames.draw(rng)
             };
@@ -731,11 +777,9 @@ fn draw_title(p: &Pools, rng: &mut SplitMix64, title: &mut String) -> u8 {
         }
         // Single words, 10%.
         _ => {
-            if sub < 500 {
-                let term = p.terms.draw(rng);
-                title.push_str(&term[..1].to_ascii_uppercase());
-                title.push_str(&term[1..]);
-            } else if sub < 800 {
+            if sub < 600 {
+                push_words(title, &[p.capitalised_term(rng)]);
+            } else if sub < 950 {
                 push_words(title, &[p.places.draw(rng)]);
             } else {
                 push_words(title, &[p.common.draw(rng)]);
@@ -754,22 +798,36 @@ fn case_free_hash(title: &str) -> u64 {
     hasher.finish()
 }
 
-/// `n` titles, unique ignoring case, with their kinds, and the set of their case-free hashes
-/// (a false match only costs a redraw). A title drawn again is redrawn from scratch; after a
-/// few tries it gets a region as disambiguator, as Wikipedia does.
-fn draw_titles(n: usize, p: &Pools, rng: &mut SplitMix64) -> (Vec<String>, Vec<u8>, HashSet<u64>) {
+struct Titles {
+    titles: Vec<String>,
+    kinds: Vec<u8>,
+    /// The titles' case-free hashes (a false match only costs a redraw).
+    known: HashSet<u64>,
+    /// Draws that gave an existing title.
+    redraws: usize,
+}
+
+/// `n` titles, unique ignoring case. A title drawn again is redrawn from the same template
+/// (so that the templates keep their shares), then from any; after 16 tries it gets a region
+/// as disambiguator, as Wikipedia does.
+fn draw_titles(n: usize, p: &Pools, rng: &mut SplitMix64) -> Titles {
     let mut seen: HashSet<u64> = HashSet::with_capacity(n);
     let mut titles = Vec::with_capacity(n);
     let mut kinds = Vec::with_capacity(n);
     let mut title = String::with_capacity(64);
+    let mut redraws = 0_usize;
     while titles.len() < n {
         let mut tries = 0_u32;
+        let mut template = Template::draw(rng);
         loop {
-            let kind = draw_title(p, rng, &mut title);
-            if tries >= 8 {
+            if tries >= 4 {
+                template = Template::draw(rng);
+            }
+            let kind = draw_title(p, template, rng, &mut title);
+            if tries >= 16 {
                 disambiguated(&mut title, p.regions.draw(rng));
             }
-            if tries >= 16 {
+            if tries >= 24 {
                 let number = format!(" {}", rng.below(1_000_000));
                 title.push_str(&number);
             }
@@ -779,9 +837,15 @@ fn draw_titles(n: usize, p: &Pools, rng: &mut SplitMix64) -> (Vec<String>, Vec<u
                 break;
             }
             tries += 1;
+            redraws += 1;
         }
     }
-    (titles, kinds, seen)
+    Titles {
+        titles,
+        kinds,
+        known: seen,
+        redraws,
+    }
 }
 
 struct Dump<'a> {
@@ -1035,7 +1099,12 @@ fn run(args: &Args) -> io::Result<()> {
     let start = Instant::now();
     let mut rng = SplitMix64(args.seed ^ 0x4e41_4d45_5300_0000);
     let pools = Pools::new(args.pages, &mut rng);
-    let (titles, kinds, known) = draw_titles(args.pages, &pools, &mut rng);
+    let Titles {
+        titles,
+        kinds,
+        known,
+        redraws,
+    } = draw_titles(args.pages, &pools, &mut rng);
     let setup = start.elapsed().as_secs_f64();
 
     let dump = Dump {
@@ -1057,7 +1126,7 @@ fn run(args: &Args) -> io::Result<()> {
     out.flush()?;
     let secs = start.elapsed().as_secs_f64();
     println!(
-        "wrote {} pages, {bytes} bytes, to {} in {secs:.2} s ({:.0} pages/s; pools and titles {setup:.2} s); \
+        "wrote {} pages, {bytes} bytes, to {} in {secs:.2} s ({:.0} pages/s; pools and titles {setup:.2} s, {redraws} titles redrawn); \
          {} distinct title words; titles holding \"the\" {:.2}%, \"of\" {:.2}%, \"is\" {:.3}%, \"film\" {:.2}%",
         args.pages,
         args.out.display(),
