@@ -62,11 +62,12 @@ const COMMON_MIN_PAGES: u64 = 10_000;
 /// its postings are short.
 const LEADING_SHARE: u64 = 200;
 const LEADING_MIN_PAGES: u64 = 1_000;
-/// How many titles the rarest title words of a query may hold between them to lead
-/// ([`Candidates::Led`]; the rarest always leads). Each candidate costs a few seeks into the long
-/// postings: at 5.2 M pages 10,000 keeps the one-typo searches' 99th percentile near 2 ms, and
-/// the title one edit away is a candidate whatever leads.
-const LEAD_BUDGET: u64 = 10_000;
+/// How many titles the title words that lead a search may hold between them ([`Candidates::Led`]):
+/// each candidate costs a few seeks into the long postings. At 5.2 M pages 500 kept the 99th
+/// percentile of one-typo searches under 2.5 ms on both generators' dumps, and more of their
+/// titles among the five than before (1,000 and 3,000: as many found, the tail 1.1–2.5× longer);
+/// the title one edit from the entity is a candidate whatever leads.
+const LEAD_BUDGET: u64 = 500;
 /// Memory of the writer that builds an in-memory index (tantivy's minimum).
 const IN_MEMORY_BUDGET: usize = super::build::MIN_MEMORY_PER_THREAD;
 
@@ -110,8 +111,9 @@ enum Candidates {
     /// Every page that any clause matches (the retriever).
     All,
     /// When some clause is frequent, the pages that the query's rarest title words hold (up to
-    /// [`LEAD_BUDGET`] pages' worth of postings) and the titles one edit from the entity (the
-    /// Similar list); the other clauses add to their scores.
+    /// [`LEAD_BUDGET`] titles' worth of postings; the neighbours of a word no title holds
+    /// stand in for it) and the titles one edit from the entity (the Similar list); the other
+    /// clauses add to their scores.
     Led,
 }
 
@@ -518,14 +520,15 @@ impl PageIndex {
     /// re-ranks its best candidates by title likeness; `top_pages` (a retriever) takes it as it is.
     ///
     /// Under [`Candidates::Led`] (a dump's index), when some clause is frequent (`the`, `in`, the
-    /// neighbours of `ae`), only the rarest title words of the query and their neighbours bring
-    /// candidates, as many as hold [`LEAD_BUDGET`] titles between them, with the pages titled as
-    /// the entity with one word replaced by one of its neighbours (the title a one-typo search
-    /// means, [`PageIndex::one_edit_titles`]); every other clause, and the words of the text, only
-    /// add to the score of a candidate ([`LedQuery`]). Each candidate keeps the score the plain
-    /// union gives it, so the best twenty of the plain union that are candidates stay among the
-    /// best twenty. The long postings are only read where the short ones lead, and a search reads
-    /// a bounded number of candidates however common the words of the query.
+    /// neighbours of `ae`), only the query's rarest title words bring candidates, as many as hold
+    /// [`LEAD_BUDGET`] titles between them (the neighbours of a word no title holds stand in for
+    /// it; when none fits, the rarest title word leads), with the pages titled as the entity with
+    /// one word replaced by one of its neighbours (the title a one-typo search means,
+    /// [`PageIndex::one_edit_titles`]); every other clause, and the words of the text, only add to
+    /// the score of a candidate ([`LedQuery`]). Each candidate keeps the score the plain union
+    /// gives it, so the best twenty of the plain union that are candidates stay among the best
+    /// twenty. The long postings are only read where a candidate is, and a search reads a
+    /// bounded number of candidates however common the words of the query.
     fn ranked_query(
         &self,
         searcher: &Searcher,
@@ -602,28 +605,42 @@ impl PageIndex {
                 .collect();
             return Ok(Some(RankedQuery::Union(BooleanQuery::new(all))));
         }
+        // The query's own title words lead, rarest first, as many as the budget allows, then
+        // their neighbours; when none fits, the rarest title word that some title holds.
+        let mut lead: Vec<String> = Vec::new();
+        let mut total = 0;
+        for neighbours in [false, true] {
+            let mut pass: Vec<&(String, u64)> = families
+                .iter()
+                .flat_map(|family| match (neighbours, family[0].1) {
+                    (false, _) => &family[..1],
+                    // A word no title holds is a typo or unknown: its neighbours stand in for it.
+                    (true, 0) => &family[1..],
+                    (true, _) => &[],
+                })
+                .filter(|(_, holding)| *holding > 0)
+                .collect();
+            pass.sort_by(|a, b| a.1.cmp(&b.1).then_with(|| a.0.cmp(&b.0)));
+            for (word, holding) in pass {
+                if total + holding <= self.lead_budget && !lead.contains(word) {
+                    total += holding;
+                    lead.push(word.clone());
+                }
+            }
+        }
+        if lead.is_empty()
+            && let Some((word, _)) = families
+                .iter()
+                .flatten()
+                .filter(|(_, holding)| *holding > 0)
+                .min_by(|a, b| a.1.cmp(&b.1).then_with(|| a.0.cmp(&b.0)))
+        {
+            lead.push(word.clone());
+        }
         let one_edit = match &self.title_table {
-            Some(table) => self.one_edit_titles(table, entity, &words, &families)?,
+            Some(table) => self.one_edit_titles(searcher, table, entity, &words, &families, &lead)?,
             None => Vec::new(),
         };
-        // The rarest title words lead, as many as the budget allows (the rarest that some title
-        // holds always does).
-        let mut rarest: Vec<(String, u64)> = families
-            .into_iter()
-            .flatten()
-            .filter(|(_, holding)| *holding > 0)
-            .collect();
-        rarest.sort_by(|a, b| a.1.cmp(&b.1).then_with(|| a.0.cmp(&b.0)));
-        rarest.dedup();
-        let mut total = 0;
-        let lead: Vec<String> = rarest
-            .into_iter()
-            .take_while(|(_, holding)| {
-                total += holding;
-                total <= self.lead_budget || total == *holding
-            })
-            .map(|(word, _)| word)
-            .collect();
         let (mut leading, mut following) = (Vec::new(), Vec::new());
         for clause in clauses {
             if let Clause::Term(clause) = clause {
@@ -648,31 +665,52 @@ impl PageIndex {
     }
 
     /// The pages titled as `entity` with one of its words replaced by one of that word's title
-    /// neighbours (`families`: by word, the word first): the title a one-typo search means,
-    /// whatever leads; at most [`CANDIDATES`].
+    /// neighbours (`families`: by word, the word first; a word too short for neighbours in the
+    /// query gets them here) — the title a one-typo search means — that hold no word of `lead`
+    /// (those are candidates already); at most [`CANDIDATES`].
     fn one_edit_titles(
         &self,
+        searcher: &Searcher,
         table: &TitleTable,
         entity: &str,
         words: &[String],
         families: &[Vec<(String, u64)>],
+        lead: &[String],
     ) -> Result<Vec<DocId>, IndexError> {
-        let mut found: Vec<DocId> = Vec::new();
+        let mut tokens = Vec::new();
         let mut analyzer = analyzer();
         let mut stream = analyzer.token_stream(entity);
         while let Some(token) = stream.next() {
-            let Some(family) = words
+            tokens.push(token.clone());
+        }
+        let leads = |word: &str| lead.iter().any(|known| known == word);
+        let mut found: Vec<DocId> = Vec::new();
+        for (at, token) in tokens.iter().enumerate() {
+            let others_lead = tokens
+                .iter()
+                .enumerate()
+                .any(|(other, word)| other != at && leads(&word.text));
+            let family = words
                 .iter()
                 .position(|word| *word == token.text)
-                .and_then(|at| families.get(at))
-            else {
+                .and_then(|word| families.get(word));
+            let (Some(family), Some(head), Some(tail), false) = (
+                family,
+                entity.get(..token.offset_from),
+                entity.get(token.offset_to..),
+                others_lead,
+            ) else {
                 continue;
             };
-            let (Some(head), Some(tail)) = (entity.get(..token.offset_from), entity.get(token.offset_to..))
-            else {
-                continue;
+            // A word too short to bring in neighbours (`s` for `Is`) may still be the typo.
+            let short = match family.len() {
+                1 => {
+                    self.title_neighbours(searcher, &Term::from_field_text(self.schema.title, &token.text))?
+                }
+                _ => Vec::new(),
             };
-            for (neighbour, _) in family.iter().skip(1) {
+            let neighbours = family.iter().skip(1).chain(&short);
+            for (neighbour, _) in neighbours.filter(|(neighbour, _)| !leads(neighbour)) {
                 let title = mediawiki_title(&format!("{head}{neighbour}{tail}"));
                 for doc in table.titled(&folded_title(&title)).map_err(table_error)? {
                     if !found.contains(&doc) && found.len() < CANDIDATES {

@@ -17,11 +17,15 @@
 //! the same BM25 weights, added in the same order — and ties go to the page earlier in the index,
 //! so the best pages are the ones tantivy's `TopDocs` would return.
 
+use std::sync::Arc;
+
 use tantivy::fieldnorm::FieldNormReader;
-use tantivy::postings::{Postings, SegmentPostings};
-use tantivy::query::Bm25Weight;
+use tantivy::postings::{Postings, SegmentPostings, TermInfo};
+use tantivy::query::{Bm25StatisticsProvider, Bm25Weight};
 use tantivy::schema::{Field, IndexRecordOption};
-use tantivy::{DocAddress, DocId, DocSet, Score, Searcher, SegmentReader, TERMINATED, Term};
+use tantivy::{
+    DocAddress, DocId, DocSet, InvertedIndexReader, Score, Searcher, SegmentReader, TERMINATED, Term,
+};
 
 /// A term query and how much it counts (tantivy's `BoostQuery` over a `TermQuery`).
 #[derive(Debug, Clone)]
@@ -65,6 +69,73 @@ struct Candidate {
     words: u32,
 }
 
+/// Where one clause's postings are in one segment, and what scores them.
+#[derive(Clone)]
+struct Source {
+    inverted: Arc<InvertedIndexReader>,
+    info: TermInfo,
+    fieldnorms: FieldNormReader,
+    weight: Bm25Weight,
+}
+
+impl Source {
+    /// Each clause's source in each segment (`None` where the segment lacks its term), its term
+    /// looked up once; weighted as tantivy's `TermQuery` weighs it in `searcher`.
+    fn look_up(searcher: &Searcher, clauses: &[TermClause]) -> tantivy::Result<Vec<Vec<Option<Source>>>> {
+        let total_docs = searcher.total_num_docs()?;
+        let mut average_lengths: Vec<(Field, Score)> = Vec::new();
+        let segments = searcher.segment_readers();
+        let mut sources: Vec<Vec<Option<Source>>> = vec![Vec::with_capacity(clauses.len()); segments.len()];
+        for clause in clauses {
+            let field = clause.term.field();
+            let average_length = match average_lengths.iter().find(|(known, _)| *known == field) {
+                Some((_, average)) => *average,
+                None => {
+                    let average = searcher.total_num_tokens(field)? as Score / total_docs as Score;
+                    average_lengths.push((field, average));
+                    average
+                }
+            };
+            let mut found = Vec::with_capacity(segments.len());
+            let mut doc_freq = 0;
+            for segment in segments {
+                let inverted = segment.inverted_index(field)?;
+                let info = inverted.get_term_info(&clause.term)?;
+                doc_freq += info.as_ref().map_or(0, |info| u64::from(info.doc_freq));
+                found.push((inverted, info));
+            }
+            let weight =
+                Bm25Weight::for_one_term(doc_freq, total_docs, average_length).boost_by(clause.boost);
+            for ((segment, (inverted, info)), sources) in segments.iter().zip(found).zip(&mut sources) {
+                let source = match info {
+                    Some(info) => Some(Source {
+                        inverted,
+                        info,
+                        fieldnorms: match segment.fieldnorms_readers().get_field(field)? {
+                            Some(fieldnorms) => fieldnorms,
+                            None => FieldNormReader::constant(segment.max_doc(), 1),
+                        },
+                        weight: weight.clone(),
+                    }),
+                    None => None,
+                };
+                sources.push(source);
+            }
+        }
+        Ok(sources)
+    }
+
+    fn cursor(&self) -> tantivy::Result<Cursor> {
+        Ok(Cursor {
+            postings: self
+                .inverted
+                .read_postings_from_terminfo(&self.info, IndexRecordOption::WithFreqs)?,
+            fieldnorms: self.fieldnorms.clone(),
+            weight: self.weight.clone(),
+        })
+    }
+}
+
 /// One clause's postings in one segment, scored as tantivy's `TermScorer` scores them.
 struct Cursor {
     postings: SegmentPostings,
@@ -73,30 +144,6 @@ struct Cursor {
 }
 
 impl Cursor {
-    /// The clause's postings in `segment`, `None` when the segment lacks its term.
-    fn open(
-        segment: &SegmentReader,
-        clause: &TermClause,
-        weight: &Bm25Weight,
-    ) -> tantivy::Result<Option<Cursor>> {
-        let field = clause.term.field();
-        let Some(postings) = segment
-            .inverted_index(field)?
-            .read_postings(&clause.term, IndexRecordOption::WithFreqs)?
-        else {
-            return Ok(None);
-        };
-        let fieldnorms = match segment.fieldnorms_readers().get_field(field)? {
-            Some(fieldnorms) => fieldnorms,
-            None => FieldNormReader::constant(segment.max_doc(), 1),
-        };
-        Ok(Some(Cursor {
-            postings,
-            fieldnorms,
-            weight: weight.clone(),
-        }))
-    }
-
     fn doc(&self) -> DocId {
         self.postings.doc()
     }
@@ -159,26 +206,19 @@ fn hopeless(bound: f64, floor: f64, best: &Best) -> bool {
 impl LedQuery {
     /// The `limit` best pages, best first, ties to the page earlier in the index.
     pub(super) fn top(&self, searcher: &Searcher, limit: usize) -> tantivy::Result<Vec<(Score, DocAddress)>> {
-        let weights = |clauses: &[TermClause]| -> tantivy::Result<Vec<Bm25Weight>> {
-            clauses
-                .iter()
-                .map(|clause| {
-                    Ok(
-                        Bm25Weight::for_terms(searcher, std::slice::from_ref(&clause.term))?
-                            .boost_by(clause.boost),
-                    )
-                })
-                .collect()
-        };
-        let (leading_weights, following_weights) = (weights(&self.leading)?, weights(&self.following)?);
+        let (leading, following) = (
+            Source::look_up(searcher, &self.leading)?,
+            Source::look_up(searcher, &self.following)?,
+        );
         let mut best = Best::new(limit);
         if limit == 0 {
             return Ok(Vec::new());
         }
         for (segment_ord, segment) in searcher.segment_readers().iter().enumerate() {
-            let mut candidates = self.candidates(segment, &leading_weights)?;
+            let (leading, following) = (&leading[segment_ord], &following[segment_ord]);
+            let mut candidates = candidates(segment, leading)?;
             if segment_ord == 0 && !self.one_edit.is_empty() {
-                self.add_candidates(segment, &leading_weights, &mut candidates)?;
+                self.add_candidates(segment, leading, &mut candidates)?;
             }
             let title_lengths = match segment.fieldnorms_readers().get_field(self.title)? {
                 Some(fieldnorms) => fieldnorms,
@@ -188,12 +228,12 @@ impl LedQuery {
             // many words of a candidate's title are left to hold, the text's by their best score.
             let mut title_clauses: Vec<Following> = Vec::new();
             let mut text_clauses: Vec<Following> = Vec::new();
-            for (index, (clause, weight)) in self.following.iter().zip(&following_weights).enumerate() {
-                if let Some(cursor) = Cursor::open(segment, clause, weight)? {
+            for (index, (clause, source)) in self.following.iter().zip(following).enumerate() {
+                if let Some(source) = source {
                     let following = Following {
                         index,
-                        cursor,
-                        max: f64::from(weight.max_score()),
+                        cursor: source.cursor()?,
+                        max: f64::from(source.weight.max_score()),
                     };
                     match clause.term.field() == self.title {
                         true => title_clauses.push(following),
@@ -215,7 +255,7 @@ impl LedQuery {
                 }
                 false => f64::NEG_INFINITY,
             };
-            let floor = floor.max(self.probe(segment, &following_weights, &candidates, limit)?);
+            let floor = floor.max(probe(following, &candidates, limit)?);
             let mut added: Vec<Option<Score>> = vec![None; self.following.len()];
             'candidates: for candidate in &candidates {
                 let doc = candidate.doc;
@@ -284,57 +324,12 @@ impl LedQuery {
         Ok(kept)
     }
 
-    /// A floor the best `limit` pages reach, well above the leading clauses' own: the `limit`-th
-    /// best whole score of the [`PROBED`] candidates best by their leading clauses (read with
-    /// cursors of their own), a rounding's worth below as they add in another order;
-    /// `NEG_INFINITY` when there are too few candidates to probe.
-    fn probe(
-        &self,
-        segment: &SegmentReader,
-        weights: &[Bm25Weight],
-        candidates: &[Candidate],
-        limit: usize,
-    ) -> tantivy::Result<f64> {
-        if candidates.len() <= limit {
-            return Ok(f64::NEG_INFINITY);
-        }
-        let mut leads: Vec<(Score, usize)> = candidates
-            .iter()
-            .enumerate()
-            .map(|(at, candidate)| (candidate.lead, at))
-            .collect();
-        let probed = (PROBED * limit).min(leads.len());
-        leads.select_nth_unstable_by(probed - 1, |a, b| b.0.total_cmp(&a.0));
-        let mut probed: Vec<usize> = leads[..probed].iter().map(|(_, at)| *at).collect();
-        probed.sort_unstable();
-        let mut cursors = Vec::new();
-        for (clause, weight) in self.following.iter().zip(weights) {
-            cursors.extend(Cursor::open(segment, clause, weight)?);
-        }
-        let mut scores: Vec<f64> = Vec::with_capacity(probed.len());
-        for at in probed {
-            let candidate = &candidates[at];
-            let mut score = f64::from(candidate.lead);
-            for cursor in &mut cursors {
-                if cursor.doc() < candidate.doc {
-                    cursor.postings.seek(candidate.doc);
-                }
-                if cursor.doc() == candidate.doc {
-                    score += f64::from(cursor.score());
-                }
-            }
-            scores.push(score);
-        }
-        let (_, nth, _) = scores.select_nth_unstable_by(limit - 1, |a, b| b.total_cmp(a));
-        Ok(*nth - nth.abs() * 1e-5 - 1e-5)
-    }
-
     /// Adds the pages of [`LedQuery::one_edit`] to `candidates` (in index order), each with the
     /// leading clauses it holds.
     fn add_candidates(
         &self,
         segment: &SegmentReader,
-        weights: &[Bm25Weight],
+        leading: &[Option<Source>],
         candidates: &mut Vec<Candidate>,
     ) -> tantivy::Result<()> {
         let mut added: Vec<DocId> = self
@@ -353,10 +348,11 @@ impl LedQuery {
         if added.is_empty() {
             return Ok(());
         }
-        let mut cursors = Vec::new();
-        for (clause, weight) in self.leading.iter().zip(weights) {
-            cursors.extend(Cursor::open(segment, clause, weight)?);
-        }
+        let mut cursors = leading
+            .iter()
+            .flatten()
+            .map(Source::cursor)
+            .collect::<tantivy::Result<Vec<_>>>()?;
         for doc in added {
             let mut candidate = Candidate {
                 doc,
@@ -377,44 +373,80 @@ impl LedQuery {
         candidates.sort_unstable_by_key(|candidate| candidate.doc);
         Ok(())
     }
+}
 
-    /// The pages of `segment` some leading clause holds, in index order, each with the leading
-    /// clauses' score added in clause order (tantivy's union).
-    fn candidates(&self, segment: &SegmentReader, weights: &[Bm25Weight]) -> tantivy::Result<Vec<Candidate>> {
-        let mut postings: Vec<(DocId, u32, Score, u32)> = Vec::new();
-        for (index, (clause, weight)) in self.leading.iter().zip(weights).enumerate() {
-            let Some(mut cursor) = Cursor::open(segment, clause, weight)? else {
-                continue;
-            };
-            while cursor.doc() != TERMINATED {
-                if !segment.is_deleted(cursor.doc()) {
-                    postings.push((
-                        cursor.doc(),
-                        index as u32,
-                        cursor.score(),
-                        cursor.postings.term_freq(),
-                    ));
-                }
-                cursor.postings.advance();
+/// The pages of `segment` some leading clause holds, in index order, each with the leading
+/// clauses' score added in clause order (tantivy's union).
+fn candidates(segment: &SegmentReader, leading: &[Option<Source>]) -> tantivy::Result<Vec<Candidate>> {
+    let mut postings: Vec<(DocId, usize, Score, u32)> = Vec::new();
+    for (index, source) in leading.iter().enumerate() {
+        let Some(source) = source else {
+            continue;
+        };
+        let mut cursor = source.cursor()?;
+        while cursor.doc() != TERMINATED {
+            if !segment.is_deleted(cursor.doc()) {
+                postings.push((cursor.doc(), index, cursor.score(), cursor.postings.term_freq()));
             }
+            cursor.postings.advance();
         }
-        if self.leading.len() > 1 {
-            postings.sort_unstable_by_key(|(doc, index, _, _)| (*doc, *index));
-        }
-        let mut candidates: Vec<Candidate> = Vec::new();
-        for (doc, _, score, term_freq) in postings {
-            match candidates.last_mut() {
-                Some(last) if last.doc == doc => {
-                    last.lead += score;
-                    last.words += term_freq;
-                }
-                _ => candidates.push(Candidate {
-                    doc,
-                    lead: score,
-                    words: term_freq,
-                }),
-            }
-        }
-        Ok(candidates)
     }
+    if leading.len() > 1 {
+        postings.sort_unstable_by_key(|(doc, index, _, _)| (*doc, *index));
+    }
+    let mut candidates: Vec<Candidate> = Vec::new();
+    for (doc, _, score, term_freq) in postings {
+        match candidates.last_mut() {
+            Some(last) if last.doc == doc => {
+                last.lead += score;
+                last.words += term_freq;
+            }
+            _ => candidates.push(Candidate {
+                doc,
+                lead: score,
+                words: term_freq,
+            }),
+        }
+    }
+    Ok(candidates)
+}
+
+/// A floor the best `limit` pages reach, well above the leading clauses' own: the `limit`-th
+/// best whole score of the [`PROBED`] candidates best by their leading clauses (read with
+/// cursors of their own), a rounding's worth below as they add in another order;
+/// `NEG_INFINITY` when there are too few candidates to probe.
+fn probe(following: &[Option<Source>], candidates: &[Candidate], limit: usize) -> tantivy::Result<f64> {
+    if candidates.len() <= limit {
+        return Ok(f64::NEG_INFINITY);
+    }
+    let mut leads: Vec<(Score, usize)> = candidates
+        .iter()
+        .enumerate()
+        .map(|(at, candidate)| (candidate.lead, at))
+        .collect();
+    let probed = (PROBED * limit).min(leads.len());
+    leads.select_nth_unstable_by(probed - 1, |a, b| b.0.total_cmp(&a.0));
+    let mut probed: Vec<usize> = leads[..probed].iter().map(|(_, at)| *at).collect();
+    probed.sort_unstable();
+    let mut cursors = following
+        .iter()
+        .flatten()
+        .map(Source::cursor)
+        .collect::<tantivy::Result<Vec<_>>>()?;
+    let mut scores: Vec<f64> = Vec::with_capacity(probed.len());
+    for at in probed {
+        let candidate = &candidates[at];
+        let mut score = f64::from(candidate.lead);
+        for cursor in &mut cursors {
+            if cursor.doc() < candidate.doc {
+                cursor.postings.seek(candidate.doc);
+            }
+            if cursor.doc() == candidate.doc {
+                score += f64::from(cursor.score());
+            }
+        }
+        scores.push(score);
+    }
+    let (_, nth, _) = scores.select_nth_unstable_by(limit - 1, |a, b| b.total_cmp(a));
+    Ok(*nth - nth.abs() * 1e-5 - 1e-5)
 }
