@@ -23,7 +23,9 @@ if [ ! -s "$plain" ]; then
 fi
 if [ ! -s "$packaged" ]; then
   rm -rf "$dir/pk" && mkdir -p "$dir/pk/enwiki/AA"
-  split -l 500 -d -a 3 "$plain" "$dir/pk/enwiki/AA/wiki_"
+  members=$(( ($(wc -l < "$plain") + 499) / 500 ))
+  digits=$(( ${#members} > 3 ? ${#members} : 3 ))
+  split -l 500 -d -a "$digits" "$plain" "$dir/pk/enwiki/AA/wiki_"
   ls "$dir"/pk/enwiki/AA/* | xargs -P 2 -n 20 bzip2 -9
   tar -C "$dir/pk" -cjf "$packaged" enwiki
 fi
