@@ -153,6 +153,15 @@ impl Cursor {
         self.weight
             .score(self.fieldnorms.fieldnorm_id(doc), self.postings.term_freq())
     }
+
+    /// The clause's score at `doc` and how often its term is there, when `doc` holds it; moves
+    /// the cursor on to `doc` (the pages it is asked about come in index order).
+    fn at(&mut self, doc: DocId) -> Option<(Score, u32)> {
+        if self.doc() < doc {
+            self.postings.seek(doc);
+        }
+        (self.doc() == doc).then(|| (self.score(), self.postings.term_freq()))
+    }
 }
 
 /// The best pages so far: at most `limit`, each entering only above the worst kept (pages come
@@ -284,14 +293,10 @@ impl LedQuery {
                         continue 'candidates;
                     }
                     let clause = &mut title_clauses[k];
-                    if clause.cursor.doc() < doc {
-                        clause.cursor.postings.seek(doc);
-                    }
-                    if clause.cursor.doc() == doc {
-                        let score = clause.cursor.score();
+                    if let Some((score, term_freq)) = clause.cursor.at(doc) {
                         added[clause.index] = Some(score);
                         partial += f64::from(score);
-                        left = left.saturating_sub(clause.cursor.postings.term_freq());
+                        left = left.saturating_sub(term_freq);
                     }
                 }
                 for k in 0..text_clauses.len() {
@@ -299,11 +304,7 @@ impl LedQuery {
                         continue 'candidates;
                     }
                     let clause = &mut text_clauses[k];
-                    if clause.cursor.doc() < doc {
-                        clause.cursor.postings.seek(doc);
-                    }
-                    if clause.cursor.doc() == doc {
-                        let score = clause.cursor.score();
+                    if let Some((score, _)) = clause.cursor.at(doc) {
                         added[clause.index] = Some(score);
                         partial += f64::from(score);
                     }
@@ -359,14 +360,9 @@ impl LedQuery {
                 lead: 0.0,
                 words: 0,
             };
-            for cursor in &mut cursors {
-                if cursor.doc() < doc {
-                    cursor.postings.seek(doc);
-                }
-                if cursor.doc() == doc {
-                    candidate.lead += cursor.score();
-                    candidate.words += cursor.postings.term_freq();
-                }
+            for (score, term_freq) in cursors.iter_mut().filter_map(|cursor| cursor.at(doc)) {
+                candidate.lead += score;
+                candidate.words += term_freq;
             }
             candidates.push(candidate);
         }
@@ -437,13 +433,8 @@ fn probe(following: &[Option<Source>], candidates: &[Candidate], limit: usize) -
     for at in probed {
         let candidate = &candidates[at];
         let mut score = f64::from(candidate.lead);
-        for cursor in &mut cursors {
-            if cursor.doc() < candidate.doc {
-                cursor.postings.seek(candidate.doc);
-            }
-            if cursor.doc() == candidate.doc {
-                score += f64::from(cursor.score());
-            }
+        for (added, _) in cursors.iter_mut().filter_map(|cursor| cursor.at(candidate.doc)) {
+            score += f64::from(added);
         }
         scores.push(score);
     }
