@@ -27,7 +27,7 @@ if [ ! -s "$packaged" ]; then
   digits=$(( ${#members} > 3 ? ${#members} : 3 ))
   split -l 500 -d -a "$digits" "$plain" "$dir/pk/enwiki/AA/wiki_"
   ls "$dir"/pk/enwiki/AA/* | xargs -P 2 -n 20 bzip2 -9
-  tar -C "$dir/pk" -cjf "$packaged" enwiki
+  tar -C "$dir/pk" --sort=name -cjf "$packaged" enwiki   # members in name order, as the plain file has them
 fi
 cat "$plain" "$packaged" "$dir"/pk/enwiki/AA/* > /dev/null
 
