@@ -20,6 +20,7 @@ use tantivy::query::{
     BooleanQuery, BoostQuery, EnableScoring, FuzzyTermQuery, Occur, Query, RangeQuery, TermQuery,
 };
 use tantivy::schema::IndexRecordOption;
+use tantivy::tokenizer::Token;
 use tantivy::{
     DocAddress, DocId, DocSet, Index, IndexReader, Order, ReloadPolicy, Searcher, TERMINATED,
     TantivyDocument, TantivyError, Term,
@@ -536,12 +537,14 @@ impl PageIndex {
         candidates: Candidates,
     ) -> Result<Option<RankedQuery>, IndexError> {
         let mut words: Vec<String> = Vec::new();
+        let mut tokens: Vec<Token> = Vec::new();
         let mut analyzer = analyzer();
         let mut stream = analyzer.token_stream(entity);
         while let Some(token) = stream.next() {
             if !words.contains(&token.text) {
                 words.push(token.text.clone());
             }
+            tokens.push(token.clone());
         }
         if words.is_empty() {
             return Ok(None);
@@ -638,7 +641,7 @@ impl PageIndex {
             lead.push(word.clone());
         }
         let one_edit = match &self.title_table {
-            Some(table) => self.one_edit_titles(searcher, table, entity, &words, &families, &lead)?,
+            Some(table) => self.one_edit_titles(searcher, table, entity, &tokens, &families, &lead)?,
             None => Vec::new(),
         };
         let (mut leading, mut following) = (Vec::new(), Vec::new());
@@ -665,7 +668,7 @@ impl PageIndex {
     }
 
     /// The pages titled as `entity` with one of its words replaced by one of that word's title
-    /// neighbours (`families`: by word, the word first; a word too short for neighbours in the
+    /// neighbours (`tokens`, the entity's; `families`: by word, the word first; a word too short for neighbours in the
     /// query gets them here) — the title a one-typo search means — that hold no word of `lead`
     /// (those are candidates already); at most [`CANDIDATES`].
     fn one_edit_titles(
@@ -673,16 +676,10 @@ impl PageIndex {
         searcher: &Searcher,
         table: &TitleTable,
         entity: &str,
-        words: &[String],
+        tokens: &[Token],
         families: &[Vec<(String, u64)>],
         lead: &[String],
     ) -> Result<Vec<DocId>, IndexError> {
-        let mut tokens = Vec::new();
-        let mut analyzer = analyzer();
-        let mut stream = analyzer.token_stream(entity);
-        while let Some(token) = stream.next() {
-            tokens.push(token.clone());
-        }
         let leads = |word: &str| lead.iter().any(|known| known == word);
         let mut found: Vec<DocId> = Vec::new();
         for (at, token) in tokens.iter().enumerate() {
@@ -690,10 +687,9 @@ impl PageIndex {
                 .iter()
                 .enumerate()
                 .any(|(other, word)| other != at && leads(&word.text));
-            let family = words
+            let family = families
                 .iter()
-                .position(|word| *word == token.text)
-                .and_then(|word| families.get(word));
+                .find(|family| family.first().is_some_and(|(word, _)| *word == token.text));
             let (Some(family), Some(head), Some(tail), false) = (
                 family,
                 entity.get(..token.offset_from),
