@@ -878,22 +878,11 @@ impl Llm for OpenAiClient {
 }
 
 /// The `--llm-option`s as results files record them: an option whose name says it holds a
-/// secret (`key`, `token`, `secret`, `password`, `auth`) is kept as its value's digest, so two
-/// evaluations still compare and no secret reaches a file.
+/// secret, and each secret inside an option's JSON value at any depth, is kept as its value's
+/// digest ([`crate::secret::redact_json`]), so two evaluations still compare and no secret reaches
+/// a file. Every other option is recorded as given.
 fn recordable_options(options: &Map<String, Value>) -> Map<String, Value> {
-    const SECRET_WORDS: [&str; 5] = ["key", "token", "secret", "password", "auth"];
-    options
-        .iter()
-        .map(|(name, value)| {
-            let lower = name.to_lowercase();
-            let value = if SECRET_WORDS.iter().any(|word| lower.contains(word)) {
-                Value::String(crate::digest::digest(value.to_string().as_bytes()))
-            } else {
-                value.clone()
-            };
-            (name.clone(), value)
-        })
-        .collect()
+    crate::secret::redact_fields(options)
 }
 
 /// A text choice's completion and reasoning: the text after the reasoning, cut at the stop
@@ -972,10 +961,19 @@ mod tests {
         let mut options = Map::new();
         options.insert("top_p".to_owned(), Value::from(0.9));
         options.insert("X-Api-Key".to_owned(), Value::from("sk-secret"));
+        options.insert("metadata".to_owned(), json!({"api_key": "sk-nested", "run": "a"}));
+        options.insert("vertex_credentials".to_owned(), json!({"private_key": "pem"}));
+        options.insert("max_completion_tokens".to_owned(), json!(900));
         let recorded = recordable_options(&options);
         assert_eq!(recorded["top_p"], Value::from(0.9));
+        assert_eq!(recorded["max_completion_tokens"], json!(900));
         let key = recorded["X-Api-Key"].as_str().unwrap();
         assert!(key.starts_with("sha256:") && !key.contains("sk-secret"), "{key}");
+        assert_eq!(recorded["metadata"]["run"], "a");
+        let text = Value::Object(recorded).to_string();
+        for secret in ["sk-secret", "sk-nested", "pem"] {
+            assert!(!text.contains(secret), "{text}");
+        }
     }
 
     #[test]
