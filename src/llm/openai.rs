@@ -42,8 +42,8 @@ use serde_json::{Map, Value, json};
 
 use super::cache::{CacheCall, ReplyCache};
 use super::{
-    CallPurpose, Completion, ConverseRequest, Llm, LlmError, LlmRequest, Reply, SampleRequest, Samples,
-    TokenUsage,
+    CallPurpose, Completion, ConverseRequest, Ending, Llm, LlmError, LlmRequest, Reply, SampleRequest,
+    Samples, TokenUsage,
 };
 
 pub use wire::CONTINUE_INSTRUCTION;
@@ -746,14 +746,17 @@ impl OpenAiClient {
             });
         }
         self.keep(exchanged);
-        let (texts, reasoning) = choices
-            .into_iter()
-            .take(request.n.max(1))
-            .map(|choice| read_choice(choice, request.stop))
-            .unzip();
+        let (mut texts, mut reasoning, mut endings) = (Vec::new(), Vec::new(), Vec::new());
+        for choice in choices.into_iter().take(request.n.max(1)) {
+            let (text, thinking, ending) = read_choice(choice, request.stop);
+            texts.push(text);
+            reasoning.push(thinking);
+            endings.push(ending);
+        }
         Ok(Samples {
             texts,
             reasoning,
+            endings,
             usage,
         })
     }
@@ -764,15 +767,14 @@ impl OpenAiClient {
             .await?;
         let (choice, usage) = self.first_choice(&exchanged.bytes)?;
         self.keep(exchanged);
-        if let Some(reason) = choice.finish_reason.as_ref().and_then(Value::as_str)
-            && reason == "length"
-        {
+        let (text, reasoning, ending) = read_choice(choice, request.stop);
+        if ending == Ending::Cut {
             tracing::debug!("the completion hit the max-tokens cap");
         }
-        let (text, reasoning) = read_choice(choice, request.stop);
         Ok(Completion {
             text,
             reasoning,
+            ending,
             usage,
         })
     }
@@ -783,6 +785,7 @@ impl OpenAiClient {
             .await?;
         let (choice, usage) = self.first_choice(&exchanged.bytes)?;
         self.keep(exchanged);
+        let ending = ending_of(&choice);
         let mut message = choice.into_reply();
         if let Some(content) = &mut message.content {
             cap_completion(content);
@@ -801,7 +804,11 @@ impl OpenAiClient {
             call.name.truncate(call.name.floor_char_boundary(MAX_NAME_BYTES));
             call.id = call.id.take().filter(|id| id.len() <= MAX_NAME_BYTES);
         }
-        Ok(Reply { message, usage })
+        Ok(Reply {
+            message,
+            ending,
+            usage,
+        })
     }
 
     /// The error for a status that is not worth retrying. A 404 from a base URL that ends with an
@@ -885,17 +892,23 @@ fn recordable_options(options: &Map<String, Value>) -> Map<String, Value> {
     crate::secret::redact_fields(options)
 }
 
-/// A text choice's completion and reasoning: the text after the reasoning, cut at the stop
+/// A text choice's completion, reasoning and ending: the text after the reasoning, cut at the stop
 /// sequences (a stop sequence met while thinking cuts nothing) and capped like any completion;
 /// the reasoning capped at [`super::reasoning::MAX_REASONING_BYTES`].
-fn read_choice(choice: wire::Choice, stop: &[String]) -> (String, Option<String>) {
+fn read_choice(choice: wire::Choice, stop: &[String]) -> (String, Option<String>, Ending) {
+    let ending = ending_of(&choice);
     let (mut text, mut reasoning) = choice.into_text();
     text.truncate(stop_index(&text, stop));
     cap_completion(&mut text);
     if let Some(reasoning) = &mut reasoning {
         super::reasoning::cap_reasoning(reasoning);
     }
-    (text, reasoning)
+    (text, reasoning, ending)
+}
+
+/// How the server says `choice` ended: its `finish_reason`, when it is a string.
+fn ending_of(choice: &wire::Choice) -> Ending {
+    Ending::of_finish_reason(choice.finish_reason.as_ref().and_then(Value::as_str))
 }
 
 /// Cuts a completion (or a reply's text) to [`MAX_COMPLETION_BYTES`], with a warning.
