@@ -12,7 +12,9 @@
 //! warning); a connection refused on this machine or its private network is not: no server
 //! listens there ([`LlmError::Refused`]). A response body is read up to [`OpenAiConfig::max_response_bytes`], and one completion is cut
 //! to [`MAX_COMPLETION_BYTES`] before the agent sees it. Every message built from a response is
-//! redacted of the API key before it is shortened, whatever the status. The reqwest client is
+//! redacted of every secret the request carried (the API key, the base URL's credentials, the
+//! secrets of the `--llm-option`s) before it is shortened, whatever the status; a base URL is
+//! never shown with its credentials. The reqwest client is
 //! built by the first request. A 400 naming a parameter the model does not support (`stop`,
 //! `temperature`, `max_tokens` on OpenAI's reasoning models) is answered by sending the request
 //! again without it — and every later request too, including those already sent when the first
@@ -34,7 +36,7 @@ use std::time::Duration;
 pub use crate::http::RetryPolicy;
 use crate::http::{self, AttemptFailure, BodyError, GaveUp, LazyClient, RetryAfter, read_body, retry_after};
 pub use crate::secret::ApiKey;
-use crate::secret::RedactedMessage;
+use crate::secret::{RedactedMessage, Secrets};
 
 use futures::future::BoxFuture;
 use reqwest::StatusCode;
@@ -225,12 +227,12 @@ impl ModelSettings {
             .ok()
             .filter(|url| matches!(url.scheme(), "http" | "https"))
             .ok_or_else(|| ModelConfigError::BaseUrl {
-                base_url: config.base_url.clone(),
+                base_url: http::without_credentials(&config.base_url),
             })?;
         config.api_key = self.api_key.filter(|key| !key.expose().trim().is_empty());
         if config.api_key.is_none() && url.host_str() == Some("api.openai.com") {
             return Err(ModelConfigError::NoApiKey {
-                base_url: config.base_url,
+                base_url: http::without_credentials(&config.base_url),
             });
         }
         config.api = self.api;
@@ -289,6 +291,9 @@ pub struct OpenAiClient {
     refused: Refused,
     /// `--cache`: replies kept on disk, asked for before the server.
     cache: Option<ReplyCache>,
+    /// Every secret the request carries (the key, the base URL's credentials, the options'
+    /// secrets): taken out of whatever the server says before an error quotes it.
+    secrets: Secrets,
 }
 
 impl fmt::Debug for OpenAiClient {
@@ -387,8 +392,12 @@ impl OpenAiClient {
         let url = reqwest::Url::parse(&base)
             .and_then(|base| base.join(config.api.path()))
             .map_err(|_| ModelConfigError::BaseUrl {
-                base_url: config.base_url.clone(),
+                base_url: http::without_credentials(&config.base_url),
             })?;
+        let secrets = Secrets::new()
+            .with_key(config.api_key.as_ref())
+            .with_url_credentials(&config.base_url)
+            .with_json(&Value::Object(config.options.clone()));
         let timeout = config.timeout;
         let http = LazyClient::new(move || {
             reqwest::Client::builder()
@@ -406,6 +415,7 @@ impl OpenAiClient {
             url,
             refused: Refused::default(),
             cache: None,
+            secrets,
         })
     }
 
@@ -528,9 +538,10 @@ impl OpenAiClient {
         http::retry(&server, &self.config.retry, || self.send_once(body)).await
     }
 
-    /// A server's own words, fit for an error: redacted of the key, then shortened.
+    /// A server's own words, fit for an error: redacted of every secret the request carried, then
+    /// shortened.
     fn server_words(&self, text: &str) -> RedactedMessage {
-        RedactedMessage::new(self.config.api_key.as_ref(), text, MAX_MESSAGE_CHARS)
+        RedactedMessage::new(&self.secrets, text, MAX_MESSAGE_CHARS)
     }
 
     /// When a 400 names a parameter the model does not support, remembers to leave it out of every
