@@ -234,6 +234,50 @@ pub(crate) fn endpoint(url: &str) -> String {
     url.to_string()
 }
 
+/// `url` without the user name and password it may carry (`http://user:pass@host/v1` →
+/// `http://host/v1`): all that a message, a log line, a cache key or a record shows of a URL the
+/// user gave. Read as text, so that a URL that does not parse (`htp://user:pass@host`) is stripped
+/// too; everything else is kept as written.
+pub(crate) fn without_credentials(url: &str) -> String {
+    let Some(scheme_end) = url.find("://") else {
+        return url.to_owned();
+    };
+    let authority_start = scheme_end + 3;
+    let authority_end = url[authority_start..]
+        .find(['/', '?', '#'])
+        .map_or(url.len(), |idx| authority_start + idx);
+    match url[authority_start..authority_end].rfind('@') {
+        Some(at) => format!("{}{}", &url[..authority_start], &url[authority_start + at + 1..]),
+        None => url.to_owned(),
+    }
+}
+
+/// The user name and password `url` carries as an HTTP basic `Authorization` header, marked
+/// sensitive (never in a `Debug` output): for a client that sends them with every request while
+/// the URLs it builds, shows and caches carry none ([`without_credentials`]). `None` when the URL
+/// carries none.
+pub(crate) fn basic_auth_header(url: &str) -> Option<reqwest::header::HeaderValue> {
+    use base64::Engine;
+    let url = reqwest::Url::parse(url).ok()?;
+    if url.username().is_empty() && url.password().is_none() {
+        return None;
+    }
+    let decode = |text: &str| {
+        percent_encoding::percent_decode_str(text)
+            .decode_utf8_lossy()
+            .into_owned()
+    };
+    let pair = format!(
+        "{}:{}",
+        decode(url.username()),
+        decode(url.password().unwrap_or_default())
+    );
+    let encoded = base64::engine::general_purpose::STANDARD.encode(pair);
+    let mut header = reqwest::header::HeaderValue::from_str(&format!("Basic {encoded}")).ok()?;
+    header.set_sensitive(true);
+    Some(header)
+}
+
 /// What went wrong with a request, in a few plain words: `timed out`, `connection refused`,
 /// `connection reset`, `connection dropped mid-body`.
 pub(crate) fn transport_failure(error: &reqwest::Error) -> &'static str {
@@ -513,6 +557,26 @@ mod tests {
             endpoint("http://gateway/providerA/v1/completions"),
             endpoint("http://gateway/providerB/v1/completions")
         );
+    }
+
+    #[test]
+    fn credentials_are_stripped_from_any_url() {
+        #[track_caller]
+        fn check(url: &str, shown: &str) {
+            assert_eq!(without_credentials(url), shown, "{url}");
+        }
+        check("http://user:pass@127.0.0.1:8080/v1", "http://127.0.0.1:8080/v1");
+        check("https://token@host/v1?q=a@b", "https://host/v1?q=a@b");
+        check("htp://user:p@ss@host", "htp://host");
+        check("ftp://u:p@example.com/v1", "ftp://example.com/v1");
+        check("http://host/path@x", "http://host/path@x");
+        check("http://host", "http://host");
+        check("not a url", "not a url");
+        let header = basic_auth_header("http://wiki:p%40ss@host/").unwrap();
+        assert!(header.is_sensitive());
+        // `wiki:p@ss`
+        assert_eq!(header.to_str().unwrap(), "Basic d2lraTpwQHNz");
+        assert!(basic_auth_header("http://host/").is_none());
     }
 
     #[test]

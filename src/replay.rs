@@ -138,7 +138,8 @@ async fn replay_recorded(
             .with_reasoning(recorded.step_reasoning())
             .recorded_api(api),
     }
-    .with_generation(recorded_generation(recorded));
+    .with_generation(recorded_generation(recorded))
+    .with_ending(recorded.reply_ending());
     let mut unrecorded = None;
     let recording = Recording::new(recorded.observations(), grammar.clone(), live(recorded, &grammar));
     let mut environment = Inspected::new(recording, |error: &EnvironmentError| {
@@ -239,7 +240,8 @@ async fn replay_method(
         .recorded_api(recorded.api)
         .with_samples(recorded.sample_requests())
         .with_sample_reasoning(recorded.sample_reasoning())
-        .with_generation(recorded_generation(recorded));
+        .with_generation(recorded_generation(recorded))
+        .with_ending(recorded.reply_ending());
     let mut unrecorded = None;
     let recording = Recording::new(recorded.observations(), grammar.clone(), live(recorded, &grammar));
     let mut environment = Inspected::new(recording, |error: &EnvironmentError| {

@@ -388,7 +388,12 @@ impl<'a> Agent<'a> {
         let completion = self.llm.complete(request).await?;
         run.usage.count(&completion);
         // Recorded before it is judged, so that a replay meets the same reply.
-        let judged = reasoning::check_cut(self.llm, &completion.text, completion.reasoning.as_deref());
+        let judged = reasoning::check_cut(
+            self.llm,
+            &completion.text,
+            completion.reasoning.as_deref(),
+            completion.ending,
+        );
         reasonings.extend(completion.reasoning);
         completions.push(completion.text);
         judged?;
@@ -417,8 +422,12 @@ impl<'a> Agent<'a> {
                 let completion = self.llm.complete(request).await?;
                 run.usage.count(&completion);
                 run.usage.fallback_calls += 1;
-                let judged =
-                    reasoning::check_cut(self.llm, &completion.text, completion.reasoning.as_deref());
+                let judged = reasoning::check_cut(
+                    self.llm,
+                    &completion.text,
+                    completion.reasoning.as_deref(),
+                    completion.ending,
+                );
                 reasonings.extend(completion.reasoning);
                 // The stop sequence is `\n`: whatever follows the first newline was never asked for.
                 let line = completion.text.split('\n').next().unwrap_or("").to_owned();

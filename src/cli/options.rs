@@ -298,7 +298,7 @@ pub struct ToolArgs {
     pub tools: Vec<BuiltinTool>,
     /// A tool of your own: `NAME[input]` runs `sh -c COMMAND` with the input on stdin and reads
     /// its stdout. Repeatable.
-    #[arg(long = "tool", value_name = "NAME=COMMAND", value_parser = CommandToolConfig::parse)]
+    #[arg(long = "tool", value_name = "NAME=COMMAND", value_parser = ToolDefinition)]
     pub commands: Vec<CommandToolConfig>,
     /// The SerpApi-compatible search endpoint of `WebSearch` [default: SerpApi's].
     #[arg(
@@ -312,6 +312,30 @@ pub struct ToolArgs {
     /// The SerpApi key of `WebSearch`. Never printed.
     #[arg(long, env = "SERPAPI_API_KEY", hide_env_values = true, value_name = "KEY")]
     pub serpapi_key: Option<String>,
+}
+
+/// Reads `--tool NAME=COMMAND`, refusing a bad one in its own words: clap's would quote the whole
+/// definition, and a command may hold a credential (ours quote it redacted).
+#[derive(Clone)]
+struct ToolDefinition;
+
+impl clap::builder::TypedValueParser for ToolDefinition {
+    type Value = CommandToolConfig;
+
+    fn parse_ref(
+        &self,
+        _cmd: &clap::Command,
+        _arg: Option<&clap::Arg>,
+        value: &std::ffi::OsStr,
+    ) -> Result<CommandToolConfig, clap::Error> {
+        let refuse = |message: String| {
+            clap::Error::raw(clap::error::ErrorKind::ValueValidation, format!("{message}\n"))
+        };
+        let definition = value
+            .to_str()
+            .ok_or_else(|| refuse("a `--tool` definition must be UTF-8".to_owned()))?;
+        CommandToolConfig::parse(definition).map_err(|error| refuse(error.to_string()))
+    }
 }
 
 impl ToolArgs {

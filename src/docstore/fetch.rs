@@ -105,9 +105,18 @@ impl Fetcher {
     pub fn new(config: &DocstoreConfig) -> Fetcher {
         let user_agent = config.user_agent.clone();
         let timeout = config.http.timeout;
+        // A wiki URL's credentials go with every request as a header, so that no URL this
+        // fetcher builds, caches or names in an error carries them (`DocstoreConfig::open_for`
+        // strips them from the URL).
+        let authorization = http::basic_auth_header(&config.wiki_url);
         let client = LazyClient::new(move || {
+            let mut headers = reqwest::header::HeaderMap::new();
+            if let Some(authorization) = &authorization {
+                headers.insert(reqwest::header::AUTHORIZATION, authorization.clone());
+            }
             reqwest::Client::builder()
                 .user_agent(user_agent.clone())
+                .default_headers(headers)
                 .timeout(timeout)
                 .connect_timeout(timeout.min(Duration::from_secs(10)))
                 .redirect(reqwest::redirect::Policy::limited(10))

@@ -269,13 +269,15 @@ impl DocstoreConfig {
         self.kind.check_opener(opener)?;
         match &self.kind {
             DocstoreKind::Wikipedia => {
-                let wiki_url = self.wiki_url.trim_end_matches('/').to_owned();
+                // Credentials in the URL go with each request as a header (`Fetcher::new`): the
+                // URL every search builds, caches and names carries none.
+                let wiki_url = crate::http::without_credentials(self.wiki_url.trim_end_matches('/'));
                 match reqwest::Url::parse(&wiki_url) {
                     Ok(url) if matches!(url.scheme(), "http" | "https") && url.has_host() => {}
                     _ => {
                         return Err(DocstoreError::Config(format!(
                             "invalid wiki URL `{}`: expected http(s)://host, e.g. {DEFAULT_WIKI_URL}",
-                            self.wiki_url
+                            wiki_url
                         )));
                     }
                 }

@@ -89,9 +89,10 @@ impl FailureClass {
             }
             LlmError::ToolsRejected { url, status, .. } => (model(url), FailureKind::Status(status.as_u16())),
             LlmError::NoToolCalling { .. } => (FailureOrigin::Recording, FailureKind::NoCompletion),
-            // The agent's verdict on a reply (it ends the run with `max_tokens`, not an error):
-            // the token cap is too low for the model's thinking.
-            LlmError::CutInThinking { .. } => (
+            // The agent's verdict on a reply of only reasoning: the token cap is too low for the
+            // model's thinking (the run ends with `max_tokens`, not an error), or the model or the
+            // server's reasoning parser gives no answer (asked again, it gives none again).
+            LlmError::CutInThinking { .. } | LlmError::ThinkingOnly => (
                 FailureOrigin::Model {
                     server: String::new(),
                 },

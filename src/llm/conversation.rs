@@ -86,8 +86,8 @@ impl ReplyMessage {
         super::reasoning::split_think(self.content.as_deref().unwrap_or("")).rest
     }
 
-    /// Whether the token cap cut the reply inside its thinking: reasoning, and neither text nor
-    /// calls after it.
+    /// Whether the reply is only reasoning: reasoning, and neither text nor calls after it (the
+    /// token cap cut it, or the server ended it there: [`super::reasoning::check_cut`]).
     pub fn is_cut(&self) -> bool {
         self.tool_calls.is_empty() && super::reasoning::is_cut(self.text(), self.reasoning_text().as_deref())
     }
@@ -108,5 +108,7 @@ pub struct WireCall {
 #[derive(Debug, Clone, PartialEq, Eq, Default)]
 pub struct Reply {
     pub message: ReplyMessage,
+    /// How the server says the reply ended (`finish_reason`).
+    pub ending: super::Ending,
     pub usage: Option<TokenUsage>,
 }

@@ -11,7 +11,7 @@ mod replay;
 
 pub use conversation::{ConverseRequest, FunctionSpec, Message, Reply, ReplyMessage, SentCall, WireCall};
 pub use openai::{Api, ApiKey, ModelConfigError, ModelSettings, OpenAiClient, OpenAiConfig};
-pub use reasoning::ReasoningFields;
+pub use reasoning::{Ending, ReasoningFields};
 pub use replay::ReplayLlm;
 
 use futures::future::BoxFuture;
@@ -67,6 +67,9 @@ pub struct Samples {
     /// The reasoning of each of `texts`, in the same order (none where it had none; missing
     /// entries are none).
     pub reasoning: Vec<Option<String>>,
+    /// How each of `texts` ended, in the same order (missing entries are
+    /// [`Ending::Unknown`]).
+    pub endings: Vec<Ending>,
     pub usage: Option<TokenUsage>,
 }
 
@@ -77,6 +80,9 @@ pub struct Completion {
     pub text: String,
     /// The model's thinking before it ([`reasoning`]), when it sent any.
     pub reasoning: Option<String>,
+    /// How the server says the reply ended (`finish_reason`): what tells a reply the token cap
+    /// cut inside its thinking from one that ended after its thinking.
+    pub ending: Ending,
     pub usage: Option<TokenUsage>,
 }
 
@@ -115,6 +121,7 @@ pub trait Llm: Send + Sync {
             Ok(Samples {
                 texts: vec![completion.text],
                 reasoning: vec![completion.reasoning],
+                endings: vec![completion.ending],
                 usage: completion.usage,
             })
         })
@@ -255,13 +262,16 @@ pub enum LlmError {
         status: reqwest::StatusCode,
         message: String,
     },
-    /// The reply was only reasoning: the token cap cut it inside its thinking
-    /// ([`reasoning::is_cut`]). The run stops with `max_tokens`.
+    /// The reply was only reasoning and the token cap cut it inside its thinking
+    /// ([`reasoning::check_cut`]). The run stops with `max_tokens`.
+    #[error("the model's reply holds only its reasoning and no answer: {}", cap.advice())]
+    CutInThinking { cap: reasoning::TokenCap },
+    /// The reply was only reasoning and the server ended it there, not the token cap (its
+    /// `finish_reason` is not `length`). The run stops with an error.
     #[error(
-        "the model's reply holds only its reasoning and no answer: {} cut it inside its thinking; raise `--max-tokens`, or turn thinking off (`--llm-option chat_template_kwargs='{{\"enable_thinking\":false}}'`) or down (`--llm-option reasoning_effort=low`)",
-        reasoning::describe_cap(*max_tokens)
+        "the model's reply holds only its reasoning and no answer, and the token cap did not cut it: the server ended the reply after the reasoning (its `finish_reason` is not `length`); the model stopped without answering, or the server's reasoning parser took the answer for reasoning (see the reasoning parser's options, or turn thinking off: `--llm-option chat_template_kwargs='{{\"enable_thinking\":false}}'`)"
     )]
-    CutInThinking { max_tokens: Option<u32> },
+    ThinkingOnly,
     /// The model has no tool-calling turn (a recording of a text run, a user's own `Llm`).
     #[error("the model `{model}` cannot call functions: `--api tools` needs an OpenAI-compatible server")]
     NoToolCalling { model: String },

@@ -12,7 +12,9 @@
 //! warning); a connection refused on this machine or its private network is not: no server
 //! listens there ([`LlmError::Refused`]). A response body is read up to [`OpenAiConfig::max_response_bytes`], and one completion is cut
 //! to [`MAX_COMPLETION_BYTES`] before the agent sees it. Every message built from a response is
-//! redacted of the API key before it is shortened, whatever the status. The reqwest client is
+//! redacted of every secret the request carried (the API key, the base URL's credentials, the
+//! secrets of the `--llm-option`s) before it is shortened, whatever the status; a base URL is
+//! never shown with its credentials. The reqwest client is
 //! built by the first request. A 400 naming a parameter the model does not support (`stop`,
 //! `temperature`, `max_tokens` on OpenAI's reasoning models) is answered by sending the request
 //! again without it — and every later request too, including those already sent when the first
@@ -34,7 +36,7 @@ use std::time::Duration;
 pub use crate::http::RetryPolicy;
 use crate::http::{self, AttemptFailure, BodyError, GaveUp, LazyClient, RetryAfter, read_body, retry_after};
 pub use crate::secret::ApiKey;
-use crate::secret::RedactedMessage;
+use crate::secret::{RedactedMessage, Secrets};
 
 use futures::future::BoxFuture;
 use reqwest::StatusCode;
@@ -42,8 +44,8 @@ use serde_json::{Map, Value, json};
 
 use super::cache::{CacheCall, ReplyCache};
 use super::{
-    CallPurpose, Completion, ConverseRequest, Llm, LlmError, LlmRequest, Reply, SampleRequest, Samples,
-    TokenUsage,
+    CallPurpose, Completion, ConverseRequest, Ending, Llm, LlmError, LlmRequest, Reply, SampleRequest,
+    Samples, TokenUsage,
 };
 
 pub use wire::CONTINUE_INSTRUCTION;
@@ -225,12 +227,12 @@ impl ModelSettings {
             .ok()
             .filter(|url| matches!(url.scheme(), "http" | "https"))
             .ok_or_else(|| ModelConfigError::BaseUrl {
-                base_url: config.base_url.clone(),
+                base_url: http::without_credentials(&config.base_url),
             })?;
         config.api_key = self.api_key.filter(|key| !key.expose().trim().is_empty());
         if config.api_key.is_none() && url.host_str() == Some("api.openai.com") {
             return Err(ModelConfigError::NoApiKey {
-                base_url: config.base_url,
+                base_url: http::without_credentials(&config.base_url),
             });
         }
         config.api = self.api;
@@ -289,6 +291,9 @@ pub struct OpenAiClient {
     refused: Refused,
     /// `--cache`: replies kept on disk, asked for before the server.
     cache: Option<ReplyCache>,
+    /// Every secret the request carries (the key, the base URL's credentials, the options'
+    /// secrets): taken out of whatever the server says before an error quotes it.
+    secrets: Secrets,
 }
 
 impl fmt::Debug for OpenAiClient {
@@ -387,8 +392,12 @@ impl OpenAiClient {
         let url = reqwest::Url::parse(&base)
             .and_then(|base| base.join(config.api.path()))
             .map_err(|_| ModelConfigError::BaseUrl {
-                base_url: config.base_url.clone(),
+                base_url: http::without_credentials(&config.base_url),
             })?;
+        let secrets = Secrets::new()
+            .with_key(config.api_key.as_ref())
+            .with_url_credentials(&config.base_url)
+            .with_json(&Value::Object(config.options.clone()));
         let timeout = config.timeout;
         let http = LazyClient::new(move || {
             reqwest::Client::builder()
@@ -406,6 +415,7 @@ impl OpenAiClient {
             url,
             refused: Refused::default(),
             cache: None,
+            secrets,
         })
     }
 
@@ -528,9 +538,10 @@ impl OpenAiClient {
         http::retry(&server, &self.config.retry, || self.send_once(body)).await
     }
 
-    /// A server's own words, fit for an error: redacted of the key, then shortened.
+    /// A server's own words, fit for an error: redacted of every secret the request carried, then
+    /// shortened.
     fn server_words(&self, text: &str) -> RedactedMessage {
-        RedactedMessage::new(self.config.api_key.as_ref(), text, MAX_MESSAGE_CHARS)
+        RedactedMessage::new(&self.secrets, text, MAX_MESSAGE_CHARS)
     }
 
     /// When a 400 names a parameter the model does not support, remembers to leave it out of every
@@ -746,14 +757,17 @@ impl OpenAiClient {
             });
         }
         self.keep(exchanged);
-        let (texts, reasoning) = choices
-            .into_iter()
-            .take(request.n.max(1))
-            .map(|choice| read_choice(choice, request.stop))
-            .unzip();
+        let (mut texts, mut reasoning, mut endings) = (Vec::new(), Vec::new(), Vec::new());
+        for choice in choices.into_iter().take(request.n.max(1)) {
+            let (text, thinking, ending) = read_choice(choice, request.stop);
+            texts.push(text);
+            reasoning.push(thinking);
+            endings.push(ending);
+        }
         Ok(Samples {
             texts,
             reasoning,
+            endings,
             usage,
         })
     }
@@ -764,15 +778,14 @@ impl OpenAiClient {
             .await?;
         let (choice, usage) = self.first_choice(&exchanged.bytes)?;
         self.keep(exchanged);
-        if let Some(reason) = choice.finish_reason.as_ref().and_then(Value::as_str)
-            && reason == "length"
-        {
+        let (text, reasoning, ending) = read_choice(choice, request.stop);
+        if ending == Ending::Cut {
             tracing::debug!("the completion hit the max-tokens cap");
         }
-        let (text, reasoning) = read_choice(choice, request.stop);
         Ok(Completion {
             text,
             reasoning,
+            ending,
             usage,
         })
     }
@@ -783,6 +796,7 @@ impl OpenAiClient {
             .await?;
         let (choice, usage) = self.first_choice(&exchanged.bytes)?;
         self.keep(exchanged);
+        let ending = ending_of(&choice);
         let mut message = choice.into_reply();
         if let Some(content) = &mut message.content {
             cap_completion(content);
@@ -801,7 +815,11 @@ impl OpenAiClient {
             call.name.truncate(call.name.floor_char_boundary(MAX_NAME_BYTES));
             call.id = call.id.take().filter(|id| id.len() <= MAX_NAME_BYTES);
         }
-        Ok(Reply { message, usage })
+        Ok(Reply {
+            message,
+            ending,
+            usage,
+        })
     }
 
     /// The error for a status that is not worth retrying. A 404 from a base URL that ends with an
@@ -878,35 +896,30 @@ impl Llm for OpenAiClient {
 }
 
 /// The `--llm-option`s as results files record them: an option whose name says it holds a
-/// secret (`key`, `token`, `secret`, `password`, `auth`) is kept as its value's digest, so two
-/// evaluations still compare and no secret reaches a file.
+/// secret, and each secret inside an option's JSON value at any depth, is kept as its value's
+/// digest ([`crate::secret::redact_json`]), so two evaluations still compare and no secret reaches
+/// a file. Every other option is recorded as given.
 fn recordable_options(options: &Map<String, Value>) -> Map<String, Value> {
-    const SECRET_WORDS: [&str; 5] = ["key", "token", "secret", "password", "auth"];
-    options
-        .iter()
-        .map(|(name, value)| {
-            let lower = name.to_lowercase();
-            let value = if SECRET_WORDS.iter().any(|word| lower.contains(word)) {
-                Value::String(crate::digest::digest(value.to_string().as_bytes()))
-            } else {
-                value.clone()
-            };
-            (name.clone(), value)
-        })
-        .collect()
+    crate::secret::redact_fields(options)
 }
 
-/// A text choice's completion and reasoning: the text after the reasoning, cut at the stop
+/// A text choice's completion, reasoning and ending: the text after the reasoning, cut at the stop
 /// sequences (a stop sequence met while thinking cuts nothing) and capped like any completion;
 /// the reasoning capped at [`super::reasoning::MAX_REASONING_BYTES`].
-fn read_choice(choice: wire::Choice, stop: &[String]) -> (String, Option<String>) {
+fn read_choice(choice: wire::Choice, stop: &[String]) -> (String, Option<String>, Ending) {
+    let ending = ending_of(&choice);
     let (mut text, mut reasoning) = choice.into_text();
     text.truncate(stop_index(&text, stop));
     cap_completion(&mut text);
     if let Some(reasoning) = &mut reasoning {
         super::reasoning::cap_reasoning(reasoning);
     }
-    (text, reasoning)
+    (text, reasoning, ending)
+}
+
+/// How the server says `choice` ended: its `finish_reason`, when it is a string.
+fn ending_of(choice: &wire::Choice) -> Ending {
+    Ending::of_finish_reason(choice.finish_reason.as_ref().and_then(Value::as_str))
 }
 
 /// Cuts a completion (or a reply's text) to [`MAX_COMPLETION_BYTES`], with a warning.
@@ -972,10 +985,19 @@ mod tests {
         let mut options = Map::new();
         options.insert("top_p".to_owned(), Value::from(0.9));
         options.insert("X-Api-Key".to_owned(), Value::from("sk-secret"));
+        options.insert("metadata".to_owned(), json!({"api_key": "sk-nested", "run": "a"}));
+        options.insert("vertex_credentials".to_owned(), json!({"private_key": "pem"}));
+        options.insert("max_completion_tokens".to_owned(), json!(900));
         let recorded = recordable_options(&options);
         assert_eq!(recorded["top_p"], Value::from(0.9));
+        assert_eq!(recorded["max_completion_tokens"], json!(900));
         let key = recorded["X-Api-Key"].as_str().unwrap();
         assert!(key.starts_with("sha256:") && !key.contains("sk-secret"), "{key}");
+        assert_eq!(recorded["metadata"]["run"], "a");
+        let text = Value::Object(recorded).to_string();
+        for secret in ["sk-secret", "sk-nested", "pem"] {
+            assert!(!text.contains(secret), "{text}");
+        }
     }
 
     #[test]

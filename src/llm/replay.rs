@@ -6,7 +6,7 @@ use std::sync::Mutex;
 use futures::future::BoxFuture;
 
 use super::{
-    Api, Completion, ConverseRequest, Generation, Llm, LlmError, LlmRequest, Reply, ReplyMessage,
+    Api, Completion, ConverseRequest, Ending, Generation, Llm, LlmError, LlmRequest, Reply, ReplyMessage,
     SampleRequest, Samples,
 };
 
@@ -30,6 +30,8 @@ pub struct ReplayLlm {
     sample_reasoning: Vec<Vec<Option<String>>>,
     /// The generation settings the recording was made with, when it says.
     generation: Option<Generation>,
+    /// How every served reply ended, as the recording tells ([`ReplayLlm::with_ending`]).
+    ending: Ending,
 }
 
 impl ReplayLlm {
@@ -47,6 +49,7 @@ impl ReplayLlm {
             reasoning: Vec::new(),
             sample_reasoning: Vec::new(),
             generation: None,
+            ending: Ending::Unknown,
         }
     }
 
@@ -65,6 +68,7 @@ impl ReplayLlm {
             reasoning: Vec::new(),
             sample_reasoning: Vec::new(),
             generation: None,
+            ending: Ending::Unknown,
         }
     }
 
@@ -93,6 +97,14 @@ impl ReplayLlm {
     /// a reply cut inside its thinking names its `--max-tokens`.
     pub fn with_generation(mut self, generation: Option<Generation>) -> ReplayLlm {
         self.generation = generation;
+        self
+    }
+
+    /// Says how the recording's replies ended: what a reply of only reasoning replays as (a run
+    /// records how it stopped, and only its last reply can have been one). A run that stopped
+    /// with `max_tokens` replays [`Ending::Cut`], any other [`Ending::Ended`].
+    pub fn with_ending(mut self, ending: Ending) -> ReplayLlm {
+        self.ending = ending;
         self
     }
 
@@ -136,6 +148,7 @@ impl Llm for ReplayLlm {
                         .flatten(),
                     _ => None,
                 },
+                ending: self.ending,
                 usage: None,
             });
         Box::pin(async move { result })
@@ -155,6 +168,7 @@ impl Llm for ReplayLlm {
                     .get(*served - 1)
                     .map(|reasoning| reasoning.iter().take(request.n).cloned().collect())
                     .unwrap_or_default(),
+                endings: vec![self.ending; texts.len().min(request.n)],
                 usage: None,
             }),
             None => Err(LlmError::ReplaySamplesExhausted { request: *served }),
@@ -165,6 +179,7 @@ impl Llm for ReplayLlm {
     fn converse<'a>(&'a self, request: ConverseRequest<'a>) -> BoxFuture<'a, Result<Reply, LlmError>> {
         let result = self.next(&self.replies, request.step).map(|(_, message)| Reply {
             message: message.clone(),
+            ending: self.ending,
             usage: None,
         });
         Box::pin(async move { result })

@@ -396,7 +396,8 @@ pub enum Stopped {
     RepeatedAction,
     /// The model or a fetch failed after retries.
     Error,
-    /// A reply was only reasoning: the token cap (`--max-tokens`) cut it inside its thinking.
+    /// A reply was only reasoning: the token cap (`--max-tokens`) cut it inside its thinking. (A
+    /// reply of only reasoning the server ended is an `error`.)
     MaxTokens,
 }
 
@@ -666,6 +667,16 @@ impl Run {
             (None, Some(_), _) => Stopped::Error,
             (None, None, Some(_)) => Stopped::Finish,
             (None, None, None) => Stopped::MaxSteps,
+        }
+    }
+
+    /// How the run's replies ended, for a [`crate::llm::ReplayLlm::with_ending`]: only the last
+    /// reply of a run can have been only reasoning, and the run's `stopped` says what ended it —
+    /// the token cap when it stopped with `max_tokens`, the server otherwise.
+    pub fn reply_ending(&self) -> crate::llm::Ending {
+        match self.how_stopped() {
+            Stopped::MaxTokens => crate::llm::Ending::Cut,
+            _ => crate::llm::Ending::Ended,
         }
     }
 

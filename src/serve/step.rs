@@ -111,7 +111,10 @@ impl ServedDocstore {
             Served::Index { source, index, .. } => (source.info(), index.snapshot().to_owned()),
             Served::Wikipedia(source) => (
                 source.info(),
-                format!("wikipedia {}", config.wiki_url.trim_end_matches('/')),
+                format!(
+                    "wikipedia {}",
+                    crate::http::without_credentials(config.wiki_url.trim_end_matches('/'))
+                ),
             ),
         };
         Ok(ServedDocstore {

@@ -547,10 +547,12 @@ impl Solver {
             let count = batch.min(wanted - run.samples.len());
             let (completions, mut error) = asking.ask(llm, count).await;
             let came = completions.len();
-            for (completion, request, reasoning) in completions {
+            for (completion, request, reasoning, ending) in completions {
                 if error.is_none() {
-                    // A sample cut inside its thinking ends the run: the cap is too low for the model.
-                    error = crate::llm::reasoning::check_cut(llm, &completion, reasoning.as_deref()).err();
+                    // A sample of only reasoning ends the run: cut by a cap too low for the model,
+                    // or ended before any answer.
+                    error = crate::llm::reasoning::check_cut(llm, &completion, reasoning.as_deref(), ending)
+                        .err();
                 }
                 let read = read_completion(&completion, prompt.format(), kind);
                 let index = (sampling == Sampling::SelfConsistent).then_some(run.samples.len() + 1);
@@ -707,8 +709,8 @@ enum Sampling {
     SelfConsistent,
 }
 
-/// A sampled completion, the 1-based request it came from, and its reasoning.
-type Sampled = (String, usize, Option<String>);
+/// A sampled completion, the 1-based request it came from, its reasoning and how it ended.
+type Sampled = (String, usize, Option<String>, crate::llm::Ending);
 
 /// The requests of one sampling phase: what each asks besides `n`, and what they cost.
 struct Asking<'a> {
@@ -773,13 +775,15 @@ impl Asking<'_> {
                 let room = count.saturating_sub(completions.len());
                 let request = self.n_requests;
                 let mut reasoning = samples.reasoning.into_iter();
-                completions.extend(
-                    samples
-                        .texts
-                        .into_iter()
-                        .take(room)
-                        .map(|text| (text, request, reasoning.next().flatten())),
-                );
+                let mut endings = samples.endings.into_iter();
+                completions.extend(samples.texts.into_iter().take(room).map(|text| {
+                    (
+                        text,
+                        request,
+                        reasoning.next().flatten(),
+                        endings.next().unwrap_or_default(),
+                    )
+                }));
             }
             Err(error) => {
                 failure.get_or_insert(error);

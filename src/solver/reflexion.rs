@@ -311,7 +311,12 @@ pub async fn ask_reflection(llm: &dyn Llm, run: &Run, frame: Frame) -> Result<Co
             purpose: CallPurpose::Reflect,
         })
         .await?;
-    crate::llm::reasoning::check_cut(llm, &completion.text, completion.reasoning.as_deref())?;
+    crate::llm::reasoning::check_cut(
+        llm,
+        &completion.text,
+        completion.reasoning.as_deref(),
+        completion.ending,
+    )?;
     Ok(completion)
 }
 

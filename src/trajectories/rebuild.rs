@@ -344,7 +344,8 @@ pub async fn rebuild(recorded: &Run) -> Result<Vec<Example>, RebuildError> {
             .recorded_api(api)
             .with_samples(recorded.sample_requests())
             .with_sample_reasoning(recorded.sample_reasoning()),
-    };
+    }
+    .with_ending(recorded.reply_ending());
     let llm = Captured {
         llm: replay,
         last: Mutex::new(None),

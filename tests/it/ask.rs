@@ -428,6 +428,7 @@ impl react_docstore::llm::Llm for RemovesRecordDirectory {
             Ok(react_docstore::llm::Completion {
                 text: "Thought 1: It is 1,800 to 7,000 ft.\nAction 1: Finish[1,800 to 7,000 ft]".to_owned(),
                 reasoning: None,
+                ending: Default::default(),
                 usage: None,
             })
         })

@@ -475,6 +475,7 @@ impl Llm for ScriptedLlm {
             Ok(Completion {
                 text: text.clone(),
                 reasoning: None,
+                ending: Default::default(),
                 usage: Some(react_docstore::llm::TokenUsage {
                     prompt_tokens: request.prompt.len() as u64 / 4,
                     completion_tokens: text.len() as u64 / 4,
@@ -1650,6 +1651,7 @@ impl Llm for SearchingLlm {
             Ok(Completion {
                 text,
                 reasoning: None,
+                ending: Default::default(),
                 usage: None,
             })
         })

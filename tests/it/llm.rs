@@ -160,6 +160,8 @@ async fn chat_request_carries_model_messages_stop_temperature_and_reads_usage() 
         Completion {
             text: "Thought: This is a simple arithmetic problem. I can use the calculator tool to solve it.\nAction: calculator\nAction Input: 5 + 3".to_owned(),
             reasoning: None,
+            // `finish_reason: stop`.
+            ending: react_docstore::llm::Ending::Ended,
             usage: Some(TokenUsage {
                 prompt_tokens: 229,
                 completion_tokens: 35,

@@ -136,6 +136,7 @@ mod replay;
 mod replay_live;
 mod report;
 mod sc_stop;
+mod secrets;
 mod serve;
 mod shards;
 mod tools;

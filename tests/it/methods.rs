@@ -56,6 +56,7 @@ impl Llm for ScriptedModel {
             Ok(Completion {
                 text,
                 reasoning: None,
+                ending: Default::default(),
                 usage: None,
             })
         })
@@ -71,6 +72,7 @@ impl Llm for ScriptedModel {
             Ok(Samples {
                 texts,
                 reasoning: Vec::new(),
+                endings: Vec::new(),
                 usage: None,
             })
         })
@@ -908,6 +910,7 @@ impl Llm for OneChoiceModel {
             Ok(Samples {
                 texts: vec![" Let's think.\nAnswer: yes".to_owned()],
                 reasoning: Vec::new(),
+                endings: Vec::new(),
                 usage: None,
             })
         })

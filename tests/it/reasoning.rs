@@ -630,3 +630,185 @@ async fn a_reflection_records_its_reasoning_and_no_later_prompt_carries_it() {
     };
     assert_eq!(reflection_reasoning(&replayed), reflection_reasoning(&recorded));
 }
+
+/// One reply of a thinking model, as a server sends it for every request of a one-question `eval`.
+#[derive(Debug, Clone, Copy)]
+struct Canned {
+    api: Api,
+    /// The content (or `/completions` text); `None` sends `null` (no text at all).
+    content: Option<&'static str>,
+    /// Reasoning fields sent beside it.
+    fields: &'static [(&'static str, &'static str)],
+    /// With `--api tools`: whether the reply calls `finish` with `Paris`.
+    calls_finish: bool,
+    /// `None` sends no `finish_reason`.
+    finish: Option<&'static str>,
+}
+
+impl Respond for Canned {
+    fn respond(&self, _: &Request) -> ResponseTemplate {
+        let mut choice = match self.api {
+            Api::Completions => json!({"index": 0, "text": self.content}),
+            Api::Chat => json!({"index": 0, "message": {"role": "assistant", "content": self.content}}),
+            Api::Tools => {
+                let calls = if self.calls_finish {
+                    json!([{"id": "call_1", "type": "function",
+                            "function": {"name": "finish", "arguments": "{\"answer\": \"Paris\"}"}}])
+                } else {
+                    json!([])
+                };
+                json!({"index": 0, "message": {"role": "assistant", "content": self.content, "tool_calls": calls}})
+            }
+        };
+        for (field, text) in self.fields {
+            match self.api {
+                Api::Completions => choice[*field] = json!(text),
+                _ => choice["message"][*field] = json!(text),
+            }
+        }
+        if let Some(finish) = self.finish {
+            choice["finish_reason"] = json!(finish);
+        }
+        ResponseTemplate::new(200).set_body_json(json!({"choices": [choice]}))
+    }
+}
+
+/// How a one-question run ends.
+#[derive(Debug, Clone, Copy)]
+enum Ends {
+    /// With `Finish[Paris]`, the step recording this reasoning.
+    Answers(Option<&'static str>),
+    /// Stopped as named, its error holding each of the words and none of the refused ones.
+    Stops {
+        stopped: &'static str,
+        words: &'static [&'static str],
+        never: &'static [&'static str],
+    },
+}
+
+const ANSWER: &str = " I know it.\nAction 1: Finish[Paris]";
+const THINKING_OFF: &str = "chat_template_kwargs='{\"enable_thinking\":false}'";
+const THINKING_DOWN: &str = "reasoning_effort=low";
+const SERVER_ENDED: &[&str] = &["the token cap did not cut it", "the server ended the reply"];
+
+#[tokio::test(flavor = "multi_thread")]
+async fn each_reasoning_shape_is_read_apart_and_a_reply_of_only_reasoning_says_what_ended_it() {
+    let canned = |api, content, fields, finish| Canned {
+        api,
+        content,
+        fields,
+        calls_finish: false,
+        finish,
+    };
+    let cut = |words| Ends::Stops {
+        stopped: "max_tokens",
+        words,
+        never: &["did not cut it"],
+    };
+    let ended = Ends::Stops {
+        stopped: "error",
+        words: SERVER_ENDED,
+        never: &["raise `--max-tokens`", "cut it inside its thinking"],
+    };
+    #[rustfmt::skip]
+    let table: Vec<(&str, Canned, &[&str], Ends)> = vec![
+        // A `</think>` that ends the reply closes no block: the reply is read, not taken for
+        // reasoning (issue 45, item 8).
+        ("trailing </think>, chat", canned(Api::Chat, Some(" I know it.\nAction 1: Finish[Paris]</think>"), &[], Some("stop")), &[], Ends::Answers(None)),
+        ("trailing </think>, completions", canned(Api::Completions, Some(" I know it.\nAction 1: Finish[Paris]</think>\n"), &[], Some("stop")), &[], Ends::Answers(None)),
+        ("trailing </think>, tools", Canned { calls_finish: true, ..canned(Api::Tools, Some("I know it.</think>"), &[], Some("tool_calls")) }, &[], Ends::Answers(None)),
+        ("block, then a stray </think>", canned(Api::Chat, Some("<think>a</think> I know it.\nAction 1: Finish[Paris]</think>"), &[], Some("stop")), &[], Ends::Answers(Some("a"))),
+        ("block the template opened", canned(Api::Chat, Some("hmm.\n</think>\n\n I know it.\nAction 1: Finish[Paris]"), &[], Some("stop")), &[], Ends::Answers(Some("hmm."))),
+        ("empty block (thinking off)", canned(Api::Chat, Some("<think>\n\n</think>\n\n I know it.\nAction 1: Finish[Paris]"), &[], Some("stop")), &[], Ends::Answers(None)),
+        ("`reasoning` field", canned(Api::Chat, Some(ANSWER), &[("reasoning", "r")], Some("stop")), &[], Ends::Answers(Some("r"))),
+        ("both fields: `reasoning` first", canned(Api::Chat, Some(ANSWER), &[("reasoning", "a"), ("reasoning_content", "b")], Some("stop")), &[], Ends::Answers(Some("a"))),
+        ("blank field", canned(Api::Completions, Some(ANSWER), &[("reasoning_content", "  \n")], Some("stop")), &[], Ends::Answers(None)),
+        // Only reasoning, cut by the cap: the error names the cap and says to raise it.
+        ("field, cut at 512", canned(Api::Chat, None, &[("reasoning_content", "r")], Some("length")), &["--max-tokens", "512"], cut(&["`--max-tokens 512`", "raise `--max-tokens` above 512", THINKING_OFF, THINKING_DOWN])),
+        ("unclosed <think>, cut at 512, tools", canned(Api::Tools, Some("<think>r"), &[], Some("length")), &["--max-tokens", "512"], cut(&["`--max-tokens 512`", "raise `--max-tokens` above 512"])),
+        ("no finish_reason reads as cut", canned(Api::Completions, Some("<think>r"), &[], None), &["--max-tokens", "300"], cut(&["`--max-tokens 300`"])),
+        // `--max-tokens 0` sends no cap: the server's default cut it, and 0 is never to be raised
+        // (issue 45, item 11).
+        ("cut with --max-tokens 0", canned(Api::Chat, Some("<think>r"), &[], Some("length")), &["--max-tokens", "0"], Ends::Stops {
+            stopped: "max_tokens",
+            words: &["`--max-tokens 0` sends none", "the server's default", THINKING_OFF],
+            never: &["raise `--max-tokens`", "`--max-tokens 256`"],
+        }),
+        // Only reasoning, ended by the server: not the cap's doing, and not called so (item 11).
+        ("field, ended, chat", canned(Api::Chat, Some(""), &[("reasoning", "r")], Some("stop")), &["--max-tokens", "512"], ended),
+        ("field, ended, completions", canned(Api::Completions, None, &[("reasoning_content", "r")], Some("stop")), &[], ended),
+        ("unclosed <think>, ended", canned(Api::Chat, Some("<think>r"), &[], Some("stop")), &[], ended),
+        ("field, ended, tools", canned(Api::Tools, None, &[("reasoning", "r")], Some("stop")), &[], ended),
+    ];
+    for (name, canned, args, ends) in table {
+        let server = serve_posts(canned).await;
+        let dir = tempfile::tempdir().unwrap();
+        let out = dir.path().join("results.jsonl");
+        // A question that ends in an error makes `eval` exit 2: its line is what is checked.
+        binary()
+            .arg("eval")
+            .arg(fixture("hotpotqa/official.json"))
+            .args([
+                "--docstore",
+                "distractor",
+                "--model",
+                "m",
+                "--api",
+                canned.api.as_str(),
+            ])
+            .args([
+                "--base-url",
+                &format!("{}/v1", server.uri()),
+                "--limit",
+                "1",
+                "--out",
+            ])
+            .arg(&out)
+            .args(args)
+            .output()
+            .unwrap();
+        let recorded = runs(&std::fs::read_to_string(&out).unwrap());
+        assert_eq!(recorded.len(), 1, "{name}");
+        let run = &recorded[0];
+        check_ending(name, run, ends);
+        // A replay ends the same way, with the same words.
+        let replayed = replay(&out);
+        for field in ["answer", "stopped", "error"] {
+            assert_eq!(replayed[0][field], run[field], "{name}: replayed {field}");
+        }
+        assert_eq!(step_reasoning(&replayed), step_reasoning(&recorded), "{name}");
+        println!("reasoning case: {name}: {}", run["stopped"]);
+    }
+}
+
+/// Checks that `run` ended as `ends` says.
+#[track_caller]
+fn check_ending(name: &str, run: &Value, ends: Ends) {
+    match ends {
+        Ends::Answers(reasoning) => {
+            assert_eq!(run["stopped"], "finish", "{name}: {run}");
+            assert_eq!(run["answer"], "Paris", "{name}: {run}");
+            assert_eq!(run["steps"][0]["reasoning"], json!(reasoning), "{name}: {run}");
+            let step = &run["steps"][0];
+            for field in ["thought", "action"] {
+                let text = step[field].as_str().unwrap_or_default();
+                assert!(!text.contains("think>"), "{name}: a tag is kept: {step}");
+            }
+        }
+        Ends::Stops {
+            stopped,
+            words,
+            never,
+        } => {
+            assert_eq!(run["stopped"], stopped, "{name}: {run}");
+            assert_eq!(run["steps"][0]["reasoning"], "r", "{name}: {run}");
+            let error = run["error"].as_str().unwrap();
+            for words in words {
+                assert!(error.contains(words), "{name}: `{words}` not in {error}");
+            }
+            for words in never {
+                assert!(!error.contains(words), "{name}: `{words}` in {error}");
+            }
+        }
+    }
+}

@@ -280,8 +280,7 @@ impl Agent<'_> {
         let cut = reply.message.is_cut();
         record.replies.push(reply.message);
         if cut {
-            let max_tokens = self.llm.generation().and_then(|generation| generation.max_tokens);
-            return Err(LlmError::CutInThinking { max_tokens });
+            return Err(crate::llm::reasoning::only_reasoning(self.llm, reply.ending));
         }
         Ok(read)
     }

@@ -4,7 +4,9 @@
 //! The command runs with `sh -c COMMAND`, so pipes, quotes and `$VARIABLES` work as in a shell. Its
 //! argument arrives on stdin followed by a newline; its stdout, trimmed, is the observation. A
 //! command that fails, hangs or floods stdout gives an observation saying so: the model reads
-//! it and carries on. Only a command that cannot be started at all is an error.
+//! it and carries on. Only a command that cannot be started at all is an error. What the tool
+//! shows of its command (the prompt line the model reads and runs record, its errors) has the
+//! credentials it recognises taken out; a secret belongs in the command's environment (`$TOKEN`).
 
 use std::process::Stdio;
 use std::time::Duration;
@@ -15,6 +17,7 @@ use tokio::process::Command;
 
 use crate::agent::calls::function_key;
 use crate::agent::tool::{Tool, ToolError};
+use crate::secret::redact_command;
 
 /// How long a command may run by default.
 pub const DEFAULT_TIMEOUT: Duration = Duration::from_secs(30);
@@ -55,11 +58,13 @@ pub enum CommandToolConfigError {
 }
 
 impl CommandToolConfig {
-    /// Parses `NAME=COMMAND`, with the default timeout and output cap.
+    /// Parses `NAME=COMMAND`, with the default timeout and output cap. An error quotes the
+    /// definition with the credentials it recognises taken out ([`redact_command`]).
     pub fn parse(definition: &str) -> Result<CommandToolConfig, CommandToolConfigError> {
+        let shown = redact_command(definition);
         let Some((name, command)) = definition.split_once('=') else {
             return Err(CommandToolConfigError::NoEquals {
-                definition: definition.to_owned(),
+                definition: shown.clone(),
             });
         };
         let (name, command) = (name.trim(), command.trim());
@@ -68,20 +73,20 @@ impl CommandToolConfig {
             && chars.all(|c| c.is_ascii_alphanumeric() || c == '_');
         if !well_formed {
             return Err(CommandToolConfigError::BadName {
-                definition: definition.to_owned(),
+                definition: shown.clone(),
                 name: name.to_owned(),
             });
         }
         // `Look_Up` too: with `--api tools` it would be one function with `lookup`.
         if ["search", "lookup", "finish", "think"].contains(&function_key(name).as_str()) {
             return Err(CommandToolConfigError::Reserved {
-                definition: definition.to_owned(),
+                definition: shown.clone(),
                 name: name.to_owned(),
             });
         }
         if command.is_empty() {
             return Err(CommandToolConfigError::EmptyCommand {
-                definition: definition.to_owned(),
+                definition: shown.clone(),
             });
         }
         Ok(CommandToolConfig {
@@ -110,10 +115,14 @@ pub struct SpawnError {
 }
 
 impl CommandTool {
+    /// The tool for `config`. Its prompt line quotes the command with the credentials it
+    /// recognises taken out ([`redact_command`]): the line goes to the model and into every run
+    /// file, and a command without any reads as written.
     pub fn new(config: CommandToolConfig) -> CommandTool {
         let description = format!(
             "{}[input], which runs the command `{}` on the input and returns its output.",
-            config.name, config.command
+            config.name,
+            redact_command(&config.command)
         );
         CommandTool { config, description }
     }
@@ -121,7 +130,7 @@ impl CommandTool {
     /// The observation for `argument`.
     pub async fn run(&self, argument: &str) -> Result<String, SpawnError> {
         let spawn_error = |source| SpawnError {
-            command: self.config.command.clone(),
+            command: redact_command(&self.config.command),
             source,
         };
         let mut command = Command::new("sh");

@@ -3,7 +3,8 @@
 //! The observation is the answer box's `answer`, else its `snippet`, else the first organic
 //! result's `snippet`, else `No search result found for {query}.`. The API key goes only into the
 //! request: never into a log, an error message (reqwest errors are stripped of their URL), the cache
-//! or `Debug` output. A response body is read up to [`MAX_BODY_BYTES`]. Failures are retried by
+//! or `Debug` output; a search URL's credentials go in a header, and into none of those either. A
+//! response body is read up to [`MAX_BODY_BYTES`]. Failures are retried by
 //! `http::retry`, as the other clients are (not a connection refused on this machine or its
 //! private network, where nothing listens): a `Retry-After` longer than
 //! [`WebSearchConfig::max_retry_after`] ends the retries with an error quoting it.
@@ -184,14 +185,23 @@ struct CacheEntry {
 }
 
 impl WebSearch {
-    pub fn new(config: WebSearchConfig) -> Result<WebSearch, WebSearchError> {
+    /// The tool for `config`. Credentials in the search URL (`http://user:pass@host/search`) go
+    /// with every request as a header: the URL it keeps, logs and keys its cache by carries none.
+    pub fn new(mut config: WebSearchConfig) -> Result<WebSearch, WebSearchError> {
         if config.api_key.is_none() && config.search_url == DEFAULT_SEARCH_URL {
             return Err(WebSearchError::MissingKey);
         }
         let timeout = config.timeout;
+        let authorization = http::basic_auth_header(&config.search_url);
+        config.search_url = http::without_credentials(&config.search_url);
         let client = LazyClient::new(move || {
+            let mut headers = reqwest::header::HeaderMap::new();
+            if let Some(authorization) = &authorization {
+                headers.insert(reqwest::header::AUTHORIZATION, authorization.clone());
+            }
             reqwest::Client::builder()
                 .user_agent(crate::docstore::DEFAULT_USER_AGENT)
+                .default_headers(headers)
                 .timeout(timeout)
         });
         Ok(WebSearch { config, client })

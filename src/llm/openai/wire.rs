@@ -31,7 +31,8 @@ pub struct Choice {
     /// `/chat/completions`: the assistant's message.
     #[serde(default)]
     pub message: Option<ChatMessage>,
-    /// `stop`, `length`, another server's own word, or null: only logged.
+    /// `stop`, `length`, another server's own word, or null: tells a reply of only reasoning the
+    /// token cap cut from one the server ended ([`reasoning::Ending`]).
     #[serde(default)]
     pub finish_reason: Option<Value>,
     /// `/completions` of a server whose reasoning parser runs there too.
