@@ -400,6 +400,7 @@ pub async fn replay(
         for RecordedRun {
             place: source,
             run: recorded,
+            ..
         } in runs
         {
             if let Some(changed) = changed_fewshot(&recorded) {
@@ -525,7 +526,10 @@ fn skipped_files(n_skipped: usize) -> String {
 /// Refuses runs recorded against another docstore than the frozen one given to observe their
 /// unrecorded steps (runs that do not say which docstore answered them are let through).
 fn check_same_docstore(runs: &[RecordedRun], current: &DocstoreInfo) -> Result<(), ReplayError> {
-    for RecordedRun { place: source, run } in runs {
+    for RecordedRun {
+        place: source, run, ..
+    } in runs
+    {
         if let Some(recorded) = run.docstore.as_ref().filter(|recorded| *recorded != current) {
             return Err(ReplayError::OtherDocstore {
                 run: source.clone(),

@@ -1,11 +1,13 @@
-//! `cache`: what the reply cache (`--cache`) holds, and removing all or the old part of it.
+//! `cache`: what the reply cache (`--cache`) holds, and removing all or the old part of it. Only
+//! the cache's entries (and its writers' temporary files) are touched: a directory that is no
+//! reply cache is refused, and other files among the entries are left and named.
 
 use std::io::Write;
 use std::path::PathBuf;
 use std::process::ExitCode;
 use std::time::{Duration, SystemTime};
 
-use crate::llm::cache::{self, CacheInfo};
+use crate::llm::cache::{self, CacheError, CacheInfo, Removed};
 use crate::output;
 
 use super::options::default_replies_dir;
@@ -23,7 +25,7 @@ pub enum CacheCommand {
 /// Which reply cache.
 #[derive(clap::Args)]
 pub struct CacheDirArgs {
-    /// The reply cache, as `--cache DIR` named it [default: `replies/` in the page cache
+    /// The reply cache, as `--cache=DIR` named it [default: `replies/` in the page cache
     /// directory].
     #[arg(value_name = "DIR")]
     dir: Option<PathBuf>,
@@ -38,6 +40,25 @@ impl CacheDirArgs {
         self.dir
             .clone()
             .unwrap_or_else(|| default_replies_dir(self.cache_dir.as_deref()))
+    }
+
+    /// What the directory holds; the default one, before anything was cached there, holds
+    /// nothing (a directory named on the command line must exist).
+    fn info(&self) -> Result<(PathBuf, CacheInfo), CacheError> {
+        let dir = self.dir();
+        match cache::cache_info(&dir) {
+            Err(CacheError::Missing { .. }) if self.dir.is_none() => Ok((dir, CacheInfo::default())),
+            info => Ok((dir, info?)),
+        }
+    }
+
+    /// Removes its entries older than `older_than` (all with `None`), as `info` reads it.
+    fn remove(&self, older_than: Option<Duration>) -> Result<(PathBuf, Removed), CacheError> {
+        let dir = self.dir();
+        match cache::remove_entries(&dir, older_than) {
+            Err(CacheError::Missing { .. }) if self.dir.is_none() => Ok((dir, Removed::default())),
+            removed => Ok((dir, removed?)),
+        }
     }
 }
 
@@ -64,8 +85,7 @@ pub fn run(command: CacheCommand) -> anyhow::Result<ExitCode> {
     let mut stdout = output::stdout();
     match command {
         CacheCommand::Info(args) => {
-            let dir = args.dir.dir();
-            let info = cache::cache_info(&dir)?;
+            let (dir, info) = args.dir.info()?;
             if args.json {
                 let json = serde_json::json!({"dir": dir, "info": info});
                 writeln!(stdout, "{json}")?;
@@ -74,25 +94,25 @@ pub fn run(command: CacheCommand) -> anyhow::Result<ExitCode> {
             }
         }
         CacheCommand::Clear(args) => {
-            let dir = args.dir();
-            let removed = cache::remove_entries(&dir, None)?;
+            let (dir, removed) = args.remove(None)?;
             writeln!(
                 stdout,
                 "removed        {} from {}",
-                replies(removed),
+                replies(removed.entries),
                 dir.display()
             )?;
+            write_left(&mut stdout, &removed)?;
         }
         CacheCommand::Prune(args) => {
-            let dir = args.dir.dir();
-            let removed = cache::remove_entries(&dir, Some(args.older_than))?;
+            let (dir, removed) = args.dir.remove(Some(args.older_than))?;
             writeln!(
                 stdout,
                 "removed        {} older than {} from {}",
-                replies(removed),
+                replies(removed.entries),
                 age(args.older_than),
                 dir.display()
             )?;
+            write_left(&mut stdout, &removed)?;
         }
     }
     Ok(ExitCode::SUCCESS)
@@ -110,21 +130,55 @@ fn write_info(out: &mut dyn Write, dir: &std::path::Path, info: &CacheInfo) -> s
     } else {
         writeln!(out, "written        nothing yet")?;
     }
+    if info.temporary_files > 0 {
+        writeln!(
+            out,
+            "temporary      {} of writers (`cache prune` removes those whose writer is no longer running)",
+            counted(info.temporary_files, "file", "files")
+        )?;
+    }
     if info.other_files > 0 {
         writeln!(
             out,
-            "other files    {} (temporary files of interrupted writers; `cache prune` removes them)",
-            info.other_files
+            "other files    {}, not replies (`clear` and `prune` leave them): {}",
+            info.other_files,
+            cache::named(&info.others, info.other_files)
         )?;
     }
     Ok(())
 }
 
-fn replies(n: u64) -> String {
-    match n {
-        1 => "1 reply".to_owned(),
-        n => format!("{n} replies"),
+/// What `clear` and `prune` removed besides replies, and what they left.
+fn write_left(out: &mut dyn Write, removed: &Removed) -> std::io::Result<()> {
+    if removed.temporary_files > 0 {
+        writeln!(
+            out,
+            "removed        {} of writers no longer running",
+            counted(removed.temporary_files, "temporary file", "temporary files")
+        )?;
     }
+    if removed.other_files > 0 {
+        writeln!(
+            out,
+            "left           {}, not replies: {}",
+            counted(removed.other_files, "other file", "other files"),
+            cache::named(&removed.others, removed.other_files)
+        )?;
+    }
+    Ok(())
+}
+
+/// `1 file`, `2 files`.
+fn counted(n: u64, one: &str, many: &str) -> String {
+    if n == 1 {
+        format!("1 {one}")
+    } else {
+        format!("{n} {many}")
+    }
+}
+
+fn replies(n: u64) -> String {
+    counted(n, "reply", "replies")
 }
 
 /// `7d`, `12h`, `90s`: the largest unit that divides it whole (whole hours when none does).

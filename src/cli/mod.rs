@@ -87,9 +87,11 @@ where
 {
     // `--help`, `--version` and a refused command line print as clap prints them and return its
     // status, without ending the process (the Python module runs this in an interpreter).
-    let cli = match Cli::try_parse_from(args) {
+    let args: Vec<std::ffi::OsString> = args.into_iter().map(Into::into).collect();
+    let cli = match Cli::try_parse_from(&args) {
         Ok(cli) => cli,
         Err(error) => {
+            let error = options::explain_cache_word(error, &args);
             let _ = error.print();
             return ExitCode::from(u8::try_from(error.exit_code()).unwrap_or(2));
         }

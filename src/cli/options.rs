@@ -401,9 +401,10 @@ pub struct AgentRunArgs {
 #[command(next_help_heading = "Model")]
 pub struct CacheArgs {
     /// Answer a model call from the reply cache when the same request (model, API, server, the
-    /// whole body, attempt) was answered before, and keep new replies there: in DIR, else in
-    /// `replies/` of the page cache directory (`--cache-dir`). A word right after `--cache` is read as DIR: give it after the question.
-    #[arg(long, value_name = "DIR")]
+    /// whole body, attempt) was answered before, and keep new replies there: in DIR, given as
+    /// `--cache=DIR` (a word after `--cache` is never its directory), else in `replies/` of the
+    /// page cache directory (`--cache-dir`).
+    #[arg(long, value_name = "DIR", num_args = 0..=1, require_equals = true)]
     pub cache: Option<Option<PathBuf>>,
     /// With `--cache`: serve a reply whichever host of the model gave it (several servers of one
     /// model behind different URLs).
@@ -420,6 +421,33 @@ impl CacheArgs {
                 .unwrap_or_else(|| default_replies_dir(docstore.fetch.cache_dir.as_deref())),
         )
     }
+}
+
+/// A refused command line that holds `--cache WORD`: since `--cache` takes its directory only as
+/// `--cache=DIR`, WORD was read as an argument of its own (the question, a second question file),
+/// and the error says so.
+pub fn explain_cache_word(mut error: clap::Error, args: &[std::ffi::OsString]) -> clap::Error {
+    use clap::error::{ContextKind, ContextValue, ErrorKind};
+    if error.kind() != ErrorKind::UnknownArgument {
+        return error;
+    }
+    let Some(word) = args
+        .windows(2)
+        .take_while(|pair| pair[0] != "--")
+        .find(|pair| pair[0] == "--cache" && !pair[1].to_string_lossy().starts_with('-'))
+        .map(|pair| pair[1].to_string_lossy().into_owned())
+    else {
+        return error;
+    };
+    let tip = format!(
+        "`--cache` takes its directory only as `--cache=DIR`: `--cache {word}` is `--cache` and an argument `{word}` of its own; write `--cache={word}`"
+    );
+    let mut tips = vec![clap::builder::StyledStr::from(tip)];
+    if let Some(ContextValue::StyledStrs(others)) = error.get(ContextKind::Suggested) {
+        tips.extend(others.iter().cloned());
+    }
+    error.insert(ContextKind::Suggested, ContextValue::StyledStrs(tips));
+    error
 }
 
 /// `replies/` in the page cache directory: `--cache-dir`, else the user's cache directory.

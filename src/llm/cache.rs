@@ -24,6 +24,10 @@
 //! task-local; the scope numbers the calls and records which the cache answered, for the run's
 //! `cache` field ([`CacheUse`]). Calls outside any scope count as attempt 1 of one process-wide
 //! scope.
+//!
+//! `cache info|clear|prune` ([`cache_info`], [`remove_entries`]) touch only the cache's own files:
+//! an entry is known by its place and its content, never by a name alone, a directory holding no
+//! entry is refused naming what it holds, and other files among the entries are left and named.
 
 use std::collections::HashMap;
 use std::fs::File;
@@ -89,6 +93,22 @@ pub enum CacheError {
         path: PathBuf,
         #[source]
         source: std::io::Error,
+    },
+    #[error("no reply cache at `{}`: there is no such directory", dir.display())]
+    Missing { dir: PathBuf },
+    #[error("no reply cache at `{}`: it is a file, not a directory", dir.display())]
+    NotADirectory { dir: PathBuf },
+    /// A directory that holds things and no entry: `cache` touches none of them.
+    #[error(
+        "`{}` is not a reply cache: it holds no reply, only {others}; nothing was touched{hint}",
+        dir.display()
+    )]
+    NotACache {
+        dir: PathBuf,
+        /// What it holds, as [`named`] lists it.
+        others: String,
+        /// Where the replies are, when `dir` is a page cache directory.
+        hint: String,
     },
 }
 
@@ -466,13 +486,24 @@ fn current_scope() -> Option<Arc<CacheScope>> {
     SCOPE.try_with(Arc::clone).ok()
 }
 
-/// What a cache directory holds (`cache info`).
+/// A file of a cache directory larger than this is no entry: no reply the client accepts comes
+/// near it (`cache info`, `clear` and `prune` read every file that may be an entry).
+const MAX_ENTRY_FILE_BYTES: u64 = 64 << 20;
+/// How many of the files that are no entry a message names before `…`.
+const NAMED_OTHERS: usize = 8;
+
+/// What a reply cache directory holds (`cache info`).
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize)]
 pub struct CacheInfo {
     pub entries: u64,
     pub bytes: u64,
-    /// Files that are no entry (a writer's leftover temporary file, something else).
+    /// Temporary files of writers: an entry being written, or left by a writer that was stopped.
+    pub temporary_files: u64,
+    /// Files and directories that are neither: `clear` and `prune` leave them.
     pub other_files: u64,
+    /// The first of them ([`NAMED_OTHERS`]), relative to the directory (a directory with `/`).
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub others: Vec<String>,
     /// Seconds since the Unix epoch of the oldest and newest entry (by modification time).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub oldest: Option<u64>,
@@ -480,80 +511,289 @@ pub struct CacheInfo {
     pub newest: Option<u64>,
 }
 
-/// Every file of a cache directory: `(path, is an entry, size, modified)`. A missing directory
-/// holds nothing.
-fn cache_files(dir: &Path) -> Result<Vec<(PathBuf, bool, u64, SystemTime)>, CacheError> {
-    let read_error = |source| CacheError::Read {
-        dir: dir.to_owned(),
-        source,
-    };
-    let fans = match std::fs::read_dir(dir) {
-        Ok(fans) => fans,
-        Err(error) if error.kind() == std::io::ErrorKind::NotFound => return Ok(Vec::new()),
-        Err(error) => return Err(read_error(error)),
-    };
-    let mut files = Vec::new();
-    for fan in fans {
-        let fan = fan.map_err(read_error)?;
-        if !fan.file_type().map_err(read_error)?.is_dir() {
-            continue;
-        }
-        for file in std::fs::read_dir(fan.path()).map_err(read_error)? {
-            let file = file.map_err(read_error)?;
-            let metadata = file.metadata().map_err(read_error)?;
-            if !metadata.is_file() {
-                continue;
-            }
-            let name = file.file_name();
-            let is_entry = name
-                .to_str()
-                .is_some_and(|name| !name.starts_with('.') && name.ends_with(".json"));
-            let modified = metadata.modified().unwrap_or(SystemTime::UNIX_EPOCH);
-            files.push((file.path(), is_entry, metadata.len(), modified));
-        }
-    }
-    Ok(files)
+/// What `cache clear` or `prune` removed, and what it left.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Removed {
+    pub entries: u64,
+    /// Temporary files of writers no longer running.
+    pub temporary_files: u64,
+    /// Files and directories that are no entry, left as they were; the first of them named.
+    pub other_files: u64,
+    pub others: Vec<String>,
 }
 
-/// How many entries `dir` holds, their size and age.
-pub fn cache_info(dir: &Path) -> Result<CacheInfo, CacheError> {
-    let mut info = CacheInfo::default();
-    for (_, is_entry, size, modified) in cache_files(dir)? {
-        if !is_entry {
-            info.other_files += 1;
-            continue;
+/// A cache directory sorted into what `cache` manages — entries, and writers' temporary files —
+/// and everything else, which it never touches.
+#[derive(Debug, Default)]
+struct Listing {
+    entries: Vec<EntryFile>,
+    /// The entry each temporary file was to become (its target: [`remove_stale_temporaries`]).
+    ///
+    /// [`remove_stale_temporaries`]: crate::fsutil::remove_stale_temporaries
+    temporaries: Vec<PathBuf>,
+    /// Everything else, relative to the directory: what is at its top first, then what is inside
+    /// its fan-out directories, each part in name order.
+    others: Vec<String>,
+}
+
+#[derive(Debug)]
+struct EntryFile {
+    path: PathBuf,
+    size: u64,
+    modified: SystemTime,
+}
+
+impl Listing {
+    /// Sorts `dir`'s contents. An entry is recognised by its place and its content, never by a
+    /// name alone: a file `{aa}/{62 hex digits}.json` in a fan-out directory named by two hex
+    /// digits, holding JSON whose `format` is a reply cache's and whose `key` is the digest its
+    /// path spells. A missing directory, or a file, is no cache.
+    fn read(dir: &Path) -> Result<Listing, CacheError> {
+        let read_error = |source| CacheError::Read {
+            dir: dir.to_owned(),
+            source,
+        };
+        match std::fs::metadata(dir) {
+            Ok(metadata) if metadata.is_dir() => {}
+            Ok(_) => return Err(CacheError::NotADirectory { dir: dir.to_owned() }),
+            Err(error) if error.kind() == std::io::ErrorKind::NotFound => {
+                return Err(CacheError::Missing { dir: dir.to_owned() });
+            }
+            Err(error) => return Err(read_error(error)),
         }
-        let modified = modified
+        let mut listing = Listing::default();
+        let mut inside_fans = Vec::new();
+        for (name, path, file_type) in sorted_items(dir).map_err(read_error)? {
+            match name.to_str().filter(|name| file_type.is_dir() && is_fan(name)) {
+                Some(fan) => {
+                    let fan = fan.to_owned();
+                    for (entry_name, entry_path, _) in sorted_items(&path).map_err(read_error)? {
+                        listing.sort_in_fan(&fan, &entry_name, entry_path, &mut inside_fans)?;
+                    }
+                }
+                None => listing.others.push(shown(&name, file_type)),
+            }
+        }
+        listing.others.extend(inside_fans);
+        Ok(listing)
+    }
+
+    /// Sorts one item of the fan-out directory `fan`: an entry, a temporary file or another.
+    fn sort_in_fan(
+        &mut self,
+        fan: &str,
+        name: &std::ffi::OsStr,
+        path: PathBuf,
+        others: &mut Vec<String>,
+    ) -> Result<(), CacheError> {
+        // Not followed: a link is never an entry.
+        let metadata = std::fs::symlink_metadata(&path).map_err(|source| CacheError::Read {
+            dir: path.clone(),
+            source,
+        })?;
+        let text = name.to_str().unwrap_or_default();
+        if metadata.is_file() {
+            if entry_rest(text).is_some_and(|rest| holds_entry(&path, fan, rest, metadata.len())) {
+                self.entries.push(EntryFile {
+                    path,
+                    size: metadata.len(),
+                    modified: metadata.modified().unwrap_or(SystemTime::UNIX_EPOCH),
+                });
+                return Ok(());
+            }
+            if let Some(target) = temporary_target(text) {
+                self.temporaries.push(path.with_file_name(target));
+                return Ok(());
+            }
+        }
+        others.push(format!("{fan}/{}", shown(name, metadata.file_type())));
+        Ok(())
+    }
+
+    /// Refuses a directory that holds things but no entry nor a writer's temporary file (an empty
+    /// directory is an empty cache).
+    fn refuse_unless_cache(&self, dir: &Path) -> Result<(), CacheError> {
+        if !self.entries.is_empty() || !self.temporaries.is_empty() || self.others.is_empty() {
+            return Ok(());
+        }
+        let replies = dir.join(REPLIES_DIR);
+        let hint = if replies.is_dir() {
+            format!(
+                "; a page cache directory keeps its replies in `{REPLIES_DIR}/`: `{}`",
+                replies.display()
+            )
+        } else {
+            String::new()
+        };
+        Err(CacheError::NotACache {
+            dir: dir.to_owned(),
+            others: named(&self.others, self.others.len() as u64),
+            hint,
+        })
+    }
+
+    /// The first others, for a summary.
+    fn first_others(&self) -> Vec<String> {
+        self.others.iter().take(NAMED_OTHERS).cloned().collect()
+    }
+}
+
+/// The items of `dir` in name order: name, path, type (links not followed).
+fn sorted_items(dir: &Path) -> std::io::Result<Vec<(std::ffi::OsString, PathBuf, std::fs::FileType)>> {
+    let mut items = Vec::new();
+    for item in std::fs::read_dir(dir)? {
+        let item = item?;
+        items.push((item.file_name(), item.path(), item.file_type()?));
+    }
+    items.sort_by(|a, b| a.0.cmp(&b.0));
+    Ok(items)
+}
+
+/// An item's name as messages show it: a directory with a `/`.
+fn shown(name: &std::ffi::OsStr, file_type: std::fs::FileType) -> String {
+    let name = name.to_string_lossy();
+    if file_type.is_dir() {
+        format!("{name}/")
+    } else {
+        name.into_owned()
+    }
+}
+
+/// `` `a`, `b/`, `c` `` — the first [`NAMED_OTHERS`] of `others`, then `…` when there are more
+/// than `total` shown.
+pub fn named(others: &[String], total: u64) -> String {
+    let shown: Vec<String> = others
+        .iter()
+        .take(NAMED_OTHERS)
+        .map(|other| format!("`{other}`"))
+        .collect();
+    let mut text = shown.join(", ");
+    if total > shown.len() as u64 {
+        text.push_str(", …");
+    }
+    text
+}
+
+/// Lowercase hex digits, `n` of them.
+fn is_hex(text: &str, n: usize) -> bool {
+    text.len() == n && text.bytes().all(|byte| matches!(byte, b'0'..=b'9' | b'a'..=b'f'))
+}
+
+/// A fan-out directory's name: the first two hex digits of its entries' keys.
+fn is_fan(name: &str) -> bool {
+    is_hex(name, 2)
+}
+
+/// The rest of the key an entry's file name spells (`{62 hex digits}.json`).
+fn entry_rest(name: &str) -> Option<&str> {
+    name.strip_suffix(".json").filter(|rest| is_hex(rest, 62))
+}
+
+/// The entry a writer's temporary file was to become: `.{entry}.tmp{pid}-{n}` gives `{entry}`.
+fn temporary_target(name: &str) -> Option<&str> {
+    let (target, writer) = name.strip_prefix('.')?.split_once(".tmp")?;
+    let (pid, n) = writer.split_once('-')?;
+    let digits = |text: &str| !text.is_empty() && text.bytes().all(|byte| byte.is_ascii_digit());
+    (entry_rest(target).is_some() && digits(pid) && digits(n)).then_some(target)
+}
+
+/// Whether the file at `path` (of `size` bytes) is the entry its place names: a JSON object whose
+/// `format` is a reply cache's (any version) and whose `key` is `sha256:{fan}{rest}`. The rest of
+/// the file is read through, not kept.
+fn holds_entry(path: &Path, fan: &str, rest: &str, size: u64) -> bool {
+    #[derive(Deserialize)]
+    struct Head {
+        format: String,
+        key: String,
+    }
+    if size > MAX_ENTRY_FILE_BYTES {
+        return false;
+    }
+    let Ok(file) = File::open(path) else {
+        return false;
+    };
+    let reader = std::io::BufReader::new(file.take(MAX_ENTRY_FILE_BYTES));
+    let Ok(head) = serde_json::from_reader::<_, Head>(reader) else {
+        return false;
+    };
+    let format_family = CACHE_FORMAT
+        .rsplit_once('.')
+        .map_or(CACHE_FORMAT, |(family, _)| family);
+    head.format
+        .strip_prefix(format_family)
+        .is_some_and(|version| version.starts_with('.'))
+        && head
+            .key
+            .strip_prefix("sha256:")
+            .and_then(|key| key.strip_prefix(fan))
+            == Some(rest)
+}
+
+/// How many entries the reply cache `dir` holds, their size and age, and what else it holds.
+/// Refused: a missing directory, or one that holds no entry but other things.
+pub fn cache_info(dir: &Path) -> Result<CacheInfo, CacheError> {
+    let listing = Listing::read(dir)?;
+    listing.refuse_unless_cache(dir)?;
+    let mut info = CacheInfo {
+        temporary_files: listing.temporaries.len() as u64,
+        other_files: listing.others.len() as u64,
+        others: listing.first_others(),
+        ..CacheInfo::default()
+    };
+    for entry in &listing.entries {
+        let modified = entry
+            .modified
             .duration_since(SystemTime::UNIX_EPOCH)
             .map_or(0, |since| since.as_secs());
         info.entries += 1;
-        info.bytes += size;
+        info.bytes += entry.size;
         info.oldest = Some(info.oldest.map_or(modified, |oldest| oldest.min(modified)));
         info.newest = Some(info.newest.map_or(modified, |newest| newest.max(modified)));
     }
     Ok(info)
 }
 
-/// Removes the entries (and leftover files) of `dir` written more than `older_than` ago, all of
-/// them with `None`; returns how many entries it removed. Empty fan-out directories go too.
-pub fn remove_entries(dir: &Path, older_than: Option<Duration>) -> Result<u64, CacheError> {
+/// Removes the entries of the reply cache `dir` written more than `older_than` ago (all of them
+/// with `None`) and the temporary files of writers no longer running; a fan-out directory left
+/// empty goes too. Everything else stays, and is named in what it returns. Refused, touching
+/// nothing: a missing directory, or one that holds no entry but other things.
+pub fn remove_entries(dir: &Path, older_than: Option<Duration>) -> Result<Removed, CacheError> {
+    let listing = Listing::read(dir)?;
+    listing.refuse_unless_cache(dir)?;
     let now = SystemTime::now();
-    let mut removed = 0;
-    for (path, is_entry, _, modified) in cache_files(dir)? {
-        let old = older_than.is_none_or(|age| now.duration_since(modified).is_ok_and(|since| since > age));
+    let mut removed = Removed {
+        other_files: listing.others.len() as u64,
+        others: listing.first_others(),
+        ..Removed::default()
+    };
+    let mut emptied = std::collections::BTreeSet::new();
+    for entry in &listing.entries {
+        let old =
+            older_than.is_none_or(|age| now.duration_since(entry.modified).is_ok_and(|since| since > age));
         if !old {
             continue;
         }
-        match std::fs::remove_file(&path) {
-            Ok(()) => removed += u64::from(is_entry),
+        match std::fs::remove_file(&entry.path) {
+            Ok(()) => removed.entries += 1,
             // Another process removed it first.
             Err(error) if error.kind() == std::io::ErrorKind::NotFound => {}
-            Err(source) => return Err(CacheError::Remove { path, source }),
+            Err(source) => {
+                return Err(CacheError::Remove {
+                    path: entry.path.clone(),
+                    source,
+                });
+            }
         }
-        if let Some(fan) = path.parent() {
-            // Fails while the directory holds other files: it stays.
-            let _ = std::fs::remove_dir(fan);
-        }
+        emptied.extend(entry.path.parent().map(Path::to_path_buf));
+    }
+    let targets: std::collections::BTreeSet<&PathBuf> = listing.temporaries.iter().collect();
+    for target in targets {
+        removed.temporary_files += crate::fsutil::remove_stale_temporaries(target) as u64;
+        emptied.extend(target.parent().map(Path::to_path_buf));
+    }
+    for fan in emptied {
+        // Fails while the directory holds anything: it stays.
+        let _ = std::fs::remove_dir(fan);
     }
     Ok(removed)
 }
@@ -720,15 +960,83 @@ mod tests {
         let info = cache_info(dir.path()).unwrap();
         assert_eq!(info.entries, 3);
         assert!(info.bytes > 0 && info.oldest.is_some());
-        assert_eq!(
-            remove_entries(dir.path(), Some(Duration::from_secs(3600))).unwrap(),
-            0
-        );
-        assert_eq!(remove_entries(dir.path(), None).unwrap(), 3);
+        let kept = remove_entries(dir.path(), Some(Duration::from_secs(3600))).unwrap();
+        assert_eq!(kept, Removed::default());
+        assert_eq!(remove_entries(dir.path(), None).unwrap().entries, 3);
         assert_eq!(cache_info(dir.path()).unwrap(), CacheInfo::default());
+        assert!(matches!(
+            cache_info(&dir.path().join("missing")),
+            Err(CacheError::Missing { .. })
+        ));
+    }
+
+    #[test]
+    fn entries_are_known_by_their_place_and_content_and_nothing_else_is_touched() {
+        let dir = tempfile::tempdir().unwrap();
+        let cache = open(dir.path());
+        let call = cache.call(Api::Chat, "h", &body("q"));
+        cache.write(&call, "m", &reply("a"), None);
+        let entry = cache.entry_path(&call.key);
+        let entry_bytes = std::fs::read(&entry).unwrap();
+        let fan = entry.parent().unwrap().to_owned();
+        let rest = entry.file_stem().unwrap().to_str().unwrap().to_owned();
+        // A writer that was stopped left its temporary file; a writer still running owns its own.
+        let mut stopped = std::process::Command::new("true").spawn().unwrap();
+        let stopped_pid = stopped.id();
+        stopped.wait().unwrap();
+        let stale = fan.join(format!(".{rest}.json.tmp{stopped_pid}-0"));
+        let live = fan.join(format!(".{rest}.json.tmp{}-9", std::process::id()));
+        let foreign = [
+            // An entry's bytes under a name its key does not spell, and under another extension.
+            (fan.join(format!("{}.json", "0".repeat(62))), entry_bytes.clone()),
+            (fan.join(format!("{rest}.txt")), entry_bytes.clone()),
+            // An entry's name, other content.
+            (
+                dir.path().join("ab").join(format!("{}.json", "1".repeat(62))),
+                b"{\"mine\": 1}".to_vec(),
+            ),
+            (dir.path().join("notes.txt"), b"mine".to_vec()),
+            (dir.path().join("runs").join("run1.json"), b"{}".to_vec()),
+            (live.clone(), b"{\"format\"".to_vec()),
+        ];
+        for (path, bytes) in &foreign {
+            std::fs::create_dir_all(path.parent().unwrap()).unwrap();
+            std::fs::write(path, bytes).unwrap();
+        }
+        std::fs::write(&stale, b"{\"for").unwrap();
+        let info = cache_info(dir.path()).unwrap();
+        assert_eq!((info.entries, info.temporary_files, info.other_files), (1, 2, 5));
+        assert_eq!(info.others[..2], ["notes.txt".to_owned(), "runs/".to_owned()]);
+        let removed = remove_entries(dir.path(), None).unwrap();
         assert_eq!(
-            cache_info(&dir.path().join("missing")).unwrap(),
-            CacheInfo::default()
+            (removed.entries, removed.temporary_files, removed.other_files),
+            (1, 1, 5)
         );
+        assert!(!entry.exists() && !stale.exists());
+        for (path, bytes) in &foreign {
+            assert_eq!(&std::fs::read(path).unwrap(), bytes, "{}", path.display());
+        }
+
+        // Without a single entry, what the directory holds is named and nothing is touched.
+        std::fs::remove_file(&live).unwrap();
+        for refused in [
+            remove_entries(dir.path(), None).map(drop),
+            cache_info(dir.path()).map(drop),
+        ] {
+            let message = refused.unwrap_err().to_string();
+            assert!(
+                message.contains("is not a reply cache: it holds no reply, only `notes.txt`, `runs/`, `"),
+                "{message}"
+            );
+            assert!(
+                message.contains(&format!("`ab/{}.json`", "1".repeat(62))),
+                "{message}"
+            );
+        }
+        for (path, bytes) in &foreign[..5] {
+            assert_eq!(&std::fs::read(path).unwrap(), bytes, "{}", path.display());
+        }
+        let file = dir.path().join("notes.txt");
+        assert!(matches!(cache_info(&file), Err(CacheError::NotADirectory { .. })));
     }
 }

@@ -204,6 +204,7 @@ pub fn read_runs(path: &Path) -> Result<Vec<RecordedRun>, RunsError> {
                     line: None,
                 },
                 run,
+                line_bytes: None,
             }]),
             Err(single_error) => match parse_run_lines(&bytes, path) {
                 Ok(lines) if lines.runs.len() > 1 && lines.torn_bytes == 0 => Ok(lines.runs),

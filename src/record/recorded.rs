@@ -1,6 +1,8 @@
 //! `RecordedRun`: a run and the place it was read from ([`RunPlace`]: its file, and its line in a
 //! JSON Lines file) — the one shape in which every reader of recorded runs (`replay`, `export`,
-//! `merge`, `score`, `compare`, `report`, `--fewshot-from`) holds them.
+//! `merge`, `score`, `compare`, `report`, `--fewshot-from`) holds them. A run read from a line
+//! keeps that line's bytes: a command that writes the line again (`eval`'s resume, `merge`) writes
+//! them, never the run as this version would spell it, so fields it does not know survive.
 
 use std::fmt;
 use std::path::Path;
@@ -39,6 +41,9 @@ impl fmt::Display for RunPlace {
 pub struct RecordedRun {
     pub place: RunPlace,
     pub run: Run,
+    /// The bytes of its line as read, without the `\n` that ends it, for a run read from a JSON
+    /// Lines file; `None` for a run file's single run.
+    pub line_bytes: Option<Arc<[u8]>>,
 }
 
 impl RecordedRun {
@@ -52,4 +57,27 @@ impl RecordedRun {
     pub fn line(&self) -> usize {
         self.place.line.unwrap_or(0)
     }
+
+    /// The run as a line of a results file, `\n` included: the bytes it was read from when it was
+    /// read from a line — fields this version does not know, and the line's own spelling, kept —
+    /// else the run as this version writes it.
+    pub fn results_line(&self) -> Vec<u8> {
+        match &self.line_bytes {
+            Some(bytes) => {
+                let mut line = Vec::with_capacity(bytes.len() + 1);
+                line.extend_from_slice(bytes);
+                line.push(b'\n');
+                line
+            }
+            None => run_line(&self.run),
+        }
+    }
+}
+
+/// One run as a line of a results file, as this version writes it: compact JSON and `\n`.
+pub fn run_line(run: &Run) -> Vec<u8> {
+    // invariant: a `Run` (strings, numbers, string-keyed structs) always serializes
+    let mut line = serde_json::to_vec(run).expect("a run always serializes");
+    line.push(b'\n');
+    line
 }

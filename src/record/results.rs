@@ -14,7 +14,7 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
 use crate::fsutil::AtomicFile;
-use crate::record::recorded::{RecordedRun, RunPlace};
+use crate::record::recorded::{RecordedRun, RunPlace, run_line};
 use crate::record::run::Run;
 
 /// An open results file, locked, ready to take more runs.
@@ -133,10 +133,11 @@ impl ResultsFile {
     }
 
     /// Removes the runs `drop` picks from the file and from `stored`, so `eval` asks their
-    /// questions again; returns how many were removed. The kept runs are written to a temporary
-    /// file, locked, and renamed into place: a crash leaves either the old file or the new one,
-    /// and the lock is held throughout (an evaluation that opened the old file before the rename
-    /// finds it replaced and is refused).
+    /// questions again; returns how many were removed. The kept runs' lines are written as they
+    /// were read, byte for byte ([`RecordedRun::results_line`]: fields this version does not know
+    /// survive), to a temporary file, locked, and renamed into place: a crash leaves either the
+    /// old file or the new one, and the lock is held throughout (an evaluation that opened the old
+    /// file before the rename finds it replaced and is refused).
     pub fn drop_runs(
         &mut self,
         stored: &mut StoredRuns,
@@ -150,7 +151,7 @@ impl ResultsFile {
         }
         let mut rewritten = Vec::new();
         for line in &stored.runs {
-            rewritten.extend(run_line(&line.run));
+            rewritten.extend(line.results_line());
         }
         self.replace_with(&rewritten)?;
         Ok(n_dropped)
@@ -207,14 +208,6 @@ impl ResultsFile {
     pub fn path(&self) -> &Path {
         &self.path
     }
-}
-
-/// One run as a JSON line.
-fn run_line(run: &Run) -> Vec<u8> {
-    // invariant: a `Run` (strings, numbers, string-keyed structs) always serializes
-    let mut line = serde_json::to_vec(run).expect("a run always serializes");
-    line.push(b'\n');
-    line
 }
 
 /// Opens `path` for reading and appending, creating it, and takes its exclusive lock.
@@ -304,6 +297,7 @@ pub fn parse_run_lines(bytes: &[u8], path: &Path) -> Result<RunLines, ResultsErr
                     line: Some(line_idx + 1),
                 },
                 run,
+                line_bytes: Some(Arc::from(line.strip_suffix(b"\n").unwrap_or(line))),
             }),
             Ok(None) => {}
             Err(_) if is_unterminated_last => {
@@ -339,4 +333,33 @@ fn with_ids(lines: RunLines, path: &Path) -> Result<StoredRuns, ResultsError> {
         stored.runs.push(run_line);
     }
     Ok(stored)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_rewrite_keeps_the_bytes_of_every_line_it_keeps() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("results.jsonl");
+        // Fields this version does not know, at the top and inside `usage`, spaces no serializer
+        // writes, a line ended by `\r\n`.
+        let kept = [
+            "{ \"id\": \"a\", \"question\": \"q\", \"steps\": [], \"reviewer_note\": \"mine\", \"usage\": {\"llm_calls\": 1, \"cache_read_tokens\": 7}}\r",
+            "{\"id\":\"c\",\"question\":\"q\",\"steps\":[],\"answer\":\"é\"}",
+        ];
+        let dropped = "{\"id\":\"b\",\"question\":\"q\",\"steps\":[]}";
+        std::fs::write(&path, format!("{}\n{dropped}\n{}\n", kept[0], kept[1])).unwrap();
+        let (mut results, mut stored) = ResultsFile::open(&path).unwrap();
+        assert_eq!(
+            results.drop_runs(&mut stored, |line| line.id() == "b").unwrap(),
+            1
+        );
+        drop(results);
+        assert_eq!(
+            std::fs::read_to_string(&path).unwrap(),
+            format!("{}\n{}\n", kept[0], kept[1])
+        );
+    }
 }

@@ -166,7 +166,7 @@ async fn an_evaluation_run_again_asks_nothing_and_answers_the_same() {
     let dir = tempfile::tempdir().unwrap();
     write_inputs(dir.path());
     let model = serve_posts(NumberingModel::default()).await;
-    let (stdout, _) = eval(dir.path(), &model, "first.jsonl", &["--cache", "replies"]);
+    let (stdout, _) = eval(dir.path(), &model, "first.jsonl", &["--cache=replies"]);
     assert_eq!(n_requests(&model).await, N_QUESTIONS);
     assert!(
         stdout.contains(&format!(
@@ -174,7 +174,7 @@ async fn an_evaluation_run_again_asks_nothing_and_answers_the_same() {
         )),
         "{stdout}"
     );
-    let (stdout, _) = eval(dir.path(), &model, "second.jsonl", &["--cache", "replies"]);
+    let (stdout, _) = eval(dir.path(), &model, "second.jsonl", &["--cache=replies"]);
     assert_eq!(
         n_requests(&model).await,
         N_QUESTIONS,
@@ -199,12 +199,7 @@ async fn an_evaluation_run_again_asks_nothing_and_answers_the_same() {
             assert_eq!(crate::docs::validate_run(&run), Vec::<String>::new());
         }
     }
-    let (json, _) = eval(
-        dir.path(),
-        &model,
-        "third.jsonl",
-        &["--cache", "replies", "--json"],
-    );
+    let (json, _) = eval(dir.path(), &model, "third.jsonl", &["--cache=replies", "--json"]);
     let summary: Value = serde_json::from_str(&json).unwrap();
     let expected = json!({"calls": N_QUESTIONS, "hits": N_QUESTIONS, "saved": {"prompt_tokens": saved, "completion_tokens": N_QUESTIONS * 10}});
     assert_eq!(summary["cache"], expected);
@@ -221,13 +216,13 @@ async fn a_backoff_after_its_two_halves_asks_nothing_and_samples_are_never_reuse
     let dir = tempfile::tempdir().unwrap();
     write_inputs(dir.path());
     let model = serve_posts(NumberingModel::default()).await;
-    eval(dir.path(), &model, "react.jsonl", &["--cache", "replies"]);
+    eval(dir.path(), &model, "react.jsonl", &["--cache=replies"]);
     let after_react = n_requests(&model).await;
     eval(
         dir.path(),
         &model,
         "cot-sc.jsonl",
-        &["--cache", "replies", "--method", "cot-sc"],
+        &["--cache=replies", "--method", "cot-sc"],
     );
     // The server sends one choice whatever `n` asks: three requests a question, two of them the
     // same request, each answered by its own reply.
@@ -250,7 +245,7 @@ async fn a_backoff_after_its_two_halves_asks_nothing_and_samples_are_never_reuse
         dir.path(),
         &model,
         "backoff.jsonl",
-        &["--cache", "replies", "--method", "react-then-cot-sc"],
+        &["--cache=replies", "--method", "react-then-cot-sc"],
     );
     assert_eq!(
         n_requests(&model).await,
@@ -282,7 +277,7 @@ async fn no_epoch_is_served_another_epochs_reply() {
         ..NumberingModel::default()
     })
     .await;
-    let args = ["--cache", "replies", "--epochs", "2"];
+    let args = ["--cache=replies", "--epochs", "2"];
     eval(dir.path(), &model, "first.jsonl", &args);
     assert_eq!(n_requests(&model).await, 2 * N_QUESTIONS);
     let first = answers(&dir.path().join("first.jsonl"));
@@ -314,7 +309,7 @@ async fn eight_shards_writing_one_cache_lose_and_corrupt_no_entry() {
         .map(|index| {
             let out = format!("shard-{index}.jsonl");
             let shard = format!("{index}/8");
-            let args = ["--cache", "replies", "--shard", &shard, "--concurrency", "4"];
+            let args = ["--cache=replies", "--shard", &shard, "--concurrency", "4"];
             eval_command(dir.path(), &model, &out, &args)
                 .stdout(std::process::Stdio::null())
                 .stderr(std::process::Stdio::piped())
@@ -341,7 +336,7 @@ async fn eight_shards_writing_one_cache_lose_and_corrupt_no_entry() {
             path.display()
         );
     }
-    eval(dir.path(), &model, "all.jsonl", &["--cache", "replies"]);
+    eval(dir.path(), &model, "all.jsonl", &["--cache=replies"]);
     assert_eq!(n_requests(&model).await, N_QUESTIONS, "an entry was not served");
     assert_eq!(answers(&dir.path().join("all.jsonl")), sharded);
 }
@@ -351,7 +346,7 @@ async fn the_api_key_never_reaches_the_cache() {
     let dir = tempfile::tempdir().unwrap();
     write_inputs(dir.path());
     let model = serve_posts(NumberingModel::default()).await;
-    eval(dir.path(), &model, "first.jsonl", &["--cache", "replies"]);
+    eval(dir.path(), &model, "first.jsonl", &["--cache=replies"]);
     let received = model.received_requests().await.unwrap();
     let bearer = format!("Bearer {API_KEY}");
     assert_eq!(received[0].headers.get("authorization").unwrap(), bearer.as_str());
@@ -360,7 +355,7 @@ async fn the_api_key_never_reaches_the_cache() {
         ..NumberingModel::default()
     })
     .await;
-    eval(dir.path(), &echoing, "echoed.jsonl", &["--cache", "echoed"]);
+    eval(dir.path(), &echoing, "echoed.jsonl", &["--cache=echoed"]);
     assert_eq!(n_requests(&echoing).await, N_QUESTIONS);
     let replies = files_under(&dir.path().join("replies"));
     assert_eq!(replies.len(), N_QUESTIONS);
@@ -369,7 +364,7 @@ async fn the_api_key_never_reaches_the_cache() {
         assert!(!text.contains(API_KEY), "{} holds the API key", path.display());
     }
     // A reply that quoted the key was not kept: it is asked again.
-    eval(dir.path(), &echoing, "echoed-again.jsonl", &["--cache", "echoed"]);
+    eval(dir.path(), &echoing, "echoed-again.jsonl", &["--cache=echoed"]);
     assert_eq!(n_requests(&echoing).await, 2 * N_QUESTIONS);
 }
 
@@ -470,6 +465,256 @@ fn a_bad_age_is_refused_naming_it() {
     assert!(stderr.contains("`seven days`"), "{stderr}");
 }
 
+/// `cache ARGS` in `dir`: its stdout, stderr and exit code.
+fn cache_output(dir: &Path, args: &[&str]) -> (String, String, i32) {
+    output_within_30s(
+        crate::binary()
+            .current_dir(dir)
+            .arg("cache")
+            .args(args)
+            .env_remove("REACT_CACHE_DIR"),
+        "the cache command",
+    )
+}
+
+/// Writes each `(path, text)` under `dir`, dated `age` back; returns what every file holds.
+fn plant(
+    dir: &Path,
+    files: &[(&str, &str)],
+    age: std::time::Duration,
+) -> Vec<(PathBuf, Vec<u8>, std::time::SystemTime)> {
+    let when = std::time::SystemTime::now() - age;
+    for (path, text) in files {
+        let path = dir.join(path);
+        std::fs::create_dir_all(path.parent().unwrap()).unwrap();
+        std::fs::write(&path, text).unwrap();
+        std::fs::File::options()
+            .write(true)
+            .open(&path)
+            .unwrap()
+            .set_modified(when)
+            .unwrap();
+    }
+    state_of(dir)
+}
+
+/// Every file under `dir`: its path, bytes and modification time, in path order.
+fn state_of(dir: &Path) -> Vec<(PathBuf, Vec<u8>, std::time::SystemTime)> {
+    let mut state: Vec<_> = files_under(dir)
+        .into_iter()
+        .map(|(path, bytes)| {
+            let modified = std::fs::metadata(&path).unwrap().modified().unwrap();
+            (path, bytes, modified)
+        })
+        .collect();
+    state.sort();
+    state
+}
+
+#[test]
+fn info_clear_and_prune_refuse_a_folder_that_is_no_reply_cache_naming_what_is_there() {
+    let eight_days = std::time::Duration::from_secs(8 * 86_400);
+    // The page cache beside the reply cache; a project folder; a working folder with run files.
+    // The folder, the files planted in it, what the refusal names.
+    type Layout<'a> = (&'a str, &'a [(&'a str, &'a str)], &'a [&'a str]);
+    let layouts: [Layout; 3] = [
+        (
+            "pages",
+            &[
+                (
+                    "pages/http/colorado-orogeny-0123.json",
+                    "react-docstore.page.v2 0 https://x\n<html>",
+                ),
+                (
+                    "pages/websearch/00ff00ff00ff00ff.json",
+                    "{\"format\": \"websearch\"}",
+                ),
+            ],
+            &["`http/`", "`websearch/`"],
+        ),
+        (
+            "proj",
+            &[
+                ("proj/notes/todo.txt", "todo\n"),
+                ("proj/data/results.json", "{}\n"),
+            ],
+            &["`data/`", "`notes/`"],
+        ),
+        (
+            ".",
+            &[("runs/run1.json", "{\"question\": \"mine\"}\n")],
+            &["`runs/`"],
+        ),
+    ];
+    for (folder, files, named) in layouts {
+        let dir = tempfile::tempdir().unwrap();
+        let before = plant(dir.path(), files, eight_days);
+        for args in [&["clear"][..], &["prune", "--older-than", "7d"], &["info"]] {
+            let args: Vec<&str> = args.iter().copied().chain([folder]).collect();
+            let (stdout, stderr, code) = cache_output(dir.path(), &args);
+            assert_eq!(code, 2, "{args:?} of {folder}: {stdout}{stderr}");
+            assert!(
+                stderr.contains(&format!("`{folder}` is not a reply cache")),
+                "{args:?}: {stderr}"
+            );
+            for name in named {
+                assert!(stderr.contains(name), "{args:?} does not name {name}: {stderr}");
+            }
+            assert_eq!(
+                state_of(dir.path()),
+                before,
+                "{args:?} of {folder} touched a file"
+            );
+        }
+    }
+    // The page cache's own folder says where its replies are.
+    let dir = tempfile::tempdir().unwrap();
+    plant(
+        dir.path(),
+        &[("pages/http/a.json", "x"), ("pages/replies/ab/.keep", "")],
+        eight_days,
+    );
+    let (_, stderr, code) = cache_output(dir.path(), &["clear", "pages"]);
+    assert_eq!(code, 2, "{stderr}");
+    assert!(stderr.contains("`pages/replies`"), "{stderr}");
+}
+
+#[test]
+fn a_missing_folder_is_no_such_cache() {
+    let dir = tempfile::tempdir().unwrap();
+    for args in [
+        &["clear", "missing"][..],
+        &["prune", "--older-than", "7d", "missing"],
+        &["info", "missing"],
+    ] {
+        let (stdout, stderr, code) = cache_output(dir.path(), args);
+        assert_eq!(code, 2, "{args:?}: {stdout}{stderr}");
+        assert!(
+            stderr.contains("no reply cache at `missing`: there is no such directory"),
+            "{args:?}: {stderr}"
+        );
+        assert!(!dir.path().join("missing").exists());
+    }
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn foreign_files_among_the_replies_are_left_and_named() {
+    let dir = tempfile::tempdir().unwrap();
+    write_inputs(dir.path());
+    let model = serve_posts(NumberingModel::default()).await;
+    eval(dir.path(), &model, "first.jsonl", &["--cache=replies"]);
+    let replies = dir.path().join("replies");
+    let entries = files_under(&replies);
+    assert_eq!(entries.len(), N_QUESTIONS);
+    // An entry's name with other content; an entry's content under another name; a file an
+    // entry's name with another extension; the user's notes; a directory of theirs.
+    let (first_entry, first_bytes) = &entries[0];
+    let fan = first_entry
+        .parent()
+        .unwrap()
+        .file_name()
+        .unwrap()
+        .to_str()
+        .unwrap()
+        .to_owned();
+    let misnamed = format!("{fan}/{}.json", "0".repeat(62));
+    let as_text = format!("{fan}/{}.txt", first_entry.file_stem().unwrap().to_str().unwrap());
+    let foreign: Vec<(&str, &str)> = vec![
+        (
+            "ab/cdef0123456789abcdef0123456789abcdef0123456789abcdef01234567.json",
+            "{\"mine\": 1}",
+        ),
+        (&misnamed, std::str::from_utf8(first_bytes).unwrap()),
+        (&as_text, std::str::from_utf8(first_bytes).unwrap()),
+        ("README.txt", "my cache\n"),
+        ("mine/notes.json", "{}"),
+    ];
+    plant(&replies, &foreign, std::time::Duration::from_secs(30 * 86_400));
+    let foreign_state = |replies: &Path| -> Vec<_> {
+        state_of(replies)
+            .into_iter()
+            .filter(|(path, _, _)| foreign.iter().any(|(name, _)| path.ends_with(name)))
+            .collect()
+    };
+    let before = foreign_state(&replies);
+    assert_eq!(before.len(), foreign.len());
+
+    let info = cache_command(dir.path(), &["info", "replies"]);
+    assert!(
+        info.contains(&format!("replies        {N_QUESTIONS}, ")),
+        "{info}"
+    );
+    assert!(info.contains("other files    5, not replies"), "{info}");
+    assert!(info.contains("`README.txt`"), "{info}");
+    let json: Value =
+        serde_json::from_str(&cache_command(dir.path(), &["info", "replies", "--json"])).unwrap();
+    assert_eq!(json["info"]["entries"], N_QUESTIONS);
+    assert_eq!(json["info"]["other_files"], 5);
+
+    let pruned = cache_command(dir.path(), &["prune", "--older-than", "7d", "replies"]);
+    assert!(
+        pruned.starts_with("removed        0 replies older than 7d"),
+        "{pruned}"
+    );
+    assert!(
+        pruned.contains("left           5 other files, not replies"),
+        "{pruned}"
+    );
+    let cleared = cache_command(dir.path(), &["clear", "replies"]);
+    assert!(
+        cleared.starts_with(&format!("removed        {N_QUESTIONS} replies from replies")),
+        "{cleared}"
+    );
+    assert!(
+        cleared.contains("left           5 other files, not replies: `README.txt`"),
+        "{cleared}"
+    );
+    assert_eq!(foreign_state(&replies), before);
+    assert_eq!(files_under(&replies).len(), foreign.len());
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn cache_never_takes_the_question_for_its_directory() {
+    let dir = tempfile::tempdir().unwrap();
+    write_inputs(dir.path());
+    let model = serve_posts(NumberingModel::default()).await;
+    let base_url = format!("{}/v1", model.uri());
+    let run = |args: &[&str]| {
+        output_within_30s(
+            crate::binary()
+                .current_dir(dir.path())
+                .args(args)
+                .args(crate::completions_model(&base_url))
+                .args(["--docstore", "corpus:pages.jsonl", "--cache-dir", "pages"])
+                .env_remove("REACT_CACHE_DIR"),
+            "ask",
+        )
+    };
+    // `--cache` right before the question: the default directory, the question asked.
+    let (stdout, stderr, code) = run(&["ask", "--cache", "Is 4 even?"]);
+    assert_eq!((code, stdout.trim()), (0, "yes"), "{stderr}");
+    assert_eq!(cache_entries(&dir.path().join("pages/replies")), 1);
+    assert!(!dir.path().join("Is 4 even?").exists());
+    // `--cache=DIR` names the directory, before or after the question.
+    let (_, stderr, code) = run(&["ask", "--cache=replies", "Is 6 even?"]);
+    assert_eq!(code, 0, "{stderr}");
+    assert_eq!(cache_entries(&dir.path().join("replies")), 1);
+    // `--cache DIR` leaves DIR a word of its own, and the error says so.
+    for args in [
+        &["ask", "Is 8 even?", "--cache", "replies"][..],
+        &["ask", "--cache", "replies", "Is 8 even?"],
+        &["eval", "questions.json", "--cache", "replies", "--out", "r.jsonl"],
+    ] {
+        let (_, stderr, code) = run(args);
+        assert_eq!(code, 2, "{args:?}: {stderr}");
+        assert!(
+            stderr.contains("`--cache` takes its directory only as `--cache=DIR`: `--cache replies` is `--cache` and an argument `replies` of its own"),
+            "{args:?}: {stderr}"
+        );
+    }
+    assert_eq!(n_requests(&model).await, 2);
+}
+
 #[tokio::test(flavor = "multi_thread")]
 async fn ask_asked_again_is_answered_from_the_cache_and_its_run_says_so() {
     let dir = tempfile::tempdir().unwrap();
@@ -481,7 +726,7 @@ async fn ask_asked_again_is_answered_from_the_cache_and_its_run_says_so() {
                 .current_dir(dir.path())
                 .args(["ask", "Is 4 even?", "--json", "--docstore", "corpus:pages.jsonl"])
                 .args(crate::completions_model(&format!("{}/v1", model.uri())))
-                .args(["--cache", cache]),
+                .arg(format!("--cache={cache}")),
             "ask",
         );
         assert_eq!(code, 0, "{stderr}");
@@ -541,7 +786,7 @@ async fn tool_calling_turns_are_served_from_the_cache_too() {
                     "m",
                 ])
                 .args(["--base-url", &format!("{}/v1", model.uri())])
-                .args(["--docstore", "corpus:pages.jsonl", "--cache", "replies"]),
+                .args(["--docstore", "corpus:pages.jsonl", "--cache=replies"]),
             "an evaluation",
         );
         assert!(code <= 1, "{stderr}");
@@ -593,7 +838,7 @@ async fn a_reply_the_client_cannot_read_is_not_kept() {
                 .current_dir(dir.path())
                 .args(["ask", "Is 4 even?", "--docstore", "corpus:pages.jsonl"])
                 .args(crate::completions_model(&format!("{}/v1", model.uri())))
-                .args(["--cache", "replies"]),
+                .args(["--cache=replies"]),
             "ask",
         )
     };

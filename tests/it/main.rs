@@ -130,6 +130,7 @@ mod layers;
 mod llm;
 mod mcp;
 mod path_forms;
+mod preservation;
 mod methods;
 mod reasoning;
 mod replay;

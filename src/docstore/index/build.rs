@@ -843,9 +843,7 @@ impl Staging {
         };
         restore_set_aside(&parent, &name, out)?;
         // Refused before any reading: only an index (or nothing, or an empty directory) is replaced.
-        if out.exists() && !(out.is_dir() && (is_index_dir(out) || is_empty_dir(out))) {
-            return Err(IndexError::OutNotIndex { out: out.to_owned() });
-        }
+        check_replaceable(out)?;
         std::fs::create_dir_all(&parent).map_err(|source| IndexError::Write {
             path: parent.clone(),
             source,
@@ -871,11 +869,7 @@ impl Staging {
             move |source| IndexError::Write { path, source }
         };
         if self.out.exists() {
-            if !(self.out.is_dir() && (is_index_dir(&self.out) || is_empty_dir(&self.out))) {
-                return Err(IndexError::OutNotIndex {
-                    out: self.out.clone(),
-                });
-            }
+            check_replaceable(&self.out)?;
             match exchange(&self.dir, &self.out) {
                 // The old index now sits in the staging directory, which `drop` removes.
                 Ok(Exchange::Done) => sync_parent(&self.out).map_err(write_error(&self.out))?,
@@ -1026,6 +1020,67 @@ fn restore_set_aside(parent: &Path, name: &str, out: &Path) -> Result<(), IndexE
         path: out.to_owned(),
         source,
     })
+}
+
+/// Refuses to replace `out` unless it is missing, an empty directory, or an index holding nothing
+/// but an index's files: a file of the user's inside an index would go with it.
+fn check_replaceable(out: &Path) -> Result<(), IndexError> {
+    if !out.exists() {
+        return Ok(());
+    }
+    if !(out.is_dir() && (is_index_dir(out) || is_empty_dir(out))) {
+        return Err(IndexError::OutNotIndex { out: out.to_owned() });
+    }
+    let others = not_of_an_index(out);
+    if others.is_empty() {
+        return Ok(());
+    }
+    let mut named: Vec<String> = others.iter().take(8).map(|name| format!("`{name}`")).collect();
+    if others.len() > named.len() {
+        named.push("…".to_owned());
+    }
+    Err(IndexError::OutHoldsOthers {
+        out: out.to_owned(),
+        others: named.join(", "),
+    })
+}
+
+/// What the index directory `dir` holds that no index has, in name order (a directory with `/`):
+/// an index has its manifest, title and neighbour tables, tantivy's `meta.json`, `.managed.json`
+/// and lock files, and the segment files `.managed.json` lists.
+fn not_of_an_index(dir: &Path) -> Vec<String> {
+    let Ok(items) = std::fs::read_dir(dir) else {
+        return Vec::new();
+    };
+    let managed: Vec<String> = std::fs::read(dir.join(".managed.json"))
+        .ok()
+        .and_then(|bytes| serde_json::from_slice(&bytes).ok())
+        .unwrap_or_default();
+    let own = [
+        super::manifest::MANIFEST_FILE,
+        super::titles::TITLES_FILE,
+        super::neighbours::NEIGHBOURS_FILE,
+        "meta.json",
+        ".managed.json",
+        ".tantivy-meta.lock",
+        ".tantivy-writer.lock",
+    ];
+    let mut others: Vec<String> = items
+        .flatten()
+        .filter_map(|item| {
+            let name = item.file_name().to_string_lossy().into_owned();
+            let is_file = item.file_type().is_ok_and(|file_type| file_type.is_file());
+            if is_file && (own.contains(&name.as_str()) || managed.contains(&name)) {
+                None
+            } else if is_file {
+                Some(name)
+            } else {
+                Some(format!("{name}/"))
+            }
+        })
+        .collect();
+    others.sort();
+    others
 }
 
 /// An index built by this tool, complete (a manifest) or not (tantivy's own bookkeeping files).

@@ -89,6 +89,11 @@ pub enum IndexError {
     BadOut { out: PathBuf },
     #[error("`{}` exists and is not an index: refusing to replace it", .out.display())]
     OutNotIndex { out: PathBuf },
+    #[error(
+        "`{}` is an index that also holds {others}, which no index has: refusing to replace it and lose them; move them out, or choose another `--out`",
+        .out.display()
+    )]
+    OutHoldsOthers { out: PathBuf, others: String },
     #[error("index `{}`", .dir.display())]
     Tantivy {
         dir: PathBuf,

@@ -198,7 +198,10 @@ pub async fn export(
     let mut given: HashSet<String> = HashSet::new();
     let mut texts: HashSet<String> = HashSet::new();
     let mut kept: Vec<Written> = Vec::new();
-    for RecordedRun { place: source, run } in runs {
+    for RecordedRun {
+        place: source, run, ..
+    } in runs
+    {
         if config.method.is_some_and(|method| method != run.method()) {
             summary.dropped_method += 1;
             continue;
