@@ -172,3 +172,44 @@ fn samples_and_steps_beyond_the_limits_are_refused_before_any_request() {
         assert!(!stderr.contains("connect"), "nothing asked: {stderr}");
     }
 }
+
+/// An action's argument longer than any may be (the limit `serve` and `mcp` refuse above) is
+/// answered with an observation saying so, and searches nothing (issue 45: a 62 KB `Search[…]`
+/// took 103 s on a 30k-page index).
+#[test]
+fn an_over_long_argument_is_an_observation() {
+    use react_docstore::limits::MAX_ARGUMENT_BYTES;
+    let corpus = format!("corpus:{}", fixture("index/pages.jsonl").display());
+    let long = "Colorado orogeny ".repeat(4000);
+    let within = "x".repeat(MAX_ARGUMENT_BYTES);
+    let (stdout, stderr, status) = output_within_30s(
+        binary()
+            .args(["explore", "--json", "--docstore", &corpus])
+            .arg(format!("Search[{long}]"))
+            .arg(format!("Lookup[{long}]"))
+            .arg(format!("Search[{within}]")),
+        "three actions",
+    );
+    assert_eq!(status, 0, "{stderr}");
+    let observations: Vec<String> = stdout
+        .lines()
+        .map(|line| {
+            let line: serde_json::Value = serde_json::from_str(line).unwrap();
+            line["observation"].as_str().unwrap().to_owned()
+        })
+        .collect();
+    assert_eq!(
+        observations[..2],
+        [
+            format!(
+                "The argument of Search is {} bytes, more than the 4096 an argument can be. Search a title or a few words.",
+                long.trim().len()
+            ),
+            format!(
+                "The argument of Lookup is {} bytes, more than the 4096 an argument can be. Look up a word or a short phrase.",
+                long.trim().len()
+            ),
+        ]
+    );
+    assert!(observations[2].starts_with("Could not find"), "{observations:?}");
+}
