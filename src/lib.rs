@@ -24,6 +24,7 @@ pub mod secret;
 pub mod input;
 pub mod output;
 pub mod metrics;
+pub mod limits;
 
 // The model, and the docstores an action reads.
 pub mod llm;

@@ -18,8 +18,9 @@ use tokio::sync::Mutex;
 
 use crate::docstore::{Docstore, DocstoreSource};
 
-/// The longest query or keyword, in bytes: as long as `serve` lets an action be.
-pub const MAX_ARGUMENT_BYTES: usize = 4 * 1024;
+/// The longest query or keyword, in bytes: the one limit on an action's argument, which `serve`
+/// and the agent hold too.
+pub use crate::limits::MAX_ARGUMENT_BYTES;
 /// The longest protocol message (one line on stdin), in bytes.
 pub const MAX_MESSAGE_BYTES: usize = 1024 * 1024;
 

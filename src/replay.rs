@@ -210,7 +210,7 @@ fn carry_over(run: &mut Run, recorded: &Run) {
     run.reflection_reasoning
         .clone_from(&recorded.reflection_reasoning);
     if recorded.reflection.is_some() {
-        run.usage.llm_calls += 1;
+        run.usage.llm_calls = run.usage.llm_calls.saturating_add(1);
     }
     run.gold = recorded.gold.clone();
     run.docstore = recorded.docstore.clone();

@@ -72,6 +72,22 @@ create_exception!(
 /// Who opens the docstore, as the refusal of `distractor` names it.
 const OPENER: Opener = Opener::Command("react_docstore.Docstore");
 
+/// Runs `work`; a panic in it (a defect: no input should reach one) becomes the error `Err` with
+/// its message, raised as the call's own exception, instead of pyo3's `PanicException`, which
+/// `except Exception` does not catch. The last line of defence: the bounds on every count read
+/// (`react_docstore::limits`) are what keep an input from aborting the interpreter, which no
+/// unwinding can catch.
+fn guarded<T>(work: impl FnOnce() -> T) -> Result<T, String> {
+    std::panic::catch_unwind(std::panic::AssertUnwindSafe(work)).map_err(|payload| {
+        let text = payload
+            .downcast_ref::<String>()
+            .cloned()
+            .or_else(|| payload.downcast_ref::<&str>().map(|text| (*text).to_owned()))
+            .unwrap_or_default();
+        format!("internal error (a defect of react-docstore, please report it): {text}")
+    })
+}
+
 /// The command line's message of an error: its chain joined by `: ` (as `error: {:#}`).
 fn message(error: impl Into<anyhow::Error>) -> String {
     format!("{:#}", error.into())
@@ -228,14 +244,22 @@ struct Explorer {
 impl Explorer {
     /// Runs `call` on the session with the GIL released. One explorer's calls take turns; a
     /// panic in an earlier call does not leave it unusable.
-    fn with_session<T: Send>(&self, py: Python<'_>, call: impl AsyncFnOnce(&mut Explore) -> T + Send) -> T {
+    fn with_session<T: Send>(
+        &self,
+        py: Python<'_>,
+        call: impl AsyncFnOnce(&mut Explore) -> Result<T, EnvironmentError> + Send,
+    ) -> PyResult<T> {
         py.detach(|| {
-            let mut session = self.session.lock().unwrap_or_else(PoisonError::into_inner);
-            match &self.runtime {
-                Some(runtime) => runtime.block_on(call(&mut session)),
-                None => futures::executor::block_on(call(&mut session)),
-            }
+            guarded(|| {
+                let mut session = self.session.lock().unwrap_or_else(PoisonError::into_inner);
+                match &self.runtime {
+                    Some(runtime) => runtime.block_on(call(&mut session)),
+                    None => futures::executor::block_on(call(&mut session)),
+                }
+            })
         })
+        .map_err(DocstoreError::new_err)?
+        .map_err(environment_error)
     }
 }
 
@@ -244,21 +268,19 @@ impl Explorer {
     /// `Search[entity]`: the observation, exactly as `react-docstore explore` shows it.
     fn search(&self, py: Python<'_>, entity: &str) -> PyResult<String> {
         self.with_session(py, async |session: &mut Explore| session.search(entity).await)
-            .map_err(environment_error)
     }
 
     /// `Lookup[keyword]` on the page open, from the cursor.
     fn lookup(&self, py: Python<'_>, keyword: &str) -> PyResult<String> {
         self.with_session(py, async |session: &mut Explore| session.lookup(keyword).await)
-            .map_err(environment_error)
     }
 
     /// One action written as the model writes it (`Search[...]`, `Lookup[...]`, `Finish[...]`,
     /// anything else): its observation.
     fn step(&self, py: Python<'_>, action: &str) -> PyResult<String> {
-        self.with_session(py, async |session: &mut Explore| session.run(action).await)
-            .map(|explored| explored.observation)
-            .map_err(environment_error)
+        self.with_session(py, async |session: &mut Explore| {
+            session.run(action).await.map(|explored| explored.observation)
+        })
     }
 }
 
@@ -281,7 +303,8 @@ fn f1(prediction: &str, gold: &str) -> f64 {
 #[pyfunction]
 fn read_results_json(py: Python<'_>, paths: Vec<PathBuf>) -> PyResult<Vec<String>> {
     let evaluation = py
-        .detach(|| read_evaluation(&paths))
+        .detach(|| guarded(|| read_evaluation(&paths)))
+        .map_err(ResultsError::new_err)?
         .map_err(|error| ResultsError::new_err(message(error)))?;
     let category = py.get_type::<PyUserWarning>();
     for gap in evaluation.gaps() {
@@ -297,10 +320,12 @@ fn read_results_json(py: Python<'_>, paths: Vec<PathBuf>) -> PyResult<Vec<String
 }
 
 /// Runs the command line on `argv` (the program name first), as the binary does, with the GIL
-/// released: its exit code.
+/// released: its exit code (101 after a panic, as the binary's; the panic's message is on stderr).
 #[pyfunction]
 fn run_cli(py: Python<'_>, argv: Vec<std::ffi::OsString>) -> u8 {
-    let code = py.detach(|| react_docstore::cli::run(argv));
+    let Ok(code) = py.detach(|| guarded(|| react_docstore::cli::run(argv))) else {
+        return 101;
+    };
     // `ExitCode` has no getter: the codes the command line returns are small numbers.
     (0..=255u8)
         .find(|&number| ExitCode::from(number) == code)

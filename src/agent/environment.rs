@@ -8,6 +8,7 @@ use futures::future::BoxFuture;
 use crate::agent::action::{Action, ActionError, ActionGrammar, paper_action_text};
 use crate::agent::tool::{ToolError, Toolbox};
 use crate::docstore::{Docstore, DocstoreError};
+use crate::limits::MAX_ARGUMENT_BYTES;
 use crate::profile::Profile;
 
 /// Produces observations. `Finish` never reaches it: the agent ends the run itself.
@@ -120,8 +121,29 @@ fn observe_without_world(
         Err(_) => Some(invalid_observation(grammar, written)),
         Ok(Action::Think(_)) => Some("Nice thought.".to_owned()),
         Ok(Action::Finish(_)) => Some("Episode finished.".to_owned()),
-        Ok(Action::Search(_) | Action::Lookup(_) | Action::Tool { .. }) => None,
+        Ok(Action::Search(argument) | Action::Lookup(argument) | Action::Tool { argument, .. }) => {
+            over_long_argument(action, argument)
+        }
     }
+}
+
+/// The observation of an action whose argument is longer than any an action may have
+/// ([`MAX_ARGUMENT_BYTES`], the limit `serve` and `mcp` refuse above): the model reads why, and
+/// nothing is searched, looked up or called. `None` for an argument within the limit.
+fn over_long_argument(action: &Result<Action, ActionError>, argument: &str) -> Option<String> {
+    if argument.len() <= MAX_ARGUMENT_BYTES {
+        return None;
+    }
+    let (name, hint) = match action {
+        Ok(Action::Search(_)) => ("Search", "Search a title or a few words."),
+        Ok(Action::Lookup(_)) => ("Lookup", "Look up a word or a short phrase."),
+        Ok(Action::Tool { name, .. }) => (name.as_str(), "Write a shorter one."),
+        _ => ("the action", "Write a shorter one."),
+    };
+    Some(format!(
+        "The argument of {name} is {} bytes, more than the {MAX_ARGUMENT_BYTES} an argument can be. {hint}",
+        argument.len()
+    ))
 }
 
 /// `Invalid action: ...`, with the list of valid actions in the `default` profile.

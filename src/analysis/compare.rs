@@ -64,7 +64,10 @@ impl ScoredRun {
 
     /// Prompt and completion tokens together.
     pub fn tokens(&self) -> u64 {
-        self.run().usage.prompt_tokens + self.run().usage.completion_tokens
+        self.run()
+            .usage
+            .prompt_tokens
+            .saturating_add(self.run().usage.completion_tokens)
     }
 }
 

@@ -239,10 +239,17 @@ impl CacheSummary {
         let mut total: Option<CacheSummary> = None;
         for cache_use in outcomes.iter().filter_map(|outcome| outcome.cache.as_ref()) {
             let total = total.get_or_insert_with(CacheSummary::default);
-            total.calls += cache_use.calls;
-            total.hits += cache_use.hits.len() as u64;
-            total.saved.prompt_tokens += cache_use.saved.prompt_tokens;
-            total.saved.completion_tokens += cache_use.saved.completion_tokens;
+            // Saturating: a results file's counts are any `u64`.
+            total.calls = total.calls.saturating_add(cache_use.calls);
+            total.hits = total.hits.saturating_add(cache_use.hits.len() as u64);
+            total.saved.prompt_tokens = total
+                .saved
+                .prompt_tokens
+                .saturating_add(cache_use.saved.prompt_tokens);
+            total.saved.completion_tokens = total
+                .saved
+                .completion_tokens
+                .saturating_add(cache_use.saved.completion_tokens);
         }
         total
     }

@@ -66,7 +66,11 @@ pub struct Run {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub today: Option<String>,
     /// The step budget the run had; replay honours it.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[serde(
+        default,
+        deserialize_with = "crate::limits::steps",
+        skip_serializing_if = "Option::is_none"
+    )]
     pub max_steps: Option<usize>,
     /// Extra tools that were registered (`Calculate`, `WebSearch`, ...), so replay parses their actions.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
@@ -98,10 +102,18 @@ pub struct Run {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub answered_by: Option<Method>,
     /// Reflexion's trial this run was (`eval --trials`), counted from 1.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[serde(
+        default,
+        deserialize_with = "crate::limits::attempt",
+        skip_serializing_if = "Option::is_none"
+    )]
     pub trial: Option<u32>,
     /// The independent attempt this run was (`eval --epochs`), counted from 1.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[serde(
+        default,
+        deserialize_with = "crate::limits::attempt",
+        skip_serializing_if = "Option::is_none"
+    )]
     pub epoch: Option<u32>,
     /// The strategy between trials (`--reflect`), when it was not `none`: the prompt was
     /// Reflexion's, with what the failed trials left.
@@ -237,11 +249,14 @@ pub struct Vote {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub answer: Option<String>,
     /// Samples whose normalised answer is the winner's.
+    #[serde(deserialize_with = "crate::limits::samples")]
     pub votes: usize,
     /// Samples asked for: N, or with `--sc-stop` those asked before the rule stopped; samples
     /// without an answer count here but do not vote.
+    #[serde(deserialize_with = "crate::limits::samples")]
     pub samples: usize,
     /// Samples that held an answer.
+    #[serde(deserialize_with = "crate::limits::samples")]
     pub answered: usize,
     /// The sampling temperature.
     pub temperature: f64,
@@ -265,8 +280,10 @@ pub struct ScStopRecord {
     #[serde(flatten)]
     pub stop: ScStop,
     /// N (`--samples`): the most it would have asked.
+    #[serde(deserialize_with = "crate::limits::samples")]
     pub samples: usize,
     /// The samples it asked (those that came back).
+    #[serde(deserialize_with = "crate::limits::samples")]
     pub asked: usize,
     /// Why it stopped asking; absent when the sampling failed first (`error` says why).
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -481,22 +498,25 @@ impl Usage {
     }
 
     /// One model call of any API, with the tokens its response reports when it does.
+    /// Counts saturate: a server's or a file's token counts are any `u64`, and a sum of them
+    /// neither wraps nor panics.
     pub fn count_call(&mut self, tokens: Option<TokenUsage>) {
-        self.llm_calls += 1;
+        self.llm_calls = self.llm_calls.saturating_add(1);
         if let Some(tokens) = tokens {
-            self.prompt_tokens += tokens.prompt_tokens;
-            self.completion_tokens += tokens.completion_tokens;
-            self.reasoning_tokens += tokens.reasoning_tokens;
+            self.prompt_tokens = self.prompt_tokens.saturating_add(tokens.prompt_tokens);
+            self.completion_tokens = self.completion_tokens.saturating_add(tokens.completion_tokens);
+            self.reasoning_tokens = self.reasoning_tokens.saturating_add(tokens.reasoning_tokens);
         }
     }
 
+    /// Adds `other`'s counts, saturating as [`Usage::count_call`] does.
     pub fn add(&mut self, other: &Usage) {
-        self.llm_calls += other.llm_calls;
-        self.fallback_calls += other.fallback_calls;
-        self.prompt_tokens += other.prompt_tokens;
-        self.completion_tokens += other.completion_tokens;
-        self.invalid_actions += other.invalid_actions;
-        self.reasoning_tokens += other.reasoning_tokens;
+        self.llm_calls = self.llm_calls.saturating_add(other.llm_calls);
+        self.fallback_calls = self.fallback_calls.saturating_add(other.fallback_calls);
+        self.prompt_tokens = self.prompt_tokens.saturating_add(other.prompt_tokens);
+        self.completion_tokens = self.completion_tokens.saturating_add(other.completion_tokens);
+        self.invalid_actions = self.invalid_actions.saturating_add(other.invalid_actions);
+        self.reasoning_tokens = self.reasoning_tokens.saturating_add(other.reasoning_tokens);
     }
 }
 

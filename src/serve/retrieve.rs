@@ -22,8 +22,8 @@ pub const MAX_QUERIES: usize = 256;
 /// The most hits one `/retrieve` request may ask for, its queries × `topk` (256 queries of
 /// Search-R1's default 3 fit).
 pub const MAX_HITS: usize = 1024;
-/// The longest query, in bytes.
-pub const MAX_QUERY_BYTES: usize = 4 * 1024;
+/// The longest query, in bytes: an action's argument's limit (a query is a `Search` entity).
+pub const MAX_QUERY_BYTES: usize = crate::limits::MAX_ARGUMENT_BYTES;
 
 /// `{"query", "topk": [...]}`: what the ColBERT server answers.
 #[derive(Debug, Clone, Serialize, Deserialize)]

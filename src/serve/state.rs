@@ -15,8 +15,10 @@ use crate::profile::Profile;
 
 /// The longest state accepted, in bytes: two actions' arguments and some framing fit.
 pub const MAX_STATE_BYTES: usize = 16 * 1024;
-/// The longest action accepted, in bytes (a Search or Lookup argument is far shorter).
-pub const MAX_ACTION_BYTES: usize = 4 * 1024;
+/// The longest action accepted, in bytes: the one limit on an action's argument
+/// ([`crate::limits::MAX_ARGUMENT_BYTES`]), which the agent and `mcp` hold too, applied to the
+/// action as written (a Search or Lookup argument is far shorter).
+pub const MAX_ACTION_BYTES: usize = crate::limits::MAX_ARGUMENT_BYTES;
 /// The shortest state key accepted, in bytes: HMAC-SHA256's own output size.
 pub const MIN_KEY_BYTES: usize = 32;
 /// How many bytes of the HMAC a state carries.

@@ -120,6 +120,16 @@ pub enum SolverError {
     #[error("`--samples` must be at least 1")]
     NoSamples,
     #[error(
+        "`--samples` is {samples}, more than the {} samples a question can ask for",
+        crate::limits::MAX_SAMPLES
+    )]
+    TooManySamples { samples: usize },
+    #[error(
+        "`--max-steps` is {max_steps}, more than the {} steps a question can take",
+        crate::limits::MAX_STEPS
+    )]
+    TooManySteps { max_steps: usize },
+    #[error(
         "`--sc-stop` stops CoT-SC's sampling early: `--method {method}` samples nothing to vote on (use `cot-sc`, `react-then-cot-sc` or `cot-sc-then-react`)"
     )]
     ScStopMethod { method: Method },
@@ -169,6 +179,16 @@ impl Solver {
     ) -> Result<Solver, SolverError> {
         if config.samples == 0 {
             return Err(SolverError::NoSamples);
+        }
+        // Bounded before anything is sized or asked by them (a run file's are checked as it is
+        // read; these come from a flag or a library caller).
+        if config.samples > crate::limits::MAX_SAMPLES {
+            return Err(SolverError::TooManySamples {
+                samples: config.samples,
+            });
+        }
+        if max_steps > crate::limits::MAX_STEPS {
+            return Err(SolverError::TooManySteps { max_steps });
         }
         let method = config.method;
         if let Some(stop) = config.sc_stop {

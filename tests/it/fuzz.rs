@@ -40,6 +40,18 @@ proptest! {
     }
 }
 
+proptest! {
+    #![proptest_config(ProptestConfig { cases: 300, failure_persistence: None, ..ProptestConfig::default() })]
+
+    /// Mutated real run lines (huge, negative and fractional counts, deep nesting, long strings,
+    /// fields missing, added or of another type): `replay`, `export`, `score` and `merge` read
+    /// them to runs or an error (an abort would end this test binary, and fail it).
+    #[test]
+    fn readers_of_runs_read_any_results_file(text in targets::run_lines()) {
+        targets::check_run_lines(&text);
+    }
+}
+
 #[test]
 fn numbers_that_are_not_finite_have_python_names() {
     use react_docstore::agent::tools::calculator::format_number;

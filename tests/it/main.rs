@@ -113,6 +113,7 @@ pub fn fixture(path: &str) -> std::path::PathBuf {
 }
 mod ask;
 mod audit;
+mod bounds;
 mod cache;
 mod closed_pipe;
 mod compare;

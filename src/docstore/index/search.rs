@@ -10,6 +10,7 @@
 //! skips the postings that cannot reach the candidates, and ties need no fast field: an index
 //! is one segment whose document ids follow the dump ([`super::build::merge_into_one_segment`]).
 
+use std::collections::{HashMap, HashSet};
 use std::ops::Bound;
 use std::path::Path;
 
@@ -69,6 +70,12 @@ const LEADING_MIN_PAGES: u64 = 1_000;
 /// titles among the five than before (1,000 and 3,000: as many found, the tail 1.1–2.5× longer);
 /// the title one edit from the entity is a candidate whatever leads.
 const LEAD_BUDGET: u64 = 500;
+/// The most words an entity may have for the titles one edit from it to be looked for: each of
+/// its words is a place the edit may be, and each place costs a title built and looked up. A
+/// title of more words is not one a model names with a typo (tantivy keeps title lengths exactly
+/// only below this many words, [`led`]'s `LONG_TITLE`), and with the bound the search's work is
+/// linear in the entity's length.
+const ONE_EDIT_MAX_WORDS: usize = 40;
 /// Memory of the writer that builds an in-memory index (tantivy's minimum).
 const IN_MEMORY_BUDGET: usize = super::build::MIN_MEMORY_PER_THREAD;
 
@@ -147,8 +154,10 @@ impl Clause {
 
 /// The ranked search's query, as it is searched.
 enum RankedQuery {
-    /// Every clause brings candidates: tantivy's union (block-max WAND).
-    Union(BooleanQuery),
+    /// Every clause brings candidates: tantivy's union (block-max WAND), its best pages scored
+    /// again by the one rule ([`led::exact_scores`]) when its clauses are all terms (a dump's
+    /// index; the small docstores' flat bonuses are scored as `ContextIndex` scores them).
+    Union(BooleanQuery, Option<Vec<TermClause>>),
     /// The leading clauses bring the candidates, the others only add to their scores.
     Led(LedQuery),
 }
@@ -157,7 +166,20 @@ impl RankedQuery {
     /// The `limit` best pages with their scores, best first, ties to the page earlier in the index.
     fn top(&self, searcher: &Searcher, limit: usize) -> tantivy::Result<Vec<(f32, DocAddress)>> {
         match self {
-            RankedQuery::Union(query) => searcher.search(query, &TopDocs::with_limit(limit).order_by_score()),
+            RankedQuery::Union(query, None) => {
+                searcher.search(query, &TopDocs::with_limit(limit).order_by_score())
+            }
+            RankedQuery::Union(query, Some(terms)) => {
+                // tantivy's sums differ from the rule's in the last bit at most: the best pages
+                // by the rule are among twice as many of its own.
+                let found = searcher.search(query, &TopDocs::with_limit(2 * limit).order_by_score())?;
+                let pages: Vec<DocAddress> = found.iter().map(|(_, address)| *address).collect();
+                let scores = led::exact_scores(searcher, terms, &pages)?;
+                let mut ranked: Vec<(f32, DocAddress)> = scores.into_iter().zip(pages).collect();
+                ranked.sort_by(|a, b| b.0.total_cmp(&a.0).then(a.1.cmp(&b.1)));
+                ranked.truncate(limit);
+                Ok(ranked)
+            }
             RankedQuery::Led(query) => query.top(searcher, limit),
         }
     }
@@ -183,6 +205,10 @@ pub struct PageIndex {
     fuzzy_titles: FuzzyTitles,
     /// [`LEAD_BUDGET`] (smaller in tests, to search a small index as a large one).
     lead_budget: u64,
+    /// The work the searches did, in words and bytes of the entity examined (tests check that it
+    /// grows linearly with the entity).
+    #[cfg(test)]
+    work: std::sync::atomic::AtomicU64,
 }
 
 impl PageIndex {
@@ -327,6 +353,8 @@ impl PageIndex {
             title_match,
             fuzzy_titles,
             lead_budget: LEAD_BUDGET,
+            #[cfg(test)]
+            work: std::sync::atomic::AtomicU64::new(0),
         })
     }
 
@@ -351,6 +379,15 @@ impl PageIndex {
             ));
         }
         Ok(table)
+    }
+
+    /// Counts `n` units of a search's work (a word of the entity, a title built from it), for
+    /// the tests; nothing outside them.
+    fn count_work(&self, n: u64) {
+        #[cfg(test)]
+        self.work.fetch_add(n, std::sync::atomic::Ordering::Relaxed);
+        #[cfg(not(test))]
+        let _ = n;
     }
 
     pub fn pages(&self) -> u64 {
@@ -536,12 +573,15 @@ impl PageIndex {
         entity: &str,
         candidates: Candidates,
     ) -> Result<Option<RankedQuery>, IndexError> {
+        // Every set below is hashed: the work is linear in the entity's words, however many.
         let mut words: Vec<String> = Vec::new();
+        let mut known_words: HashSet<String> = HashSet::new();
         let mut tokens: Vec<Token> = Vec::new();
         let mut analyzer = analyzer();
         let mut stream = analyzer.token_stream(entity);
         while let Some(token) = stream.next() {
-            if !words.contains(&token.text) {
+            self.count_work(1);
+            if known_words.insert(token.text.clone()) {
                 words.push(token.text.clone());
             }
             tokens.push(token.clone());
@@ -551,6 +591,7 @@ impl PageIndex {
         }
         let mut clauses: Vec<Clause> = Vec::new();
         let mut neighbours: Vec<(String, u64)> = Vec::new();
+        let mut known_neighbours: HashSet<String> = HashSet::new();
         let frequent = |holding: u64| holding > LEADING_MIN_PAGES && holding * LEADING_SHARE > self.pages;
         let mut some_clause_frequent = false;
         // Each word's title words, its own and its neighbours', each with the titles holding it.
@@ -578,8 +619,8 @@ impl PageIndex {
                         for (neighbour, holding) in self.title_neighbours(searcher, &title_term)? {
                             some_clause_frequent |= frequent(holding);
                             family.push((neighbour.clone(), holding));
-                            if !words.contains(&neighbour)
-                                && !neighbours.iter().any(|(known, _)| *known == neighbour)
+                            self.count_work(1);
+                            if !known_words.contains(&neighbour) && known_neighbours.insert(neighbour.clone())
                             {
                                 neighbours.push((neighbour, holding));
                             }
@@ -602,15 +643,25 @@ impl PageIndex {
             }));
         }
         if candidates == Candidates::All || !some_clause_frequent || families.is_empty() {
+            let terms: Option<Vec<TermClause>> = match self.fuzzy_titles {
+                FuzzyTitles::FrequentNeighbours => clauses
+                    .iter()
+                    .map(|clause| match clause {
+                        Clause::Term(term) => Some(term.clone()),
+                        Clause::Fuzzy(_) => None,
+                    })
+                    .collect(),
+                FuzzyTitles::UnknownWords => None,
+            };
             let all = clauses
                 .into_iter()
                 .map(|clause| (Occur::Should, clause.query()))
                 .collect();
-            return Ok(Some(RankedQuery::Union(BooleanQuery::new(all))));
+            return Ok(Some(RankedQuery::Union(BooleanQuery::new(all), terms)));
         }
         // The query's own title words lead, rarest first, as many as the budget allows, then
         // their neighbours; when none fits, the rarest title word that some title holds.
-        let mut lead: Vec<String> = Vec::new();
+        let mut leading_words: HashSet<String> = HashSet::new();
         let mut total = 0;
         for neighbours in [false, true] {
             let mut pass: Vec<&(String, u64)> = families
@@ -625,34 +676,38 @@ impl PageIndex {
                 .collect();
             pass.sort_by(|a, b| a.1.cmp(&b.1).then_with(|| a.0.cmp(&b.0)));
             for (word, holding) in pass {
-                if total + holding <= self.lead_budget && !lead.contains(word) {
+                self.count_work(1);
+                if total + holding <= self.lead_budget && !leading_words.contains(word) {
                     total += holding;
-                    lead.push(word.clone());
+                    leading_words.insert(word.clone());
                 }
             }
         }
-        if lead.is_empty()
+        if leading_words.is_empty()
             && let Some((word, _)) = families
                 .iter()
                 .flatten()
                 .filter(|(_, holding)| *holding > 0)
                 .min_by(|a, b| a.1.cmp(&b.1).then_with(|| a.0.cmp(&b.0)))
         {
-            lead.push(word.clone());
+            leading_words.insert(word.clone());
         }
         let one_edit = match &self.title_table {
-            Some(table) => self.one_edit_titles(searcher, table, entity, &tokens, &families, &lead)?,
-            None => Vec::new(),
+            Some(table) if tokens.len() <= ONE_EDIT_MAX_WORDS => {
+                self.one_edit_titles(searcher, table, entity, &tokens, &families, &leading_words)?
+            }
+            _ => Vec::new(),
         };
         let (mut leading, mut following) = (Vec::new(), Vec::new());
         for clause in clauses {
             if let Clause::Term(clause) = clause {
+                self.count_work(1);
                 let leads = clause.term.field() == self.schema.title
                     && clause
                         .term
                         .value()
                         .as_str()
-                        .is_some_and(|word| lead.iter().any(|known| known == word));
+                        .is_some_and(|word| leading_words.contains(word));
                 match leads {
                     true => leading.push(clause),
                     false => following.push(clause),
@@ -678,18 +733,21 @@ impl PageIndex {
         entity: &str,
         tokens: &[Token],
         families: &[Vec<(String, u64)>],
-        lead: &[String],
+        lead: &HashSet<String>,
     ) -> Result<Vec<DocId>, IndexError> {
-        let leads = |word: &str| lead.iter().any(|known| known == word);
+        let leads = |word: &str| lead.contains(word);
+        let family_of: HashMap<&str, &Vec<(String, u64)>> = families
+            .iter()
+            .filter_map(|family| Some((family.first()?.0.as_str(), family)))
+            .collect();
+        // How many of the entity's words lead: another word than this one leads when more do
+        // than this one's own.
+        let n_leading = tokens.iter().filter(|token| leads(&token.text)).count();
         let mut found: Vec<DocId> = Vec::new();
-        for (at, token) in tokens.iter().enumerate() {
-            let others_lead = tokens
-                .iter()
-                .enumerate()
-                .any(|(other, word)| other != at && leads(&word.text));
-            let family = families
-                .iter()
-                .find(|family| family.first().is_some_and(|(word, _)| *word == token.text));
+        for token in tokens {
+            self.count_work(1);
+            let others_lead = n_leading > usize::from(leads(&token.text));
+            let family = family_of.get(token.text.as_str()).copied();
             let (Some(family), Some(head), Some(tail), false) = (
                 family,
                 entity.get(..token.offset_from),
@@ -707,6 +765,7 @@ impl PageIndex {
             };
             let neighbours = family.iter().skip(1).chain(&short);
             for (neighbour, _) in neighbours.filter(|(neighbour, _)| !leads(neighbour)) {
+                self.count_work(entity.len() as u64);
                 let title = mediawiki_title(&format!("{head}{neighbour}{tail}"));
                 for doc in table.titled(&folded_title(&title)).map_err(table_error)? {
                     if !found.contains(&doc) && found.len() < CANDIDATES {
@@ -981,7 +1040,8 @@ mod tests {
     }
 
     /// The searcher's own answer to a led query: a required union of the leading clauses and an
-    /// optional union of the others, ranked by tantivy's `TopDocs`.
+    /// optional union of the others, ranked by tantivy's `TopDocs`, its pages' scores then the
+    /// one rule's, to the bit.
     fn tantivy_top(searcher: &Searcher, query: &LedQuery, limit: usize) -> Vec<(f32, DocAddress)> {
         let union = |clauses: &[TermClause]| -> Vec<(Occur, Box<dyn Query>)> {
             clauses
@@ -992,12 +1052,20 @@ mod tests {
         let mut clauses: Vec<(Occur, Box<dyn Query>)> =
             vec![(Occur::Must, Box::new(BooleanQuery::new(union(&query.leading))))];
         clauses.extend(union(&query.following));
-        searcher
+        // Its pages scored by the one rule (tantivy's own sums differ in the last bit).
+        let found = searcher
             .search(
                 &BooleanQuery::new(clauses),
-                &TopDocs::with_limit(limit).order_by_score(),
+                &TopDocs::with_limit(2 * limit).order_by_score(),
             )
-            .unwrap()
+            .unwrap();
+        let pages: Vec<DocAddress> = found.iter().map(|(_, address)| *address).collect();
+        let terms: Vec<TermClause> = query.leading.iter().chain(&query.following).cloned().collect();
+        let scores = led::exact_scores(searcher, &terms, &pages).unwrap();
+        let mut ranked: Vec<(f32, DocAddress)> = scores.into_iter().zip(pages).collect();
+        ranked.sort_by(|a, b| b.0.total_cmp(&a.0).then(a.1.cmp(&b.1)));
+        ranked.truncate(limit);
+        ranked
     }
 
     /// The led search reads the long postings only where a candidate could still reach the best,
@@ -1036,6 +1104,114 @@ mod tests {
             }
         }
         assert!(compared > 200, "{compared} full lists compared");
+    }
+
+    /// A search's work is linear in the entity's length, however many of its words are typos of
+    /// title words (issue 45: a 62 KB entity took 103 s, its words' neighbours each building a
+    /// title of the whole entity, and each word compared with every other): 8 times the words, at
+    /// most 16 times the work (quadratic work is 64 times).
+    #[test]
+    fn a_search_works_linearly_in_the_entity_length() {
+        let (_dir, mut index) = frequent_words_index(&[]);
+        // Only the rarest word leads: every other word's neighbours are tried as the typo.
+        index.lead_budget = 0;
+        let searcher = index.reader.searcher();
+        let inverted = searcher
+            .segment_reader(0)
+            .inverted_index(index.schema.title)
+            .unwrap();
+        let mut stream = inverted.terms().stream().unwrap();
+        let mut title_words = Vec::new();
+        while stream.advance() {
+            let word = String::from_utf8(stream.key().to_vec()).unwrap();
+            if word.len() >= 5 {
+                title_words.push(word);
+            }
+        }
+        let mut rng = SplitMix64(5);
+        // Typos of title words (a letter dropped), none of them a title word itself.
+        let typos: Vec<String> = (0..800)
+            .map(|_| {
+                let word = &title_words[rng.below(title_words.len())];
+                let at = 1 + rng.below(word.len() - 2);
+                format!("{}{}", &word[..at], &word[at + 1..])
+            })
+            .collect();
+        let work = |n_words: usize| {
+            index.work.store(0, std::sync::atomic::Ordering::Relaxed);
+            // `the`, a frequent title word, makes the search a led one.
+            index
+                .search(&format!("the {}", typos[..n_words].join(" ")))
+                .unwrap();
+            index.work.load(std::sync::atomic::Ordering::Relaxed)
+        };
+        let (short, long) = (work(100), work(800));
+        assert!(short >= 100, "{short}");
+        assert!(
+            long <= 16 * short,
+            "100 words: {short} units of work, 800 words: {long}"
+        );
+    }
+
+    /// One ranking rule, whichever way a query is searched (docs/docstore.md): a page's score is
+    /// the exact sum of its clauses' scores, ties to the page earlier in the index. Titles that
+    /// are permutations of the same words tie exactly, so the led search and the plain union give
+    /// every page they both rank the same score, to the bit, and tied pages in the same order
+    /// (issue 45: 1,242 of 11,402 scores differed in the last bit, as each summed in its own
+    /// order, and such titles came back in another order depending on the path).
+    #[test]
+    fn the_led_search_and_the_union_rank_by_one_rule() {
+        let words = ["Kalodra", "Velsor", "Tunbri", "Quazen", "River"];
+        let mut permutations: Vec<String> = Vec::new();
+        for a in 0..words.len() {
+            for b in 0..words.len() {
+                for c in 0..words.len() {
+                    if a != b && b != c && a != c {
+                        permutations.push(format!("{} {} {}", words[a], words[b], words[c]));
+                    }
+                }
+            }
+        }
+        let extra: Vec<&str> = permutations.iter().map(String::as_str).collect();
+        let (_dir, index) = frequent_words_index(&extra);
+        let searcher = index.reader.searcher();
+        let mut compared = 0;
+        for entity in [
+            "The Kalodra Velsor River",
+            "the Velsor Quazen river",
+            "Tunbri Kalodra the river of",
+            "Quazen Tunbri Velsor the",
+            "the Kalodra Velsor Tunbri Quazen River",
+        ] {
+            let Some(RankedQuery::Led(mut led)) =
+                index.ranked_query(&searcher, entity, Candidates::Led).unwrap()
+            else {
+                panic!("{entity:?} leads: `the` is frequent");
+            };
+            led.one_edit.clear();
+            let union = index
+                .ranked_query(&searcher, entity, Candidates::All)
+                .unwrap()
+                .unwrap();
+            let led = led.top(&searcher, CANDIDATES).unwrap();
+            let union = union.top(&searcher, CANDIDATES).unwrap();
+            let in_union: Vec<&(f32, DocAddress)> = union
+                .iter()
+                .filter(|(_, address)| led.iter().any(|(_, known)| known == address))
+                .collect();
+            let in_led: Vec<&(f32, DocAddress)> = led
+                .iter()
+                .filter(|(_, address)| union.iter().any(|(_, known)| known == address))
+                .collect();
+            let bits = |list: &[&(f32, DocAddress)]| -> Vec<(u32, DocAddress)> {
+                list.iter()
+                    .map(|(score, address)| (score.to_bits(), *address))
+                    .collect()
+            };
+            assert_eq!(bits(&in_led), bits(&in_union), "{entity:?}");
+            compared += in_led.len();
+        }
+        assert!(compared >= 50, "{compared} pages compared");
     }
 
     /// A one-typo search finds the title it means though none of that title's words leads: the

@@ -36,7 +36,11 @@ pub struct EvalSettings {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub generation: Option<Generation>,
     /// The step budget of a method that acts; `None` for CoT, Standard and CoT-SC.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[serde(
+        default,
+        deserialize_with = "crate::limits::steps",
+        skip_serializing_if = "Option::is_none"
+    )]
     pub max_steps: Option<usize>,
     /// The digest of each phase's prompt before the question: the instruction, the few-shot
     /// examples (bundled, `--fewshot` files or drawn by `--fewshot-from`) and the tools' lines.
@@ -52,6 +56,7 @@ pub struct EvalSettings {
 /// CoT-SC's sampling.
 #[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
 pub struct Sampling {
+    #[serde(deserialize_with = "crate::limits::samples")]
     pub samples: usize,
     pub temperature: f64,
     /// The stopping rule (`--sc-stop`); absent: all N asked (and lines written before it existed).
@@ -74,8 +79,15 @@ fn stop_text(samples: bool, stop: Option<&ScStop>) -> String {
 #[serde(tag = "kind", rename_all = "snake_case")]
 pub enum AttemptsRecord {
     Once,
-    Trials { count: u32, reflect: Reflect },
-    Epochs { count: u32 },
+    Trials {
+        #[serde(deserialize_with = "crate::limits::attempts")]
+        count: u32,
+        reflect: Reflect,
+    },
+    Epochs {
+        #[serde(deserialize_with = "crate::limits::attempts")]
+        count: u32,
+    },
 }
 
 /// Which questions of the file the evaluation asks.

@@ -13,9 +13,13 @@
 //! tantivy answers the same query (a required union of the leading clauses, an optional union of
 //! the others) by refilling the optional union window by window: every posting of every long list
 //! in a window of 4,096 documents is decoded wherever one candidate falls, which made the tail of
-//! one-typo searches at Wikipedia's scale. Here each page's score is the one tantivy gives it —
-//! the same BM25 weights, added in the same order — and ties go to the page earlier in the index,
-//! so the best pages are the ones tantivy's `TopDocs` would return.
+//! one-typo searches at Wikipedia's scale. Here each page's score follows the search's one ranking
+//! rule (docs/docstore.md): the same BM25 weights as tantivy's, each clause's score an `f32` as
+//! tantivy computes it, the page's score their exact sum (added in `f64`, where a few dozen `f32`
+//! scores of BM25's range add without rounding, then rounded once to `f32`: the same whatever
+//! order they are added in), and ties go to the page earlier in the index. The plain union's
+//! candidates are scored again by the same rule ([`exact_scores`]), as tantivy's block-max WAND
+//! adds a page's scores in an order that depends on the postings around it.
 
 use std::sync::Arc;
 
@@ -63,8 +67,8 @@ struct Following {
 /// A page some leading clause holds (or a page of [`LedQuery::one_edit`]).
 struct Candidate {
     doc: DocId,
-    /// The leading clauses' score, added in clause order.
-    lead: Score,
+    /// The leading clauses' score: their exact sum ([`exact_sum`]'s rule).
+    lead: f64,
     /// How many words of its title the leading clauses hold.
     words: u32,
 }
@@ -258,9 +262,9 @@ impl LedQuery {
             }
             let floor = match candidates.len() >= limit {
                 true => {
-                    let mut leads: Vec<Score> = candidates.iter().map(|candidate| candidate.lead).collect();
+                    let mut leads: Vec<f64> = candidates.iter().map(|candidate| candidate.lead).collect();
                     let (_, nth, _) = leads.select_nth_unstable_by(limit - 1, |a, b| b.total_cmp(a));
-                    f64::from(*nth)
+                    *nth
                 }
                 false => f64::NEG_INFINITY,
             };
@@ -269,7 +273,7 @@ impl LedQuery {
             'candidates: for candidate in &candidates {
                 let doc = candidate.doc;
                 added.iter_mut().for_each(|slot| *slot = None);
-                let mut partial = f64::from(candidate.lead);
+                let mut partial = candidate.lead;
                 // The words of the title no leading clause holds: a following title clause holds
                 // some of them (a title of `LONG_TITLE` words or more is not counted).
                 let length_id = title_lengths.fieldnorm_id(doc);
@@ -312,12 +316,12 @@ impl LedQuery {
                 if hopeless(partial, floor, &best) {
                     continue;
                 }
-                // tantivy's sum: the leading union's, plus the following union's in clause order.
-                let mut score = candidate.lead;
-                if added.iter().any(Option::is_some) {
-                    score += added.iter().flatten().fold(0.0, |sum: Score, added| sum + added);
-                }
-                best.offer(score, DocAddress::new(segment_ord as u32, doc));
+                // The one rule: every clause's score added exactly, rounded once.
+                let score = added
+                    .iter()
+                    .flatten()
+                    .fold(candidate.lead, |sum, added| sum + f64::from(*added));
+                best.offer(score as Score, DocAddress::new(segment_ord as u32, doc));
             }
         }
         let mut kept = best.kept;
@@ -361,7 +365,7 @@ impl LedQuery {
                 words: 0,
             };
             for (score, term_freq) in cursors.iter_mut().filter_map(|cursor| cursor.at(doc)) {
-                candidate.lead += score;
+                candidate.lead += f64::from(score);
                 candidate.words += term_freq;
             }
             candidates.push(candidate);
@@ -372,7 +376,7 @@ impl LedQuery {
 }
 
 /// The pages of `segment` some leading clause holds, in index order, each with the leading
-/// clauses' score added in clause order (tantivy's union).
+/// clauses' exact sum.
 fn candidates(segment: &SegmentReader, leading: &[Option<Source>]) -> tantivy::Result<Vec<Candidate>> {
     let mut postings: Vec<(DocId, usize, Score, u32)> = Vec::new();
     for (index, source) in leading.iter().enumerate() {
@@ -394,12 +398,12 @@ fn candidates(segment: &SegmentReader, leading: &[Option<Source>]) -> tantivy::R
     for (doc, _, score, term_freq) in postings {
         match candidates.last_mut() {
             Some(last) if last.doc == doc => {
-                last.lead += score;
+                last.lead += f64::from(score);
                 last.words += term_freq;
             }
             _ => candidates.push(Candidate {
                 doc,
-                lead: score,
+                lead: f64::from(score),
                 words: term_freq,
             }),
         }
@@ -415,7 +419,7 @@ fn probe(following: &[Option<Source>], candidates: &[Candidate], limit: usize) -
     if candidates.len() <= limit {
         return Ok(f64::NEG_INFINITY);
     }
-    let mut leads: Vec<(Score, usize)> = candidates
+    let mut leads: Vec<(f64, usize)> = candidates
         .iter()
         .enumerate()
         .map(|(at, candidate)| (candidate.lead, at))
@@ -432,7 +436,7 @@ fn probe(following: &[Option<Source>], candidates: &[Candidate], limit: usize) -
     let mut scores: Vec<f64> = Vec::with_capacity(probed.len());
     for at in probed {
         let candidate = &candidates[at];
-        let mut score = f64::from(candidate.lead);
+        let mut score = candidate.lead;
         for (added, _) in cursors.iter_mut().filter_map(|cursor| cursor.at(candidate.doc)) {
             score += f64::from(added);
         }
@@ -440,4 +444,48 @@ fn probe(following: &[Option<Source>], candidates: &[Candidate], limit: usize) -
     }
     let (_, nth, _) = scores.select_nth_unstable_by(limit - 1, |a, b| b.total_cmp(a));
     Ok(*nth - nth.abs() * 1e-5 - 1e-5)
+}
+
+/// The scores of `pages` under the search's one rule: each clause's score at the page, added
+/// exactly ([`exact_sum`]'s rule), rounded once: what the led search gives the same page.
+pub(super) fn exact_scores(
+    searcher: &Searcher,
+    clauses: &[TermClause],
+    pages: &[DocAddress],
+) -> tantivy::Result<Vec<Score>> {
+    let sources = Source::look_up(searcher, clauses)?;
+    // Each segment's pages in index order, so every cursor only moves on.
+    let mut order: Vec<usize> = (0..pages.len()).collect();
+    order.sort_by_key(|&at| pages[at]);
+    let mut scores = vec![0.0; pages.len()];
+    let mut cursors: Option<(u32, Vec<Cursor>)> = None;
+    for at in order {
+        let page = pages[at];
+        if cursors
+            .as_ref()
+            .is_none_or(|(segment, _)| *segment != page.segment_ord)
+        {
+            let Some(segment) = sources.get(page.segment_ord as usize) else {
+                continue;
+            };
+            let opened = segment
+                .iter()
+                .flatten()
+                .map(Source::cursor)
+                .collect::<tantivy::Result<Vec<_>>>()?;
+            cursors = Some((page.segment_ord, opened));
+        }
+        if let Some((_, cursors)) = &mut cursors {
+            let sum = exact_sum(cursors.iter_mut().filter_map(|cursor| cursor.at(page.doc_id)));
+            scores[at] = sum;
+        }
+    }
+    Ok(scores)
+}
+
+/// The search's one rule for a page's score: its clauses' scores (each an `f32`, as tantivy
+/// computes a term's BM25) added in `f64`, exact for the few dozen scores of BM25's range a page
+/// has, then rounded once: the same sum in any order.
+fn exact_sum(scores: impl Iterator<Item = (Score, u32)>) -> Score {
+    scores.fold(0.0f64, |sum, (score, _)| sum + f64::from(score)) as Score
 }
