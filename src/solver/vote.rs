@@ -55,8 +55,8 @@ pub fn leader(tally: &[Candidate]) -> Option<&Candidate> {
 }
 
 /// Whether CoT-SC's majority is too weak to keep (`cot-sc-then-react` backs off to ReAct): it
-/// holds fewer than half of the `over` samples it is judged over (N, or with `--sc-stop` what
-/// [`super::sc_stop::verdict_over`] says) — 10 of 21 backs off, 11 keeps; no answer at all backs
+/// holds fewer than half of the `over` samples it is judged over (N; with `--sc-stop`, what the
+/// stopping rule's `verdict_over` says) — 10 of 21 backs off, 11 keeps; no answer at all backs
 /// off.
 pub fn is_weak(vote: &Vote, over: usize) -> bool {
     vote.answer.is_none() || 2 * vote.votes < over

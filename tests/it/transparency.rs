@@ -55,6 +55,7 @@ use react_docstore::llm::{
 };
 use react_docstore::method::{Reflect, ScStop, StopRule};
 use react_docstore::record::questions::Contexts;
+use react_docstore::record::results::ResultsError;
 use react_docstore::record::selection::Selection;
 use react_docstore::record::shard::Shard;
 use react_docstore::solver::setup::AgentSetup;
@@ -845,12 +846,26 @@ impl Bench {
     /// Runs one evaluation to its end (the server as if started again): the server's counts.
     async fn evaluate(&self, way: &Way, results: &Path, found: &mut Found) -> (usize, usize) {
         *self.state.lock().unwrap() = ServerState::default();
-        let summary = eval::evaluate(
-            &self.config(way, results),
-            &self.services(way),
-            std::future::pending(),
-        )
-        .await;
+        let mut summary;
+        let mut attempts = 0;
+        loop {
+            summary = eval::evaluate(
+                &self.config(way, results),
+                &self.services(way),
+                std::future::pending(),
+            )
+            .await;
+            attempts += 1;
+            if !matches!(summary, Err(EvalError::Results(ResultsError::Locked { .. }))) || attempts == 100 {
+                break;
+            }
+            // The evaluation before this one on the same file is over, but a process another test
+            // started at that moment may have been handed a copy of its descriptor, and so of its
+            // lock, until it execs: wait for that lock to go, then open the file again.
+            let file = std::fs::File::open(results).unwrap();
+            file.lock().unwrap();
+            file.unlock().unwrap();
+        }
         if let Err(error) = summary {
             panic!("{}: {:#}", self.case, anyhow::Error::from(error));
         }
