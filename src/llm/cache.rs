@@ -4,11 +4,15 @@
 //! The cache is a directory of content-addressed files, one a reply: `{dir}/{aa}/{hex}.json`, named
 //! by the SHA-256 of the request's key. The key is the API (`chat`, `completions`, `tools`), the
 //! model server's `host:port` (left out with [`Hosts::Shared`]) and the whole request body as the
-//! client sends it — the model, the prompt or messages, `n`, the temperature, `max_tokens`, the stop
+//! client asks it — the model, the prompt or messages, `n`, the temperature, `max_tokens`, the stop
 //! sequences, the functions and every `--llm-option` — then the attempt ([`CacheScope`]: an
 //! epoch's or a trial's number) and the occurrence: the k-th identical request of one attempt
 //! (CoT-SC's sampling batches beyond the first, a server that ignores `n` asked sample by sample)
-//! gets the k-th reply, never the first one again. The API key travels in a header, never in the
+//! gets the k-th reply, never the first one again. The body as asked is the one before the client
+//! leaves out a parameter the server refused (`stop`, `temperature`, `n`, `max_tokens` renamed):
+//! a request and its retry without the refused parameter are one call, and a run that has learned
+//! of the refusal names its k-th request as a run that has not, so a cache never changes which
+//! reply a request gets. The API key travels in a header, never in the
 //! body: it is in no key and no file, and a response that quotes it is not kept.
 //!
 //! Only a successful response is kept, and not when any choice was cut at `max_tokens`
@@ -135,9 +139,7 @@ pub struct CacheCall {
     /// The call's number in its scope, from 1.
     number: u64,
     attempt: u32,
-    occurrence: u32,
     api: Api,
-    host: Option<String>,
     key: String,
 }
 
@@ -166,12 +168,13 @@ impl ReplyCache {
         self.max_entry_bytes
     }
 
-    /// Names the call that sends `body` to `server` (its endpoint: [`crate::http::endpoint`]) in the current scope: the next
-    /// occurrence of that request in its attempt.
+    /// Names the call that asks `body` of `server` (its endpoint: [`crate::http::endpoint`]) in
+    /// the current scope: the next occurrence of that request in its attempt. `body` is the
+    /// request as asked, before any parameter the server refused is left out.
     pub fn call(&self, api: Api, server: &str, body: &Value) -> CacheCall {
         let scope = current_scope().unwrap_or_else(|| Arc::clone(&self.unscoped));
-        let host = (self.hosts == Hosts::Separate).then(|| server.to_owned());
-        let request = request_digest(api, host.as_deref(), body);
+        let host = (self.hosts == Hosts::Separate).then_some(server);
+        let request = request_digest(api, host, body);
         let (number, occurrence) = scope.next_call(&request);
         let attempt = scope.attempt;
         let key = entry_key(&request, attempt, occurrence);
@@ -179,25 +182,8 @@ impl ReplyCache {
             scope,
             number,
             attempt,
-            occurrence,
             api,
-            host,
             key,
-        }
-    }
-
-    /// The same call with another body (the request sent again without a parameter the server
-    /// refused): the same attempt and occurrence, another key.
-    pub fn recall(&self, call: &CacheCall, body: &Value) -> CacheCall {
-        let request = request_digest(call.api, call.host.as_deref(), body);
-        CacheCall {
-            scope: Arc::clone(&call.scope),
-            key: entry_key(&request, call.attempt, call.occurrence),
-            number: call.number,
-            attempt: call.attempt,
-            occurrence: call.occurrence,
-            api: call.api,
-            host: call.host.clone(),
         }
     }
 
@@ -857,6 +843,16 @@ mod tests {
         assert_eq!((used.calls, used.hits.clone()), (4, vec![1]));
         assert_eq!(used.saved.prompt_tokens, 100);
         assert_eq!(used.saved.completion_tokens, 7);
+    }
+
+    /// The key of a request is what it always was: a change here would make every cache miss.
+    #[test]
+    fn keys_are_stable() {
+        let request = request_digest(Api::Chat, Some("localhost:1"), &body("q"));
+        assert_eq!(
+            entry_key(&request, 1, 1),
+            "sha256:e7fa296178fce9aa78be225b1f76c2b6eb94e4bea8e8bef31f91813e7247ca53"
+        );
     }
 
     #[tokio::test]

@@ -267,6 +267,27 @@ pub fn parse_option(option: &str) -> Result<(String, Value), ModelConfigError> {
     Ok((key.trim().to_owned(), value))
 }
 
+/// Which parameters a request body leaves out because the server refused them: none for the
+/// request as asked (what the reply cache keys), [`Refused::now`] for the request as sent.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+struct Leave {
+    stop: bool,
+    temperature: bool,
+    /// `max_completion_tokens` instead of `max_tokens`.
+    max_tokens: bool,
+    n: bool,
+}
+
+impl Leave {
+    /// The request as asked: every parameter the caller gave.
+    const NOTHING: Leave = Leave {
+        stop: false,
+        temperature: false,
+        max_tokens: false,
+        n: false,
+    };
+}
+
 /// Parameters a server refused once, so that no later request sends them.
 #[derive(Debug, Default)]
 struct Refused {
@@ -276,6 +297,18 @@ struct Refused {
     max_tokens: AtomicBool,
     /// The server refuses `n` (several completions a request): samples are asked one by one.
     n: AtomicBool,
+}
+
+impl Refused {
+    /// What a request sent now leaves out.
+    fn now(&self) -> Leave {
+        Leave {
+            stop: self.stop.load(Ordering::Relaxed),
+            temperature: self.temperature.load(Ordering::Relaxed),
+            max_tokens: self.max_tokens.load(Ordering::Relaxed),
+            n: self.n.load(Ordering::Relaxed),
+        }
+    }
 }
 
 /// How many refused parameters one call adapts to before giving up.
@@ -316,19 +349,10 @@ enum Sends {
     Tools,
 }
 
-/// A reply's body, and the cache requests it answers: none when it came from the cache.
+/// A reply's body, and the cache request it answers: none when it came from the cache.
 struct Exchanged {
     bytes: Vec<u8>,
-    keep_under: Vec<CacheCall>,
-}
-
-impl Exchanged {
-    fn cached(bytes: Vec<u8>) -> Exchanged {
-        Exchanged {
-            bytes,
-            keep_under: Vec::new(),
-        }
-    }
+    keep_under: Option<CacheCall>,
 }
 
 /// One failed attempt.
@@ -439,8 +463,8 @@ impl OpenAiClient {
         self.http.is_built()
     }
 
-    /// The request body for `request`, leaving out what the server refused before.
-    fn body(&self, request: &LlmRequest<'_>) -> Value {
+    /// The request body for `request`, leaving out what `leave` says the server refused.
+    fn body(&self, request: &LlmRequest<'_>, leave: Leave) -> Value {
         let mut body = wire::object([("model", json!(self.config.model))]);
         match self.config.api {
             Api::Completions => {
@@ -455,12 +479,12 @@ impl OpenAiClient {
                 body.insert("messages".to_owned(), messages);
             }
         }
-        self.finish_body(body, request.stop)
+        self.finish_body(body, request.stop, leave)
     }
 
     /// The request body of one tool-calling turn: the conversation and the functions, the model
     /// free to call any of them (`tool_choice: auto`).
-    fn converse_body(&self, request: &ConverseRequest<'_>) -> Value {
+    fn converse_body(&self, request: &ConverseRequest<'_>, leave: Leave) -> Value {
         let mut body = wire::object([("model", json!(self.config.model))]);
         let messages: Vec<Value> = request
             .messages
@@ -475,23 +499,23 @@ impl OpenAiClient {
             .collect();
         body.insert("tools".to_owned(), Value::Array(tools));
         body.insert("tool_choice".to_owned(), json!("auto"));
-        self.finish_body(body, &[])
+        self.finish_body(body, &[], leave)
     }
 
     /// The sampling fields and the user's options, after the prompt.
-    fn finish_body(&self, mut body: Map<String, Value>, stop: &[String]) -> Value {
-        if !self.refused.temperature.load(Ordering::Relaxed) {
+    fn finish_body(&self, mut body: Map<String, Value>, stop: &[String], leave: Leave) -> Value {
+        if !leave.temperature {
             body.insert("temperature".to_owned(), json!(self.config.temperature));
         }
         if let Some(max_tokens) = self.config.max_tokens {
-            let key = if self.refused.max_tokens.load(Ordering::Relaxed) {
+            let key = if leave.max_tokens {
                 "max_completion_tokens"
             } else {
                 "max_tokens"
             };
             body.insert(key.to_owned(), json!(max_tokens));
         }
-        if !stop.is_empty() && !self.refused.stop.load(Ordering::Relaxed) {
+        if !stop.is_empty() && !leave.stop {
             body.insert("stop".to_owned(), json!(stop));
         }
         for (key, value) in &self.config.options {
@@ -570,35 +594,38 @@ impl OpenAiClient {
         true
     }
 
-    /// Sends the body `build` makes (again after each refused parameter), retrying transient
-    /// failures: the response body, or the error. `tools`: the body offers functions, and a 4xx
-    /// that refuses that field ([`wire::refuses_tools`]) means the server does not take them.
+    /// Sends the body `build` makes for what the server refuses (again after each refused
+    /// parameter), retrying transient failures: the response body, or the error. `tools`: the
+    /// body offers functions, and a 4xx that refuses that field ([`wire::refuses_tools`]) means
+    /// the server does not take them.
+    ///
+    /// With a cache, the call is named by the request as asked (`build(Leave::NOTHING)`), never
+    /// by what the server made it leave out: a cold run, a warm run and a run that has or has not
+    /// yet learned of a refusal count the same requests, so the k-th one of an attempt is the
+    /// same entry in each, and a request no server refused keys as it always did.
     async fn exchange(
         &self,
-        build: impl Fn() -> Value,
+        build: impl Fn(Leave) -> Value,
         stop: &[String],
         sends: Sends,
     ) -> Result<Exchanged, LlmError> {
         let mut adaptations = 0;
-        let mut body = build();
-        // The reply is kept under the request as first built and as finally sent (without what
-        // the server refused), so that the next run finds it whichever it sends.
-        let mut cache_calls = Vec::new();
+        let mut body = build(self.refused.now());
+        let mut keep_under = None;
         if let Some(cache) = &self.cache {
-            let call = cache.call(self.config.api, &http::endpoint(self.url.as_str()), &body);
+            let asked = build(Leave::NOTHING);
+            let call = cache.call(self.config.api, &http::endpoint(self.url.as_str()), &asked);
             if let Some(bytes) = cache.read(&call) {
-                return Ok(Exchanged::cached(bytes));
+                return Ok(Exchanged {
+                    bytes,
+                    keep_under: None,
+                });
             }
-            cache_calls.push(call);
+            keep_under = Some(call);
         }
         loop {
             let gave_up = match self.send(&body).await {
-                Ok(bytes) => {
-                    return Ok(Exchanged {
-                        bytes,
-                        keep_under: cache_calls,
-                    });
-                }
+                Ok(bytes) => return Ok(Exchanged { bytes, keep_under }),
                 Err(gave_up) => gave_up,
             };
             // A refused parameter is left out of this request and every later one. Whether this
@@ -611,17 +638,10 @@ impl OpenAiClient {
                 && adaptations < MAX_ADAPTATIONS
                 && self.adapt_to_refusal(answer, stop)
             {
-                let adapted = build();
+                let adapted = build(self.refused.now());
                 if adapted != body {
                     adaptations += 1;
                     body = adapted;
-                    if let (Some(cache), Some(first)) = (&self.cache, cache_calls.first()) {
-                        let call = cache.recall(first, &body);
-                        if let Some(bytes) = cache.read(&call) {
-                            return Ok(Exchanged::cached(bytes));
-                        }
-                        cache_calls.push(call);
-                    }
                     continue;
                 }
             }
@@ -629,14 +649,12 @@ impl OpenAiClient {
         }
     }
 
-    /// Keeps a reply the server gave in the cache, under every request it answers, once it has
+    /// Keeps a reply the server gave in the cache, under the request it answers, once it has
     /// been read: a reply this client cannot read is never served again from the cache.
     fn keep(&self, exchanged: Exchanged) {
-        if let Some(cache) = &self.cache {
+        if let (Some(cache), Some(call)) = (&self.cache, &exchanged.keep_under) {
             let api_key = self.config.api_key.as_ref();
-            for call in &exchanged.keep_under {
-                cache.write(call, &self.config.model, &exchanged.bytes, api_key);
-            }
+            cache.write(call, &self.config.model, &exchanged.bytes, api_key);
         }
     }
 
@@ -735,14 +753,14 @@ impl OpenAiClient {
             step: 0,
             purpose: CallPurpose::Sample,
         };
-        let build = || {
-            let mut body = self.body(&text_request);
+        let build = |leave: Leave| {
+            let mut body = self.body(&text_request, leave);
             if let Value::Object(fields) = &mut body {
-                if request.n > 1 && !self.refused.n.load(Ordering::Relaxed) {
+                if request.n > 1 && !leave.n {
                     fields.insert("n".to_owned(), json!(request.n));
                 }
                 if let Some(temperature) = request.temperature
-                    && !self.refused.temperature.load(Ordering::Relaxed)
+                    && !leave.temperature
                 {
                     fields.insert("temperature".to_owned(), json!(temperature));
                 }
@@ -774,7 +792,7 @@ impl OpenAiClient {
 
     async fn complete_request(&self, request: LlmRequest<'_>) -> Result<Completion, LlmError> {
         let exchanged = self
-            .exchange(|| self.body(&request), request.stop, Sends::Text)
+            .exchange(|leave| self.body(&request, leave), request.stop, Sends::Text)
             .await?;
         let (choice, usage) = self.first_choice(&exchanged.bytes)?;
         self.keep(exchanged);
@@ -792,7 +810,7 @@ impl OpenAiClient {
 
     async fn converse_request(&self, request: ConverseRequest<'_>) -> Result<Reply, LlmError> {
         let exchanged = self
-            .exchange(|| self.converse_body(&request), &[], Sends::Tools)
+            .exchange(|leave| self.converse_body(&request, leave), &[], Sends::Tools)
             .await?;
         let (choice, usage) = self.first_choice(&exchanged.bytes)?;
         self.keep(exchanged);

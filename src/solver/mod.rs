@@ -293,7 +293,11 @@ impl Solver {
                 let first = self.self_consistency(llm, question, on_event).await;
                 let reason = match (&first.run.vote, first.run.stopped) {
                     (_, Some(Stopped::Error)) => None,
-                    (Some(vote), _) if is_weak(vote) => Some(BackoffReason::WeakMajority),
+                    (Some(vote), _)
+                        if is_weak(vote, sc_stop::verdict_over(vote, first.run.sc_stop.as_ref())) =>
+                    {
+                        Some(BackoffReason::WeakMajority)
+                    }
                     _ => None,
                 };
                 self.back_off(
@@ -552,6 +556,12 @@ impl Solver {
             Sampling::SelfConsistent => (self.samples, Some(self.sample_temperature)),
         };
         let sc_stop = self.sc_stop.filter(|_| sampling == Sampling::SelfConsistent);
+        // `cot-sc-then-react`'s vote decides whether it backs off: `exact` settles that too.
+        let settle = if self.method == Method::CotScThenReact {
+            sc_stop::Settle::MajorityAndBackoff
+        } else {
+            sc_stop::Settle::Majority
+        };
         let batch = sc_stop.map_or(wanted, |sc_stop| sc_stop.batch);
         let mut asking = Asking {
             prompt: episode.scratchpad.text(),
@@ -604,7 +614,7 @@ impl Solver {
                 reason = Some(ScStopReason::AllAsked);
                 break;
             }
-            if let Some(decided) = sc_stop::decide(&sc_stop, &run.samples, wanted) {
+            if let Some(decided) = sc_stop::decide(&sc_stop, &run.samples, wanted, settle) {
                 reason = Some(decided);
                 break;
             }

@@ -2,24 +2,38 @@
 //! that the rest of the N need not be asked.
 //!
 //! `exact` stops once no way the samples not yet asked could answer changes the majority of all
-//! N (ties broken as [`super::vote::majority`] breaks them); `beta` is Adaptive-Consistency's
-//! rule (Aggarwal et al., EMNLP 2023), which stops once the leader is ahead of the runner-up with
-//! the confidence asked, and may rarely pick another answer than all N would.
+//! N (ties broken as [`super::vote::majority`] breaks them) — nor, for `cot-sc-then-react`, the
+//! backoff's verdict on it (whether it holds at least half of all N): its answer and its backoff
+//! are always those of all N. `beta` is Adaptive-Consistency's rule (Aggarwal et al., EMNLP
+//! 2023), which stops once the leader is ahead of the runner-up with the confidence asked; it may
+//! rarely pick another answer than all N would, and the backoff judges its vote on the samples
+//! asked ([`verdict_over`]).
 
 use crate::method::{ScStop, StopRule};
-use crate::record::run::{Sample, ScStopReason};
+use crate::record::run::{Sample, ScStopReason, ScStopRecord, Vote};
 
 use super::vote::{Candidate, leader, tally};
 
+/// What the samples not yet asked must not be able to change when `exact` stops.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Settle {
+    /// The majority (CoT-SC alone, and `react-then-cot-sc`'s second phase).
+    Majority,
+    /// The majority and whether it holds at least half of all N: `cot-sc-then-react`'s verdict.
+    MajorityAndBackoff,
+}
+
 /// Why sampling stops after `samples` of `n_samples`, or `None` to ask more.
-pub fn decide(stop: &ScStop, samples: &[Sample], n_samples: usize) -> Option<ScStopReason> {
+pub fn decide(stop: &ScStop, samples: &[Sample], n_samples: usize, settle: Settle) -> Option<ScStopReason> {
     if samples.len() >= n_samples {
         return Some(ScStopReason::AllAsked);
     }
     let tally = tally(samples);
     let remaining = n_samples - samples.len();
     match stop.rule {
-        StopRule::Exact => cannot_be_overtaken(&tally, remaining).then_some(ScStopReason::Decided),
+        StopRule::Exact => (cannot_be_overtaken(&tally, remaining)
+            && (settle == Settle::Majority || verdict_is_settled(&tally, remaining, n_samples)))
+        .then_some(ScStopReason::Decided),
         StopRule::Beta => {
             let (leading, runner_up) = two_most_voted(&tally);
             (leading > 0 && leader_probability(leading, runner_up) >= stop.confidence)
@@ -49,6 +63,25 @@ pub fn cannot_be_overtaken(tally: &[Candidate], remaining: usize) -> bool {
         .filter(|rival| rival.first != leading.first)
         .chain([&new_answer])
         .any(beaten_by)
+}
+
+/// Whether the leader of `tally`, which cannot be overtaken, holds at least half of all
+/// `n_samples` whatever the `remaining` samples answer: it does already, or it would not even
+/// with every one of them.
+fn verdict_is_settled(tally: &[Candidate], remaining: usize, n_samples: usize) -> bool {
+    let votes = leader(tally).map_or(0, |leading| leading.votes);
+    2 * votes >= n_samples || 2 * (votes + remaining) < n_samples
+}
+
+/// The samples `cot-sc-then-react` judges its vote over ([`super::vote::is_weak`]): all N, also
+/// where `exact` stopped early (it stops only once the verdict over all N is settled) — but the
+/// samples asked where `beta` stopped early: its vote may keep where all N would back off, or
+/// back off where they would keep.
+pub fn verdict_over(vote: &Vote, record: Option<&ScStopRecord>) -> usize {
+    match record {
+        Some(record) if record.stop.rule == StopRule::Exact => record.samples,
+        _ => vote.samples,
+    }
 }
 
 /// The votes of the most voted answer and of the runner-up (0 when there is none).
@@ -85,7 +118,7 @@ mod tests {
     use super::*;
     use crate::metrics::normalize_answer;
     use crate::rng::SplitMix64;
-    use crate::solver::vote::{majority, samples};
+    use crate::solver::vote::{is_weak, majority, samples};
 
     fn winner(answers: &[Option<&str>], n_samples: usize) -> Option<String> {
         majority(&samples(answers), n_samples, 0.7)
@@ -100,8 +133,9 @@ mod tests {
     };
 
     /// Every sequence of 6 samples over three answers and no answer: wherever `exact` stops, the
-    /// prefix's winner is the winner of every way the sequence could go on (sound); wherever it
-    /// asks more, some way of going on changes the winner (it stops as soon as it can).
+    /// prefix's winner is the winner of every way the sequence could go on (sound) — and with
+    /// `MajorityAndBackoff`, so is the backoff's verdict over all 6; wherever it asks more, some
+    /// way of going on changes what it settles (it stops as soon as it can).
     #[test]
     fn exact_stops_exactly_when_no_remaining_samples_could_change_the_winner() {
         const N: usize = 6;
@@ -119,21 +153,77 @@ mod tests {
                 })
                 .collect()
         };
-        let mut stopped_early = 0;
-        for asked in 0..N {
-            let continuations = sequences(N - asked);
-            for prefix in sequences(asked) {
-                let stops = decide(&EXACT, &samples(&prefix), N).is_some();
-                let leader_now = winner(&prefix, asked);
-                let changes = continuations.iter().any(|rest| {
-                    let whole: Vec<Option<&str>> = prefix.iter().chain(rest).copied().collect();
-                    winner(&whole, N) != leader_now
-                });
-                assert_eq!(stops, !changes, "{prefix:?} of {N}");
-                stopped_early += usize::from(stops);
+        // What all N settle: the winner, and with the backoff whether it is weak over N.
+        let outcome = |answers: &[Option<&str>], settle: Settle| {
+            let vote = majority(&samples(answers), N, 0.7);
+            let weak = (settle == Settle::MajorityAndBackoff).then(|| is_weak(&vote, N));
+            (vote.answer.map(|answer| normalize_answer(&answer)), weak)
+        };
+        for settle in [Settle::Majority, Settle::MajorityAndBackoff] {
+            let mut stopped_early = 0;
+            for asked in 0..N {
+                let continuations = sequences(N - asked);
+                for prefix in sequences(asked) {
+                    let stops = decide(&EXACT, &samples(&prefix), N, settle).is_some();
+                    let outcomes: std::collections::HashSet<_> = continuations
+                        .iter()
+                        .map(|rest| {
+                            let whole: Vec<Option<&str>> = prefix.iter().chain(rest).copied().collect();
+                            outcome(&whole, settle)
+                        })
+                        .collect();
+                    assert_eq!(stops, outcomes.len() == 1, "{prefix:?} of {N}, {settle:?}");
+                    if stops {
+                        // The prefix's own winner is the one all N give.
+                        let (winner, _) = outcome(&prefix, Settle::Majority);
+                        assert!(outcomes.iter().all(|(all_n, _)| *all_n == winner), "{prefix:?}");
+                    }
+                    stopped_early += usize::from(stops);
+                }
             }
+            assert!(stopped_early > 100, "{settle:?}: {stopped_early}");
         }
-        assert!(stopped_early > 100, "{stopped_early}");
+    }
+
+    /// Issue 45's case: `x a b c d e f g h` then twelve `x` of 21. At 15 samples `x` (7) cannot
+    /// be overtaken, but 7 of 21 would back off and 13 would not: `exact` waits for the
+    /// verdict, which 11 votes settle at 19.
+    #[test]
+    fn exact_waits_for_the_backoff_verdict_of_all_n() {
+        let mut answers = vec![Some("x"), Some("a"), Some("b"), Some("c"), Some("d")];
+        answers.extend([Some("e"), Some("f"), Some("g"), Some("h")]);
+        answers.extend([Some("x"); 12]);
+        let at = |asked: usize, settle| decide(&EXACT, &samples(&answers[..asked]), 21, settle);
+        assert_eq!(at(15, Settle::Majority), Some(ScStopReason::Decided));
+        assert_eq!(at(15, Settle::MajorityAndBackoff), None);
+        assert_eq!(at(18, Settle::MajorityAndBackoff), None);
+        assert_eq!(at(19, Settle::MajorityAndBackoff), Some(ScStopReason::Decided));
+        // A weak verdict settles too: every sample a new answer is weak over 21 once even the
+        // rest all agreeing could not reach 11 votes.
+        let scattered: Vec<Option<String>> = (0..21).map(|idx| Some(format!("a{idx}"))).collect();
+        let scattered: Vec<Option<&str>> = scattered.iter().map(Option::as_deref).collect();
+        let first_stop = (1..=21).find(|&asked| {
+            decide(
+                &EXACT,
+                &samples(&scattered[..asked]),
+                21,
+                Settle::MajorityAndBackoff,
+            )
+            .is_some()
+        });
+        assert_eq!(
+            first_stop,
+            Some(21),
+            "a new answer could still win a tie: all are asked"
+        );
+        // Five `x` and eleven unanswered: six more could not overtake `x` (a tie goes to it) nor
+        // bring it to 11 — weak over 21, settled at 16; at 15, a new answer could still win.
+        let mut weak = vec![Some("x"); 5];
+        weak.extend([None; 11]);
+        let at = |asked: usize| decide(&EXACT, &samples(&weak[..asked]), 21, Settle::MajorityAndBackoff);
+        assert_eq!((at(15), at(16)), (None, Some(ScStopReason::Decided)));
+        let vote = majority(&samples(&weak), 16, 0.7);
+        assert!(is_weak(&vote, 21));
     }
 
     #[test]
@@ -141,26 +231,32 @@ mod tests {
         // `y` leads 2 to 1 with one sample to come: a last `x` ties, and the tie goes to `x`,
         // sampled first.
         let tied_earlier = [Some("x"), Some("y"), Some("y")];
-        assert_eq!(decide(&EXACT, &samples(&tied_earlier), 4), None);
+        assert_eq!(decide(&EXACT, &samples(&tied_earlier), 4, Settle::Majority), None);
         let mut whole = tied_earlier.to_vec();
         whole.push(Some("x"));
         assert_eq!(winner(&whole, 4).as_deref(), Some("x"));
         // Sampled the other way round, a tie keeps `y`: decided.
         let tied_later = [Some("y"), Some("y"), Some("x")];
         assert_eq!(
-            decide(&EXACT, &samples(&tied_later), 4),
+            decide(&EXACT, &samples(&tied_later), 4, Settle::Majority),
             Some(ScStopReason::Decided)
         );
         // A new answer would come after the leader: two votes with two to come is decided...
         assert_eq!(
-            decide(&EXACT, &samples(&[Some("y"), Some("y")]), 4),
+            decide(&EXACT, &samples(&[Some("y"), Some("y")]), 4, Settle::Majority),
             Some(ScStopReason::Decided)
         );
         // ... with three to come, not; and nothing answered yet decides nothing.
-        assert_eq!(decide(&EXACT, &samples(&[Some("y"), Some("y")]), 5), None);
-        assert_eq!(decide(&EXACT, &samples(&[None, None, None]), 4), None);
         assert_eq!(
-            decide(&EXACT, &samples(&[None, None, None, None]), 4),
+            decide(&EXACT, &samples(&[Some("y"), Some("y")]), 5, Settle::Majority),
+            None
+        );
+        assert_eq!(
+            decide(&EXACT, &samples(&[None, None, None]), 4, Settle::Majority),
+            None
+        );
+        assert_eq!(
+            decide(&EXACT, &samples(&[None, None, None, None]), 4, Settle::Majority),
             Some(ScStopReason::AllAsked)
         );
     }
@@ -212,15 +308,21 @@ mod tests {
         };
         let four = samples(&[Some("a"); 4]);
         // 31/32 = 0.969: confident at 0.95, not at 0.99.
-        assert_eq!(decide(&beta(0.95), &four, 21), Some(ScStopReason::Confident));
-        assert_eq!(decide(&beta(0.99), &four, 21), None);
+        assert_eq!(
+            decide(&beta(0.95), &four, 21, Settle::Majority),
+            Some(ScStopReason::Confident)
+        );
+        assert_eq!(decide(&beta(0.99), &four, 21, Settle::Majority), None);
         // 5 to 1 is 0.9375; 6 to 1 is 0.965. The unanswered do not count.
         let mut answers = vec![Some("a"); 5];
         answers.extend([Some("b"), None, None]);
-        assert_eq!(decide(&beta(0.95), &samples(&answers), 21), None);
+        assert_eq!(
+            decide(&beta(0.95), &samples(&answers), 21, Settle::Majority),
+            None
+        );
         answers.push(Some("a"));
         assert_eq!(
-            decide(&beta(0.95), &samples(&answers), 21),
+            decide(&beta(0.95), &samples(&answers), 21, Settle::Majority),
             Some(ScStopReason::Confident)
         );
     }
@@ -269,7 +371,7 @@ mod tests {
         let mut asked = 0;
         loop {
             asked = (asked + stop.batch).min(all.len());
-            if decide(stop, &all[..asked], all.len()).is_some() {
+            if decide(stop, &all[..asked], all.len(), Settle::Majority).is_some() {
                 return (asked, majority(&all[..asked], asked, 0.7).answer);
             }
         }

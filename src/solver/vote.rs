@@ -55,10 +55,11 @@ pub fn leader(tally: &[Candidate]) -> Option<&Candidate> {
 }
 
 /// Whether CoT-SC's majority is too weak to keep (`cot-sc-then-react` backs off to ReAct): it
-/// holds fewer than half of the samples it is over (N, or those asked when `--sc-stop` stopped
-/// early) — 10 of 21 backs off, 11 keeps; no answer at all backs off.
-pub fn is_weak(vote: &Vote) -> bool {
-    vote.answer.is_none() || 2 * vote.votes < vote.samples
+/// holds fewer than half of the `over` samples it is judged over (N; with `--sc-stop`, what the
+/// stopping rule's `verdict_over` says) — 10 of 21 backs off, 11 keeps; no answer at all backs
+/// off.
+pub fn is_weak(vote: &Vote, over: usize) -> bool {
+    vote.answer.is_none() || 2 * vote.votes < over
 }
 
 /// Samples of one request holding `answers` and nothing else, for the tests of a vote.
@@ -113,7 +114,7 @@ mod tests {
         );
         let vote = majority(&samples(&[None, None]), 21, 0.7);
         assert_eq!((vote.answer.clone(), vote.votes, vote.answered), (None, 0, 0));
-        assert!(is_weak(&vote));
+        assert!(is_weak(&vote, 21));
     }
 
     #[test]
@@ -123,13 +124,13 @@ mod tests {
         answers.extend(vec![None; 11]);
         let ten = majority(&samples(&answers), 21, 0.7);
         assert_eq!(ten.votes, 10);
-        assert!(is_weak(&ten));
+        assert!(is_weak(&ten, 21));
         answers[10] = Some("X.");
         let eleven = majority(&samples(&answers), 21, 0.7);
         assert_eq!((eleven.votes, eleven.answer.as_deref()), (11, Some("x")));
-        assert!(!is_weak(&eleven));
+        assert!(!is_weak(&eleven, 21));
         // An even N: exactly half keeps.
         let half = majority(&samples(&[Some("a"), Some("a"), Some("b"), None]), 4, 0.7);
-        assert!(!is_weak(&half));
+        assert!(!is_weak(&half, 4));
     }
 }

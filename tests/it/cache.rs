@@ -852,3 +852,82 @@ async fn a_reply_the_client_cannot_read_is_not_kept() {
     assert_eq!(n_requests(&model).await, 2);
     assert_eq!(cache_entries(&dir.path().join("replies")), 1);
 }
+
+/// A `/completions` model that refuses `stop` (a 400 naming it, as OpenAI's reasoning models do)
+/// and answers each other request's `n` with the next of `answers`, in order.
+struct RefusesStop {
+    answers: Vec<&'static str>,
+    next: Arc<AtomicUsize>,
+}
+
+impl Respond for RefusesStop {
+    fn respond(&self, request: &Request) -> ResponseTemplate {
+        let body: Value = serde_json::from_slice(&request.body).unwrap();
+        if body.get("stop").is_some() {
+            return ResponseTemplate::new(400).set_body_json(json!({"error": {
+                "message": "Unsupported parameter: 'stop' is not supported with this model.",
+                "type": "invalid_request_error", "param": "stop", "code": "unsupported_parameter",
+            }}));
+        }
+        let n = body["n"].as_u64().unwrap_or(1) as usize;
+        let first = self.next.fetch_add(n, Ordering::SeqCst);
+        let choices: Vec<Value> = (first..first + n)
+            .map(|idx| json!({"text": format!(" Thinking.\nAnswer: {}", self.answers[idx]), "finish_reason": "stop"}))
+            .collect();
+        ResponseTemplate::new(200).set_body_json(json!({"choices": choices}))
+    }
+}
+
+/// Issue 45's first case: a server that refuses `stop` answers x,x,y,z,w then y,y,y,u,t to
+/// CoT-SC's two batches of 5. On an empty cache the vote is the server's (`y`, 4 of 10), not the
+/// first batch's reply served again to the second (`x`); run again, the cache serves both batches
+/// in their order and asks nothing.
+#[tokio::test(flavor = "multi_thread")]
+async fn a_refused_parameter_changes_no_vote_on_an_empty_cache() {
+    let dir = tempfile::tempdir().unwrap();
+    let model = serve_posts(RefusesStop {
+        answers: vec!["x", "x", "y", "z", "w", "y", "y", "y", "u", "t"],
+        next: Arc::default(),
+    })
+    .await;
+    let ask = |cache: &str| {
+        let (stdout, stderr, code) = output_within_30s(
+            crate::binary()
+                .current_dir(dir.path())
+                .args(["ask", "Which one?", "--json", "--method", "cot-sc"])
+                .args(["--samples", "10", "--sc-stop", "exact"])
+                .args(crate::completions_model(&format!("{}/v1", model.uri())))
+                .args(["--cache", cache]),
+            "ask",
+        );
+        assert_eq!(code, 0, "{stderr}");
+        serde_json::from_str::<Value>(&stdout).unwrap()
+    };
+    let answers = |run: &Value| -> Vec<String> {
+        run["samples"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|sample| sample["answer"].as_str().unwrap().to_owned())
+            .collect()
+    };
+    let cold = ask("replies");
+    assert_eq!(
+        answers(&cold),
+        ["x", "x", "y", "z", "w", "y", "y", "y", "u", "t"],
+        "{cold}"
+    );
+    assert_eq!(
+        (&cold["vote"]["answer"], &cold["vote"]["votes"]),
+        (&json!("y"), &json!(4))
+    );
+    assert_eq!(cold["cache"]["calls"], 2);
+    assert_eq!(cold["cache"]["hits"], json!([]));
+    // The refused request and its retry, then the second batch without `stop`.
+    assert_eq!(n_requests(&model).await, 3);
+    let warm = ask("replies");
+    assert_eq!(n_requests(&model).await, 3, "the warm run asked the model");
+    assert_eq!(warm["samples"], cold["samples"]);
+    assert_eq!(warm["vote"], cold["vote"]);
+    assert_eq!(warm["cache"]["hits"], json!([1, 2]));
+}

@@ -143,6 +143,7 @@ mod serve;
 mod shards;
 mod tools;
 mod trials;
+mod transparency;
 
 /// `text` as a regex matching itself, for insta filters of server URLs and temp paths.
 pub fn regex_escape(text: &str) -> String {

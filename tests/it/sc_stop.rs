@@ -440,3 +440,57 @@ async fn the_backoff_judges_the_majority_on_the_samples_asked() {
     );
     assert_eq!(server.received_requests().await.unwrap().len(), 1);
 }
+
+/// Issue 45's fifth case: 21 samples `x a b c d e f g h` then twelve `x`. All 21 give `x` 13 of
+/// 21 and keep it. `exact` used to stop at 15 (`x` 7 of 15 cannot be overtaken), call the vote
+/// weak and back off to ReAct; it must settle the backoff's verdict over all 21 before stopping
+/// — here at 20, `x` holding 12 — and give the same answer, kept.
+#[tokio::test]
+async fn exact_gives_the_answer_and_the_backoff_verdict_of_all_21() {
+    let mut answers: Vec<String> = ["x", "a", "b", "c", "d", "e", "f", "g", "h"]
+        .iter()
+        .map(|answer| (*answer).to_owned())
+        .collect();
+    answers.extend(std::iter::repeat_n("x".to_owned(), 12));
+    let dir = tempfile::tempdir().unwrap();
+    let mut runs = Vec::new();
+    for args in [&[][..], &["--sc-stop", "exact"][..]] {
+        let server = crate::serve_posts(InOrder {
+            answers: answers.clone(),
+            next: Arc::default(),
+        })
+        .await;
+        let record = dir.path().join("run.json");
+        let output = crate::binary()
+            .args(["ask", "--method", "cot-sc-then-react"])
+            .args(args)
+            .args(crate::completions_model(&server.uri()))
+            .arg("--record")
+            .arg(&record)
+            .arg("Which one?")
+            .output()
+            .unwrap();
+        crate::assert_exit_0(&output);
+        let run = Run::read(&record).unwrap();
+        assert_eq!(
+            (
+                run.answer.as_deref(),
+                run.answered_by,
+                run.backoff,
+                run.steps.len()
+            ),
+            (Some("x"), Some(Method::CotSc), None, 0),
+            "{args:?}"
+        );
+        runs.push(run);
+    }
+    let all = runs[0].vote.clone().unwrap();
+    assert_eq!((all.votes, all.samples), (13, 21));
+    let exact = runs[1].vote.clone().unwrap();
+    assert_eq!((exact.votes, exact.samples), (12, 20));
+    let record = runs[1].sc_stop.unwrap();
+    assert_eq!(
+        (record.samples, record.asked, record.reason),
+        (21, 20, Some(ScStopReason::Decided))
+    );
+}
