@@ -897,7 +897,7 @@ async fn a_refused_parameter_changes_no_vote_on_an_empty_cache() {
                 .args(["ask", "Which one?", "--json", "--method", "cot-sc"])
                 .args(["--samples", "10", "--sc-stop", "exact"])
                 .args(crate::completions_model(&format!("{}/v1", model.uri())))
-                .args(["--cache", cache]),
+                .arg(format!("--cache={cache}")),
             "ask",
         );
         assert_eq!(code, 0, "{stderr}");
