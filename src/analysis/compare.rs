@@ -396,8 +396,10 @@ impl Comparison {
         };
         writeln!(
             out,
-            "paired         {} questions ({} only in A, {} only in B)",
-            self.n, self.only_in_a, self.only_in_b
+            "paired         {} ({} only in A, {} only in B)",
+            crate::output::counted(self.n, "question", "questions"),
+            self.only_in_a,
+            self.only_in_b
         )?;
         writeln!(
             out,

@@ -379,10 +379,7 @@ impl Summary {
     /// The human-readable summary.
     pub fn write_text(&self, out: &mut dyn Write) -> io::Result<()> {
         let status = if self.interrupted { ", interrupted" } else { "" };
-        let errors = match self.errors {
-            1 => "1 error".to_owned(),
-            n => format!("{n} errors"),
-        };
+        let errors = crate::output::counted(self.errors, "error", "errors");
         writeln!(
             out,
             "questions      {} selected, {} done ({} resumed, {errors}){status}",

@@ -519,8 +519,8 @@ pub async fn evaluate(
         let progress = ProgressReporter::new(config, resumed_now.len() + pending.len());
         if let (Attempts::Trials { trials, .. }, Some(Attempt::Trial(k))) = (config.attempts, round.first()) {
             progress.note(&format!(
-                "trial {k} of {trials}: {} questions not yet right",
-                resumed_now.len() + pending.len()
+                "trial {k} of {trials}: {} not yet right",
+                crate::output::counted(resumed_now.len() + pending.len(), "question", "questions")
             ));
         }
         let round_start = tally.outcomes.len();
@@ -611,9 +611,9 @@ pub async fn evaluate(
         let done = match config.attempts {
             Attempts::Once => format!("{} of {} questions done", tally.outcomes.len(), questions.len()),
             _ => format!(
-                "{} attempts done for {} questions",
-                tally.outcomes.len(),
-                questions.len()
+                "{} done for {}",
+                crate::output::counted(tally.outcomes.len(), "attempt", "attempts"),
+                crate::output::counted(questions.len(), "question", "questions")
             ),
         };
         notes.note(&format!(
@@ -705,12 +705,12 @@ fn note_resumed(
     }
     if resumed.n_asked_again > 0 {
         notes.note(&format!(
-            "{results}: {} runs ended in an error that may fix itself{}: they are asked again",
-            resumed.n_asked_again,
+            "{results}: {} in an error {}: asked again",
+            crate::output::counted(resumed.n_asked_again, "run ended", "runs ended"),
             if config.resume == Resume::RetryErrors {
-                " or were named by `--retry-errors`"
+                "(`--retry-errors`)"
             } else {
-                ""
+                "that may fix itself"
             }
         ));
     }
