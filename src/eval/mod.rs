@@ -951,29 +951,34 @@ async fn run_question<'q>(
         Attempt::Trial(number) | Attempt::Epoch(number) => number,
     }));
     let llm = ScopedLlm::new(&llm, Arc::clone(&scope));
-    let episode = match (job.attempt, attempts) {
-        (Attempt::Trial(trial), Attempts::Trials { reflect, .. }) => {
-            solver
-                .solve_trial(
-                    &llm,
-                    &question.question,
-                    Trial {
-                        number: trial,
-                        strategy: reflect,
-                        previous: job.previous.as_ref(),
-                    },
-                    &mut environment,
-                    &mut |_| {},
-                )
-                .await
-        }
-        _ => {
-            solver
-                .solve(&llm, &question.question, &mut environment, &mut |_| {})
-                .await
+    // Every request the attempt sends the model server, retries and failures included.
+    let solving = async {
+        match (job.attempt, attempts) {
+            (Attempt::Trial(trial), Attempts::Trials { reflect, .. }) => {
+                solver
+                    .solve_trial(
+                        &llm,
+                        &question.question,
+                        Trial {
+                            number: trial,
+                            strategy: reflect,
+                            previous: job.previous.as_ref(),
+                        },
+                        &mut environment,
+                        &mut |_| {},
+                    )
+                    .await
+            }
+            _ => {
+                solver
+                    .solve(&llm, &question.question, &mut environment, &mut |_| {})
+                    .await
+            }
         }
     };
+    let (episode, requests) = crate::llm::requests::counted(solving).await;
     let mut run = episode.run;
+    run.usage.requests = requests;
     run.record_cache_use(scope.cache_use());
     // Every results line names its method, `react` included.
     run.method = Some(solver.method());

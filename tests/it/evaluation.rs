@@ -314,9 +314,13 @@ fn every_figure_is_over_the_same_questions() {
         let out = dir.path().join(format!("{kind}.jsonl"));
         std::fs::write(&out, lines.join("\n") + "\n").unwrap();
         let (stdout, stderr, code) = run(&["score", out.to_str().unwrap(), QUESTIONS, "--json"]);
-        assert_eq!(code, 0, "{stderr}");
+        assert_eq!(code, 2, "a gold question has no run: incomplete; {stderr}");
         let scored: Value = serde_json::from_str(&stdout).unwrap();
         assert_eq!(scored["n"], 3, "{scored}");
+        assert_eq!(
+            (&scored["missing"], &scored["incomplete"]),
+            (&json!(1), &json!(true))
+        );
         assert_eq!(scored["no_answer"], 1, "{scored}");
         match kind {
             "epoch" => {
