@@ -186,10 +186,36 @@ fn is_run(value: &Value) -> bool {
             .is_some_and(|format| format.starts_with("react-docstore.run"))
 }
 
-/// Whether `bytes` read as a question file (of any layout this reader takes): what a reader of
-/// results says of a file that is one.
-pub fn is_question_file(bytes: &[u8], path: &Path) -> bool {
-    std::str::from_utf8(bytes).is_ok_and(|text| QuestionFile::parse(text, path).is_ok())
+/// The task of the questions `bytes` hold when they are a question file, of any layout this
+/// reader takes (one JSON array, on one line or many, or JSON Lines; HotpotQA or FEVER): its
+/// first record (the array's first element, or the first line's object) reads as a question and
+/// is no run. The one test every reader of runs and results makes of a file it cannot read, to say
+/// what the file is; only that first record is parsed, whatever the file's size.
+pub fn recognise(bytes: &[u8]) -> Option<Task> {
+    let bytes = bytes.strip_prefix(BOM).unwrap_or(bytes);
+    let start = bytes.iter().position(|byte| !byte.is_ascii_whitespace())?;
+    let first = match bytes.get(start..)? {
+        [b'[', rest @ ..] => rest,
+        from_start => from_start,
+    };
+    let record = serde_json::Deserializer::from_slice(first)
+        .into_iter::<Value>()
+        .next()?
+        .ok()?;
+    if !record.is_object() || is_run(&record) {
+        return None;
+    }
+    let mut task = None;
+    question_from_record(record, 0, &mut task).ok()?;
+    task
+}
+
+/// What a question file is, in words: `a HotpotQA question file`, `a FEVER claim file`.
+pub fn describe(task: Task) -> &'static str {
+    match task {
+        Task::HotpotQa => "a HotpotQA question file",
+        Task::Fever => "a FEVER claim file",
+    }
 }
 
 /// The formats a question file may have, as errors name them.
