@@ -393,6 +393,13 @@ pub async fn evaluate(
         .selection
         .read_sharded(&config.questions, config.contexts)?;
     let task = file.task;
+    // Offered when a question fails for want of Wikipedia: the file's own paragraphs need none.
+    let mut distractor_hint = (file.has_contexts && config.contexts == Contexts::Unused).then(|| {
+        format!(
+            "`{}` holds each question's context paragraphs: `--docstore distractor` searches them (HotpotQA's distractor setting), with no network",
+            config.questions.display()
+        )
+    });
     let questions_digest = file.digest;
     let questions = file.questions;
     if questions.is_empty() {
@@ -572,6 +579,11 @@ pub async fn evaluate(
                     results.append(&run)?;
                     if let Some(error) = &run.error {
                         progress.note(&format!("question `{}`: {error}", question.id));
+                        if failure.as_ref().is_some_and(wants_wikipedia)
+                            && let Some(hint) = distractor_hint.take()
+                        {
+                            progress.note(&hint);
+                        }
                     }
                     let error = run.error.clone();
                     tally.record(run, question, Origin::RunNow);
@@ -881,6 +893,12 @@ impl Tally {
             answer: None,
         }
     }
+}
+
+/// Whether a question failed for want of Wikipedia: not cached under `--offline`, or not reachable.
+fn wants_wikipedia(failure: &FailureClass) -> bool {
+    matches!(failure.origin, FailureOrigin::Wikipedia { .. })
+        && matches!(failure.kind, FailureKind::NotCached | FailureKind::Unreachable)
 }
 
 /// The failures of the latest finished questions, while they are all of one class.

@@ -57,6 +57,9 @@ pub struct QuestionFile {
     pub questions: Vec<Question>,
     /// `sha256:` of the file's bytes (an evaluation records it), computed as the file is read.
     pub digest: String,
+    /// Some record came with context paragraphs (HotpotQA's distractor files), kept or not:
+    /// `--docstore distractor` could search them.
+    pub has_contexts: bool,
 }
 
 /// Whether an evaluation's docstore reads the questions' context paragraphs.
@@ -428,6 +431,8 @@ struct Builder<'a> {
     first_by_id: HashMap<String, usize>,
     /// Records read, kept or not.
     n_records: usize,
+    /// Some record read had context paragraphs.
+    has_contexts: bool,
     error: Option<QuestionFileError>,
 }
 
@@ -440,6 +445,7 @@ impl<'a> Builder<'a> {
             questions: Vec::new(),
             first_by_id: HashMap::new(),
             n_records: 0,
+            has_contexts: false,
             error: None,
         }
     }
@@ -465,6 +471,7 @@ impl<'a> Builder<'a> {
                 task,
                 questions: self.questions,
                 digest: String::new(),
+                has_contexts: self.has_contexts,
             }),
             _ => Err(QuestionFileError::Empty {
                 path: self.path.to_owned(),
@@ -503,6 +510,7 @@ impl<'a> Builder<'a> {
         }
         self.first_by_id.insert(question.id.clone(), location.index);
         self.n_records += 1;
+        self.has_contexts |= !question.context.is_empty();
         if self.filter.keeps(&question, self.questions.len()) {
             let mut question = question;
             if self.filter.contexts == Contexts::Unused {

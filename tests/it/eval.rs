@@ -1886,3 +1886,40 @@ async fn the_library_refuses_what_the_command_line_refuses_in_its_words() {
         assert!(!results.exists(), "refused before the results file is made");
     }
 }
+
+/// An `eval --offline` of HotpotQA's distractor file over Wikipedia (the default docstore): its
+/// searches miss the empty page cache, and the first failure is followed, once, by the docstore
+/// that needs no network — the file's own paragraphs. A file without paragraphs gets no such note.
+#[tokio::test(flavor = "multi_thread")]
+async fn an_offline_eval_of_a_distractor_file_suggests_the_distractor_docstore() {
+    let server = crate::serve_posts(wiremock::ResponseTemplate::new(200).set_body_json(
+        serde_json::json!({"choices": [{"index": 0, "text": " I need to search it.\nAction 1: Search[VIVA Media]"}]}),
+    ))
+    .await;
+    let dir = tempfile::tempdir().unwrap();
+    let eval = |questions: &str| {
+        let output = crate::binary()
+            .args(["eval", questions, "--offline", "--cache-dir"])
+            .arg(dir.path().join("cache"))
+            .arg("--out")
+            .arg(dir.path().join(format!("{}.jsonl", questions.len())))
+            .args(crate::completions_model(&server.uri()))
+            .current_dir(env!("CARGO_MANIFEST_DIR"))
+            .output()
+            .unwrap();
+        String::from_utf8(output.stderr).unwrap()
+    };
+    let distractor = "fixtures/docstore/hotpotqa-distractor-3.json";
+    let stderr = eval(distractor);
+    let hint = format!(
+        "`{distractor}` holds each question's context paragraphs: `--docstore distractor` searches them (HotpotQA's distractor setting), with no network"
+    );
+    assert_eq!(stderr.matches(&hint).count(), 1, "{stderr}");
+    assert!(
+        stderr.find("offline: no cached page").unwrap() < stderr.find(&hint).unwrap(),
+        "after the first failure: {stderr}"
+    );
+    let stderr = eval("fixtures/hotpotqa/simplified.json");
+    assert!(stderr.contains("offline: no cached page"), "{stderr}");
+    assert!(!stderr.contains("--docstore distractor"), "{stderr}");
+}
