@@ -160,10 +160,13 @@ pub async fn run_question(
     let mut workbench = Workbench::new(docstore.open(&[]), toolbox.clone(), solver.grammar().clone());
     let scope = Arc::new(CacheScope::new(1));
     let llm = ScopedLlm::new(llm, Arc::clone(&scope));
-    let episode = solver
-        .solve(&llm, question, &mut workbench, &mut |event| trace.event(event))
+    let (episode, requests) =
+        crate::llm::requests::counted(
+            solver.solve(&llm, question, &mut workbench, &mut |event| trace.event(event)),
+        )
         .await;
     let mut run = episode.run;
+    run.usage.requests = requests;
     run.docstore = Some(docstore.info());
     run.record_cache_use(scope.cache_use());
     run

@@ -134,7 +134,8 @@ impl ChatSummary {
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Rewritten {
     pub question: String,
-    /// One model call and its tokens, added to the usage of the run that answers `question`.
+    /// One model call, its tokens and the requests it sent, added to the usage of the run that
+    /// answers `question`.
     pub usage: Usage,
 }
 
@@ -153,9 +154,11 @@ pub async fn rewrite_follow_up(
         step: 0,
         purpose: CallPurpose::RewriteQuestion,
     };
-    let completion = llm.complete(request).await?;
+    let (completion, requests) = crate::llm::requests::counted(llm.complete(request)).await;
+    let completion = completion?;
     let mut usage = Usage::default();
     usage.count(&completion);
+    usage.requests = requests;
     Ok(Rewritten {
         question: standalone_question(&completion.text, follow_up),
         usage,

@@ -5,6 +5,8 @@
 //! `eprintln!` panic on it (exit 101). What a command prints goes through [`stdout`] or [`stderr`]
 //! instead (`tests/it/audit.rs` fails on a printing macro in `src/`). SIGPIPE stays ignored for the rest of the process: a `--tool` command that closes
 //! its stdin early, or a server that hangs up, must give an error there, not kill the agent.
+//!
+//! [`counted`] is how a message says how many of something: `1 run`, `2 runs`.
 
 use std::io::{self, ErrorKind, Write};
 
@@ -85,5 +87,25 @@ pub fn destinations() -> Destinations {
     match (identity(io::stdout().as_fd()), identity(io::stderr().as_fd())) {
         (Some(out), Some(err)) if out != err => Destinations::Two,
         _ => Destinations::One,
+    }
+}
+
+/// `n` with the noun that counts it: `1 run`, `0 runs`, `3 runs` (`singular` for one, `plural`
+/// otherwise). Every message that counts goes through it, so none says `1 runs`.
+pub fn counted(n: usize, singular: &str, plural: &str) -> String {
+    if n == 1 {
+        format!("1 {singular}")
+    } else {
+        format!("{n} {plural}")
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn one_is_singular_every_other_count_plural() {
+        assert_eq!(super::counted(1, "run", "runs"), "1 run");
+        assert_eq!(super::counted(0, "run", "runs"), "0 runs");
+        assert_eq!(super::counted(2, "reply", "replies"), "2 replies");
     }
 }

@@ -18,6 +18,7 @@ use crate::agent::tool::Toolbox;
 use crate::agent::trace::TracePrinter;
 use crate::agent::{Agent, Episode, Repeats};
 use crate::analysis::attempts::{self, Seen};
+use crate::analysis::summary::Incomplete;
 use crate::docstore::DocstoreInfo;
 use crate::eval::abbreviated;
 use crate::llm::{Api, ReplayLlm};
@@ -70,6 +71,9 @@ pub struct ReplaySummary {
     /// observation and no docstore, ...).
     pub n_errors: usize,
     pub n_scored: usize,
+    /// Of the `n_scored` the headline counts, the runs that ended in an error (recorded so, or in
+    /// this replay), each scored zero: the headline is incomplete ([`Incomplete`]).
+    pub n_scored_errors: usize,
     /// Files found in a directory that could not be replayed (not runs), each named on stderr.
     pub n_skipped_files: usize,
     pub em: f64,
@@ -191,8 +195,8 @@ fn trace_memory(trace: &mut TracePrinter, recorded: &Run) {
 
 /// What a replayed run keeps of its recording: its identity (id, method as named, gold,
 /// docstore) and, when the
-/// replay made the same calls, the tokens they cost (recorded completions carry no counts of
-/// their own); then it is scored.
+/// replay made the same calls, the tokens and requests they cost (recorded completions carry no
+/// counts of their own); then it is scored.
 fn carry_over(run: &mut Run, recorded: &Run) {
     run.id = recorded.id.clone();
     run.method = recorded.method;
@@ -220,6 +224,7 @@ fn carry_over(run: &mut Run, recorded: &Run) {
         usage.prompt_tokens = recorded.usage.prompt_tokens;
         usage.completion_tokens = recorded.usage.completion_tokens;
         usage.reasoning_tokens = recorded.usage.reasoning_tokens;
+        usage.requests = recorded.usage.requests;
     }
     run.score();
 }
@@ -427,7 +432,7 @@ pub async fn replay(
                 trace.note(&format!("{source}: {difference}"));
             }
             if let (Some(em), Some(f1)) = (run.em, run.f1) {
-                scored.add(run, em != 0, f1);
+                scored.add(run, em != 0, f1, run.how_stopped() == Stopped::Error);
             }
             if let Some(error) = &run.error {
                 // A run recorded as failed replays to its failure: that is the recording, not an error of the replay.
@@ -459,12 +464,17 @@ pub async fn replay(
             written.map_err(ReplayError::Output)?;
         }
     }
-    (summary.n_scored, summary.em, summary.f1) = scored.headline();
+    (summary.n_scored, summary.em, summary.f1, summary.n_scored_errors) = scored.headline();
+    let incomplete = Incomplete {
+        errors: summary.n_scored_errors,
+        ..Incomplete::default()
+    };
     match config.output {
         Output::Json if summary.n_scored > 0 => {
             let mut line = serde_json::json!({"summary": {
                 "n": summary.n_scored, "em": summary.em, "f1": summary.f1,
                 "runs": summary.n_runs, "answered": summary.n_answered, "changed": summary.n_changed,
+                "errors": summary.n_scored_errors, "incomplete": incomplete.is_incomplete(),
             }});
             if summary.n_skipped_files > 0 {
                 line["summary"]["skipped_files"] = summary.n_skipped_files.into();
@@ -473,21 +483,24 @@ pub async fn replay(
         }
         Output::Json => {}
         Output::Text => {
-            let runs = if summary.n_runs == 1 { "run" } else { "runs" };
             let mut line = format!(
-                "{} {runs} replayed, {} answered",
-                summary.n_runs, summary.n_answered
+                "{} replayed, {} answered",
+                crate::output::counted(summary.n_runs, "run", "runs"),
+                summary.n_answered
             );
             if summary.n_scored > 0 {
                 line.push_str(&format!(
-                    "; EM {:.4} F1 {:.4} over {} with gold answers",
-                    summary.em, summary.f1, summary.n_scored
+                    "; EM {:.4} F1 {:.4} over {} with gold answers{}",
+                    summary.em,
+                    summary.f1,
+                    summary.n_scored,
+                    incomplete.note()
                 ));
             }
             if summary.n_changed > 0 {
                 line.push_str(&format!(
-                    "; {} answers differ from the recording",
-                    summary.n_changed
+                    "; {} from the recording",
+                    crate::output::counted(summary.n_changed, "answer differs", "answers differ")
                 ));
             }
             line.push_str(&skipped_files(summary.n_skipped_files));
@@ -648,15 +661,18 @@ struct ScoredAttempt {
     em: bool,
     f1: f64,
     answer: Option<String>,
+    /// The run ended in an error.
+    error: bool,
 }
 
 impl ScoredAttempts {
-    fn add(&mut self, run: &Run, em: bool, f1: f64) {
+    fn add(&mut self, run: &Run, em: bool, f1: f64, error: bool) {
         let attempt = ScoredAttempt {
             attempt: run.attempt(),
             em,
             f1,
             answer: run.answer.clone(),
+            error,
         };
         let idx = match run.id.as_ref().filter(|_| run.attempt() != Attempt::Only) {
             Some(id) => *self.index_of.entry(id.clone()).or_insert_with(|| {
@@ -671,9 +687,10 @@ impl ScoredAttempts {
         self.by_question[idx].push(attempt);
     }
 
-    /// How many questions were scored, and their mean EM and F1.
-    fn headline(&self) -> (usize, f64, f64) {
-        let per_question: Vec<Vec<(Seen<'_>, (f64, f64))>> = self
+    /// How many questions were scored, their mean EM and F1, and how many of the attempts counted
+    /// ended in an error.
+    fn headline(&self) -> (usize, f64, f64, usize) {
+        let per_question: Vec<Vec<(Seen<'_>, &ScoredAttempt)>> = self
             .by_question
             .iter()
             .map(|attempts| {
@@ -686,22 +703,31 @@ impl ScoredAttempts {
                             f1: scored.f1,
                             answer: scored.answer.as_deref(),
                         };
-                        (seen, (f64::from(u8::from(scored.em)), scored.f1))
+                        (seen, scored)
                     })
                     .collect()
             })
             .collect();
-        let counted = attempts::headline(&per_question, &(0.0, 0.0));
+        // An epoch not made: wrong, and no error.
+        let not_made = ScoredAttempt {
+            attempt: Attempt::Only,
+            em: false,
+            f1: 0.0,
+            answer: None,
+            error: false,
+        };
+        let counted = attempts::headline(&per_question, &&not_made);
         let n = counted.len();
         if n == 0 {
-            return (0, 0.0, 0.0);
+            return (0, 0.0, 0.0, 0);
         }
-        let (mut em, mut f1) = (0.0, 0.0);
+        let (mut em, mut f1, mut errors) = (0.0, 0.0, 0);
         for scores in &counted {
             let k = scores.len().max(1) as f64;
-            em += scores.iter().map(|(em, _)| em).sum::<f64>() / k;
-            f1 += scores.iter().map(|(_, f1)| f1).sum::<f64>() / k;
+            em += scores.iter().filter(|scored| scored.em).count() as f64 / k;
+            f1 += scores.iter().map(|scored| scored.f1).sum::<f64>() / k;
+            errors += scores.iter().filter(|scored| scored.error).count();
         }
-        (n, em / n as f64, f1 / n as f64)
+        (n, em / n as f64, f1 / n as f64, errors)
     }
 }

@@ -170,7 +170,8 @@ impl AttemptsSummary {
         if let Some(n) = self.trials_n {
             writeln!(
                 out,
-                "trials         over n = {n} questions{}",
+                "trials         over n = {}{}",
+                crate::output::counted(n, "question", "questions"),
                 self.no_answer_text()
             )?;
             writeln!(out, "               trial    ran  right  right so far")?;
@@ -186,10 +187,10 @@ impl AttemptsSummary {
             let stderr = |value: Option<f64>| value.map_or_else(String::new, |se| format!(" ± {se:.4}"));
             writeln!(
                 out,
-                "epochs         {} epochs over n = {} questions ({} attempts made){}",
-                epochs.epochs,
-                epochs.n_questions,
-                epochs.n_attempts,
+                "epochs         {} over n = {} ({} made){}",
+                crate::output::counted(epochs.epochs as usize, "epoch", "epochs"),
+                crate::output::counted(epochs.n_questions, "question", "questions"),
+                crate::output::counted(epochs.n_attempts, "attempt", "attempts"),
                 self.no_answer_text()
             )?;
             writeln!(

@@ -13,6 +13,7 @@ use std::path::{Path, PathBuf};
 use serde::Serialize;
 
 use crate::analysis::attempts::{ByQuestion, Reduce, Reduced, Seen};
+use crate::analysis::summary::Incomplete;
 use crate::metrics::{AnswerScore, normalize_answer};
 use crate::record::merge::{self, Evaluation, MergeError};
 use crate::record::recorded::RecordedRun;
@@ -324,7 +325,10 @@ pub struct Side {
     pub path: PathBuf,
     pub mean_steps: f64,
     pub mean_tokens: f64,
+    /// Of the paired questions, those whose run ended in an error (each counted wrong).
     pub errors: usize,
+    /// The side's figures count errors ([`Incomplete`]).
+    pub incomplete: bool,
     /// The method of the side's runs (`--method`), `, `-joined when they mix.
     pub method: String,
     /// How a file of several attempts a question was reduced to one, in words.
@@ -396,8 +400,10 @@ impl Comparison {
         };
         writeln!(
             out,
-            "paired         {} questions ({} only in A, {} only in B)",
-            self.n, self.only_in_a, self.only_in_b
+            "paired         {} ({} only in A, {} only in B)",
+            crate::output::counted(self.n, "question", "questions"),
+            self.only_in_a,
+            self.only_in_b
         )?;
         writeln!(
             out,
@@ -415,6 +421,19 @@ impl Comparison {
                 side.errors,
                 side.path.display()
             )?;
+        }
+        for (name, side) in [("A", &self.a), ("B", &self.b)] {
+            let incomplete = Incomplete {
+                errors: side.errors,
+                ..Incomplete::default()
+            };
+            if incomplete.is_incomplete() {
+                writeln!(
+                    out,
+                    "incomplete     {name}: {} of the {} paired questions ended in an error, counted wrong",
+                    side.errors, self.n
+                )?;
+            }
         }
         if self.a.method != self.b.method {
             writeln!(out, "methods        A {}, B {}", self.a.method, self.b.method)?;
@@ -617,13 +636,15 @@ pub fn compare(a: &ScoredFile, b: &ScoredFile, seed: u64, golds: Golds) -> Resul
     let side = |file: &ScoredFile, runs: Vec<&ScoredRun>| {
         let n = runs.len() as f64;
         let mean = |value: &dyn Fn(&ScoredRun) -> f64| runs.iter().map(|run| value(run)).sum::<f64>() / n;
+        let errors = runs.iter().filter(|run| run.stopped() == Stopped::Error).count();
         Side {
             em: mean(&|run| run.em()),
             f1: mean(&|run| run.score.f1),
             path: file.path.clone(),
             mean_steps: mean(&|run| run.run().steps.len() as f64),
             mean_tokens: mean(&|run| run.tokens() as f64),
-            errors: runs.iter().filter(|run| run.stopped() == Stopped::Error).count(),
+            errors,
+            incomplete: errors > 0,
             method: {
                 let mut methods: Vec<&str> = runs.iter().map(|run| run.run().method().as_str()).collect();
                 methods.sort_unstable();

@@ -10,15 +10,16 @@ use serde::Serialize;
 use serde_json::Value;
 
 use crate::analysis::attempts::{AttemptScore, AttemptsSummary, Seen, headline};
-use crate::analysis::summary::{Scores, mean_scores};
+use crate::analysis::summary::{Incomplete, Scores, mean_scores};
 use crate::json::type_name;
 use crate::metrics::AnswerScore;
 use crate::record::merge::{MergeError, read_evaluation};
 use crate::record::questions::{QuestionFile, QuestionFileError, Task};
-use crate::record::run::Attempt;
+use crate::record::results::ResultsError;
+use crate::record::run::{Attempt, Stopped};
 
-/// The answer metric over a gold file (`--json`: `{"n", "em", "f1", "prec", "recall", "missing"}`,
-/// and `accuracy` for FEVER).
+/// The answer metric over a gold file (`--json`: `{"n", "em", "f1", "prec", "recall", "missing",
+/// "errors", "incomplete"}`, and `accuracy` for FEVER).
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct ScoreReport {
     #[serde(skip)]
@@ -34,6 +35,14 @@ pub struct ScoreReport {
     /// The first few of them.
     #[serde(skip)]
     pub missing_examples: Vec<String>,
+    /// Predictions the headline counts whose run ended in an error (scored as their answer, none:
+    /// zero); an official predictions file holds none.
+    pub errors: usize,
+    /// The first few of their questions.
+    #[serde(skip)]
+    pub error_examples: Vec<String>,
+    /// The headline counts errors or missing predictions ([`Incomplete`]).
+    pub incomplete: bool,
     /// Trials' rows, or epochs' reductions, when the results asked questions more than once.
     #[serde(flatten)]
     pub attempts: AttemptsSummary,
@@ -79,6 +88,8 @@ pub struct Prediction {
     pub id: String,
     pub attempt: Attempt,
     pub answer: String,
+    /// Its run ended in an error (results only: an official predictions file says nothing of it).
+    pub error: bool,
 }
 
 /// Predictions (every attempt of a question one of its own), and what the evaluation they came
@@ -103,14 +114,19 @@ pub fn read_predictions(paths: &[PathBuf]) -> Result<Predictions, ScoreError> {
                             id,
                             attempt: Attempt::Only,
                             answer,
+                            error: false,
                         })
                         .collect(),
                     ..Predictions::default()
                 });
             }
-            None => read_evaluation(paths).map_err(|source| ScoreError::Format {
-                path: path.clone(),
-                source,
+            None => read_evaluation(paths).map_err(|source| match source {
+                // A question file is named as one, not as predictions of another format.
+                MergeError::Results(ResultsError::QuestionFile { .. }) => ScoreError::Merge(source),
+                source => ScoreError::Format {
+                    path: path.clone(),
+                    source,
+                },
             })?,
         },
         _ => read_evaluation(paths)?,
@@ -127,6 +143,7 @@ pub fn read_predictions(paths: &[PathBuf]) -> Result<Predictions, ScoreError> {
             .map(|evaluated| Prediction {
                 attempt: evaluated.run.attempt(),
                 id: evaluated.id().to_owned(),
+                error: evaluated.run.how_stopped() == Stopped::Error,
                 answer: evaluated.run.answer.unwrap_or_default(),
             })
             .collect(),
@@ -176,7 +193,9 @@ pub fn score_evaluation(predictions: &[PathBuf], gold: &Path) -> Result<ScoreRep
     let gold_file = QuestionFile::read(gold)?;
     let by_id =
         crate::analysis::attempts::ByQuestion::of(&predictions, |prediction| prediction.id.as_str()).groups;
-    let mut per_question: Vec<Vec<(Seen<'_>, AnswerScore)>> = Vec::with_capacity(gold_file.questions.len());
+    // Each attempt's score, and whether its run ended in an error.
+    let mut per_question: Vec<Vec<(Seen<'_>, (AnswerScore, bool))>> =
+        Vec::with_capacity(gold_file.questions.len());
     let mut attempt_scores = Vec::new();
     let mut missing_examples = Vec::new();
     let mut missing = 0;
@@ -195,7 +214,7 @@ pub fn score_evaluation(predictions: &[PathBuf], gold: &Path) -> Result<ScoreRep
             per_question.push(Vec::new());
             continue;
         };
-        let scored: Vec<(Seen<'_>, AnswerScore)> = attempts
+        let scored: Vec<(Seen<'_>, (AnswerScore, bool))> = attempts
             .iter()
             .map(|prediction| {
                 let score = AnswerScore::new(&prediction.answer, gold_answer);
@@ -205,7 +224,7 @@ pub fn score_evaluation(predictions: &[PathBuf], gold: &Path) -> Result<ScoreRep
                     f1: score.f1,
                     answer: Some(prediction.answer.as_str()),
                 };
-                (seen, score)
+                (seen, (score, prediction.error))
             })
             .collect();
         for ((seen, _), prediction) in scored.iter().zip(attempts) {
@@ -219,8 +238,22 @@ pub fn score_evaluation(predictions: &[PathBuf], gold: &Path) -> Result<ScoreRep
         }
         per_question.push(scored);
     }
-    // What each question counts for, a missing one wrong (epochs: every attempt not made).
-    let per_question = headline(&per_question, &AnswerScore::WRONG);
+    // What each question counts for, a missing one wrong (epochs: every attempt not made), and
+    // the errors among what it counts.
+    let counted = headline(&per_question, &(AnswerScore::WRONG, false));
+    let mut error_examples = Vec::new();
+    let mut errors = 0;
+    for (question, attempts) in gold_file.questions.iter().zip(&counted) {
+        let n_errors = attempts.iter().filter(|(_, error)| *error).count();
+        if n_errors > 0 && error_examples.len() < 5 {
+            error_examples.push(question.id.clone());
+        }
+        errors += n_errors;
+    }
+    let per_question: Vec<Vec<AnswerScore>> = counted
+        .into_iter()
+        .map(|attempts| attempts.into_iter().map(|(score, _)| score).collect())
+        .collect();
     let mean = mean_scores(&per_question);
     let ids: Vec<&str> = gold_file
         .questions
@@ -233,6 +266,9 @@ pub fn score_evaluation(predictions: &[PathBuf], gold: &Path) -> Result<ScoreRep
         accuracy: (gold_file.task == Task::Fever).then_some(mean.em),
         missing,
         missing_examples,
+        errors,
+        error_examples,
+        incomplete: errors > 0 || missing > 0,
         attempts: AttemptsSummary::of(&attempt_scores, &ids),
         missing_shards,
         gaps,
@@ -240,19 +276,48 @@ pub fn score_evaluation(predictions: &[PathBuf], gold: &Path) -> Result<ScoreRep
 }
 
 impl ScoreReport {
+    /// What the headline lacks: the errors and the missing predictions it counts.
+    pub fn incompleteness(&self) -> Incomplete {
+        Incomplete {
+            errors: self.errors,
+            missing: self.missing,
+            interrupted: false,
+        }
+    }
+
+    /// The exit status: 1 when no gold question has a prediction (the predictions are of other
+    /// questions), else as [`Incomplete::exit_code`] says: 2 when the headline counts an error or
+    /// a missing prediction, 0 when every gold question has a finished run.
+    pub fn exit_code(&self) -> u8 {
+        if self.missing == self.scores.n {
+            return 1;
+        }
+        self.incompleteness().exit_code(self.scores.n - self.missing)
+    }
+
     pub fn write_text(&self, out: &mut dyn Write) -> io::Result<()> {
-        self.scores.write_headline(self.task, out)?;
-        if self.missing > 0 {
-            let examples = self
-                .missing_examples
-                .iter()
+        self.scores
+            .write_headline(self.task, self.incompleteness(), out)?;
+        let examples = |ids: &[String]| {
+            ids.iter()
                 .map(|id| format!("`{id}`"))
                 .collect::<Vec<_>>()
-                .join(", ");
+                .join(", ")
+        };
+        if self.errors > 0 {
             writeln!(
                 out,
-                "missing        {} predictions, scored zero (e.g. {examples})",
-                self.missing
+                "errors         {} ended in an error, scored zero (e.g. {}); `eval` asks again the ones that may fix themselves, `--retry-errors` the rest",
+                crate::output::counted(self.errors, "run", "runs"),
+                examples(&self.error_examples)
+            )?;
+        }
+        if self.missing > 0 {
+            writeln!(
+                out,
+                "missing        {}, scored zero (e.g. {})",
+                crate::output::counted(self.missing, "prediction", "predictions"),
+                examples(&self.missing_examples)
             )?;
         }
         self.attempts.write_text(out)

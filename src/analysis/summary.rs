@@ -147,15 +147,87 @@ impl Scores {
         sums
     }
 
-    /// The overall line: label accuracy for FEVER, the answer metric for HotpotQA.
-    pub(crate) fn write_headline(&self, task: Task, out: &mut dyn Write) -> io::Result<()> {
+    /// The overall line: label accuracy for FEVER, the answer metric for HotpotQA; what it counts
+    /// that is no finished answer said inside its brackets (`(n = 3; incomplete: 3 errors, scored
+    /// zero)`), so the figure is never read without it.
+    pub(crate) fn write_headline(
+        &self,
+        task: Task,
+        incomplete: Incomplete,
+        out: &mut dyn Write,
+    ) -> io::Result<()> {
+        let n = format!("n = {}{}", self.n, incomplete.note());
         match task {
-            Task::Fever => writeln!(out, "accuracy       {:.4} (n = {})", self.em, self.n),
+            Task::Fever => writeln!(out, "accuracy       {:.4} ({n})", self.em),
             Task::HotpotQa => writeln!(
                 out,
-                "EM {:.4}  F1 {:.4}  precision {:.4}  recall {:.4}  (n = {})",
-                self.em, self.f1, self.prec, self.recall, self.n
+                "EM {:.4}  F1 {:.4}  precision {:.4}  recall {:.4}  ({n})",
+                self.em, self.f1, self.prec, self.recall
             ),
+        }
+    }
+}
+
+/// What a headline counts that is no finished answer: the rule every reader of runs that prints
+/// a headline (`eval`, `score`, `replay`, `compare`, `report`) keeps. A run that ended in an error
+/// and a gold question with no prediction are counted in `n` and scored zero, as the official
+/// metric scores a missing answer; a headline that counts any, or an evaluation stopped before
+/// its questions were done, is incomplete, and says so beside `n`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub struct Incomplete {
+    /// The attempts the headline counts that ended in an error.
+    pub errors: usize,
+    /// Questions the headline counts with no run (`score`: gold questions with no prediction).
+    pub missing: usize,
+    /// The evaluation was stopped (Ctrl-C) before every question was run: `n` counts the done.
+    pub interrupted: bool,
+}
+
+impl Incomplete {
+    /// Whether the headline lacks anything.
+    pub fn is_incomplete(&self) -> bool {
+        self.errors > 0 || self.missing > 0 || self.interrupted
+    }
+
+    /// `; incomplete: 1 error and 96 missing, scored zero`, or nothing when complete: what a
+    /// headline's `n` is followed by.
+    pub fn note(&self) -> String {
+        self.describe()
+            .map_or_else(String::new, |words| format!("; {words}"))
+    }
+
+    /// `incomplete: 1 error and 96 missing, scored zero`; `None` when complete.
+    pub fn describe(&self) -> Option<String> {
+        if !self.is_incomplete() {
+            return None;
+        }
+        let mut scored_zero = Vec::new();
+        if self.errors > 0 {
+            scored_zero.push(crate::output::counted(self.errors, "error", "errors"));
+        }
+        if self.missing > 0 {
+            scored_zero.push(format!("{} missing", self.missing));
+        }
+        let mut parts = Vec::new();
+        if self.interrupted {
+            parts.push("interrupted".to_owned());
+        }
+        if !scored_zero.is_empty() {
+            parts.push(format!("{}, scored zero", scored_zero.join(" and ")));
+        }
+        Some(format!("incomplete: {}", parts.join("; ")))
+    }
+
+    /// The exit status DESIGN.md fixes for a command whose headline this is, `n_answered` of its
+    /// questions answered: 2 when incomplete (the figure lacks errors, missing questions or an
+    /// interrupted run: run it again), 1 when complete but nothing was answered, else 0.
+    pub fn exit_code(&self, n_answered: usize) -> u8 {
+        if self.is_incomplete() {
+            2
+        } else if n_answered == 0 {
+            1
+        } else {
+            0
         }
     }
 }
@@ -174,7 +246,13 @@ pub fn mean_scores(per_question: &[Vec<AnswerScore>]) -> Scores {
 #[derive(Debug, Clone, Copy, PartialEq, Default, Serialize)]
 pub struct PerQuestion {
     pub steps: f64,
+    /// Model calls answered (a reply the cache gave counts; a call that failed does not).
     pub llm_calls: f64,
+    /// HTTP requests sent to the model server, over the runs that record them: every one,
+    /// retries, re-sends and failed ones included (what a server bills by); absent when no run
+    /// records them (runs of earlier versions).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub requests: Option<f64>,
     pub fallback_calls: f64,
     pub invalid_actions: f64,
     pub prompt_tokens: f64,
@@ -209,7 +287,10 @@ pub struct Summary {
     pub done: usize,
     /// Of those, found there when this evaluation started.
     pub resumed: usize,
+    /// Of `n`, the attempts that ended in an error (each scored zero).
     pub errors: usize,
+    /// The headline lacks something: `errors`, or the evaluation was interrupted ([`Incomplete`]).
+    pub incomplete: bool,
     /// Ctrl-C stopped the evaluation before every selected question was done.
     pub interrupted: bool,
     pub wall_seconds: f64,
@@ -286,16 +367,20 @@ impl Summary {
             .map_or(0, |scores| scores.n)
     }
 
-    /// The exit code DESIGN.md fixes: 2 when interrupted or when every question failed (the model
-    /// or the docstore is down), 1 when questions ran but none was answered, else 0.
-    pub fn exit_code(&self) -> u8 {
-        if self.interrupted || (self.done > 0 && self.errors == self.done) {
-            2
-        } else if self.n_finished() == 0 {
-            1
-        } else {
-            0
+    /// What the headline lacks: the errors it counts, and whether the evaluation was interrupted.
+    pub fn incompleteness(&self) -> Incomplete {
+        Incomplete {
+            errors: self.errors,
+            missing: 0,
+            interrupted: self.interrupted,
         }
+    }
+
+    /// The exit code DESIGN.md fixes ([`Incomplete::exit_code`]): 2 when interrupted or when a
+    /// question ended in an error (the headline is incomplete), 1 when questions ran but none was
+    /// answered, else 0.
+    pub fn exit_code(&self) -> u8 {
+        self.incompleteness().exit_code(self.n_finished())
     }
 
     pub fn new(outcomes: &[Outcome], context: SummaryContext) -> Summary {
@@ -320,9 +405,11 @@ impl Summary {
         };
         let mut total = Usage::default();
         let mut n_steps = 0;
+        let mut n_recording_requests = 0;
         for outcome in outcomes {
             total.add(&outcome.usage);
             n_steps += outcome.n_steps;
+            n_recording_requests += usize::from(outcome.usage.requests.is_some());
         }
         let mean = |sum: u64| {
             if outcomes.is_empty() {
@@ -340,6 +427,10 @@ impl Summary {
             Some(_) => None,
             None => Some(Method::React),
         };
+        let errors = outcomes
+            .iter()
+            .filter(|outcome| outcome.stopped == Stopped::Error)
+            .count();
         Summary {
             task: context.task,
             method,
@@ -351,6 +442,9 @@ impl Summary {
             per_question: PerQuestion {
                 steps: mean(n_steps as u64),
                 llm_calls: mean(total.llm_calls),
+                requests: total
+                    .requests
+                    .map(|requests| requests as f64 / n_recording_requests.max(1) as f64),
                 fallback_calls: mean(total.fallback_calls),
                 invalid_actions: mean(total.invalid_actions),
                 prompt_tokens: mean(total.prompt_tokens),
@@ -359,10 +453,8 @@ impl Summary {
             selected: context.selected,
             done: outcomes.len(),
             resumed: context.resumed,
-            errors: outcomes
-                .iter()
-                .filter(|outcome| outcome.stopped == Stopped::Error)
-                .count(),
+            errors,
+            incomplete: errors > 0 || context.interrupted,
             interrupted: context.interrupted,
             wall_seconds,
             questions_per_minute: if wall_seconds > 0.0 {
@@ -379,10 +471,7 @@ impl Summary {
     /// The human-readable summary.
     pub fn write_text(&self, out: &mut dyn Write) -> io::Result<()> {
         let status = if self.interrupted { ", interrupted" } else { "" };
-        let errors = match self.errors {
-            1 => "1 error".to_owned(),
-            n => format!("{n} errors"),
-        };
+        let errors = crate::output::counted(self.errors, "error", "errors");
         writeln!(
             out,
             "questions      {} selected, {} done ({} resumed, {errors}){status}",
@@ -391,7 +480,8 @@ impl Summary {
         if let Some(method) = self.method.filter(|method| *method != Method::React) {
             writeln!(out, "method         {method}")?;
         }
-        self.scores.write_headline(self.task, out)?;
+        self.scores
+            .write_headline(self.task, self.incompleteness(), out)?;
         self.attempts.write_text(out)?;
         if let Some(share) = self.method_summary.vote_share {
             writeln!(
@@ -448,9 +538,12 @@ impl Summary {
             }
         }
         let per = &self.per_question;
+        let requests = per
+            .requests
+            .map_or_else(String::new, |requests| format!(" ({requests:.2} requests sent)"));
         writeln!(
             out,
-            "per question   {:.2} steps, {:.2} LLM calls, {:.2} fallback calls, {:.2} invalid actions, {:.0} prompt tokens, {:.0} completion tokens",
+            "per question   {:.2} steps, {:.2} LLM calls{requests}, {:.2} fallback calls, {:.2} invalid actions, {:.0} prompt tokens, {:.0} completion tokens",
             per.steps,
             per.llm_calls,
             per.fallback_calls,

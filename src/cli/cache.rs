@@ -126,7 +126,12 @@ fn write_info(out: &mut dyn Write, dir: &std::path::Path, info: &CacheInfo) -> s
         .map_or(0, |since| since.as_secs());
     if let (Some(oldest), Some(newest)) = (info.oldest, info.newest) {
         let ago = |time: u64| age(Duration::from_secs(now.saturating_sub(time)));
-        writeln!(out, "written        {} ago to {} ago", ago(oldest), ago(newest))?;
+        let (oldest, newest) = (ago(oldest), ago(newest));
+        if oldest == newest {
+            writeln!(out, "written        {newest} ago")?;
+        } else {
+            writeln!(out, "written        {oldest} ago to {newest} ago")?;
+        }
     } else {
         writeln!(out, "written        nothing yet")?;
     }
@@ -233,5 +238,25 @@ mod tests {
         assert_eq!(age(Duration::from_secs(7 * 86_400)), "7d");
         assert_eq!(age(Duration::from_secs(3 * 86_400)), "3d");
         assert_eq!(age(Duration::from_secs(45)), "45s");
+    }
+
+    /// Replies all written at one time are said to be written then, once.
+    #[test]
+    fn one_writing_time_is_said_once() {
+        let now = SystemTime::now()
+            .duration_since(SystemTime::UNIX_EPOCH)
+            .map_or(0, |since| since.as_secs());
+        let info = CacheInfo {
+            entries: 1,
+            bytes: 10,
+            oldest: Some(now),
+            newest: Some(now),
+            ..CacheInfo::default()
+        };
+        let mut out = Vec::new();
+        write_info(&mut out, std::path::Path::new("replies"), &info).unwrap();
+        let text = String::from_utf8(out).unwrap();
+        let written = text.lines().find(|line| line.starts_with("written")).unwrap();
+        assert!(written.ends_with("s ago") && !written.contains(" to "), "{text}");
     }
 }

@@ -20,14 +20,8 @@ pub struct MergeArgs {
 pub fn run(args: MergeArgs) -> anyhow::Result<ExitCode> {
     let evaluation = merge::read_evaluation(&args.results)?;
     merge::write_results(&evaluation, &args.out)?;
-    let runs = match evaluation.runs.len() {
-        1 => "1 run".to_owned(),
-        n => format!("{n} runs"),
-    };
-    let files = match evaluation.files.len() {
-        1 => "1 file".to_owned(),
-        n => format!("{n} files"),
-    };
+    let runs = output::counted(evaluation.runs.len(), "run", "runs");
+    let files = output::counted(evaluation.files.len(), "file", "files");
     writeln!(
         output::stdout(),
         "merged         {runs} of {files} into {}",

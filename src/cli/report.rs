@@ -36,10 +36,7 @@ pub fn run(args: ReportArgs) -> anyhow::Result<ExitCode> {
         seed: args.seed.seed,
         golds: args.golds.golds(),
     })?;
-    let questions = match written.questions {
-        1 => "1 question".to_owned(),
-        n => format!("{n} questions"),
-    };
+    let questions = output::counted(written.questions, "question", "questions");
     let size = if written.bytes < 1_000_000 {
         format!("{:.0} kB", written.bytes as f64 / 1e3)
     } else {

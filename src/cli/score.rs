@@ -1,4 +1,6 @@
-//! `score`: the official HotpotQA EM/F1 of a predictions file against a gold file.
+//! `score`: the official HotpotQA EM/F1 of a predictions file against a gold file. Exit status: 0
+//! when every gold question has a finished prediction, 2 when the headline counts an error or a
+//! missing prediction (it is incomplete), 1 when no gold question has a prediction.
 
 use std::io::Write;
 use std::path::PathBuf;
@@ -14,8 +16,8 @@ pub struct ScoreArgs {
     predictions: Vec<PathBuf>,
     /// The gold question file.
     gold: PathBuf,
-    /// Print `{"n", "em", "f1", "prec", "recall", "missing"}` (and `accuracy` for FEVER,
-    /// `missing_shards` for shards).
+    /// Print `{"n", "em", "f1", "prec", "recall", "missing", "errors", "incomplete"}` (and
+    /// `accuracy` for FEVER, `missing_shards` for shards).
     #[arg(long)]
     json: bool,
 }
@@ -29,10 +31,5 @@ pub fn run(args: ScoreArgs) -> anyhow::Result<ExitCode> {
         report.write_text(&mut stdout)?;
     }
     super::options::warn_gaps(&report.gaps)?;
-    // 1: the predictions answer none of the gold questions.
-    Ok(if report.missing == report.scores.n {
-        ExitCode::from(1)
-    } else {
-        ExitCode::SUCCESS
-    })
+    Ok(ExitCode::from(report.exit_code()))
 }

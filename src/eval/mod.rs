@@ -393,6 +393,13 @@ pub async fn evaluate(
         .selection
         .read_sharded(&config.questions, config.contexts)?;
     let task = file.task;
+    // Offered when a question fails for want of Wikipedia: the file's own paragraphs need none.
+    let mut distractor_hint = (file.has_contexts && config.contexts == Contexts::Unused).then(|| {
+        format!(
+            "`{}` holds each question's context paragraphs: `--docstore distractor` searches them (HotpotQA's distractor setting), with no network",
+            config.questions.display()
+        )
+    });
     let questions_digest = file.digest;
     let questions = file.questions;
     if questions.is_empty() {
@@ -519,8 +526,8 @@ pub async fn evaluate(
         let progress = ProgressReporter::new(config, resumed_now.len() + pending.len());
         if let (Attempts::Trials { trials, .. }, Some(Attempt::Trial(k))) = (config.attempts, round.first()) {
             progress.note(&format!(
-                "trial {k} of {trials}: {} questions not yet right",
-                resumed_now.len() + pending.len()
+                "trial {k} of {trials}: {} not yet right",
+                crate::output::counted(resumed_now.len() + pending.len(), "question", "questions")
             ));
         }
         let round_start = tally.outcomes.len();
@@ -572,6 +579,11 @@ pub async fn evaluate(
                     results.append(&run)?;
                     if let Some(error) = &run.error {
                         progress.note(&format!("question `{}`: {error}", question.id));
+                        if failure.as_ref().is_some_and(wants_wikipedia)
+                            && let Some(hint) = distractor_hint.take()
+                        {
+                            progress.note(&hint);
+                        }
                     }
                     let error = run.error.clone();
                     tally.record(run, question, Origin::RunNow);
@@ -611,9 +623,9 @@ pub async fn evaluate(
         let done = match config.attempts {
             Attempts::Once => format!("{} of {} questions done", tally.outcomes.len(), questions.len()),
             _ => format!(
-                "{} attempts done for {} questions",
-                tally.outcomes.len(),
-                questions.len()
+                "{} done for {}",
+                crate::output::counted(tally.outcomes.len(), "attempt", "attempts"),
+                crate::output::counted(questions.len(), "question", "questions")
             ),
         };
         notes.note(&format!(
@@ -705,12 +717,12 @@ fn note_resumed(
     }
     if resumed.n_asked_again > 0 {
         notes.note(&format!(
-            "{results}: {} runs ended in an error that may fix itself{}: they are asked again",
-            resumed.n_asked_again,
+            "{results}: {} in an error {}: asked again",
+            crate::output::counted(resumed.n_asked_again, "run ended", "runs ended"),
             if config.resume == Resume::RetryErrors {
-                " or were named by `--retry-errors`"
+                "(`--retry-errors`)"
             } else {
-                ""
+                "that may fix itself"
             }
         ));
     }
@@ -883,6 +895,12 @@ impl Tally {
     }
 }
 
+/// Whether a question failed for want of Wikipedia: not cached under `--offline`, or not reachable.
+fn wants_wikipedia(failure: &FailureClass) -> bool {
+    matches!(failure.origin, FailureOrigin::Wikipedia { .. })
+        && matches!(failure.kind, FailureKind::NotCached | FailureKind::Unreachable)
+}
+
 /// The failures of the latest finished questions, while they are all of one class.
 #[derive(Debug, Default)]
 struct ErrorStreak {
@@ -951,29 +969,34 @@ async fn run_question<'q>(
         Attempt::Trial(number) | Attempt::Epoch(number) => number,
     }));
     let llm = ScopedLlm::new(&llm, Arc::clone(&scope));
-    let episode = match (job.attempt, attempts) {
-        (Attempt::Trial(trial), Attempts::Trials { reflect, .. }) => {
-            solver
-                .solve_trial(
-                    &llm,
-                    &question.question,
-                    Trial {
-                        number: trial,
-                        strategy: reflect,
-                        previous: job.previous.as_ref(),
-                    },
-                    &mut environment,
-                    &mut |_| {},
-                )
-                .await
-        }
-        _ => {
-            solver
-                .solve(&llm, &question.question, &mut environment, &mut |_| {})
-                .await
+    // Every request the attempt sends the model server, retries and failures included.
+    let solving = async {
+        match (job.attempt, attempts) {
+            (Attempt::Trial(trial), Attempts::Trials { reflect, .. }) => {
+                solver
+                    .solve_trial(
+                        &llm,
+                        &question.question,
+                        Trial {
+                            number: trial,
+                            strategy: reflect,
+                            previous: job.previous.as_ref(),
+                        },
+                        &mut environment,
+                        &mut |_| {},
+                    )
+                    .await
+            }
+            _ => {
+                solver
+                    .solve(&llm, &question.question, &mut environment, &mut |_| {})
+                    .await
+            }
         }
     };
+    let (episode, requests) = crate::llm::requests::counted(solving).await;
     let mut run = episode.run;
+    run.usage.requests = requests;
     run.record_cache_use(scope.cache_use());
     // Every results line names its method, `react` included.
     run.method = Some(solver.method());

@@ -9,6 +9,7 @@ use std::time::{Duration, Instant};
 use crate::agent::trace::LogOutput;
 use crate::analysis::summary::Outcome;
 use crate::metrics::AnswerScore;
+use crate::record::run::Stopped;
 
 use super::EvalConfig;
 
@@ -116,11 +117,23 @@ impl ProgressReporter {
         }))
     }
 
-    /// A plain progress line: done/total, EM/F1 so far, questions per minute, ETA.
+    /// A plain progress line: done/total, EM/F1 so far and the errors they count, questions per
+    /// minute, ETA.
     pub(super) fn line(&self, outcomes: &[Outcome], resumed: usize) {
         let mut line = format!("progress {}/{}", outcomes.len(), self.n_questions);
         if let Some((em, f1)) = running_scores(outcomes) {
             line.push_str(&format!(", EM {em:.3} F1 {f1:.3}"));
+        }
+        // The errors the running figures count as wrong, so they are never read without them.
+        let n_errors = outcomes
+            .iter()
+            .filter(|outcome| outcome.stopped == Stopped::Error)
+            .count();
+        if n_errors > 0 {
+            line.push_str(&format!(
+                " ({} scored zero)",
+                crate::output::counted(n_errors, "error", "errors")
+            ));
         }
         let n_run_now = outcomes.len().saturating_sub(resumed);
         let minutes = self.run_started.get().elapsed().as_secs_f64() / 60.0;

@@ -6,6 +6,7 @@
 pub mod reasoning;
 mod conversation;
 pub mod cache;
+pub mod requests;
 pub mod openai;
 mod replay;
 

@@ -526,6 +526,7 @@ impl OpenAiClient {
 
     async fn send_once(&self, body: &Value) -> Result<Vec<u8>, AttemptError> {
         let http = self.http.get().map_err(AttemptError::Client)?;
+        super::requests::count_sent();
         let mut builder = http.post(self.url.clone()).json(body);
         if let Some(key) = self.config.api_key.as_ref().map(ApiKey::expose) {
             // reqwest marks the header sensitive: it never shows in its Debug output.
@@ -609,6 +610,7 @@ impl OpenAiClient {
         stop: &[String],
         sends: Sends,
     ) -> Result<Exchanged, LlmError> {
+        super::requests::counting();
         let mut adaptations = 0;
         let mut body = build(self.refused.now());
         let mut keep_under = None;

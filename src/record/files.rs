@@ -12,6 +12,7 @@ use std::sync::Arc;
 use crate::record::recorded::{RecordedRun, RunPlace};
 use crate::record::results::{ResultsError, parse_run_lines};
 use crate::record::run::{Run, RunFileError};
+use crate::task::Task;
 
 /// Which files a directory is searched for.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -182,11 +183,12 @@ pub enum RunsError {
     #[error("`{}`, line {line}: the last line is cut short (a write still in progress, or interrupted)", path.display())]
     TornLine { path: PathBuf, line: usize },
     #[error(
-        "`{}` looks like a question file (questions, no recorded steps), not a run: `replay` takes the runs `ask --record` and `eval --out` write; `react-docstore eval {}` runs its questions",
+        "`{}` is {}, not runs: `replay`, `export` and `--fewshot-from` take the runs `ask --record` and `eval --out` write; `eval {}` runs its questions",
         path.display(),
+        crate::record::questions::describe(*task),
         path.display()
     )]
-    QuestionFile { path: PathBuf },
+    QuestionFile { path: PathBuf, task: Task },
 }
 
 /// The runs of one file with their places: JSON Lines (`*.jsonl`, or a `.json` file of several
@@ -239,35 +241,15 @@ fn single_run(bytes: &[u8], path: &Path) -> Result<Run, RunFileError> {
     Run::from_json(text, path)
 }
 
-/// Whether a file that is not a run holds questions: its first record (a JSON Lines file's first
-/// line, a JSON array's first element, or the one object) has a `question` or a `claim` and no
-/// recorded `steps`. Only that first record is parsed.
-fn looks_like_questions(bytes: &[u8]) -> bool {
-    let start = bytes
-        .iter()
-        .position(|byte| !byte.is_ascii_whitespace())
-        .unwrap_or(bytes.len());
-    let first = match bytes.get(start) {
-        Some(b'[') => &bytes[start + 1..],
-        _ => &bytes[start..],
-    };
-    let Some(Ok(serde_json::Value::Object(record))) = serde_json::Deserializer::from_slice(first)
-        .into_iter::<serde_json::Value>()
-        .next()
-    else {
-        return false;
-    };
-    (record.contains_key("question") || record.contains_key("claim")) && !record.contains_key("steps")
-}
-
-/// `error`, or the question-file error when the file's bytes look like questions.
+/// `error`, or the question-file error when the file's bytes are a question file
+/// ([`crate::record::questions::recognise`]).
 fn unless_questions(error: RunsError, bytes: &[u8], path: &Path) -> RunsError {
-    if looks_like_questions(bytes) {
-        RunsError::QuestionFile {
+    match crate::record::questions::recognise(bytes) {
+        Some(task) => RunsError::QuestionFile {
             path: path.to_owned(),
-        }
-    } else {
-        error
+            task,
+        },
+        None => error,
     }
 }
 

@@ -440,8 +440,8 @@ impl Evaluation {
         }
         if self.duplicates > 0 {
             gaps.push(format!(
-                "{} runs were in two files with the same answer: each is kept once",
-                self.duplicates
+                "{} in two files with the same answer: each is kept once",
+                crate::output::counted(self.duplicates, "run was", "runs were")
             ));
         }
         gaps

@@ -57,6 +57,9 @@ pub struct QuestionFile {
     pub questions: Vec<Question>,
     /// `sha256:` of the file's bytes (an evaluation records it), computed as the file is read.
     pub digest: String,
+    /// Some record came with context paragraphs (HotpotQA's distractor files), kept or not:
+    /// `--docstore distractor` could search them.
+    pub has_contexts: bool,
 }
 
 /// Whether an evaluation's docstore reads the questions' context paragraphs.
@@ -186,10 +189,36 @@ fn is_run(value: &Value) -> bool {
             .is_some_and(|format| format.starts_with("react-docstore.run"))
 }
 
-/// Whether `bytes` read as a question file (of any layout this reader takes): what a reader of
-/// results says of a file that is one.
-pub fn is_question_file(bytes: &[u8], path: &Path) -> bool {
-    std::str::from_utf8(bytes).is_ok_and(|text| QuestionFile::parse(text, path).is_ok())
+/// The task of the questions `bytes` hold when they are a question file, of any layout this
+/// reader takes (one JSON array, on one line or many, or JSON Lines; HotpotQA or FEVER): its
+/// first record (the array's first element, or the first line's object) reads as a question and
+/// is no run. The one test every reader of runs and results makes of a file it cannot read, to say
+/// what the file is; only that first record is parsed, whatever the file's size.
+pub fn recognise(bytes: &[u8]) -> Option<Task> {
+    let bytes = bytes.strip_prefix(BOM).unwrap_or(bytes);
+    let start = bytes.iter().position(|byte| !byte.is_ascii_whitespace())?;
+    let first = match bytes.get(start..)? {
+        [b'[', rest @ ..] => rest,
+        from_start => from_start,
+    };
+    let record = serde_json::Deserializer::from_slice(first)
+        .into_iter::<Value>()
+        .next()?
+        .ok()?;
+    if !record.is_object() || is_run(&record) {
+        return None;
+    }
+    let mut task = None;
+    question_from_record(record, 0, &mut task).ok()?;
+    task
+}
+
+/// What a question file is, in words: `a HotpotQA question file`, `a FEVER claim file`.
+pub fn describe(task: Task) -> &'static str {
+    match task {
+        Task::HotpotQa => "a HotpotQA question file",
+        Task::Fever => "a FEVER claim file",
+    }
 }
 
 /// The formats a question file may have, as errors name them.
@@ -402,6 +431,8 @@ struct Builder<'a> {
     first_by_id: HashMap<String, usize>,
     /// Records read, kept or not.
     n_records: usize,
+    /// Some record read had context paragraphs.
+    has_contexts: bool,
     error: Option<QuestionFileError>,
 }
 
@@ -414,6 +445,7 @@ impl<'a> Builder<'a> {
             questions: Vec::new(),
             first_by_id: HashMap::new(),
             n_records: 0,
+            has_contexts: false,
             error: None,
         }
     }
@@ -439,6 +471,7 @@ impl<'a> Builder<'a> {
                 task,
                 questions: self.questions,
                 digest: String::new(),
+                has_contexts: self.has_contexts,
             }),
             _ => Err(QuestionFileError::Empty {
                 path: self.path.to_owned(),
@@ -477,6 +510,7 @@ impl<'a> Builder<'a> {
         }
         self.first_by_id.insert(question.id.clone(), location.index);
         self.n_records += 1;
+        self.has_contexts |= !question.context.is_empty();
         if self.filter.keeps(&question, self.questions.len()) {
             let mut question = question;
             if self.filter.contexts == Contexts::Unused {

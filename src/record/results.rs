@@ -59,11 +59,13 @@ pub enum ResultsError {
         source: serde_json::Error,
     },
     #[error(
-        "`{}` is a question file, not results: `eval` answers its questions, and `score RESULTS {}` scores results against it",
+        "`{}` is {}, not results: `eval {}` runs its questions, and `score RESULTS {}` scores results against it",
+        path.display(),
+        crate::record::questions::describe(*task),
         path.display(),
         path.display()
     )]
-    QuestionFile { path: PathBuf },
+    QuestionFile { path: PathBuf, task: crate::task::Task },
     #[error("results file `{}`, line {line}: not valid UTF-8", path.display())]
     NotUtf8 {
         path: PathBuf,
@@ -261,7 +263,8 @@ fn is_file_at(_file: &File, _path: &Path) -> bool {
     true
 }
 
-/// The runs of a JSON Lines file's bytes, each with its line. Blank lines are skipped; an
+/// The runs of a JSON Lines file's bytes, each with its line. Blank lines are skipped; a file
+/// that is a question file ([`crate::record::questions::recognise`]) is refused saying so; an
 /// unterminated last line that is not a run is a torn write, counted and left out; any other
 /// line that is not UTF-8 or not a run is an error naming the file and the line.
 pub fn parse_run_lines(bytes: &[u8], path: &Path) -> Result<RunLines, ResultsError> {
@@ -300,17 +303,22 @@ pub fn parse_run_lines(bytes: &[u8], path: &Path) -> Result<RunLines, ResultsErr
                 line_bytes: Some(Arc::from(line.strip_suffix(b"\n").unwrap_or(line))),
             }),
             Ok(None) => {}
-            Err(_) if is_unterminated_last => {
-                lines.torn_bytes = line.len();
-                lines.valid_len = line_start;
-                return Ok(lines);
-            }
-            Err(_) if crate::record::questions::is_question_file(bytes, path) => {
-                return Err(ResultsError::QuestionFile {
-                    path: path.to_owned(),
-                });
-            }
-            Err(error) => return Err(error),
+            // A question file is named before a cut last line is guessed at: ReAct's question
+            // files are one JSON array on one line with no newline after it.
+            Err(error) => match crate::record::questions::recognise(bytes) {
+                Some(task) => {
+                    return Err(ResultsError::QuestionFile {
+                        path: path.to_owned(),
+                        task,
+                    });
+                }
+                None if is_unterminated_last => {
+                    lines.torn_bytes = line.len();
+                    lines.valid_len = line_start;
+                    return Ok(lines);
+                }
+                None => return Err(error),
+            },
         }
     }
     lines.valid_len = bytes.len();

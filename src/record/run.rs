@@ -468,13 +468,20 @@ pub struct Usage {
     /// Of `completion_tokens`, those the model spent thinking, when the server says.
     #[serde(default, skip_serializing_if = "is_zero")]
     pub reasoning_tokens: u64,
+    /// HTTP requests sent to the model server: every one, retries, re-sends without a refused
+    /// parameter and failed ones included, where `llm_calls` counts the calls answered (a reply
+    /// the cache gave is a call and no request). Absent from runs of earlier versions; a replay
+    /// keeps the recording's, as it keeps its tokens.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub requests: Option<u64>,
 }
 
 fn is_zero(count: &u64) -> bool {
     *count == 0
 }
 
-/// As the run file writes it: `reasoning_tokens` only when some were counted.
+/// As the run file writes it: `reasoning_tokens` only when some were counted, `requests` when
+/// recorded.
 impl std::fmt::Debug for Usage {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         let mut usage = f.debug_struct("Usage");
@@ -486,6 +493,9 @@ impl std::fmt::Debug for Usage {
             .field("invalid_actions", &self.invalid_actions);
         if self.reasoning_tokens > 0 {
             usage.field("reasoning_tokens", &self.reasoning_tokens);
+        }
+        if let Some(requests) = self.requests {
+            usage.field("requests", &requests);
         }
         usage.finish()
     }
@@ -517,6 +527,10 @@ impl Usage {
         self.completion_tokens = self.completion_tokens.saturating_add(other.completion_tokens);
         self.invalid_actions = self.invalid_actions.saturating_add(other.invalid_actions);
         self.reasoning_tokens = self.reasoning_tokens.saturating_add(other.reasoning_tokens);
+        self.requests = match (self.requests, other.requests) {
+            (None, None) => None,
+            (mine, theirs) => Some(mine.unwrap_or(0).saturating_add(theirs.unwrap_or(0))),
+        };
     }
 }
 

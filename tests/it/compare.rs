@@ -240,7 +240,11 @@ fn bad_input_is_an_error_naming_the_file_and_line() {
     check_error(
         &questions,
         &trial,
-        &["official.jsonl` is a question file", "`eval`", "`score RESULTS"],
+        &[
+            "official.jsonl` is a HotpotQA question file, not results",
+            "`eval ",
+            "`score RESULTS",
+        ],
     );
     std::fs::write(path("empty.jsonl"), "").unwrap();
     check_error(&trial, &path("empty.jsonl"), &["empty.jsonl", "holds no runs"]);

@@ -389,19 +389,20 @@ fn score_counts_missing_predictions_as_zero() {
     check_score(
         r#"{"answer": {"0": "yes", "1": "Chief of Protocol", "3": "yes"}}"#,
         &simplified,
-        "{\"n\":6,\"em\":0.3333333333333333,\"f1\":0.3333333333333333,\"prec\":0.3333333333333333,\"recall\":0.3333333333333333,\"missing\":3}\n\
-         EM 0.3333  F1 0.3333  precision 0.3333  recall 0.3333  (n = 6)\n\
+        "{\"n\":6,\"em\":0.3333333333333333,\"f1\":0.3333333333333333,\"prec\":0.3333333333333333,\"recall\":0.3333333333333333,\"missing\":3,\"errors\":0,\"incomplete\":true}\n\
+         EM 0.3333  F1 0.3333  precision 0.3333  recall 0.3333  (n = 6; incomplete: 3 missing, scored zero)\n\
          missing        3 predictions, scored zero (e.g. `2`, `4`, `5`)\n",
     );
     // A results file: runs by id; a torn last line is left out and said so, an errored run
-    // answers nothing.
+    // answers nothing and is said beside the figure.
     let notes = check_score(
         "{\"id\": \"2\", \"question\": \"?\", \"steps\": [], \"answer\": \"Animorphs\"}\n\
          {\"id\": \"0\", \"question\": \"?\", \"steps\": [], \"answer\": null, \"stopped\": \"error\"}\n\
          {\"id\": \"1\", \"question\": \"?\", \"st",
         &simplified,
-        "{\"n\":6,\"em\":0.16666666666666666,\"f1\":0.16666666666666666,\"prec\":0.16666666666666666,\"recall\":0.16666666666666666,\"missing\":4}\n\
-         EM 0.1667  F1 0.1667  precision 0.1667  recall 0.1667  (n = 6)\n\
+        "{\"n\":6,\"em\":0.16666666666666666,\"f1\":0.16666666666666666,\"prec\":0.16666666666666666,\"recall\":0.16666666666666666,\"missing\":4,\"errors\":1,\"incomplete\":true}\n\
+         EM 0.1667  F1 0.1667  precision 0.1667  recall 0.1667  (n = 6; incomplete: 1 error and 4 missing, scored zero)\n\
+         errors         1 run ended in an error, scored zero (e.g. `0`); `eval` asks again the ones that may fix themselves, `--retry-errors` the rest\n\
          missing        4 predictions, scored zero (e.g. `1`, `3`, `4`, `5`)\n",
     );
     assert!(
@@ -740,7 +741,8 @@ async fn eval_scores_every_way_a_run_ends_and_resumes_without_calls() {
         .unwrap();
     assert_eq!((retried.resumed, retried.errors), (5, 1));
 
-    // A budget of one step finishes no question: exit code 1, "ran but nothing answered".
+    // A budget of one step finishes no question: exit code 1, "ran but nothing answered" (every
+    // question has a script here: none ends in an error, which would make it 2).
     let one_step = EvalConfig {
         agent: AgentSetup {
             max_steps: Some(1),
@@ -750,9 +752,11 @@ async fn eval_scores_every_way_a_run_ends_and_resumes_without_calls() {
         ..config.clone()
     };
     const SEARCH_ONLY: &[&str] = &[" Let me look.\nAction 1: Search[Something]"];
-    let searching: Vec<(&str, &[&str])> = SIMPLIFIED_SCRIPTS
+    let file = QuestionFile::read(&fixture("hotpotqa/simplified.json")).unwrap();
+    let searching: Vec<(&str, &[&str])> = file
+        .questions
         .iter()
-        .map(|(question, _)| (*question, SEARCH_ONLY))
+        .map(|question| (question.question.as_str(), SEARCH_ONLY))
         .collect();
     let llm_one = Arc::new(ScriptedLlm::new(&searching, Duration::ZERO));
     let unanswered = eval::evaluate(&one_step, &services(llm_one), std::future::pending())
@@ -940,7 +944,11 @@ fn check_killed_and_resumed(kill: Kill) {
         );
         assert_each_once(&read_results(&results), 6);
         assert_eq!(summary.scores.em, 2.0 / 6.0);
-        assert_eq!(summary.exit_code(), 0, "some questions were answered");
+        assert_eq!(
+            (summary.errors, summary.exit_code()),
+            (1, 2),
+            "one question's script fails it: the figure is incomplete"
+        );
     });
 }
 
@@ -962,10 +970,11 @@ fn score_command_prints_the_json_object() {
         .arg("--json")
         .output()
         .unwrap();
-    crate::assert_exit_0(&output);
+    // Four of the six gold questions have no prediction: the figure is incomplete, exit 2.
+    assert_eq!(output.status.code(), Some(2));
     assert_eq!(
         String::from_utf8(output.stdout).unwrap(),
-        "{\"n\":6,\"em\":0.3333333333333333,\"f1\":0.3333333333333333,\"prec\":0.3333333333333333,\"recall\":0.3333333333333333,\"missing\":4}\n"
+        "{\"n\":6,\"em\":0.3333333333333333,\"f1\":0.3333333333333333,\"prec\":0.3333333333333333,\"recall\":0.3333333333333333,\"missing\":4,\"errors\":0,\"incomplete\":true}\n"
     );
 }
 
@@ -1876,4 +1885,41 @@ async fn the_library_refuses_what_the_command_line_refuses_in_its_words() {
         assert_eq!(stderr, format!("error: {error}\n"), "{flags:?}");
         assert!(!results.exists(), "refused before the results file is made");
     }
+}
+
+/// An `eval --offline` of HotpotQA's distractor file over Wikipedia (the default docstore): its
+/// searches miss the empty page cache, and the first failure is followed, once, by the docstore
+/// that needs no network — the file's own paragraphs. A file without paragraphs gets no such note.
+#[tokio::test(flavor = "multi_thread")]
+async fn an_offline_eval_of_a_distractor_file_suggests_the_distractor_docstore() {
+    let server = crate::serve_posts(wiremock::ResponseTemplate::new(200).set_body_json(
+        serde_json::json!({"choices": [{"index": 0, "text": " I need to search it.\nAction 1: Search[VIVA Media]"}]}),
+    ))
+    .await;
+    let dir = tempfile::tempdir().unwrap();
+    let eval = |questions: &str| {
+        let output = crate::binary()
+            .args(["eval", questions, "--offline", "--cache-dir"])
+            .arg(dir.path().join("cache"))
+            .arg("--out")
+            .arg(dir.path().join(format!("{}.jsonl", questions.len())))
+            .args(crate::completions_model(&server.uri()))
+            .current_dir(env!("CARGO_MANIFEST_DIR"))
+            .output()
+            .unwrap();
+        String::from_utf8(output.stderr).unwrap()
+    };
+    let distractor = "fixtures/docstore/hotpotqa-distractor-3.json";
+    let stderr = eval(distractor);
+    let hint = format!(
+        "`{distractor}` holds each question's context paragraphs: `--docstore distractor` searches them (HotpotQA's distractor setting), with no network"
+    );
+    assert_eq!(stderr.matches(&hint).count(), 1, "{stderr}");
+    assert!(
+        stderr.find("offline: no cached page").unwrap() < stderr.find(&hint).unwrap(),
+        "after the first failure: {stderr}"
+    );
+    let stderr = eval("fixtures/hotpotqa/simplified.json");
+    assert!(stderr.contains("offline: no cached page"), "{stderr}");
+    assert!(!stderr.contains("--docstore distractor"), "{stderr}");
 }

@@ -314,9 +314,13 @@ fn every_figure_is_over_the_same_questions() {
         let out = dir.path().join(format!("{kind}.jsonl"));
         std::fs::write(&out, lines.join("\n") + "\n").unwrap();
         let (stdout, stderr, code) = run(&["score", out.to_str().unwrap(), QUESTIONS, "--json"]);
-        assert_eq!(code, 0, "{stderr}");
+        assert_eq!(code, 2, "a gold question has no run: incomplete; {stderr}");
         let scored: Value = serde_json::from_str(&stdout).unwrap();
         assert_eq!(scored["n"], 3, "{scored}");
+        assert_eq!(
+            (&scored["missing"], &scored["incomplete"]),
+            (&json!(1), &json!(true))
+        );
         assert_eq!(scored["no_answer"], 1, "{scored}");
         match kind {
             "epoch" => {
@@ -357,19 +361,104 @@ fn question_files_and_results_files_are_told_apart() {
         );
         assert!(!out.exists(), "nothing written");
     }
-    let report = dir.path().join("r.html");
-    for args in [
-        &["score", QUESTIONS, QUESTIONS][..],
-        &["compare", QUESTIONS, "fixtures/runs/trials/none.results.jsonl"],
-        &["report", QUESTIONS, "--out", report.to_str().unwrap()],
-    ] {
-        let (_, stderr, code) = run(args);
-        assert_eq!(code, 2, "{args:?}: {stderr}");
-        assert!(
-            stderr.contains(&format!("`{QUESTIONS}` is a question file, not results"))
-                && stderr.contains("`score RESULTS"),
-            "{args:?}: {stderr}"
+    // Every layout of question file, as distributed and as a user may save it (no newline at the
+    // end: ReAct's files are one JSON array on one line, with none), given to every reader of
+    // runs or results: one line naming what it is and the argument that takes it, no guess at a
+    // cut line, nothing written.
+    let bare = |name: &str, text: String| {
+        let path = dir.path().join(name);
+        std::fs::write(&path, text.trim_end()).unwrap();
+        path.to_str().unwrap().to_owned()
+    };
+    let fixture = |name: &str| std::fs::read_to_string(crate::fixture(name)).unwrap();
+    let mut files: Vec<(String, &str)> = [
+        (QUESTIONS, "a HotpotQA question file"),
+        ("fixtures/hotpotqa/hf.json", "a HotpotQA question file"),
+        ("fixtures/hotpotqa/simplified.json", "a HotpotQA question file"),
+        ("fixtures/hotpotqa/official.jsonl", "a HotpotQA question file"),
+        (
+            "fixtures/react-notebook/data/hotpot_dev_v1_simplified.json",
+            "a HotpotQA question file",
+        ),
+        ("fixtures/fever/paper_dev.jsonl", "a FEVER claim file"),
+    ]
+    .map(|(path, what)| (path.to_owned(), what))
+    .to_vec();
+    let one_line: Value = serde_json::from_str(&fixture("hotpotqa/official.json")).unwrap();
+    files.extend([
+        (
+            bare("official-one-line.json", one_line.to_string()),
+            "a HotpotQA question file",
+        ),
+        (
+            bare("hf.json", fixture("hotpotqa/hf.json")),
+            "a HotpotQA question file",
+        ),
+        (
+            bare("official.jsonl", fixture("hotpotqa/official.jsonl")),
+            "a HotpotQA question file",
+        ),
+        (
+            bare("claims.jsonl", fixture("fever/paper_dev.jsonl")),
+            "a FEVER claim file",
+        ),
+        (
+            bare(
+                "claims.json",
+                format!("[{}]", fixture("fever/paper_dev.jsonl").trim().replace('\n', ",")),
+            ),
+            "a FEVER claim file",
+        ),
+    ]);
+    let results = "fixtures/runs/trials/none.results.jsonl";
+    let out = dir.path().join("out");
+    let out = out.to_str().unwrap();
+    for (path, what) in &files {
+        let path = path.as_str();
+        let not_results = format!(
+            "error: `{path}` is {what}, not results: `eval {path}` runs its questions, and `score RESULTS {path}` scores results against it\n"
         );
+        let not_runs = format!(
+            "error: `{path}` is {what}, not runs: `replay`, `export` and `--fewshot-from` take the runs `ask --record` and `eval --out` write; `eval {path}` runs its questions\n"
+        );
+        // `export` and `--fewshot-from` read `*.jsonl` as results, anything else as run files.
+        let as_runs = if path.ends_with(".jsonl") {
+            &not_results
+        } else {
+            &not_runs
+        };
+        let readers: [(Vec<&str>, &String); 8] = [
+            (vec!["score", path, QUESTIONS], &not_results),
+            (vec!["compare", results, path], &not_results),
+            (vec!["compare", path, results], &not_results),
+            (vec!["report", path, "--out", out], &not_results),
+            (vec!["merge", path, "--out", out], &not_results),
+            (vec!["replay", path], &not_runs),
+            (vec!["export", path, "--format", "alpaca", "--out", out], as_runs),
+            (
+                [
+                    &[
+                        "eval",
+                        QUESTIONS,
+                        "--fewshot-from",
+                        path,
+                        "--shots",
+                        "1",
+                        "--out",
+                        out,
+                    ][..],
+                    &NEVER_ASKED,
+                ]
+                .concat(),
+                as_runs,
+            ),
+        ];
+        for (args, expected) in readers {
+            let (stdout, stderr, code) = run(&args);
+            assert_eq!((code, stdout.as_str()), (2, ""), "{args:?}: {stderr}");
+            assert_eq!(&stderr, expected, "{args:?}");
+            assert!(!Path::new(out).exists(), "{args:?}: nothing written");
+        }
     }
 }
 

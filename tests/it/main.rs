@@ -138,6 +138,7 @@ mod replay;
 mod replay_live;
 mod report;
 mod sc_stop;
+mod score;
 mod secrets;
 mod serve;
 mod shards;

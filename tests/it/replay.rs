@@ -524,17 +524,20 @@ fn replay_cli(args: &[&str]) -> (i32, String, String) {
 
 #[test]
 fn a_question_file_given_to_replay_is_named_as_one_and_eval_suggested() {
-    for file in [
-        "fixtures/hotpotqa/official.jsonl",
-        "fixtures/hotpotqa/official.json",
-        "fixtures/docstore/hotpotqa-distractor-3.json",
-        "fixtures/fever/paper_dev.jsonl",
+    for (file, what) in [
+        ("fixtures/hotpotqa/official.jsonl", "a HotpotQA question file"),
+        ("fixtures/hotpotqa/official.json", "a HotpotQA question file"),
+        (
+            "fixtures/docstore/hotpotqa-distractor-3.json",
+            "a HotpotQA question file",
+        ),
+        ("fixtures/fever/paper_dev.jsonl", "a FEVER claim file"),
     ] {
         let (status, _, stderr) = replay_cli(&["replay", file]);
         assert_eq!(status, 2, "{file}: {stderr}");
         assert!(
-            stderr.contains(&format!("`{file}` looks like a question file"))
-                && stderr.contains(&format!("`react-docstore eval {file}` runs its questions")),
+            stderr.contains(&format!("`{file}` is {what}, not runs"))
+                && stderr.contains(&format!("`eval {file}` runs its questions")),
             "{file}: {stderr}"
         );
     }
@@ -565,7 +568,8 @@ fn replay_of_a_directory_names_the_files_that_are_not_runs_and_goes_on() {
     assert_eq!(status, 0, "{stderr}");
     assert_eq!(stdout.lines().count(), 2, "{stdout}");
     assert!(
-        stderr.contains("-- skipped: `") && stderr.contains("b-questions.json` looks like a question file"),
+        stderr.contains("-- skipped: `")
+            && stderr.contains("b-questions.json` is a HotpotQA question file, not runs"),
         "{stderr}"
     );
     assert!(stderr.contains("d-notes.jsonl"), "{stderr}");

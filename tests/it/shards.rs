@@ -624,7 +624,9 @@ async fn merging_refuses_what_disagrees_and_reports_what_is_missing() {
         &["score", "partial", "shards/A/2.jsonl", "q.json", "--json"],
     );
     assert!(
-        stdout.contains(&format!("\"missing\":{missing_questions},\"missing_shards\":[1]")),
+        stdout.contains(&format!(
+            "\"missing\":{missing_questions},\"errors\":0,\"incomplete\":true,\"missing_shards\":[1]"
+        )),
         "{stdout}"
     );
     assert!(stderr.starts_with(&notes), "{stderr}");

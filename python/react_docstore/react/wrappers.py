@@ -137,6 +137,9 @@ class _QuestionWrapper(StepApi, Wrapper):
         return (observation, info) if return_info else observation
 
     def _get_info(self) -> dict:
+        """What `reset(return_info=True)` gives: the environment's `steps` and `answer`, the
+        question and the split. `step` gives the environment's own (`steps`, `answer`), as the
+        repository's wrappers do, and adds the score when the episode ends."""
         return {
             "steps": self.steps,
             "answer": self.answer,

@@ -206,6 +206,15 @@ fn comparison_table(comparison: &Comparison, a_name: &str, b_name: &str, b_idx: 
     }
 }
 
+/// Under a file's headline figure, what it counts that is no finished answer, when anything.
+fn incomplete(file: &FileView) -> Markup {
+    html! {
+        @if let Some(words) = file.summary.incompleteness().describe() {
+            br; span.sub.error { (words) }
+        }
+    }
+}
+
 fn summary_table(files: &[FileView]) -> Markup {
     let is_fever = files.iter().all(|file| file.scored.task == Task::Fever);
     html! {
@@ -213,9 +222,9 @@ fn summary_table(files: &[FileView]) -> Markup {
             tr { th {} @for (idx, file) in files.iter().enumerate() { th { span.letter { (letter(idx)) } " " (file.scored.name()) } } }
             tr { th { "questions" } @for file in files { td { (file.summary.scores.n) } } }
             @if is_fever {
-                tr { th { "accuracy" } @for file in files { td.score { (format!("{:.4}", file.summary.scores.em)) } } }
+                tr { th { "accuracy" } @for file in files { td.score { (format!("{:.4}", file.summary.scores.em)) (incomplete(file)) } } }
             } @else {
-                tr { th { "EM" } @for file in files { td.score { (format!("{:.4}", file.summary.scores.em)) } } }
+                tr { th { "EM" } @for file in files { td.score { (format!("{:.4}", file.summary.scores.em)) (incomplete(file)) } } }
                 tr { th { "F1" } @for file in files { td.score { (format!("{:.4}", file.summary.scores.f1)) } } }
             }
             @for stop in STOPS {
@@ -242,6 +251,7 @@ fn summary_table(files: &[FileView]) -> Markup {
                 @for file in files {
                     td {
                         (format!("{:.2}", file.summary.per_question.llm_calls))
+                        @if let Some(requests) = file.summary.per_question.requests { br; span.sub { (format!("{requests:.2} requests sent")) } }
                         @if let Some(attempts) = &file.attempts { br; span.sub { (every_attempt(attempts)) } }
                     }
                 }

@@ -314,8 +314,8 @@ fn nothing_reasons(summary: &ExportSummary) -> String {
         .map(|(count, why)| format!("{count} {why}"))
         .collect();
     format!(
-        "{} runs read, every one dropped ({}); `--all` keeps wrong and unfinished runs, `--min-f1 X` partly right ones",
-        summary.n_runs,
+        "{} read, every one dropped ({}); `--all` keeps wrong and unfinished runs, `--min-f1 X` partly right ones",
+        crate::output::counted(summary.n_runs, "run", "runs"),
         dropped.join(", ")
     )
 }
