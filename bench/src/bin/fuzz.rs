@@ -1,11 +1,10 @@
 //! A long fuzz run of the parsers that read outside text — the action grammar and the calculator
 //! (model text) and the HTML reader (`parse_search_page`, server pages) — on the generators and
-//! checks of `tests/it/fuzz/targets.rs`. Prints inputs/s and the panics caught, per parser.
+//! checks of `bench/src/targets.rs`. Prints inputs/s and the panics caught, per parser.
 //!
-//! `cargo run --release --example fuzz -- --seconds 60`
+//! `cargo run --release --bin fuzz -- --seconds 60`
 
-#[path = "../tests/it/fuzz/targets.rs"]
-mod targets;
+use bench::targets;
 
 use std::panic::{AssertUnwindSafe, catch_unwind};
 use std::process::ExitCode;
@@ -124,6 +123,6 @@ fn seconds_from_args() -> anyhow::Result<f64> {
             Ok(seconds) if seconds > 0.0 && seconds.is_finite() => Ok(seconds),
             _ => anyhow::bail!("`--seconds {value}`: expected a positive number of seconds"),
         },
-        _ => anyhow::bail!("usage: cargo run --release --example fuzz -- [--seconds N]"),
+        _ => anyhow::bail!("usage: cargo run --release --bin fuzz -- [--seconds N]"),
     }
 }
