@@ -1,5 +1,6 @@
 //! User-defined tools: an invoice agent with `GetInvoice`, `Diff` and `Total`, its own few-shot
-//! examples, run against a recorded model. `cargo run --example invoices` prints the trajectory.
+//! examples, run against a recorded model. `cargo run --example invoices` prints the trajectory;
+//! `cargo test` runs the test at the end, which holds what it prints.
 //!
 //! Swap the `ReplayLlm` for a real model to let it answer new questions about the invoices.
 
@@ -143,10 +144,10 @@ fn recorded_completions() -> Vec<Vec<String>> {
     .collect()
 }
 
-pub const QUESTION: &str = "How much more is invoice B than invoices A and C together?";
+const QUESTION: &str = "How much more is invoice B than invoices A and C together?";
 
 /// Registers the three tools and runs the agent on [`QUESTION`] with the recorded model.
-pub async fn run_invoice_agent() -> Episode {
+async fn run_invoice_agent() -> Episode {
     let mut toolbox = Toolbox::default();
     toolbox.register(Arc::new(GetInvoice));
     toolbox.register(Arc::new(Diff));
@@ -173,4 +174,37 @@ async fn main() {
     let episode = run_invoice_agent().await;
     println!("{}", episode.trajectory());
     println!("Answer: {}", episode.run.answer.as_deref().unwrap_or(""));
+}
+
+#[cfg(test)]
+mod tests {
+    use super::run_invoice_agent;
+
+    /// The agent answers from its own tools, every action valid.
+    #[tokio::test]
+    async fn invoice_example_runs() {
+        let episode = run_invoice_agent().await;
+        assert_eq!(episode.run.answer.as_deref(), Some("17750"));
+        assert_eq!(episode.run.usage.invalid_actions, 0);
+        insta::assert_snapshot!(episode.trajectory(), @r"
+        Question: How much more is invoice B than invoices A and C together?
+        Thought 1: I need the amounts of invoices A, B and C. Then I subtract the total of A and C from B.
+        Action 1: GetInvoice[A]
+        Observation 1: 1500
+        Thought 2: Invoice A is 1500. Now invoice B.
+        Action 2: GetInvoice[B]
+        Observation 2: 20000
+        Thought 3: Invoice B is 20000. Now invoice C.
+        Action 3: GetInvoice[C]
+        Observation 3: 750
+        Thought 4: Invoice C is 750. I need the total of A and C: 1500 and 750.
+        Action 4: Total[1500 750]
+        Observation 4: 2250
+        Thought 5: A and C come to 2250. I need 20000 minus 2250.
+        Action 5: Diff[20000 2250]
+        Observation 5: 17750
+        Thought 6: Invoice B is 17750 more than invoices A and C together.
+        Action 6: Finish[17750]
+        ");
+    }
 }

@@ -1,10 +1,9 @@
 //! Property tests of the parsers that read outside text: the action grammar and the calculator
 //! (what a model writes) and the HTML reader (what a server sends) never panic, whatever the input,
-//! and keep their promises (see `fuzz/targets.rs`). A few seconds here;
-//! `cargo run --release --example fuzz -- --seconds 60` runs them for longer.
+//! and keep their promises (see `bench/src/targets.rs`). A few seconds here;
+//! `cargo run --release --bin fuzz -- --seconds 60` runs them for longer.
 
-mod targets;
-
+use bench::targets;
 use proptest::prelude::*;
 
 proptest! {

@@ -861,19 +861,6 @@ async fn unregistered_tool_is_an_invalid_action() {
     );
 }
 
-#[allow(dead_code)] // its `main` is for `cargo run --example invoices`
-#[path = "../../examples/invoices.rs"]
-mod invoices;
-
-/// The user-defined tools example answers from its own tools.
-#[tokio::test]
-async fn invoice_example_runs() {
-    let episode = invoices::run_invoice_agent().await;
-    assert_eq!(episode.run.answer.as_deref(), Some("17750"));
-    assert_eq!(episode.run.usage.invalid_actions, 0);
-    crate::assert_snapshot!(episode.trajectory());
-}
-
 /// With tools on, the header lists them after the paper's three actions, and their examples follow
 /// the HotpotQA ones.
 #[test]

@@ -463,8 +463,7 @@ fn default_article_drops_coordinates_references_and_boxes() {
     assert!(sentences.contains(&"The arch is a weighted catenary, described by y=A\\cosh(Cx).".to_owned()));
 }
 
-#[path = "../../../tests/it/fuzz/tag_soup.rs"]
-mod tag_soup;
+use bench::tag_soup;
 
 proptest::proptest! {
     #![proptest_config(proptest::test_runner::Config {

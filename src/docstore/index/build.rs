@@ -103,7 +103,7 @@ fn default_range_bytes(memory: usize, threads: usize, dump_bytes: u64) -> usize 
 /// The memory budget unless `--memory` says otherwise: an eighth of the memory this process may
 /// use (the machine's, or its cgroup's limit when lower: a Slurm job, a container), from 512 MiB
 /// to 2 GiB. A larger budget is larger ranges, so fewer segments for the last merge to read: the
-/// 5,233,330 pages of `examples/gen_wiki.rs` built in 211 s at 512 MiB and 176 s at 2 GiB.
+/// 5,233,330 pages of `gen_wiki` built in 211 s at 512 MiB and 176 s at 2 GiB.
 pub fn default_memory_bytes() -> usize {
     let available = [physical_memory(), cgroup_memory_limit()]
         .into_iter()

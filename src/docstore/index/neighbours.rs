@@ -164,7 +164,7 @@ pub(super) fn write_table(dictionary: &TermDictionary, dir: &Path) -> io::Result
 
 /// Writes the table of the index at `dir`, built before the table, beside it and names it in the
 /// manifest: the table a build of the same pages writes, so that the index searches as one built
-/// with it (`examples/bench_index.rs --add-neighbour-table`, to measure an index without building it
+/// with it (`bench_index --add-neighbour-table`, to measure an index without building it
 /// again).
 pub fn add_table(dir: &Path) -> Result<(), IndexError> {
     let mut manifest = Manifest::read(dir)?;

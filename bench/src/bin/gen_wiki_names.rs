@@ -2,12 +2,12 @@
 //! the index benchmarks (issue 38: search figures "on a dump from another generator").
 //!
 //! ```sh
-//! cargo run --release --example gen_wiki_names -- --pages 200000 --out /tmp/names-200k.jsonl \
+//! cargo run --release --bin gen_wiki_names -- --pages 200000 --out /tmp/names-200k.jsonl \
 //!     --queries /tmp/names-200k.queries.tsv --seed 1
 //! ```
 //!
 //! Same output as `gen_wiki` (the HotpotQA processed-abstracts JSON Lines, written by
-//! `examples/common/hotpot_jsonl.rs`) and the same flags, but built differently. `gen_wiki` draws
+//! `bench/src/hotpot_jsonl.rs`) and the same flags, but built differently. `gen_wiki` draws
 //! title words from the text's Zipf vocabulary, so "is", "a" and "the" sit in 3–15% of its titles;
 //! here a title is drawn from one of some sixty templates in proportions near Wikipedia's: people
 //! ("Given Surname", "Given M. Surname", "Surname (footballer)"), places ("Placename, Region",
@@ -49,10 +49,7 @@ use std::time::Instant;
 
 use react_docstore::rng::SplitMix64;
 
-#[path = "common/hotpot_jsonl.rs"]
-mod hotpot_jsonl;
-
-use hotpot_jsonl::{Sentence, write_page};
+use bench::hotpot_jsonl::{Sentence, write_page};
 
 const USAGE: &str = "usage: gen_wiki_names --out FILE [--pages N (200000)] [--queries FILE] \
                      [--num-queries N (2000)] [--seed N (1)]";

@@ -1,6 +1,6 @@
 //! Benchmark: replays every recorded run under `fixtures/runs/` and prints how long it took.
 //!
-//! `cargo run --release --example bench_replay`
+//! `cargo run --release --bin bench_replay`
 
 use std::time::Instant;
 
@@ -9,7 +9,7 @@ use react_docstore::agent::trace::TracePrinter;
 use react_docstore::replay::replay_run;
 
 fn main() -> anyhow::Result<()> {
-    let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("fixtures/runs");
+    let root = bench::repository_root().join("fixtures/runs");
     let mut dirs = vec![root.join("langchain"), root.join("synthetic")];
     dirs.extend((1..=5).map(|trial| root.join(format!("reflexion/trial-{trial}"))));
     let runtime = tokio::runtime::Builder::new_current_thread().build()?;

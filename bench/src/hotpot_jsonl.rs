@@ -1,6 +1,6 @@
 //! A page in the HotpotQA processed-abstracts JSON Lines format (`id`, `url`, `title`, `text`,
 //! `charoffset`, `text_with_links`, `charoffset_with_links`), written by the synthetic-Wikipedia
-//! generators (`gen_wiki`, `gen_wiki_names`; included with `#[path]`).
+//! generators (`gen_wiki`, `gen_wiki_names`).
 
 /// One sentence in both renderings, with its token offsets (relative to the sentence).
 #[derive(Default)]

@@ -3,11 +3,11 @@
 the same searches two threads at a time, and through `react-docstore serve` over HTTP (one
 kept-alive connection, `POST /v1/step`). Prints one JSON line; docs/python.md, "Speed".
 
-    cargo run --release --example gen_wiki -- --pages 200000 --out /tmp/wiki-200k.jsonl \\
+    cargo run --release --bin gen_wiki -- --pages 200000 --out /tmp/wiki-200k.jsonl \\
         --queries /tmp/wiki-200k.queries.tsv --num-queries 10000 --seed 1
     pip install .                       # a release build of the package
     react-docstore index build /tmp/wiki-200k.jsonl --out /tmp/wiki-200k.index
-    python examples/bench_python.py /tmp/wiki-200k.index /tmp/wiki-200k.queries.tsv [N]
+    python bench/bench_python.py /tmp/wiki-200k.index /tmp/wiki-200k.queries.tsv [N]
 
 Every figure is the best of 3 runs (the machine is shared); the CPU time is the searching thread's
 (`time.thread_time`), what `bench_index` reports as "search CPU time". A search is `explorer.search(query)`

@@ -5,7 +5,7 @@ its one-typo titles in another (best of REPEAT runs, 3 unless given), the start-
 subtracted; per action, wall-clock and CPU time of the process (user + system), and how many
 one-typo titles found their page among the five Similar titles. Prints one JSON line.
 
-    python3 examples/bench_explore.py target/release/react-docstore /tmp/wiki-200k.index \
+    python3 bench/bench_explore.py target/release/react-docstore /tmp/wiki-200k.index \
         /tmp/wiki-200k.queries.tsv [REPEAT]
 """
 import subprocess, sys, time, json, resource

@@ -3,8 +3,8 @@
 //! index (`PageIndex::search`: the agent caps an action's argument at 4 KiB before that).
 //!
 //! ```sh
-//! cargo run --release --example gen_wiki -- --pages 30000 --out /tmp/wiki-30k.jsonl --queries /tmp/wiki-30k.queries.tsv
-//! cargo run --release --example bench_search_length -- /tmp/wiki-30k.jsonl /tmp/wiki-30k.index
+//! cargo run --release --bin gen_wiki -- --pages 30000 --out /tmp/wiki-30k.jsonl --queries /tmp/wiki-30k.queries.tsv
+//! cargo run --release --bin bench_search_length -- /tmp/wiki-30k.jsonl /tmp/wiki-30k.index
 //! ```
 //!
 //! Builds the index at the second path when it is not there. Prints each length's wall time.

@@ -1,5 +1,5 @@
 //! `cpu_seconds`: the user and system CPU time the benchmark's process has used so far, for the
-//! benchmarks that report it beside wall time (included with `#[path]`).
+//! benchmarks that report it beside wall time (`bench_eval`, `bench_serve`).
 
 /// User and system CPU time of the whole process so far, in seconds.
 pub fn cpu_seconds() -> f64 {

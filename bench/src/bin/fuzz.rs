@@ -1,9 +1,9 @@
 //! A long fuzz run of the parsers that read outside text — the action grammar and the calculator
 //! (model text), the HTML reader (`parse_search_page`, server pages) and the readers of run files
 //! (`replay`, `export`, `score`, `merge` on mutated results lines) — on the generators and checks
-//! of `tests/it/fuzz/targets.rs`. Prints inputs/s and the panics caught, per target.
+//! of `bench/src/targets.rs`. Prints inputs/s and the panics caught, per target.
 //!
-//! `cargo run --release --example fuzz -- --seconds 60`
+//! `cargo run --release --bin fuzz -- --seconds 60`
 //!
 //! An allocation that fails aborts the process, which no `catch_unwind` sees: the readers of run
 //! files are fuzzed in a child process (this program again, `--child`) whose address space is
@@ -11,8 +11,7 @@
 //! to a file before checking it; when it dies of a signal, the parent counts an abort, keeps that
 //! input, and starts another child for the time left.
 
-#[path = "../tests/it/fuzz/targets.rs"]
-mod targets;
+use bench::targets;
 
 use std::panic::{AssertUnwindSafe, catch_unwind};
 use std::path::Path;
@@ -158,7 +157,7 @@ fn seconds_from_args() -> anyhow::Result<f64> {
             Ok(seconds) if seconds > 0.0 && seconds.is_finite() => Ok(seconds),
             _ => anyhow::bail!("`--seconds {value}`: expected a positive number of seconds"),
         },
-        _ => anyhow::bail!("usage: cargo run --release --example fuzz -- [--seconds N]"),
+        _ => anyhow::bail!("usage: cargo run --release --bin fuzz -- [--seconds N]"),
     }
 }
 

@@ -19,16 +19,13 @@
 //! comparing the first and last anonymous figures.
 //!
 //! ```sh
-//! cargo build --release --bin react-docstore --example bench_serve
-//! ./target/release/examples/bench_serve --index /work/benchdata-serve/wiki-200k.index \
+//! cargo build --release --bin react-docstore --bin bench_serve
+//! ./target/release/bench_serve --index /work/benchdata-serve/wiki-200k.index \
 //!     --queries /work/benchdata-serve/wiki-200k.queries.tsv --only step --rate 5000 --seconds 60
 //! ```
 //!
-//! The server is the release binary beside this example (`target/release/react-docstore`),
+//! The server is the release binary beside this benchmark (`target/release/react-docstore`),
 //! started on a free loopback port and stopped with SIGTERM at the end.
-
-#[path = "common/cpu.rs"]
-mod cpu;
 
 use std::io::BufRead;
 use std::path::PathBuf;
@@ -37,6 +34,7 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, Instant};
 
+use bench::cpu;
 use serde_json::{Value, json};
 
 const USAGE: &str = "usage: bench_serve --index DIR --queries FILE [--connections N (64)] \
@@ -392,11 +390,8 @@ fn main() -> ExitCode {
     let queries = Arc::new(queries);
     let binary = options.server.clone().unwrap_or_else(|| {
         std::env::current_exe()
-            .expect("this example's path")
-            .parent()
-            .and_then(|examples| examples.parent())
-            .expect("target/release")
-            .join("react-docstore")
+            .expect("this benchmark's path")
+            .with_file_name("react-docstore")
     });
     let mut command = Command::new(&binary);
     command

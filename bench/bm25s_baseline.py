@@ -2,9 +2,9 @@
 """The bm25s baseline (the retriever DSPy's tutorials use) on a gen_wiki corpus.
 
     python3 -m venv .venv-bm25s && .venv-bm25s/bin/pip install bm25s==0.3.16
-    cargo run --release --example gen_wiki -- --pages 200000 --out /tmp/wiki-200k.jsonl \
+    cargo run --release --bin gen_wiki -- --pages 200000 --out /tmp/wiki-200k.jsonl \
         --queries /tmp/wiki-200k.queries.tsv --seed 1
-    .venv-bm25s/bin/python examples/bm25s_baseline.py /tmp/wiki-200k.jsonl /tmp/wiki-200k.queries.tsv
+    .venv-bm25s/bin/python bench/bm25s_baseline.py /tmp/wiki-200k.jsonl /tmp/wiki-200k.queries.tsv
 
 Indexing is timed end to end from the file: read the JSON Lines (HotpotQA abstracts shape),
 build each document as `title + " | " + " ".join(text)` as DSPy does, `bm25s.tokenize(corpus,

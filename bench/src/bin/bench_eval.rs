@@ -2,9 +2,9 @@
 //! after 200 ms, questions of 4 steps each, through the real HTTP client; prints the makespan
 //! against the ideal and the peak memory of the whole process (mock server included).
 //!
-//! `cargo run --release --example bench_eval` (figures in README.md); with `-- --index DIR`, the
+//! `cargo run --release --bin bench_eval` (figures in README.md); with `-- --index DIR`, the
 //! 100-question run is repeated with every search going to the offline index at `DIR` (built by
-//! `index build`, e.g. from `examples/gen_wiki.rs`'s corpus); with `-- --distractor`, the 100 real
+//! `index build`, e.g. from `gen_wiki`'s corpus); with `-- --distractor`, the 100 real
 //! HotpotQA questions of `fixtures/docstore/hotpotqa-distractor-100.json` are evaluated over
 //! `--docstore distractor` (each question searching its own ten paragraphs: an exact title, a
 //! title with a letter dropped, a Lookup), after timing how long a question's paragraphs take to
@@ -15,14 +15,12 @@
 //! at high concurrency, with the CPU time the process (client and mock server) spent a call.
 //! Every run prints the load average beside its figures.
 
-#[path = "common/cpu.rs"]
-mod cpu;
-
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
+use bench::cpu::cpu_seconds;
 use futures::future::BoxFuture;
 use react_docstore::Profile;
 use react_docstore::agent::tool::Toolbox;
@@ -37,8 +35,6 @@ use react_docstore::record::questions::Contexts;
 use react_docstore::record::selection::Selection;
 use wiremock::matchers::{method, path};
 use wiremock::{Mock, MockServer, Request, Respond, ResponseTemplate};
-
-use cpu::cpu_seconds;
 
 const LATENCY: Duration = Duration::from_millis(200);
 const STEPS_PER_QUESTION: usize = 4;
@@ -445,7 +441,7 @@ fn main() {
             report(&format!(" over the index {}", index.display()), elapsed);
         }),
         Mode::Distractor => {
-            let questions = Path::new(env!("CARGO_MANIFEST_DIR")).join(DISTRACTOR_QUESTIONS);
+            let questions = bench::repository_root().join(DISTRACTOR_QUESTIONS);
             let (contexts, scripts) = distractor_scripts(&questions);
             assert_eq!(contexts.len(), n);
             time_opens(&contexts, 10);

@@ -3,7 +3,7 @@
 //! through the fetcher against a loopback server serving the recorded article.
 //!
 //! ```sh
-//! cargo run --release --example bench_docstore
+//! cargo run --release --bin bench_docstore
 //! ```
 //!
 //! Prints the median and the 95th percentile of one search's parsing work: reading the page,
@@ -21,8 +21,8 @@ use react_docstore::docstore::{DocstoreConfig, SearchOutcome, parse_search_page}
 use wiremock::matchers::method;
 use wiremock::{Mock, MockServer, ResponseTemplate};
 
-const ARTICLE: &str = include_str!("../fixtures/wikipedia/colorado_orogeny_hit.html");
-const RESULTS: &str = include_str!("../fixtures/wikipedia/colorado_orogenyy_similar.html");
+const ARTICLE: &str = include_str!("../../../fixtures/wikipedia/colorado_orogeny_hit.html");
+const RESULTS: &str = include_str!("../../../fixtures/wikipedia/colorado_orogenyy_similar.html");
 
 fn observation(html: &str, profile: Profile) -> String {
     match parse_search_page(html, profile) {

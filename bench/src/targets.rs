@@ -1,10 +1,9 @@
-//! What the fuzz test (`tests/it/fuzz.rs`) and the long fuzz run (`examples/fuzz.rs`) feed the
+//! What the fuzz test (`tests/it/fuzz.rs`) and the long fuzz run (`src/bin/fuzz.rs`) feed the
 //! parsers that read outside text, and what each must hold for every input besides not panicking.
 
 use proptest::prelude::*;
 
-#[path = "tag_soup.rs"]
-mod tag_soup;
+use crate::tag_soup;
 use react_docstore::agent::tools::calculator;
 use react_docstore::docstore::page::{OBSERVATION_CHARS, SENTENCE_CHARS};
 use react_docstore::docstore::{Reader, SearchOutcome, parse_search_page};

@@ -1,7 +1,6 @@
 //! Tag soup: the one generator of broken HTML pages, shared by the HTML reader's property tests
-//! (`tests/it/fuzz.rs`), the long fuzz run (`examples/fuzz.rs`) and the `paper` reader's unit test
-//! of its text bookkeeping (`src/docstore/html/tests.rs`, through `#[path]`). It names nothing of
-//! the crate, so each of them can include it.
+//! (`tests/it/fuzz.rs`), the long fuzz run (`bench/src/bin/fuzz.rs`) and the `paper` reader's unit
+//! test of its text bookkeeping (`src/docstore/html/tests.rs`), all through this crate.
 
 use proptest::prelude::*;
 

@@ -8,7 +8,7 @@
 //! growing prompt. Prints the time and peak memory of `compare` and `report` (one file, two
 //! files), the file sizes, and, when Chromium is installed, what the page costs the browser.
 //!
-//! `cargo run --release --example bench_report` (from the repository root; `-- --dev FILE` when
+//! `cargo run --release --bin bench_report` (from the repository root; `-- --dev FILE` when
 //! the dev file is elsewhere than `../shared/data/react/hotpot_dev_v1_simplified.json`).
 
 use std::path::{Path, PathBuf};

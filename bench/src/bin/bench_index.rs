@@ -4,8 +4,8 @@
 //! and index size against input size.
 //!
 //! ```sh
-//! cargo run --release --example gen_wiki -- --pages 200000 --out /tmp/wiki-200k.jsonl --queries /tmp/wiki-200k.queries.tsv
-//! cargo run --release --example bench_index -- --corpus /tmp/wiki-200k.jsonl --queries /tmp/wiki-200k.queries.tsv --out /tmp/wiki-200k.index
+//! cargo run --release --bin gen_wiki -- --pages 200000 --out /tmp/wiki-200k.jsonl --queries /tmp/wiki-200k.queries.tsv
+//! cargo run --release --bin bench_index -- --corpus /tmp/wiki-200k.jsonl --queries /tmp/wiki-200k.queries.tsv --out /tmp/wiki-200k.index
 //! ```
 //!
 //! A search is timed as `explore --docstore index:DIR` runs it: `Search[query]` through an

@@ -1,7 +1,7 @@
 //! A synthetic Wikipedia in the HotpotQA abstracts format, for index benchmarks.
 //!
 //! ```sh
-//! cargo run --release --example gen_wiki -- --pages 200000 --out /tmp/wiki-200k.jsonl \
+//! cargo run --release --bin gen_wiki -- --pages 200000 --out /tmp/wiki-200k.jsonl \
 //!     --queries /tmp/wiki-200k.queries.tsv --seed 1
 //! ```
 //!
@@ -37,10 +37,7 @@ use std::time::Instant;
 
 use react_docstore::rng::SplitMix64;
 
-#[path = "common/hotpot_jsonl.rs"]
-mod hotpot_jsonl;
-
-use hotpot_jsonl::{Sentence, write_page};
+use bench::hotpot_jsonl::{Sentence, write_page};
 
 const USAGE: &str = "usage: gen_wiki --out FILE [--pages N (200000)] [--queries FILE] \
                      [--num-queries N (2000)] [--seed N (1)] [--vocabulary N (Heaps' law)]";

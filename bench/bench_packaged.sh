@@ -4,7 +4,7 @@
 # with the load before it, wall and CPU seconds and the snapshot id; then `bzip2 -dc` on the
 # members and on the outer stream, for the decoder comparison. Figures in docs/performance.md.
 #
-#   examples/bench_packaged.sh [DIR] [ROUNDS] [PAGES]    # defaults: /tmp/bench-packaged 2 200000
+#   bench/bench_packaged.sh [DIR] [ROUNDS] [PAGES]    # defaults: /tmp/bench-packaged 2 200000
 #
 # The page cache is warmed (both inputs read once) before the first round; the script drops
 # nothing (that needs root and disturbs other users of the machine).
@@ -13,13 +13,13 @@ dir=${1:-/tmp/bench-packaged}
 rounds=${2:-2}
 pages=${3:-200000}
 cd "$(dirname "$0")/.."
-cargo build --release --locked --bin react-docstore --example gen_wiki
+cargo build --release --locked --bin react-docstore --bin gen_wiki
 bin=$PWD/target/release/react-docstore
 mkdir -p "$dir"
 plain=$dir/wiki.jsonl
 packaged=$dir/wiki.tar.bz2
 if [ ! -s "$plain" ]; then
-  target/release/examples/gen_wiki --pages "$pages" --out "$plain" --seed 1
+  target/release/gen_wiki --pages "$pages" --out "$plain" --seed 1
 fi
 if [ ! -s "$packaged" ]; then
   rm -rf "$dir/pk" && mkdir -p "$dir/pk/enwiki/AA"
