@@ -357,7 +357,11 @@ fn cases(world: &World) -> Vec<Case> {
     let eval = |model: &str, out: &str, extra: &[&str]| -> Vec<String> {
         let mut args = agent("eval", model, extra);
         args.extend([official.clone(), "--out".to_owned(), path(out)]);
-        args.extend(strings(&["--limit", "2", &format!("--cache={}", path("replies"))]));
+        args.extend(strings(&[
+            "--limit",
+            "2",
+            &format!("--cache={}", path("replies")),
+        ]));
         args
     };
     let with_question = |mut args: Vec<String>| {
@@ -370,7 +374,11 @@ fn cases(world: &World) -> Vec<Case> {
             with_question(agent(
                 "ask",
                 "ok",
-                &["--show-reasoning", "--json", &format!("--cache={}", path("replies"))],
+                &[
+                    "--show-reasoning",
+                    "--json",
+                    &format!("--cache={}", path("replies")),
+                ],
             )),
         ),
         case(
