@@ -7,13 +7,16 @@
 use std::sync::Arc;
 
 use futures::future::BoxFuture;
+use react_docstore::agent::Agent;
+use react_docstore::agent::Episode;
+use react_docstore::agent::action::ActionGrammar;
 use react_docstore::agent::environment::Workbench;
 use react_docstore::agent::fewshot::{Fewshot, Format, Header};
 use react_docstore::agent::prompt::{Prompt, PromptOptions};
-use react_docstore::agent::tool::{Tool, ToolError, Toolbox};
+use react_docstore::base::profile::Profile;
 use react_docstore::docstore::{Docstore, DocstoreError};
 use react_docstore::llm::ReplayLlm;
-use react_docstore::{ActionGrammar, Agent, Episode, Profile};
+use react_docstore::tools::{Tool, ToolError, Toolbox};
 
 /// The instruction and worked examples. With `Header::InExamples` the prompt carries its own
 /// instruction instead of the Wikipedia one.

@@ -4,10 +4,11 @@
 use proptest::prelude::*;
 
 use crate::tag_soup;
-use react_docstore::agent::tools::calculator;
-use react_docstore::docstore::page::{OBSERVATION_CHARS, SENTENCE_CHARS};
+use react_docstore::agent::action::ActionGrammar;
+use react_docstore::base::profile::Profile;
+use react_docstore::docstore::{OBSERVATION_CHARS, SENTENCE_CHARS};
 use react_docstore::docstore::{Reader, SearchOutcome, parse_search_page};
-use react_docstore::{ActionGrammar, Profile};
+use react_docstore::tools::calculator;
 
 /// Text from `pieces` and arbitrary Unicode, glued together.
 fn glued(pieces: &'static [&'static str], max_pieces: usize) -> impl Strategy<Value = String> {
@@ -174,7 +175,7 @@ fn check_page(html: &str, profile: Profile) {
 fn real_runs() -> &'static [serde_json::Value] {
     static RUNS: std::sync::OnceLock<Vec<serde_json::Value>> = std::sync::OnceLock::new();
     RUNS.get_or_init(|| {
-        let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("fixtures/runs");
+        let root = crate::repository_root().join("fixtures/runs");
         let mut runs = Vec::new();
         for folder in ["methods", "trials", "synthetic", "function-calls"] {
             let mut paths: Vec<_> = std::fs::read_dir(root.join(folder))
@@ -455,8 +456,7 @@ pub fn check_run_lines(text: &str) {
     std::fs::write(&results, text).unwrap();
     let single = dir.path().join("run.json");
     std::fs::write(&single, text).unwrap();
-    let gold =
-        std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("fixtures/docstore/hotpotqa-distractor-3.json");
+    let gold = crate::repository_root().join("fixtures/docstore/hotpotqa-distractor-3.json");
     let _ = read_runs(&single);
     if let Ok(evaluation) = read_evaluation(std::slice::from_ref(&results)) {
         let _ = evaluation.gaps();
@@ -470,11 +470,11 @@ pub fn check_run_lines(text: &str) {
         let run = &recorded.run;
         let _ = futures::executor::block_on(react_docstore::trajectories::rebuild::rebuild(run));
         let mut trace = react_docstore::agent::trace::TracePrinter::silent();
-        let no_world = |_: &react_docstore::Run, _: &ActionGrammar| None;
-        let episode = futures::executor::block_on(react_docstore::replay::replay_run(
+        let no_world = |_: &react_docstore::record::run::Run, _: &ActionGrammar| None;
+        let episode = futures::executor::block_on(react_docstore::apps::replay::replay_run(
             run, None, None, &no_world, &mut trace,
         ));
-        assert!(episode.run.steps.len() <= react_docstore::limits::MAX_STEPS);
-        assert!(episode.run.samples.len() <= react_docstore::limits::MAX_SAMPLES);
+        assert!(episode.run.steps.len() <= react_docstore::base::limits::MAX_STEPS);
+        assert!(episode.run.samples.len() <= react_docstore::base::limits::MAX_SAMPLES);
     }
 }

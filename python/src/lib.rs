@@ -16,15 +16,15 @@ use pyo3::exceptions::{PyException, PyUserWarning};
 use pyo3::prelude::*;
 
 use react_docstore::agent::environment::EnvironmentError;
-use react_docstore::agent::tool::Toolbox;
+use react_docstore::apps::explore::Explore;
+use react_docstore::base::metrics::AnswerScore;
+use react_docstore::base::profile::Profile;
 use react_docstore::docstore::{
     DEFAULT_USER_AGENT, DEFAULT_WIKI_URL, DocstoreConfig, DocstoreError as LibDocstoreError, DocstoreKind,
-    DocstoreSource, IndexError, OpenedDocstore, Opener,
+    DocstoreSource, OpenedDocstore, Opener, index::IndexError,
 };
-use react_docstore::explore::Explore;
-use react_docstore::metrics::AnswerScore;
-use react_docstore::profile::Profile;
 use react_docstore::record::merge::read_evaluation;
+use react_docstore::tools::Toolbox;
 
 create_exception!(
     react_docstore._native,
@@ -75,7 +75,7 @@ const OPENER: Opener = Opener::Command("react_docstore.Docstore");
 /// Runs `work`; a panic in it (a defect: no input should reach one) becomes the error `Err` with
 /// its message, raised as the call's own exception, instead of pyo3's `PanicException`, which
 /// `except Exception` does not catch. The last line of defence: the bounds on every count read
-/// (`react_docstore::limits`) are what keep an input from aborting the interpreter, which no
+/// (`react_docstore::base::limits`) are what keep an input from aborting the interpreter, which no
 /// unwinding can catch.
 fn guarded<T>(work: impl FnOnce() -> T) -> Result<T, String> {
     std::panic::catch_unwind(std::panic::AssertUnwindSafe(work)).map_err(|payload| {

@@ -8,7 +8,7 @@ use nom::combinator::{opt, recognize};
 use nom::sequence::pair;
 use nom::{IResult, Parser};
 
-use crate::profile::Profile;
+use crate::base::profile::Profile;
 
 /// What the agent does next.
 #[derive(Debug, Clone, PartialEq, Eq)]

@@ -27,9 +27,9 @@ use std::collections::HashSet;
 use serde_json::{Map, Value, json};
 
 use crate::agent::action::Action;
-use crate::agent::tool::Toolbox;
-use crate::json::type_name;
+use crate::base::json::type_name;
 use crate::llm::{FunctionSpec, Message, ReplyMessage, SentCall, WireCall};
+use crate::tools::{Toolbox, function_key, function_name};
 
 /// One function offered to the model.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -500,35 +500,6 @@ fn unique_id(sent: Option<&str>, step: usize, k: usize, used: &mut HashSet<Strin
     };
     used.insert(id.clone());
     id
-}
-
-/// `WebSearch` → `web_search`, `GetInvoice` → `get_invoice`, `HTTPGet` → `http_get`.
-pub fn function_name(action: &str) -> String {
-    let chars: Vec<char> = action.chars().collect();
-    let mut name = String::with_capacity(action.len() + 4);
-    for (idx, &c) in chars.iter().enumerate() {
-        if c.is_ascii_uppercase() && idx > 0 {
-            let previous = chars[idx - 1];
-            let next_is_lower = chars.get(idx + 1).is_some_and(char::is_ascii_lowercase);
-            if previous.is_ascii_lowercase()
-                || previous.is_ascii_digit()
-                || (previous.is_ascii_uppercase() && next_is_lower)
-            {
-                name.push('_');
-            }
-        }
-        name.push(c.to_ascii_lowercase());
-    }
-    name
-}
-
-/// A function name with case, `_` and `-` ignored: names with one key are one function to a reply
-/// (`Search`, `webSearch`, `web-search`), so two tools must not share one.
-pub fn function_key(name: &str) -> String {
-    name.chars()
-        .filter(|c| *c != '_' && *c != '-')
-        .map(|c| c.to_ascii_lowercase())
-        .collect()
 }
 
 /// `Calculate[expression], which evaluates ...` → (`expression`, `Evaluates ...`).

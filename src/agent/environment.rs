@@ -6,10 +6,10 @@
 use futures::future::BoxFuture;
 
 use crate::agent::action::{Action, ActionError, ActionGrammar, paper_action_text};
-use crate::agent::tool::{ToolError, Toolbox};
+use crate::base::limits::MAX_ARGUMENT_BYTES;
+use crate::base::profile::Profile;
 use crate::docstore::{Docstore, DocstoreError};
-use crate::limits::MAX_ARGUMENT_BYTES;
-use crate::profile::Profile;
+use crate::tools::{ToolError, Toolbox};
 
 /// Produces observations. `Finish` never reaches it: the agent ends the run itself.
 pub trait Environment: Send {

@@ -10,8 +10,8 @@ use crate::agent::environment::Environment;
 use crate::agent::fewshot::Format;
 use crate::agent::prompt::Prompt;
 use crate::agent::scratchpad::Scratchpad;
-use crate::llm::{Api, CallPurpose, Llm, LlmRequest, reasoning};
-use crate::profile::Profile;
+use crate::base::profile::Profile;
+use crate::llm::{CallPurpose, Llm, LlmRequest, openai::Api, reasoning};
 use crate::record::run::{Run, RunStep, Stopped};
 
 /// The ReAct notebook's step budget: `for i in range(1, 8)`.

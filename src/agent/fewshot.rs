@@ -4,7 +4,7 @@
 use std::fmt;
 use std::path::{Path, PathBuf};
 
-use crate::profile::Profile;
+use crate::base::profile::Profile;
 
 /// The ReAct paper's HotpotQA examples (`webthink_simple6` of `prompts_naive.json`), verbatim.
 const HOTPOTQA: &str = include_str!("../../fewshot/hotpotqa.txt");
@@ -65,7 +65,7 @@ impl fmt::Display for Format {
     }
 }
 
-use crate::task::Task;
+use crate::base::task::Task;
 
 /// Few-shot examples and the label the task's inputs carry (`Question` or `Claim`).
 #[derive(Debug, Clone, PartialEq, Eq)]

@@ -5,8 +5,8 @@ use std::sync::OnceLock;
 use crate::agent::calls::{FunctionSet, Transcript, system_message};
 use crate::agent::fewshot::{Fewshot, Format, Header, without_thoughts};
 use crate::agent::scratchpad::Scratchpad;
-use crate::agent::tool::Toolbox;
-use crate::profile::Profile;
+use crate::base::profile::Profile;
+use crate::tools::Toolbox;
 
 /// The ReAct notebook's instruction, byte for byte (note the space before the first newline).
 pub const PAPER_INSTRUCTION: &str = "Solve a question answering task with interleaving Thought, Action, Observation steps. Thought can reason about the current situation, and Action can be three types: \n(1) Search[entity], which searches the exact entity on Wikipedia and returns the first paragraph if it exists. If not, it will return some similar entities to search.\n(2) Lookup[keyword], which returns the next sentence containing keyword in the current passage.\n(3) Finish[answer], which returns the answer and finishes the task.\nHere are some examples.\n";

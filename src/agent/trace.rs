@@ -53,7 +53,7 @@ pub enum ShowReasoning {
 pub const REASONING_LINE_CHARS: usize = 100;
 
 /// Writes a run's events as they happen. Write errors are ignored; on [`TracePrinter::stderr`], a
-/// closed pipe ends the process quietly (see [`crate::output`]). Lines are buffered and written
+/// closed pipe ends the process quietly (see [`crate::base::output`]). Lines are buffered and written
 /// whole ([`Flush`] says when); the buffer is written out when the printer is dropped.
 pub struct TracePrinter {
     out: BufWriter<Box<dyn Write + Send>>,
@@ -76,7 +76,7 @@ impl TracePrinter {
 
     /// The trace on stderr, coloured when stderr is a terminal, each line written as it comes.
     pub fn stderr() -> TracePrinter {
-        TracePrinter::new(Box::new(crate::output::stderr()), Color::for_stderr())
+        TracePrinter::new(Box::new(crate::base::output::stderr()), Color::for_stderr())
     }
 
     /// This printer, written out when `flush` says.
@@ -216,10 +216,7 @@ impl TracePrinter {
 /// [`REASONING_LINE_CHARS`] characters with `…`.
 fn reasoning_line(reasoning: &str) -> String {
     let line = reasoning.split_whitespace().collect::<Vec<_>>().join(" ");
-    match line.char_indices().nth(REASONING_LINE_CHARS) {
-        Some((cut, _)) => format!("{}…", &line[..cut]),
-        None => line,
-    }
+    crate::base::text::shorten(&line, REASONING_LINE_CHARS).into_owned()
 }
 
 /// The trace's buffer: a replayed run's trace fits whole, so it is written in one go.
@@ -249,7 +246,7 @@ struct LogShared {
 impl LogOutput {
     /// Lines to stderr.
     pub fn stderr() -> LogOutput {
-        LogOutput::new(Box::new(crate::output::stderr()))
+        LogOutput::new(Box::new(crate::base::output::stderr()))
     }
 
     /// Lines to `out` (tests capture them).

@@ -8,8 +8,8 @@ use std::collections::{BTreeMap, HashMap};
 use serde::Serialize;
 use serde::ser::SerializeMap;
 
-use crate::method::Reflect;
-use crate::metrics::normalize_answer;
+use crate::base::method::Reflect;
+use crate::base::metrics::normalize_answer;
 use crate::record::run::Attempt;
 
 /// How many times each question is asked.
@@ -171,7 +171,7 @@ impl AttemptsSummary {
             writeln!(
                 out,
                 "trials         over n = {}{}",
-                crate::output::counted(n, "question", "questions"),
+                crate::base::output::counted(n, "question", "questions"),
                 self.no_answer_text()
             )?;
             writeln!(out, "               trial    ran  right  right so far")?;
@@ -188,9 +188,9 @@ impl AttemptsSummary {
             writeln!(
                 out,
                 "epochs         {} over n = {} ({} made){}",
-                crate::output::counted(epochs.epochs as usize, "epoch", "epochs"),
-                crate::output::counted(epochs.n_questions, "question", "questions"),
-                crate::output::counted(epochs.n_attempts, "attempt", "attempts"),
+                crate::base::output::counted(epochs.epochs as usize, "epoch", "epochs"),
+                crate::base::output::counted(epochs.n_questions, "question", "questions"),
+                crate::base::output::counted(epochs.n_attempts, "attempt", "attempts"),
                 self.no_answer_text()
             )?;
             writeln!(

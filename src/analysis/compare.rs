@@ -14,13 +14,13 @@ use serde::Serialize;
 
 use crate::analysis::attempts::{ByQuestion, Reduce, Reduced, Seen};
 use crate::analysis::summary::Incomplete;
-use crate::metrics::{AnswerScore, normalize_answer};
+use crate::base::metrics::{AnswerScore, normalize_answer};
+use crate::base::rng::SplitMix64;
+use crate::base::task::Task;
 use crate::record::merge::{self, Evaluation, MergeError};
 use crate::record::recorded::RecordedRun;
 use crate::record::results::ResultsError;
 use crate::record::run::{Attempt, Run, Stopped};
-use crate::rng::SplitMix64;
-use crate::task::Task;
 
 /// How many times the questions are resampled for each interval.
 pub const BOOTSTRAP_RESAMPLES: usize = 10_000;
@@ -401,7 +401,7 @@ impl Comparison {
         writeln!(
             out,
             "paired         {} ({} only in A, {} only in B)",
-            crate::output::counted(self.n, "question", "questions"),
+            crate::base::output::counted(self.n, "question", "questions"),
             self.only_in_a,
             self.only_in_b
         )?;
@@ -502,9 +502,7 @@ fn cut(text: &str, width: usize) -> String {
     if text.chars().count() <= width {
         return text.to_owned();
     }
-    let mut kept: String = text.chars().take(width.saturating_sub(1)).collect();
-    kept.push('…');
-    kept
+    crate::base::text::shorten(text, width.saturating_sub(1)).into_owned()
 }
 
 /// The runs of both files for one shared question.

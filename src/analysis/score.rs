@@ -11,10 +11,11 @@ use serde_json::Value;
 
 use crate::analysis::attempts::{AttemptScore, AttemptsSummary, Seen, headline};
 use crate::analysis::summary::{Incomplete, Scores, mean_scores};
-use crate::json::type_name;
-use crate::metrics::AnswerScore;
+use crate::base::json::type_name;
+use crate::base::metrics::AnswerScore;
+use crate::base::task::Task;
 use crate::record::merge::{MergeError, read_evaluation};
-use crate::record::questions::{QuestionFile, QuestionFileError, Task};
+use crate::record::questions::{QuestionFile, QuestionFileError};
 use crate::record::results::ResultsError;
 use crate::record::run::{Attempt, Stopped};
 
@@ -308,7 +309,7 @@ impl ScoreReport {
             writeln!(
                 out,
                 "errors         {} ended in an error, scored zero (e.g. {}); `eval` asks again the ones that may fix themselves, `--retry-errors` the rest",
-                crate::output::counted(self.errors, "run", "runs"),
+                crate::base::output::counted(self.errors, "run", "runs"),
                 examples(&self.error_examples)
             )?;
         }
@@ -316,7 +317,7 @@ impl ScoreReport {
             writeln!(
                 out,
                 "missing        {}, scored zero (e.g. {})",
-                crate::output::counted(self.missing, "prediction", "predictions"),
+                crate::base::output::counted(self.missing, "prediction", "predictions"),
                 examples(&self.missing_examples)
             )?;
         }

@@ -8,10 +8,11 @@ use std::time::Duration;
 
 use serde::Serialize;
 
+use crate::base::method::Method;
+use crate::base::metrics::AnswerScore;
+use crate::base::task::Task;
 use crate::llm::cache::{CacheUse, SavedTokens};
-use crate::method::Method;
-use crate::metrics::AnswerScore;
-use crate::record::questions::{Question, Task};
+use crate::record::questions::Question;
 use crate::record::run::{BackoffReason, Run, Stopped, Usage};
 
 /// What the summary keeps of one finished run: enough to score it, not its trajectory.
@@ -203,7 +204,7 @@ impl Incomplete {
         }
         let mut scored_zero = Vec::new();
         if self.errors > 0 {
-            scored_zero.push(crate::output::counted(self.errors, "error", "errors"));
+            scored_zero.push(crate::base::output::counted(self.errors, "error", "errors"));
         }
         if self.missing > 0 {
             scored_zero.push(format!("{} missing", self.missing));
@@ -471,7 +472,7 @@ impl Summary {
     /// The human-readable summary.
     pub fn write_text(&self, out: &mut dyn Write) -> io::Result<()> {
         let status = if self.interrupted { ", interrupted" } else { "" };
-        let errors = crate::output::counted(self.errors, "error", "errors");
+        let errors = crate::base::output::counted(self.errors, "error", "errors");
         writeln!(
             out,
             "questions      {} selected, {} done ({} resumed, {errors}){status}",

@@ -6,10 +6,10 @@ use std::process::ExitCode;
 
 use crate::agent::prompt::PromptOptions;
 use crate::agent::trace::TracePrinter;
-use crate::ask::{self, AskConfig, AskOutcome, AskOutput};
-use crate::chat;
+use crate::apps::ask::{self, AskConfig, AskOutcome, AskOutput};
+use crate::apps::chat;
+use crate::base::output;
 use crate::docstore::Opener;
-use crate::output;
 
 use super::options::{AgentRunArgs, FewshotFromArgs, shown_reasoning};
 

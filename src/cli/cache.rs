@@ -7,8 +7,8 @@ use std::path::PathBuf;
 use std::process::ExitCode;
 use std::time::{Duration, SystemTime};
 
+use crate::base::output;
 use crate::llm::cache::{self, CacheError, CacheInfo, Removed};
-use crate::output;
 
 use super::options::default_replies_dir;
 

@@ -4,9 +4,9 @@ use std::process::ExitCode;
 
 use crate::agent::prompt::PromptOptions;
 use crate::agent::trace::TracePrinter;
-use crate::chat::{self, ChatConfig, ChatOutput};
+use crate::apps::chat::{self, ChatConfig, ChatOutput};
+use crate::base::output;
 use crate::docstore::Opener;
-use crate::output;
 
 use super::options::{AgentRunArgs, shown_reasoning, stdin_interaction};
 

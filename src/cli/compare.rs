@@ -7,7 +7,7 @@ use std::process::ExitCode;
 
 use crate::analysis::attempts::Reduce;
 use crate::analysis::compare::{self, ScoredFile};
-use crate::output;
+use crate::base::output;
 
 use super::options::{BootstrapSeedArg, GoldsArg};
 

@@ -7,10 +7,10 @@ use std::process::ExitCode;
 use crate::agent::trace::LogOutput;
 use crate::analysis::attempts::Attempts;
 use crate::analysis::report;
+use crate::base::method::Reflect;
+use crate::base::output;
 use crate::docstore::{DocstoreKind, Opener};
 use crate::eval::{self, EvalConfig, EvalServices, Resume};
-use crate::method::Reflect;
-use crate::output;
 use crate::record::questions::{Contexts, QuestionFile};
 use crate::record::selection::{Selection, Subset};
 use crate::record::shard::{Shard, ShardArg};
@@ -80,7 +80,7 @@ struct SelectionArgs {
 struct AttemptArgs {
     /// Reflexion's protocol: up to K trials; each trial after the first asks only the questions
     /// no trial has answered right yet (the gold decides: see docs/trials.md).
-    #[arg(long, value_name = "K", value_parser = clap::value_parser!(u32).range(1..=i64::from(crate::limits::MAX_ATTEMPTS)), conflicts_with = "epochs")]
+    #[arg(long, value_name = "K", value_parser = clap::value_parser!(u32).range(1..=i64::from(crate::base::limits::MAX_ATTEMPTS)), conflicts_with = "epochs")]
     trials: Option<u32>,
     /// What a failed trial leaves for the next: `none`, `last-trial`, `reflexion` or
     /// `last-trial-and-reflexion` (Reflexion's four strategies) [default: none].
@@ -88,7 +88,7 @@ struct AttemptArgs {
     reflect: Option<Reflect>,
     /// Ask every question K times, independently; the summary gives mean EM/F1 with their
     /// standard errors, the majority EM and pass@k.
-    #[arg(long, value_name = "K", value_parser = clap::value_parser!(u32).range(1..=i64::from(crate::limits::MAX_ATTEMPTS)))]
+    #[arg(long, value_name = "K", value_parser = clap::value_parser!(u32).range(1..=i64::from(crate::base::limits::MAX_ATTEMPTS)))]
     epochs: Option<u32>,
 }
 

@@ -2,9 +2,9 @@
 
 use std::process::ExitCode;
 
+use crate::apps::explore::{self, Explore, ExploreFormat};
+use crate::base::output;
 use crate::docstore::Opener;
-use crate::explore::{self, Explore, ExploreFormat};
-use crate::output;
 
 use super::options::{
     DocstoreArgs, EXPLORED_DOCSTORES, EXPLORED_OFFLINE, ProfileArg, ToolArgs, stdin_interaction,

@@ -7,9 +7,9 @@ use std::process::ExitCode;
 use anyhow::Context;
 
 use super::options::read_results_runs;
-use crate::Method;
-use crate::fsutil::atomic_write;
-use crate::output;
+use crate::base::fsutil::atomic_write;
+use crate::base::method::Method;
+use crate::base::output;
 use crate::record::questions::Contexts;
 use crate::record::selection::Selection;
 use crate::trajectories::export::{

@@ -8,8 +8,8 @@ use std::sync::atomic::{AtomicBool, Ordering};
 
 use clap::{Args, Subcommand};
 
+use crate::base::output;
 use crate::docstore::index::{self, BuildConfig, DumpFormat, IndexInfo, MalformedRecords};
-use crate::output;
 
 use super::signals::stop_signals;
 

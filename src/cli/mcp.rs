@@ -2,8 +2,8 @@
 
 use std::process::ExitCode;
 
+use crate::apps::mcp;
 use crate::docstore::Opener;
-use crate::mcp;
 
 use super::options::{DocstoreArgs, ProfileArg, SERVED_DOCSTORES, SERVED_OFFLINE};
 

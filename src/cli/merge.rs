@@ -4,7 +4,7 @@ use std::io::Write;
 use std::path::PathBuf;
 use std::process::ExitCode;
 
-use crate::output;
+use crate::base::output;
 use crate::record::merge;
 
 #[derive(clap::Args)]

@@ -9,28 +9,32 @@ use clap::Args;
 
 use crate::agent::fewshot::Fewshot;
 use crate::agent::prompt::PromptOptions;
-use crate::agent::tool::Toolbox;
-use crate::agent::tools::{self, BuiltinTool, CommandToolConfig, Network, ToolsConfig, WebSearchConfig};
 use crate::agent::trace::ShowReasoning;
 use crate::analysis::compare::{DEFAULT_SEED, Golds};
-use crate::ask::AgentConfig;
-use crate::docstore::wikipedia::DEFAULT_WIKI_URL;
+use crate::apps::ask::AgentConfig;
+use crate::base::input::Interaction;
+use crate::base::method::Method;
+use crate::base::method::{DEFAULT_SC_BATCH, DEFAULT_SC_CONFIDENCE, ScStop, StopRule};
+use crate::base::output;
+use crate::base::profile::Profile;
+use crate::base::secret::ApiKey;
+use crate::base::task::Task;
+use crate::docstore::DEFAULT_WIKI_URL;
 use crate::docstore::{
     DEFAULT_USER_AGENT, DocstoreConfig, DocstoreKind, DocstoreSource, Opener, default_cache_dir,
 };
-use crate::input::Interaction;
 use crate::llm::cache::{self, Hosts, ReplyCache};
 use crate::llm::openai::ReasoningEcho;
-use crate::llm::{Api, ApiKey, Llm, ModelSettings, OpenAiClient};
-use crate::method::{DEFAULT_SC_BATCH, DEFAULT_SC_CONFIDENCE, ScStop, StopRule};
-use crate::output;
+use crate::llm::{Llm, openai::Api, openai::ModelSettings, openai::OpenAiClient};
 use crate::record::files::{Wanted, read_runs, recorded_paths};
 use crate::record::recorded::RecordedRun;
 use crate::solver::Examples;
 use crate::solver::setup::{self, AgentSetup, ExtraTools};
-use crate::task::Task;
+use crate::tools::Toolbox;
+use crate::tools::{
+    self, BuiltinTool, CommandToolConfig, ToolsConfig, websearch::Network, websearch::WebSearchConfig,
+};
 use crate::trajectories::fewshot_from::FewshotFrom;
-use crate::{Method, Profile};
 
 /// `--profile`: for the commands that run no agent (`explore`, `serve`, `mcp`) alone, and in
 /// [`AgentArgs`] for those that do.
@@ -367,7 +371,7 @@ impl ToolArgs {
             commands: self.commands.clone(),
             websearch: WebSearchConfig {
                 search_url: self.search_url.clone(),
-                api_key: self.serpapi_key.clone().map(tools::ApiKey::new),
+                api_key: self.serpapi_key.clone().map(crate::base::secret::ApiKey::new),
                 cache_dir: Some(fetch.cache_dir.clone().unwrap_or_else(default_cache_dir)),
                 network: if fetch.offline {
                     Network::Offline

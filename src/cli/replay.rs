@@ -4,12 +4,14 @@ use std::io::Write;
 use std::path::PathBuf;
 use std::process::ExitCode;
 
+use crate::agent::action::ActionGrammar;
 use crate::agent::environment::{Environment, Workbench};
 use crate::agent::trace::{Flush, TracePrinter};
+use crate::apps::replay::{self, Output, ReplayConfig, ToolsOnly};
+use crate::base::output::{self, Destinations};
+use crate::base::profile::Profile;
 use crate::docstore::{DocstoreKind, Opener};
-use crate::output::{self, Destinations};
-use crate::replay::{self, Output, ReplayConfig, ToolsOnly};
-use crate::{ActionGrammar, Profile, Run};
+use crate::record::run::Run;
 
 use super::options::{DocstoreArgs, FetchArgs, ToolArgs, shown_reasoning};
 

@@ -5,7 +5,7 @@ use std::path::PathBuf;
 use std::process::ExitCode;
 
 use crate::analysis::report::{self, ReportConfig};
-use crate::output;
+use crate::base::output;
 
 use super::options::{BootstrapSeedArg, GoldsArg};
 

@@ -6,7 +6,7 @@ use std::io::Write;
 use std::path::PathBuf;
 use std::process::ExitCode;
 
-use crate::output;
+use crate::base::output;
 
 #[derive(clap::Args)]
 pub struct ScoreArgs {

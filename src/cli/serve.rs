@@ -8,8 +8,8 @@ use std::time::Duration;
 
 use anyhow::Context as _;
 
-use crate::output;
-use crate::serve::{self, PoolSize, ServeLimits, Served, ServedDocstore, Shutdown, StateKey};
+use crate::apps::serve::{self, PoolSize, ServeLimits, Served, ServedDocstore, Shutdown, StateKey};
+use crate::base::output;
 
 use super::options::{DocstoreArgs, ProfileArg, SERVED_DOCSTORES, SERVED_OFFLINE};
 use super::signals::stop_signals;

@@ -25,7 +25,7 @@ use super::index::{IndexExplorer, IndexSource, IndexedPage, PageIndex};
 mod context_index;
 
 use super::{ContextParagraph, Docstore, DocstoreError, DocstoreInfo, DocstoreSource};
-use crate::profile::Profile;
+use crate::base::profile::Profile;
 pub use context_index::{ContextExplorer, ContextHit, ContextIndex};
 
 /// A question's context paragraphs, each a page.
@@ -104,7 +104,7 @@ impl Loader {
         if !object.contains_key("title") {
             return Err("expected a `title` (a page) or a `context` (a HotpotQA question)".to_owned());
         }
-        let page = super::index::formats::jsonl_page(record.clone())?;
+        let page = super::index::jsonl_page(record.clone())?;
         self.add(page);
         Ok(())
     }

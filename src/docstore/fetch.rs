@@ -31,9 +31,10 @@ use tokio::sync::{Semaphore, oneshot};
 use super::html::parse_search_page;
 use super::page::SearchOutcome;
 use super::{DEFAULT_TIMEOUT, DocstoreConfig, DocstoreError};
-use crate::fsutil::atomic_write;
-use crate::http::{self, BodyError, LazyClient, RetryAfter, read_body, retry_after};
-use crate::profile::Profile;
+use crate::base::digest::file_key;
+use crate::base::fsutil::atomic_write;
+use crate::base::http::{self, BodyError, LazyClient, RetryAfter, read_body, retry_after};
+use crate::base::profile::Profile;
 
 /// How the client treats the server.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -267,7 +268,7 @@ enum AttemptError {
 impl http::AttemptFailure for AttemptError {
     fn is_transient(&self) -> bool {
         match self {
-            AttemptError::Status { status, .. } => crate::http::is_transient_status(*status),
+            AttemptError::Status { status, .. } => crate::base::http::is_transient_status(*status),
             AttemptError::Network(error) => !error.is_builder() && !error.is_redirect(),
             AttemptError::Unreachable { .. }
             | AttemptError::TooLarge
@@ -480,11 +481,20 @@ impl PageCache {
     }
 
     pub async fn get(&self, url: &str) -> Result<Option<Arc<str>>, DocstoreError> {
-        let path = self.path_for(url);
-        let bytes = match retry_out_of_handles(|| tokio::fs::read(&path)).await {
-            Ok(bytes) => bytes,
-            Err(error) if error.kind() == std::io::ErrorKind::NotFound => return Ok(None),
-            Err(source) => return Err(DocstoreError::Cache { path, source }),
+        let legacy = self.dir.join("http").join(legacy_entry_name(url));
+        let mut bytes = None;
+        for path in [self.path_for(url), legacy] {
+            match retry_out_of_handles(|| tokio::fs::read(&path)).await {
+                Ok(read) => {
+                    bytes = Some((path, read));
+                    break;
+                }
+                Err(error) if error.kind() == std::io::ErrorKind::NotFound => continue,
+                Err(source) => return Err(DocstoreError::Cache { path, source }),
+            }
+        }
+        let Some((path, bytes)) = bytes else {
+            return Ok(None);
         };
         match read_entry(&bytes) {
             Some((entry_url, body)) if entry_url == url => Ok(Some(body)),
@@ -583,8 +593,19 @@ where
 }
 
 /// `slug-hash.json`: the slug keeps ASCII letters, digits and `-` of the URL's last part; the
-/// 128-bit FNV-1a hash of the whole URL makes the name unique.
+/// whole URL's [`file_key`] makes the name unique.
 fn entry_name(url: &str) -> String {
+    format!("{}-{}.json", slug(url), file_key(url.as_bytes()))
+}
+
+/// The name releases before SHA-256 naming gave an URL's entry (a 128-bit FNV-1a hash): read
+/// when the entry is not under its name, so a page cache kept from then still serves its pages.
+fn legacy_entry_name(url: &str) -> String {
+    format!("{}-{:032x}.json", slug(url), fnv1a_128(url.as_bytes()))
+}
+
+/// The readable part of an entry's name: ASCII letters, digits and `-` of the URL's last part.
+fn slug(url: &str) -> String {
     let tail = url.rsplit(['=', '/']).next().unwrap_or("");
     let slug: String = tail
         .chars()
@@ -601,8 +622,7 @@ fn entry_name(url: &str) -> String {
         .collect::<Vec<_>>()
         .join("-");
     let slug: String = slug.chars().take(48).collect();
-    let slug = if slug.is_empty() { "page".to_owned() } else { slug };
-    format!("{slug}-{:032x}.json", fnv1a_128(url.as_bytes()))
+    if slug.is_empty() { "page".to_owned() } else { slug }
 }
 
 fn fnv1a_128(bytes: &[u8]) -> u128 {
@@ -643,6 +663,30 @@ mod tests {
         assert_eq!(calls.load(Ordering::Relaxed), 1);
     }
 
+    #[tokio::test]
+    async fn an_entry_under_its_name_before_sha256_naming_is_still_read() {
+        let dir = tempfile::tempdir().unwrap();
+        let cache = PageCache::new(dir.path().to_owned());
+        let url = "https://en.wikipedia.org/w/index.php?search=Colorado+orogeny";
+        let body = "<html>kept</html>";
+        std::fs::create_dir_all(dir.path().join("http")).unwrap();
+        let entry = format!("{ENTRY_FORMAT} 2026-11-26T00:00:00Z {url}\n{body}");
+        let legacy = dir.path().join("http").join(legacy_entry_name(url));
+        std::fs::write(&legacy, &entry).unwrap();
+        assert_eq!(cache.get(url).await.unwrap().as_deref(), Some(body));
+        // Another URL's legacy name is no hit.
+        assert_eq!(
+            cache
+                .get("https://en.wikipedia.org/w/index.php?search=Other")
+                .await
+                .unwrap(),
+            None
+        );
+        // Under its name, the entry is read first.
+        std::fs::write(cache.path_for(url), entry.replace("kept", "new")).unwrap();
+        assert_eq!(cache.get(url).await.unwrap().as_deref(), Some("<html>new</html>"));
+    }
+
     #[test]
     fn entry_names_stay_inside_the_cache() {
         let cache = PageCache::new(PathBuf::from("/cache"));
@@ -663,12 +707,14 @@ mod tests {
             assert!(!name.starts_with('.'));
         }
         assert_ne!(cache.path_for("a"), cache.path_for("b"));
+        let url = "https://en.wikipedia.org/w/index.php?search=Colorado+orogeny";
         assert_eq!(
-            entry_name("https://en.wikipedia.org/w/index.php?search=Colorado+orogeny"),
-            format!(
-                "colorado-orogeny-{:032x}.json",
-                fnv1a_128(b"https://en.wikipedia.org/w/index.php?search=Colorado+orogeny")
-            )
+            entry_name(url),
+            "colorado-orogeny-1771997895fe35697d4da55b61c48328a5ded31a608d8acce1077a7d75178879.json"
+        );
+        assert_eq!(
+            legacy_entry_name(url),
+            "colorado-orogeny-c1cb2d9b285746c21d43eb57487d3e00.json"
         );
     }
 }

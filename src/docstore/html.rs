@@ -11,7 +11,7 @@ mod soup;
 mod browser;
 
 use super::page::SearchOutcome;
-use crate::profile::Profile;
+use crate::base::profile::Profile;
 
 /// How many result headings a results page is read for (MediaWiki shows 20; a miss offers 5).
 const MAX_RESULT_TITLES: usize = 20;

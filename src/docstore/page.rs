@@ -9,8 +9,9 @@
 
 use std::borrow::Cow;
 
-use super::python::repr_list;
-use crate::profile::Profile;
+use super::python_codecs::repr_list;
+use crate::base::profile::Profile;
+use crate::base::text::cut_marked;
 
 /// How many sentences a search shows.
 pub const SUMMARY_SENTENCES: usize = 5;
@@ -32,19 +33,6 @@ pub const SENTENCE_CHARS: usize = 1_000;
 /// The longest observation a `default` search gives, in characters (a normal article's first
 /// five sentences are well under it).
 pub const OBSERVATION_CHARS: usize = 2_500;
-
-/// `text` cut to `limit` characters, the cut marked ` … [cut: N more characters]` so the model
-/// knows text is missing; text within the limit is returned as it is.
-pub fn cut_marked(text: &str, limit: usize) -> Cow<'_, str> {
-    let Some((cut, _)) = text.char_indices().nth(limit) else {
-        return Cow::Borrowed(text);
-    };
-    let dropped = text[cut..].chars().count();
-    Cow::Owned(format!(
-        "{} … [cut: {dropped} more characters]",
-        text[..cut].trim_end()
-    ))
-}
 
 /// What is left of one page's text allowance ([`PAGE_TEXT_LIMIT`]): every reader takes the text
 /// it keeps through one, so no page holds more.

@@ -8,10 +8,7 @@ use super::fetch::Fetcher;
 use super::page::SearchOutcome;
 use super::page::{Reader, SearchStep};
 use super::{ContextParagraph, Docstore, DocstoreError, DocstoreInfo, DocstoreSource};
-use crate::profile::Profile;
-
-/// The Wikipedia `--docstore wikipedia` searches unless told otherwise (`--wiki-url`).
-pub const DEFAULT_WIKI_URL: &str = "https://en.wikipedia.org";
+use crate::base::profile::Profile;
 
 /// Opens one [`WikipediaExplorer`] per question over a shared client and cache.
 #[derive(Clone)]

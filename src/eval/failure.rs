@@ -5,10 +5,10 @@
 use std::fmt;
 
 use crate::agent::environment::EnvironmentError;
-use crate::agent::tool::ToolError;
-use crate::agent::tools::websearch::WebSearchError;
 use crate::docstore::DocstoreError;
 use crate::llm::LlmError;
+use crate::tools::ToolError;
+use crate::tools::websearch::WebSearchError;
 
 /// Which part of the system failed, and how: two questions that failed alike have equal classes.
 #[derive(Debug, Clone, PartialEq, Eq, Hash)]
@@ -65,7 +65,7 @@ pub enum FailureKind {
 impl FailureClass {
     pub fn of_llm(error: &LlmError) -> FailureClass {
         let model = |url: &str| FailureOrigin::Model {
-            server: crate::http::server_name(url),
+            server: crate::base::http::server_name(url),
         };
         let (origin, kind) = match error {
             LlmError::ReplayExhausted { .. } | LlmError::ReplaySamplesExhausted { .. } => {
@@ -104,7 +104,7 @@ impl FailureClass {
 
     pub fn of_docstore(error: &DocstoreError) -> FailureClass {
         let wikipedia = |url: &str| FailureOrigin::Wikipedia {
-            server: crate::http::server_name(url),
+            server: crate::base::http::server_name(url),
         };
         let (origin, kind) = match error {
             DocstoreError::Shared(shared) => return FailureClass::of_docstore(shared),
@@ -174,7 +174,7 @@ impl FailureKind {
     pub fn is_transient(self) -> bool {
         match self {
             FailureKind::Status(status) | FailureKind::WaitTooLong(status) => {
-                reqwest::StatusCode::from_u16(status).is_ok_and(crate::http::is_transient_status)
+                reqwest::StatusCode::from_u16(status).is_ok_and(crate::base::http::is_transient_status)
             }
             FailureKind::Unreachable => true,
             FailureKind::TooLarge

@@ -8,7 +8,7 @@ use std::time::{Duration, Instant};
 
 use crate::agent::trace::LogOutput;
 use crate::analysis::summary::Outcome;
-use crate::metrics::AnswerScore;
+use crate::base::metrics::AnswerScore;
 use crate::record::run::Stopped;
 
 use super::EvalConfig;
@@ -132,7 +132,7 @@ impl ProgressReporter {
         if n_errors > 0 {
             line.push_str(&format!(
                 " ({} scored zero)",
-                crate::output::counted(n_errors, "error", "errors")
+                crate::base::output::counted(n_errors, "error", "errors")
             ));
         }
         let n_run_now = outcomes.len().saturating_sub(resumed);

@@ -48,9 +48,9 @@ use futures::future::BoxFuture;
 use super::{
     Api, Completion, ConverseRequest, Generation, Llm, LlmError, LlmRequest, Reply, SampleRequest, Samples,
 };
-use crate::digest::digest;
-use crate::fsutil::atomic_write;
-use crate::secret::ApiKey;
+use crate::base::digest::digest;
+use crate::base::fsutil::atomic_write;
+use crate::base::secret::ApiKey;
 
 /// The format of one entry, and a part of every key: a change of either starts a new cache.
 pub const CACHE_FORMAT: &str = "react-docstore.reply-cache.v1";
@@ -168,7 +168,7 @@ impl ReplyCache {
         self.max_entry_bytes
     }
 
-    /// Names the call that asks `body` of `server` (its endpoint: [`crate::http::endpoint`]) in
+    /// Names the call that asks `body` of `server` (its endpoint: [`crate::base::http::endpoint`]) in
     /// the current scope: the next occurrence of that request in its attempt. `body` is the
     /// request as asked, before any parameter the server refused is left out.
     pub fn call(&self, api: Api, server: &str, body: &Value) -> CacheCall {
@@ -515,7 +515,7 @@ struct Listing {
     entries: Vec<EntryFile>,
     /// The entry each temporary file was to become (its target: [`remove_stale_temporaries`]).
     ///
-    /// [`remove_stale_temporaries`]: crate::fsutil::remove_stale_temporaries
+    /// [`remove_stale_temporaries`]: crate::base::fsutil::remove_stale_temporaries
     temporaries: Vec<PathBuf>,
     /// Everything else, relative to the directory: what is at its top first, then what is inside
     /// its fan-out directories, each part in name order.
@@ -774,7 +774,7 @@ pub fn remove_entries(dir: &Path, older_than: Option<Duration>) -> Result<Remove
     }
     let targets: std::collections::BTreeSet<&PathBuf> = listing.temporaries.iter().collect();
     for target in targets {
-        removed.temporary_files += crate::fsutil::remove_stale_temporaries(target) as u64;
+        removed.temporary_files += crate::base::fsutil::remove_stale_temporaries(target) as u64;
         emptied.extend(target.parent().map(Path::to_path_buf));
     }
     for fan in emptied {

@@ -33,10 +33,12 @@ use std::str::FromStr;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Duration;
 
-pub use crate::http::RetryPolicy;
-use crate::http::{self, AttemptFailure, BodyError, GaveUp, LazyClient, RetryAfter, read_body, retry_after};
-pub use crate::secret::ApiKey;
-use crate::secret::{RedactedMessage, Secrets};
+pub use crate::base::http::RetryPolicy;
+use crate::base::http::{
+    self, AttemptFailure, BodyError, GaveUp, LazyClient, RetryAfter, read_body, retry_after,
+};
+use crate::base::secret::ApiKey;
+use crate::base::secret::{RedactedMessage, Secrets};
 
 use futures::future::BoxFuture;
 use reqwest::StatusCode;
@@ -379,7 +381,7 @@ enum AttemptError {
 impl AttemptFailure for AttemptError {
     fn is_transient(&self) -> bool {
         match self {
-            AttemptError::Status { status, .. } => crate::http::is_transient_status(*status),
+            AttemptError::Status { status, .. } => crate::base::http::is_transient_status(*status),
             AttemptError::Transport(error) => {
                 error.is_timeout()
                     || error.is_connect()
@@ -690,7 +692,7 @@ impl OpenAiClient {
                         max_wait_secs: self.config.retry.max_retry_after.as_secs(),
                         message,
                     },
-                    None if crate::http::is_transient_status(status) => LlmError::GaveUp {
+                    None if crate::base::http::is_transient_status(status) => LlmError::GaveUp {
                         url,
                         status: status.to_string(),
                         attempts,
@@ -917,10 +919,10 @@ impl Llm for OpenAiClient {
 
 /// The `--llm-option`s as results files record them: an option whose name says it holds a
 /// secret, and each secret inside an option's JSON value at any depth, is kept as its value's
-/// digest ([`crate::secret::redact_json`]), so two evaluations still compare and no secret reaches
+/// digest ([`crate::base::secret::redact_json`]), so two evaluations still compare and no secret reaches
 /// a file. Every other option is recorded as given.
 fn recordable_options(options: &Map<String, Value>) -> Map<String, Value> {
-    crate::secret::redact_fields(options)
+    crate::base::secret::redact_fields(options)
 }
 
 /// A text choice's completion, reasoning and ending: the text after the reasoning, cut at the stop

@@ -9,10 +9,10 @@ use std::fs::FileType;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
+use crate::base::task::Task;
 use crate::record::recorded::{RecordedRun, RunPlace};
 use crate::record::results::{ResultsError, parse_run_lines};
 use crate::record::run::{Run, RunFileError};
-use crate::task::Task;
 
 /// Which files a directory is searched for.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

@@ -14,7 +14,7 @@ use std::collections::{BTreeSet, HashMap, HashSet};
 use std::fmt;
 use std::path::{Path, PathBuf};
 
-use crate::fsutil::atomic_write;
+use crate::base::fsutil::atomic_write;
 use crate::record::files::{FilesError, Wanted, recorded_paths};
 use crate::record::recorded::RecordedRun;
 use crate::record::results::{ResultsError, parse_run_lines};
@@ -441,7 +441,7 @@ impl Evaluation {
         if self.duplicates > 0 {
             gaps.push(format!(
                 "{} in two files with the same answer: each is kept once",
-                crate::output::counted(self.duplicates, "run was", "runs were")
+                crate::base::output::counted(self.duplicates, "run was", "runs were")
             ));
         }
         gaps
@@ -474,7 +474,7 @@ pub fn write_results(evaluation: &Evaluation, out: &Path) -> Result<(), MergeErr
         path: out.to_owned(),
         source,
     })?;
-    crate::fsutil::remove_stale_temporaries(out);
+    crate::base::fsutil::remove_stale_temporaries(out);
     Ok(())
 }
 

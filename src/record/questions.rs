@@ -15,10 +15,9 @@ use std::path::{Path, PathBuf};
 use serde::de::{self, Deserializer as _, SeqAccess, Visitor};
 use serde_json::{Map, Value};
 
+use crate::base::json::type_name;
+use crate::base::task::Task;
 use crate::docstore::ContextParagraph;
-use crate::json::type_name;
-
-pub use crate::task::Task;
 
 /// One question (or FEVER claim) of an evaluation.
 #[derive(Debug, Clone, PartialEq)]
@@ -252,7 +251,7 @@ impl Start {
                     .next()
                     .unwrap_or_default();
                 let line = String::from_utf8_lossy(line);
-                Start::Other(crate::http::shorten(line.trim_end(), START_CHARS))
+                Start::Other(crate::base::text::shorten(line.trim_end(), START_CHARS).into_owned())
             }
         }
     }
@@ -345,7 +344,7 @@ impl QuestionFile {
         path: &Path,
         filter: &RecordFilter,
     ) -> Result<QuestionFile, QuestionFileError> {
-        let digest = crate::digest::digest(text.as_bytes());
+        let digest = crate::base::digest::digest(text.as_bytes());
         let text = text.strip_prefix('\u{feff}').unwrap_or(text);
         let start = Start::of(text.as_bytes()).check(path)?;
         let mut builder = Builder::new(path, filter);
@@ -396,7 +395,7 @@ impl<R> Hashing<R> {
     /// `sha256:` and the hex digest of the bytes read.
     fn finish(self) -> String {
         use sha2::Digest;
-        crate::digest::hex_digest(self.hasher.finalize().as_slice())
+        crate::base::digest::hex_digest(self.hasher.finalize().as_slice())
     }
 }
 

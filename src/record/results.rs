@@ -13,7 +13,7 @@ use std::io::{Read, Write};
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
-use crate::fsutil::AtomicFile;
+use crate::base::fsutil::AtomicFile;
 use crate::record::recorded::{RecordedRun, RunPlace, run_line};
 use crate::record::run::Run;
 
@@ -65,7 +65,10 @@ pub enum ResultsError {
         path.display(),
         path.display()
     )]
-    QuestionFile { path: PathBuf, task: crate::task::Task },
+    QuestionFile {
+        path: PathBuf,
+        task: crate::base::task::Task,
+    },
     #[error("results file `{}`, line {line}: not valid UTF-8", path.display())]
     NotUtf8 {
         path: PathBuf,
@@ -167,7 +170,7 @@ impl ResultsFile {
             path: self.path.clone(),
             source,
         })?;
-        crate::fsutil::atomic_write(aside, &bytes).map_err(|source| ResultsError::Write {
+        crate::base::fsutil::atomic_write(aside, &bytes).map_err(|source| ResultsError::Write {
             path: aside.to_owned(),
             source,
         })?;
@@ -191,7 +194,7 @@ impl ResultsFile {
         // The old file's lock goes with its handle, after the new file is locked in its place.
         self.file = file;
         // What an earlier rewrite killed mid-write left beside the file.
-        crate::fsutil::remove_stale_temporaries(&self.path);
+        crate::base::fsutil::remove_stale_temporaries(&self.path);
         Ok(())
     }
 

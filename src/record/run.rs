@@ -4,17 +4,17 @@ use std::path::{Path, PathBuf};
 
 use serde::{Deserialize, Serialize};
 
+use crate::base::fsutil::{atomic_write, remove_stale_temporaries};
+use crate::base::method::{Method, Reflect, ScStop};
+use crate::base::metrics::AnswerScore;
+use crate::base::profile::Profile;
+use crate::base::task::Task;
 use crate::docstore::DocstoreInfo;
-use crate::fsutil::{atomic_write, remove_stale_temporaries};
-use crate::llm::{Api, ReplyMessage, TokenUsage};
-use crate::method::{Method, Reflect, ScStop};
-use crate::metrics::AnswerScore;
-use crate::profile::Profile;
-use crate::task::Task;
+use crate::llm::{ReplyMessage, TokenUsage, openai::Api};
 
 pub mod settings;
 
-pub use settings::EvalSettings;
+use settings::EvalSettings;
 
 /// The format of a ReAct run (every run before the other methods, and every `react` run since).
 pub const RUN_FORMAT: &str = "react-docstore.run.v1";
@@ -68,7 +68,7 @@ pub struct Run {
     /// The step budget the run had; replay honours it.
     #[serde(
         default,
-        deserialize_with = "crate::limits::steps",
+        deserialize_with = "crate::base::limits::steps",
         skip_serializing_if = "Option::is_none"
     )]
     pub max_steps: Option<usize>,
@@ -104,14 +104,14 @@ pub struct Run {
     /// Reflexion's trial this run was (`eval --trials`), counted from 1.
     #[serde(
         default,
-        deserialize_with = "crate::limits::attempt",
+        deserialize_with = "crate::base::limits::attempt",
         skip_serializing_if = "Option::is_none"
     )]
     pub trial: Option<u32>,
     /// The independent attempt this run was (`eval --epochs`), counted from 1.
     #[serde(
         default,
-        deserialize_with = "crate::limits::attempt",
+        deserialize_with = "crate::base::limits::attempt",
         skip_serializing_if = "Option::is_none"
     )]
     pub epoch: Option<u32>,
@@ -249,14 +249,14 @@ pub struct Vote {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub answer: Option<String>,
     /// Samples whose normalised answer is the winner's.
-    #[serde(deserialize_with = "crate::limits::samples")]
+    #[serde(deserialize_with = "crate::base::limits::samples")]
     pub votes: usize,
     /// Samples asked for: N, or with `--sc-stop` those asked before the rule stopped; samples
     /// without an answer count here but do not vote.
-    #[serde(deserialize_with = "crate::limits::samples")]
+    #[serde(deserialize_with = "crate::base::limits::samples")]
     pub samples: usize,
     /// Samples that held an answer.
-    #[serde(deserialize_with = "crate::limits::samples")]
+    #[serde(deserialize_with = "crate::base::limits::samples")]
     pub answered: usize,
     /// The sampling temperature.
     pub temperature: f64,
@@ -280,10 +280,10 @@ pub struct ScStopRecord {
     #[serde(flatten)]
     pub stop: ScStop,
     /// N (`--samples`): the most it would have asked.
-    #[serde(deserialize_with = "crate::limits::samples")]
+    #[serde(deserialize_with = "crate::base::limits::samples")]
     pub samples: usize,
     /// The samples it asked (those that came back).
-    #[serde(deserialize_with = "crate::limits::samples")]
+    #[serde(deserialize_with = "crate::base::limits::samples")]
     pub asked: usize,
     /// Why it stopped asking; absent when the sampling failed first (`error` says why).
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -707,10 +707,10 @@ impl Run {
     /// How the run's replies ended, for a [`crate::llm::ReplayLlm::with_ending`]: only the last
     /// reply of a run can have been only reasoning, and the run's `stopped` says what ended it —
     /// the token cap when it stopped with `max_tokens`, the server otherwise.
-    pub fn reply_ending(&self) -> crate::llm::Ending {
+    pub fn reply_ending(&self) -> crate::llm::reasoning::Ending {
         match self.how_stopped() {
-            Stopped::MaxTokens => crate::llm::Ending::Cut,
-            _ => crate::llm::Ending::Ended,
+            Stopped::MaxTokens => crate::llm::reasoning::Ending::Cut,
+            _ => crate::llm::reasoning::Ending::Ended,
         }
     }
 

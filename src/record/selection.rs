@@ -5,7 +5,8 @@ use std::fmt;
 use std::path::{Path, PathBuf};
 use std::str::FromStr;
 
-use crate::record::questions::{Contexts, Question, QuestionFile, QuestionFileError, RecordFilter, Task};
+use crate::base::task::Task;
+use crate::record::questions::{Contexts, Question, QuestionFile, QuestionFileError, RecordFilter};
 use crate::record::shard::{Shard, ShardPlan};
 
 /// The ReAct notebook's 500 dev indices (`random.Random(233).shuffle`), in its order.

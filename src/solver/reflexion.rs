@@ -10,9 +10,9 @@
 
 use crate::agent::fewshot::{Fewshot, Format};
 use crate::agent::prompt::Prompt;
+use crate::base::method::Reflect;
+use crate::base::profile::Profile;
 use crate::llm::{CallPurpose, Completion, Llm, LlmError, LlmRequest};
-use crate::method::Reflect;
-use crate::profile::Profile;
 use crate::record::run::{Run, Stopped};
 
 /// `REACT_REFLECT_INSTRUCTION`: the ReAct prompt of a trial under any strategy but `none`.
@@ -197,7 +197,7 @@ pub fn scratchpad(run: &Run) -> String {
         text.push_str("\nThought:");
         text.push_str(sample.completion.trim_end());
         text.push_str("\nObservation: ");
-        if run.stopped == Some(Stopped::Finish) {
+        if run.how_stopped() == Stopped::Finish {
             text.push_str(if right {
                 "Answer is CORRECT"
             } else {
@@ -212,10 +212,10 @@ pub fn scratchpad(run: &Run) -> String {
             text.push_str(&format!("\nThought {n}: {thought}"));
         }
         text.push_str(&format!("\nAction {n}: {}", step.action.as_deref().unwrap_or("")));
-        let observation = match (&step.observation, run.stopped) {
+        let observation = match (&step.observation, run.how_stopped()) {
             (Some(observation), _) => observation.as_str(),
-            (None, Some(Stopped::Finish)) if right => "Answer is CORRECT",
-            (None, Some(Stopped::Finish)) => "Answer is INCORRECT",
+            (None, Stopped::Finish) if right => "Answer is CORRECT",
+            (None, Stopped::Finish) => "Answer is INCORRECT",
             (None, _) => continue,
         };
         text.push_str(&format!("\nObservation {n}: {observation}"));
@@ -324,7 +324,7 @@ pub async fn ask_reflection(llm: &dyn Llm, run: &Run, frame: Frame) -> Result<Co
 /// error (the trial said nothing about the question), else the strategy's, with `reflection`
 /// (the newest, read from the reply) where the strategy asks for one.
 pub fn next_memory(previous: &Run, strategy: Reflect, reflection: Option<String>) -> Memory {
-    if previous.stopped == Some(Stopped::Error) {
+    if previous.how_stopped() == Stopped::Error {
         return Memory::of_run(previous);
     }
     let last_trial = strategy.shows_last_trial().then(|| last_trial(previous));
@@ -356,7 +356,7 @@ pub fn memory_after(
     let Some(previous) = previous else {
         return Memory::default();
     };
-    if reply.is_none() && strategy.asks_reflection() && previous.stopped != Some(Stopped::Error) {
+    if reply.is_none() && strategy.asks_reflection() && previous.how_stopped() != Stopped::Error {
         return Memory::of_run(previous);
     }
     next_memory(
@@ -471,7 +471,7 @@ mod tests {
         let trial = trial_prompt(&Fewshot::hotpotqa(), Frame::React, "");
         assert!(trial.text().ends_with("Finish[yes]\n(END OF EXAMPLES)\n\n\n\n"));
         assert!(trial.text().starts_with("Solve a question answering task"));
-        let cot = Fewshot::bundled(crate::task::Task::HotpotQa, Format::Cot, Profile::Paper);
+        let cot = Fewshot::bundled(crate::base::task::Task::HotpotQa, Format::Cot, Profile::Paper);
         let trial = trial_prompt(&cot, Frame::Cot, "");
         assert!(trial.text().ends_with("Finish[Yes]\n(END OF EXAMPLES)\n\n\n\n"));
         assert_eq!(fill("{a} {b} {c}", &[("a", "{b}"), ("b", "2")]), "{b} 2 {c}");

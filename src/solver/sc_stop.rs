@@ -9,7 +9,7 @@
 //! rarely pick another answer than all N would, and the backoff judges its vote on the samples
 //! asked ([`verdict_over`]).
 
-use crate::method::{ScStop, StopRule};
+use crate::base::method::{ScStop, StopRule};
 use crate::record::run::{Sample, ScStopReason, ScStopRecord, Vote};
 
 use super::vote::{Candidate, leader, tally};
@@ -116,8 +116,8 @@ pub fn leader_probability(leading: usize, runner_up: usize) -> f64 {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::metrics::normalize_answer;
-    use crate::rng::SplitMix64;
+    use crate::base::metrics::normalize_answer;
+    use crate::base::rng::SplitMix64;
     use crate::solver::vote::{is_weak, majority, samples};
 
     fn winner(answers: &[Option<&str>], n_samples: usize) -> Option<String> {

@@ -3,12 +3,12 @@
 //! the same refusals, in the same words, for the command line and for a program calling the
 //! library.
 
-use crate::agent::tool::Toolbox;
-use crate::llm::Api;
-use crate::method::{Method, Reflect, ScStop};
-use crate::profile::Profile;
+use crate::base::method::{Method, Reflect, ScStop};
+use crate::base::profile::Profile;
+use crate::base::task::Task;
+use crate::llm::openai::Api;
 use crate::solver::{DEFAULT_SAMPLE_TEMPERATURE, DEFAULT_SAMPLES, MethodConfig};
-use crate::task::Task;
+use crate::tools::Toolbox;
 
 /// How the agent is set up, as every command that runs it takes it.
 #[derive(Debug, Clone, PartialEq)]

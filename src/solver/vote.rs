@@ -2,7 +2,7 @@
 
 use std::collections::HashMap;
 
-use crate::metrics::normalize_answer;
+use crate::base::metrics::normalize_answer;
 use crate::record::run::{Sample, Vote};
 
 /// The majority over `samples` of `n_samples` asked at `temperature`. Answers are compared after

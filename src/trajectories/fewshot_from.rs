@@ -8,12 +8,12 @@ use std::path::{Path, PathBuf};
 use xxhash_rust::xxh3::xxh3_64_with_seed;
 
 use crate::agent::fewshot::{Fewshot, FewshotError, Format, without_thoughts};
-use crate::digest::digest;
-use crate::fsutil::atomic_write;
-use crate::method::Method;
-use crate::profile::Profile;
+use crate::base::digest::digest;
+use crate::base::fsutil::atomic_write;
+use crate::base::method::Method;
+use crate::base::profile::Profile;
+use crate::base::task::Task;
 use crate::record::run::{Attempt, FewshotSource, Run};
-use crate::task::Task;
 use crate::trajectories::rebuild::rebuild;
 use crate::trajectories::{Excluded, Keep, is_kept, question_key};
 

@@ -13,20 +13,20 @@ use crate::agent::environment::Recording;
 use crate::agent::fewshot::{Fewshot, FewshotError, Format};
 use crate::agent::prompt::{Prompt, PromptOptions};
 use crate::agent::scratchpad::Scratchpad;
-use crate::agent::tool::{Tool, ToolError, Toolbox};
 use crate::agent::{Agent, DEFAULT_MAX_STEPS, Episode, Repeats};
-use crate::digest::digest;
+use crate::base::digest::digest;
+use crate::base::method::Method;
+use crate::base::method::Reflect;
+use crate::base::metrics::AnswerScore;
+use crate::base::task::Task;
 use crate::llm::{
-    Api, Completion, ConverseRequest, FunctionSpec, Llm, LlmError, LlmRequest, Message, ReplayLlm, Reply,
-    SampleRequest, Samples,
+    Completion, ConverseRequest, FunctionSpec, Llm, LlmError, LlmRequest, Message, ReplayLlm, Reply,
+    SampleRequest, Samples, openai::Api,
 };
-use crate::method::Method;
-use crate::method::Reflect;
-use crate::metrics::AnswerScore;
 use crate::record::run::{Run, RunStep, Stopped, ToolDescription};
 use crate::solver::reflexion::Memory;
 use crate::solver::{DEFAULT_SAMPLE_TEMPERATURE, Examples, MethodConfig, Solver, SolverError};
-use crate::task::Task;
+use crate::tools::{Tool, ToolError, Toolbox};
 
 /// Why a run cannot be rebuilt as its model saw it.
 #[derive(Debug, thiserror::Error)]
@@ -205,7 +205,7 @@ pub fn run_solver(run: &Run, overrides: &RunOverrides) -> Result<(Solver, usize)
 /// (`replay --max-steps`); nothing by default.
 #[derive(Debug, Clone, Copy, Default)]
 pub struct RunOverrides {
-    pub profile: Option<crate::profile::Profile>,
+    pub profile: Option<crate::base::profile::Profile>,
     pub max_steps: Option<usize>,
     pub changed_examples: ChangedExamples,
 }
@@ -257,7 +257,7 @@ fn recorded_toolbox(run: &Run) -> Result<Toolbox, RebuildError> {
             .tool_descriptions
             .iter()
             .find(|recorded| recorded.name == *name);
-        let tool: Arc<dyn Tool> = match (recorded, crate::agent::tools::recorded_builtin(name)) {
+        let tool: Arc<dyn Tool> = match (recorded, crate::tools::recorded_builtin(name)) {
             (Some(recorded), _) => Arc::new(RecordedTool(recorded.clone())),
             (None, Some(builtin)) => builtin,
             (None, None) => return Err(RebuildError::UnknownTool { name: name.clone() }),

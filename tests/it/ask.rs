@@ -3,16 +3,17 @@
 
 use futures::future::BoxFuture;
 use react_docstore::agent::prompt::PromptOptions;
-use react_docstore::agent::tool::Toolbox;
 use react_docstore::agent::trace::TracePrinter;
-use react_docstore::ask::{self, AgentConfig, AskConfig, AskOutcome, AskOutput};
-use react_docstore::chat::{self, ChatConfig, ChatOutput};
+use react_docstore::apps::ask::{self, AgentConfig, AskConfig, AskOutcome, AskOutput};
+use react_docstore::apps::chat::{self, ChatConfig, ChatOutput};
+use react_docstore::apps::replay::replay_run;
+use react_docstore::base::input::Interaction;
+use react_docstore::base::profile::Profile;
 use react_docstore::docstore::{ContextParagraph, Docstore, DocstoreError, DocstoreSource};
-use react_docstore::input::Interaction;
-use react_docstore::llm::Api;
+use react_docstore::llm::openai::Api;
 use react_docstore::record::run::Run;
-use react_docstore::replay::replay_run;
-use react_docstore::{Profile, Stopped};
+use react_docstore::record::run::Stopped;
+use react_docstore::tools::Toolbox;
 use serde_json::Value;
 
 use crate::Captured;
@@ -53,7 +54,7 @@ impl Docstore for FixedExplorer {
 fn agent_config(today: Option<&str>) -> AgentConfig {
     AgentConfig {
         setup: react_docstore::solver::setup::AgentSetup::default(),
-        examples: react_docstore::solver::Examples::Bundled(react_docstore::task::Task::HotpotQa),
+        examples: react_docstore::solver::Examples::Bundled(react_docstore::base::task::Task::HotpotQa),
         prompt_options: PromptOptions {
             today: today.map(str::to_owned),
         },

@@ -210,7 +210,7 @@ fn src_prints_only_through_the_output_module() {
 /// survive a power cut; every file the tool keeps goes through `fsutil` instead. Only the index
 /// build moves whole directories, which it does itself.
 const REPLACING: [&str; 3] = ["fs::rename(", "fs::write(", "fs::File::create("];
-const MAY_REPLACE: [&str; 2] = ["src/fsutil.rs", "src/docstore/index/build.rs"];
+const MAY_REPLACE: [&str; 2] = ["src/base/fsutil.rs", "src/docstore/index/build.rs"];
 
 /// Every hand-made file replacement in `text` outside tests and comments, as `line: code`.
 fn replacing(text: &str) -> Vec<String> {

@@ -1,11 +1,11 @@
-//! Every count a run file holds is checked against the tool's limits (`react_docstore::limits`)
+//! Every count a run file holds is checked against the tool's limits (`react_docstore::base::limits`)
 //! before it sizes anything: a line beyond them is refused with one line naming the file and the
 //! line, by every reader, and the process never aborts (issue 45: `"samples": 1e18` in a
 //! `cot-sc-then-react` run made `replay` and `export --all` die allocating 380 PB).
 
 use std::path::Path;
 
-use react_docstore::limits::{MAX_SAMPLES, MAX_STEPS};
+use react_docstore::base::limits::{MAX_SAMPLES, MAX_STEPS};
 
 use super::{binary, fixture, output_within_30s};
 
@@ -178,7 +178,7 @@ fn samples_and_steps_beyond_the_limits_are_refused_before_any_request() {
 /// took 103 s on a 30k-page index).
 #[test]
 fn an_over_long_argument_is_an_observation() {
-    use react_docstore::limits::MAX_ARGUMENT_BYTES;
+    use react_docstore::base::limits::MAX_ARGUMENT_BYTES;
     let corpus = format!("corpus:{}", fixture("index/pages.jsonl").display());
     let long = "Colorado orogeny ".repeat(4000);
     let within = "x".repeat(MAX_ARGUMENT_BYTES);

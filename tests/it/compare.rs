@@ -4,7 +4,7 @@
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
-use react_docstore::metrics::AnswerScore;
+use react_docstore::base::metrics::AnswerScore;
 use serde_json::Value;
 
 use crate::fixture;

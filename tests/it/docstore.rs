@@ -5,7 +5,7 @@ use std::path::Path;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use react_docstore::Profile;
+use react_docstore::base::profile::Profile;
 use react_docstore::docstore::{Docstore, DocstoreConfig, DocstoreError, DocstoreSource, HttpPolicy};
 use wiremock::matchers::{method, query_param};
 use wiremock::{Mock, MockServer, ResponseTemplate};
@@ -678,7 +678,7 @@ async fn distractor_docstore_searches_each_questions_own_paragraphs() {
     )
     .unwrap();
     let context = |idx: usize| -> Vec<ContextParagraph> {
-        react_docstore::docstore::corpus::context_paragraphs(&records[idx]["context"]).unwrap()
+        react_docstore::docstore::context_paragraphs(&records[idx]["context"]).unwrap()
     };
     let config = DocstoreConfig {
         kind: DocstoreKind::Distractor,
@@ -880,8 +880,7 @@ async fn the_cache_holds_raw_bodies_and_still_reads_json_entries() {
     let cache_dir = tempfile::tempdir().unwrap();
     let config = config(&server, cache_dir.path(), Profile::Paper);
     assert_eq!(open(&config).search("Colorado orogeny").await.unwrap(), HIT_OBS);
-    let url =
-        react_docstore::docstore::wikipedia::search_url(&server.uri(), "Colorado orogeny", Profile::Paper);
+    let url = react_docstore::docstore::search_url(&server.uri(), "Colorado orogeny", Profile::Paper);
     let cache = PageCache::new(cache_dir.path().to_owned());
     let entry = std::fs::read(cache.path_for(&url)).unwrap();
     let newline = entry.iter().position(|&byte| byte == b'\n').unwrap();
@@ -896,7 +895,7 @@ async fn the_cache_holds_raw_bodies_and_still_reads_json_entries() {
     );
 
     // An entry in the JSON form earlier versions wrote is still served.
-    let old_url = react_docstore::docstore::wikipedia::search_url(&server.uri(), "Old entry", Profile::Paper);
+    let old_url = react_docstore::docstore::search_url(&server.uri(), "Old entry", Profile::Paper);
     let old_entry = serde_json::json!({
         "url": old_url,
         "fetched_at": 1,

@@ -8,11 +8,10 @@ use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use futures::future::BoxFuture;
-use react_docstore::Profile;
-use react_docstore::agent::tool::Toolbox;
 use react_docstore::agent::trace::LogOutput;
 use react_docstore::analysis::score::score;
 use react_docstore::analysis::summary::Summary;
+use react_docstore::base::profile::Profile;
 use react_docstore::docstore::{ContextParagraph, Docstore, DocstoreError, DocstoreSource};
 use react_docstore::eval::{self, EvalConfig, EvalError, EvalServices, Progress, Resume};
 use react_docstore::llm::{Completion, Llm, LlmError, LlmRequest};
@@ -21,6 +20,7 @@ use react_docstore::record::results::{ResultsError, ResultsFile};
 use react_docstore::record::run::Run;
 use react_docstore::record::selection::{Selection, Subset};
 use react_docstore::solver::setup::AgentSetup;
+use react_docstore::tools::Toolbox;
 
 use crate::{Captured, fixture};
 
@@ -1258,8 +1258,8 @@ async fn the_question_file_is_read_once_keeping_only_the_selection() {
 #[tokio::test]
 async fn replaying_a_results_file_gives_back_the_eval_summary() {
     use react_docstore::agent::trace::TracePrinter;
+    use react_docstore::apps::replay::{Output, ReplayConfig, replay};
     use react_docstore::record::files::{Wanted, recorded_paths};
-    use react_docstore::replay::{Output, ReplayConfig, replay};
 
     let dir = tempfile::tempdir().unwrap();
     std::fs::create_dir_all(dir.path().join("b")).unwrap();
@@ -1446,7 +1446,10 @@ async fn which_model_errors_stop_the_evaluation() {
         let dir = tempfile::tempdir().unwrap();
         let results = dir.path().join("results.jsonl");
         let services = EvalServices {
-            llm: Arc::new(crate::llm::client(&server, react_docstore::llm::Api::Completions)),
+            llm: Arc::new(crate::llm::client(
+                &server,
+                react_docstore::llm::openai::Api::Completions,
+            )),
             docstore: Arc::new(ContextDocstoreSource),
             toolbox: Toolbox::default(),
         };
@@ -1844,7 +1847,7 @@ fn a_dead_local_model_server_fails_at_once() {
 
 #[tokio::test]
 async fn the_library_refuses_what_the_command_line_refuses_in_its_words() {
-    use react_docstore::Method;
+    use react_docstore::base::method::Method;
     let dir = tempfile::tempdir().unwrap();
     let questions = fixture("hotpotqa/simplified.json");
     let results = dir.path().join("r.jsonl");

@@ -170,11 +170,11 @@ fn explore_skips_a_line_that_is_not_utf8() {
 /// On a terminal, explore says how to leave and prompts; `exit` leaves.
 #[tokio::test]
 async fn explore_on_a_terminal_says_how_to_leave() {
-    use react_docstore::Profile;
-    use react_docstore::agent::tool::Toolbox;
+    use react_docstore::apps::explore::{Explore, ExploreFormat, run_interactive};
+    use react_docstore::base::input::Interaction;
+    use react_docstore::base::profile::Profile;
     use react_docstore::docstore::CorpusSource;
-    use react_docstore::explore::{Explore, ExploreFormat, run_interactive};
-    use react_docstore::input::Interaction;
+    use react_docstore::tools::Toolbox;
 
     let source = CorpusSource::load(&fixture("docstore/corpus-3.jsonl"), Profile::Default).unwrap();
     let mut session = Explore::new(&source, Toolbox::default(), Profile::Default);

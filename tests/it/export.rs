@@ -10,11 +10,11 @@ use serde_json::{Value, json};
 use wiremock::matchers::method;
 use wiremock::{Mock, MockServer, ResponseTemplate};
 
-use react_docstore::Run;
 use react_docstore::agent::trace::TracePrinter;
+use react_docstore::apps::replay::replay_run;
 use react_docstore::record::files::read_runs;
 use react_docstore::record::recorded::RecordedRun;
-use react_docstore::replay::replay_run;
+use react_docstore::record::run::Run;
 
 use crate::fixture;
 
@@ -265,7 +265,9 @@ async fn text_trajectories_are_the_replayed_scratchpad_byte_for_byte() {
                 .collect();
             // A run cut short ends with the model's last step: the observation after it is left out.
             match run.stopped {
-                Some(react_docstore::Stopped::Finish) => assert_eq!(joined, *scratchpad, "{}", run.question),
+                Some(react_docstore::record::run::Stopped::Finish) => {
+                    assert_eq!(joined, *scratchpad, "{}", run.question)
+                }
                 _ => assert!(scratchpad.starts_with(&joined), "{}", run.question),
             }
         }
@@ -727,7 +729,10 @@ async fn fewshot_from_draws_k_right_runs_never_a_question_asked_the_same_for_eve
         assert_eq!(run.fewshot.as_deref(), Some(examples.to_str().unwrap()));
         let source = run.fewshot_from.unwrap();
         assert_eq!((source.shots, source.seed), (33, 7));
-        assert_eq!(source.digest, react_docstore::digest::digest(text.as_bytes()));
+        assert_eq!(
+            source.digest,
+            react_docstore::base::digest::digest(text.as_bytes())
+        );
     }
     // The same seed draws the same examples again: resuming is allowed, and changes nothing.
     let output = eval_fewshot_from(&server, &results, "33");
@@ -823,10 +828,10 @@ fn ask_fewshot_from_needs_a_run_file_to_write_beside() {
 /// The examples `--fewshot-from` would draw from `source` for `method`, no question excluded.
 async fn drawn(
     source: &str,
-    method: react_docstore::Method,
+    method: react_docstore::base::method::Method,
     shots: usize,
 ) -> (String, react_docstore::agent::fewshot::Fewshot) {
-    use react_docstore::task::Task;
+    use react_docstore::base::task::Task;
     use react_docstore::trajectories::fewshot_from::FewshotFrom;
     let dir = tempfile::tempdir().unwrap();
     let from = FewshotFrom {
@@ -844,7 +849,7 @@ async fn drawn(
         .draw(
             method,
             Task::HotpotQa,
-            react_docstore::Profile::Default,
+            react_docstore::base::profile::Profile::Default,
             &Default::default(),
             &beside,
             react_docstore::trajectories::fewshot_from::OtherExamples::Replace,
@@ -859,8 +864,8 @@ async fn drawn(
 
 #[tokio::test]
 async fn drawn_examples_take_the_methods_few_shot_format() {
-    use react_docstore::Method;
     use react_docstore::agent::fewshot::Format;
+    use react_docstore::base::method::Method;
     // Act: ReAct's right runs without their thoughts.
     let (text, fewshot) = drawn("compare/trial-1.results.jsonl", Method::Act, 4).await;
     assert_eq!(fewshot.format, Format::Act);
@@ -990,7 +995,7 @@ async fn ask_fewshot_from_never_draws_the_question_asked_and_writes_beside_its_r
     let text = std::fs::read_to_string(&examples).unwrap();
     assert_eq!(
         run.fewshot_from.unwrap().digest,
-        react_docstore::digest::digest(text.as_bytes())
+        react_docstore::base::digest::digest(text.as_bytes())
     );
     assert!(prompt.contains(&text));
 }
@@ -1220,7 +1225,7 @@ fn a_run_naming_a_tool_whose_prompt_line_it_does_not_record_is_not_exported_and_
 
 #[tokio::test]
 async fn fewshot_from_draws_a_questions_first_attempt_whatever_the_order_of_the_file() {
-    use react_docstore::task::Task;
+    use react_docstore::base::task::Task;
     use react_docstore::trajectories::fewshot_from::{FewshotFrom, OtherExamples};
     let text = std::fs::read_to_string(fixture("compare/trial-1.results.jsonl")).unwrap();
     let right: Vec<Value> = text
@@ -1252,9 +1257,9 @@ async fn fewshot_from_draws_a_questions_first_attempt_whatever_the_order_of_the_
         };
         let beside = dir.path().join("r.results.jsonl");
         from.draw(
-            react_docstore::Method::React,
+            react_docstore::base::method::Method::React,
             Task::HotpotQa,
-            react_docstore::Profile::Default,
+            react_docstore::base::profile::Profile::Default,
             &Default::default(),
             &beside,
             OtherExamples::Replace,

@@ -6,10 +6,11 @@
 use std::collections::HashSet;
 use std::process::Command;
 
+use react_docstore::agent::action::Action;
 use react_docstore::agent::calls::FunctionSet;
-use react_docstore::agent::tool::Toolbox;
-use react_docstore::llm::{Api, CallPurpose, ConverseRequest, Llm, LlmError, Message};
-use react_docstore::{Action, Run};
+use react_docstore::llm::{CallPurpose, ConverseRequest, Llm, LlmError, Message, openai::Api};
+use react_docstore::record::run::Run;
+use react_docstore::tools::Toolbox;
 use serde_json::{Value, json};
 use wiremock::ResponseTemplate;
 
@@ -628,7 +629,11 @@ async fn recorded_tools_runs_replay_byte_for_byte() {
             .collect();
         assert_eq!(derived, steps, "{name}");
         assert_eq!(replayed.answer.as_deref(), Some(answer), "{name}");
-        assert_eq!(replayed.stopped, Some(react_docstore::Stopped::Finish), "{name}");
+        assert_eq!(
+            replayed.stopped,
+            Some(react_docstore::record::run::Stopped::Finish),
+            "{name}"
+        );
         assert_eq!(
             (replayed.usage.invalid_actions, replayed.usage.fallback_calls),
             (invalid_actions, fallback_calls),

@@ -53,7 +53,7 @@ proptest! {
 
 #[test]
 fn numbers_that_are_not_finite_have_python_names() {
-    use react_docstore::agent::tools::calculator::format_number;
+    use react_docstore::tools::calculator::format_number;
     assert_eq!(format_number(f64::NAN), "nan");
     assert_eq!(format_number(f64::INFINITY), "inf");
     assert_eq!(format_number(f64::NEG_INFINITY), "-inf");

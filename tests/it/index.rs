@@ -5,7 +5,7 @@ use std::path::{Path, PathBuf};
 use std::process::Command;
 use std::sync::atomic::AtomicBool;
 
-use react_docstore::Profile;
+use react_docstore::base::profile::Profile;
 use react_docstore::docstore::index::{
     BuildConfig, BuildReport, DumpFormat, IndexError, IndexExplorer, IndexSource, MalformedRecords,
     PageIndex, build,

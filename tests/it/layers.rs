@@ -6,7 +6,7 @@
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::Path;
 
-/// A module's path below the crate root: `src/docstore/index/mod.rs` → `["docstore", "index"]`.
+/// A module's path below the crate root: `src/docstore/index.rs` → `["docstore", "index"]`.
 fn module_path(src: &Path, file: &Path) -> Vec<String> {
     let relative = file.strip_prefix(src).unwrap().with_extension("");
     let mut parts: Vec<String> = relative
@@ -279,4 +279,144 @@ fn no_two_public_types_share_a_name() {
 fn the_name_check_sees_a_public_type() {
     let text = "pub struct Run {\n}\npub(crate) struct Hidden;\n    pub enum Stopped { A }\npub type Alias = u8;\npub trait Llm {}\npub fn run() {}\n";
     assert_eq!(public_types(text), ["Run", "Stopped", "Alias", "Llm"]);
+}
+
+/// The modules a file declares, each with whether it is `pub` (`pub mod x;`) or not (`mod x;`,
+/// `pub(crate) mod x;`).
+fn declared_modules(text: &str) -> Vec<(String, bool)> {
+    text.lines()
+        .filter_map(|line| {
+            let line = line.trim();
+            let (name, public) = match line.strip_prefix("pub mod ") {
+                Some(rest) => (rest, true),
+                None => (
+                    line.strip_prefix("mod ")
+                        .or_else(|| line.strip_prefix("pub(crate) mod "))?,
+                    false,
+                ),
+            };
+            let name = name.strip_suffix(';')?;
+            Some((name.to_owned(), public))
+        })
+        .collect()
+}
+
+/// The names a `pub use` statement makes public, each as the item's own name (`A as B` → `A`),
+/// with `*` for a glob.
+fn reexported_names(statement: &str) -> Vec<String> {
+    let body = statement
+        .trim()
+        .trim_start_matches("pub use")
+        .trim_end_matches(';');
+    body.split([',', '{', '}'])
+        .filter_map(|part| {
+            let path = part.trim();
+            let path = path.split(" as ").next()?.trim();
+            let name = path.rsplit("::").next()?.trim();
+            (!name.is_empty() && name != "self").then(|| name.to_owned())
+        })
+        .collect()
+}
+
+/// The `pub use` statements of a file, each joined onto one line.
+fn reexports(text: &str) -> Vec<String> {
+    let mut found = Vec::new();
+    let mut open: Option<String> = None;
+    for line in text.lines() {
+        let line = line.trim();
+        match open.as_mut() {
+            Some(statement) => statement.push_str(line),
+            None if line.starts_with("pub use ") => open = Some(line.to_owned()),
+            None => continue,
+        }
+        if line.ends_with(';') {
+            found.extend(open.take());
+        }
+    }
+    found
+}
+
+/// Every public path by which a type of `src/` can be named: where it is declared, when every
+/// module on the way is `pub`, and each `pub use` of it in such a module.
+fn public_paths(src: &Path) -> BTreeMap<String, Vec<String>> {
+    let mut texts: BTreeMap<Vec<String>, String> = BTreeMap::new();
+    // `main.rs` is the binary's crate, not a module of the library.
+    for file in super::audit::source_files(src)
+        .into_iter()
+        .filter(|file| *file != src.join("main.rs"))
+    {
+        let text = std::fs::read_to_string(&file).unwrap();
+        texts.insert(module_path(src, &file), non_test_code(&text).to_owned());
+    }
+    // A module is reachable when its parent is and declares it `pub`.
+    let mut public_modules: BTreeSet<Vec<String>> = BTreeSet::from([Vec::new()]);
+    let mut frontier = vec![Vec::new()];
+    while let Some(module) = frontier.pop() {
+        for (child, public) in declared_modules(texts.get(&module).map_or("", String::as_str)) {
+            let mut path = module.clone();
+            path.push(child);
+            if public && public_modules.insert(path.clone()) {
+                frontier.push(path);
+            }
+        }
+    }
+    let mut types: BTreeMap<String, Vec<String>> = BTreeMap::new();
+    for (module, text) in &texts {
+        for name in public_types(text) {
+            types.entry(name).or_default();
+        }
+        if !public_modules.contains(module) {
+            continue;
+        }
+        for name in public_types(text) {
+            types
+                .get_mut(&name)
+                .unwrap()
+                .push(format!("{}::{name}", module.join("::")));
+        }
+    }
+    for (module, text) in &texts {
+        if !public_modules.contains(module) {
+            continue;
+        }
+        for statement in reexports(text) {
+            for name in reexported_names(&statement) {
+                if let Some(paths) = types.get_mut(&name) {
+                    paths.push(format!("{}::{name} (pub use)", module.join("::")));
+                } else if name == "*" {
+                    panic!("a glob re-export in `{}`: `{statement}`", module.join("::"));
+                }
+            }
+        }
+    }
+    types
+}
+
+#[test]
+fn no_type_is_named_by_two_public_paths() {
+    let src = Path::new(env!("CARGO_MANIFEST_DIR")).join("src");
+    let paths = public_paths(&src);
+    assert!(paths.len() > 100, "found only {} public types", paths.len());
+    let twice: Vec<_> = paths.iter().filter(|(_, paths)| paths.len() > 1).collect();
+    assert!(
+        twice.is_empty(),
+        "types with two public paths (re-export from a private module, or not at all): {twice:#?}"
+    );
+}
+
+#[test]
+fn the_path_check_sees_a_reexport() {
+    assert_eq!(
+        declared_modules("pub mod a;\nmod b;\npub(crate) mod c;\npub mod d {\n"),
+        [
+            ("a".to_owned(), true),
+            ("b".to_owned(), false),
+            ("c".to_owned(), false)
+        ]
+    );
+    let text = "pub use a::{B, c::D as E,\n    self};\nuse x::Y;\npub use crate::f::G;\n";
+    let statements = reexports(text);
+    assert_eq!(statements.len(), 2);
+    assert_eq!(reexported_names(&statements[0]), ["B", "D"]);
+    assert_eq!(reexported_names(&statements[1]), ["G"]);
 }

@@ -3,9 +3,11 @@
 use std::sync::Mutex;
 use std::time::Duration;
 
+use react_docstore::base::secret::ApiKey;
 use react_docstore::llm::openai::{CONTINUE_INSTRUCTION, MAX_COMPLETION_BYTES, RetryPolicy};
 use react_docstore::llm::{
-    Api, ApiKey, CallPurpose, Completion, Llm, LlmError, LlmRequest, OpenAiClient, OpenAiConfig, TokenUsage,
+    CallPurpose, Completion, Llm, LlmError, LlmRequest, TokenUsage, openai::Api, openai::OpenAiClient,
+    openai::OpenAiConfig,
 };
 use serde_json::{Value, json};
 use wiremock::matchers::{header, method, path};
@@ -161,7 +163,7 @@ async fn chat_request_carries_model_messages_stop_temperature_and_reads_usage() 
             text: "Thought: This is a simple arithmetic problem. I can use the calculator tool to solve it.\nAction: calculator\nAction Input: 5 + 3".to_owned(),
             reasoning: None,
             // `finish_reason: stop`.
-            ending: react_docstore::llm::Ending::Ended,
+            ending: react_docstore::llm::reasoning::Ending::Ended,
             usage: Some(TokenUsage {
                 prompt_tokens: 229,
                 completion_tokens: 35,
@@ -573,7 +575,7 @@ async fn retry_warnings_say_which_server_what_failed_and_when_in_plain_words() {
     assert_eq!(
         warnings,
         [format!(
-            " WARN react_docstore::http: model server {host}: HTTP 429 Too Many Requests; retrying in 0.0 s, attempt 2 of 3"
+            " WARN react_docstore::base::http: model server {host}: HTTP 429 Too Many Requests; retrying in 0.0 s, attempt 2 of 3"
         )],
         "{logs}"
     );

@@ -111,6 +111,7 @@ pub fn fixture(path: &str) -> std::path::PathBuf {
         .join("fixtures")
         .join(path)
 }
+mod architecture;
 mod ask;
 mod audit;
 mod bounds;

@@ -4,14 +4,17 @@
 
 use std::sync::{Arc, Mutex};
 
+use react_docstore::agent::action::Action;
+use react_docstore::agent::action::ActionError;
 use react_docstore::agent::environment::{Environment, EnvironmentError};
 use react_docstore::agent::prompt::PromptOptions;
-use react_docstore::agent::tool::Toolbox;
+use react_docstore::base::method::Method;
+use react_docstore::base::profile::Profile;
+use react_docstore::base::task::Task;
 use react_docstore::llm::{CallPurpose, Completion, Llm, LlmError, LlmRequest, SampleRequest, Samples};
 use react_docstore::record::run::{BackoffReason, Run, Stopped};
 use react_docstore::solver::{Examples, MethodConfig, Solver};
-use react_docstore::task::Task;
-use react_docstore::{Action, ActionError, Method, Profile};
+use react_docstore::tools::Toolbox;
 use serde_json::{Value, json};
 use wiremock::{Mock, MockServer, Request, Respond, ResponseTemplate};
 

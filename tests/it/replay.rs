@@ -5,15 +5,18 @@ use std::path::{Path, PathBuf};
 use std::sync::Mutex;
 
 use futures::future::BoxFuture;
+use react_docstore::agent::Agent;
 use react_docstore::agent::Episode;
 use react_docstore::agent::action::{Action, ActionGrammar};
 use react_docstore::agent::environment::Recording;
 use react_docstore::agent::prompt::{Prompt, PromptOptions};
 use react_docstore::agent::trace::TracePrinter;
+use react_docstore::apps::replay::replay_run;
+use react_docstore::base::metrics::normalize_answer;
+use react_docstore::base::profile::Profile;
 use react_docstore::llm::{CallPurpose, Completion, Llm, LlmError, LlmRequest, ReplayLlm};
-use react_docstore::metrics::normalize_answer;
-use react_docstore::replay::replay_run;
-use react_docstore::{Agent, Profile, Run, Stopped};
+use react_docstore::record::run::Run;
+use react_docstore::record::run::Stopped;
 
 use crate::fixture;
 
@@ -77,7 +80,7 @@ fn every_trial_gives_back_its_logged_answers_and_score() {
             assert_eq!(replayed.answer, recorded.answer, "answer of {}", path.display());
             // Reflexion's agent had no repeated-action stop, and a run file does not say which
             // policy recorded it: a recording that did not stop for repetition replays without the
-            // stop (src/replay.rs), so even the ten runs the stop would have cut end as recorded.
+            // stop (src/apps/replay.rs), so even the ten runs the stop would have cut end as recorded.
             assert_eq!(replayed.stopped, recorded.stopped, "stop of {}", path.display());
             assert_eq!(
                 replayed.steps.len(),
@@ -449,15 +452,15 @@ fn a_replay_that_ends_differently_is_reported() {
     run.stopped = Some(Stopped::MaxSteps);
     let path = dir.path().join("run.json");
     run.write(&path).unwrap();
-    let config = react_docstore::replay::ReplayConfig {
+    let config = react_docstore::apps::replay::ReplayConfig {
         paths: vec![path],
-        output: react_docstore::replay::Output::Json,
+        output: react_docstore::apps::replay::Output::Json,
         profile: None,
         max_steps: Some(3),
         docstore: None,
     };
     let mut stdout = Vec::new();
-    let summary = block_on(react_docstore::replay::replay(
+    let summary = block_on(react_docstore::apps::replay::replay(
         &config,
         &|_, _| None,
         &mut stdout,
@@ -628,15 +631,15 @@ fn a_live_trace_writes_each_line_whole_and_a_replay_once_a_run() {
     let out = CountedWrites::default();
     let mut trace = TracePrinter::new(Box::new(out.clone()), Color::Never)
         .flushed(react_docstore::agent::trace::Flush::EachRun);
-    let config = react_docstore::replay::ReplayConfig {
+    let config = react_docstore::apps::replay::ReplayConfig {
         paths: vec![fixture("runs/reflexion")],
-        output: react_docstore::replay::Output::Text,
+        output: react_docstore::apps::replay::Output::Text,
         profile: None,
         max_steps: None,
         docstore: None,
     };
     let mut stdout = Vec::new();
-    let summary = block_on(react_docstore::replay::replay(
+    let summary = block_on(react_docstore::apps::replay::replay(
         &config,
         &|_, _| None,
         &mut stdout,
@@ -660,7 +663,7 @@ fn a_live_trace_writes_each_line_whole_and_a_replay_once_a_run() {
     let full = CountedWrites::default();
     let mut trace = TracePrinter::new(Box::new(full.clone()), Color::Never)
         .flushed(react_docstore::agent::trace::Flush::WhenFull);
-    block_on(react_docstore::replay::replay(
+    block_on(react_docstore::apps::replay::replay(
         &config,
         &|_, _| None,
         &mut Vec::new(),

@@ -6,16 +6,17 @@
 use std::collections::HashMap;
 use std::path::Path;
 
-use react_docstore::rng::SplitMix64;
+use react_docstore::base::rng::SplitMix64;
 use std::sync::{Arc, Mutex};
 
 use react_docstore::agent::prompt::PromptOptions;
-use react_docstore::agent::tool::Toolbox;
-use react_docstore::method::{ScStop, StopRule};
+use react_docstore::base::method::Method;
+use react_docstore::base::method::{ScStop, StopRule};
+use react_docstore::base::profile::Profile;
+use react_docstore::base::task::Task;
 use react_docstore::record::run::{Run, ScStopReason};
 use react_docstore::solver::{Examples, MethodConfig, Solver, SolverError};
-use react_docstore::task::Task;
-use react_docstore::{Method, Profile};
+use react_docstore::tools::Toolbox;
 use serde_json::{Value, json};
 use wiremock::{Request, Respond, ResponseTemplate};
 

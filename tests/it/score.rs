@@ -11,16 +11,17 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::Duration;
 
-use react_docstore::Profile;
-use react_docstore::agent::tool::Toolbox;
 use react_docstore::agent::trace::LogOutput;
+use react_docstore::base::profile::Profile;
+use react_docstore::base::secret::ApiKey;
 use react_docstore::docstore::DocstoreConfig;
 use react_docstore::eval::{self, EvalConfig, EvalServices, Progress, Resume};
+use react_docstore::llm::openai::Api;
 use react_docstore::llm::openai::{OpenAiClient, OpenAiConfig, RetryPolicy};
-use react_docstore::llm::{Api, ApiKey};
 use react_docstore::record::questions::Contexts;
 use react_docstore::record::selection::Selection;
 use react_docstore::solver::setup::AgentSetup;
+use react_docstore::tools::Toolbox;
 use serde_json::{Value, json};
 use wiremock::{Request, Respond, ResponseTemplate};
 

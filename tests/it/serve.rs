@@ -10,11 +10,11 @@ use serde_json::{Value, json};
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::TcpStream;
 
-use react_docstore::Profile;
-use react_docstore::agent::tool::Toolbox;
+use react_docstore::apps::explore::Explore;
+use react_docstore::apps::serve::{self, PoolSize, ServeLimits, Served, ServedDocstore, Shutdown, StateKey};
+use react_docstore::base::profile::Profile;
 use react_docstore::docstore::{DocstoreConfig, DocstoreKind};
-use react_docstore::explore::Explore;
-use react_docstore::serve::{self, PoolSize, ServeLimits, Served, ServedDocstore, Shutdown, StateKey};
+use react_docstore::tools::Toolbox;
 
 use crate::fixture;
 
@@ -917,7 +917,7 @@ fn serve_process(args: &[&str]) -> (std::process::Child, String) {
 
 #[test]
 fn a_signed_state_with_a_cursor_past_its_matches_is_refused_at_once() {
-    use react_docstore::serve::StepState;
+    use react_docstore::apps::serve::StepState;
     use std::io::{Read, Write};
     // A server in a process of its own (a step that spins could not be stopped in this one),
     // with a key from a file.

@@ -6,20 +6,23 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use futures::future::BoxFuture;
+use react_docstore::agent::action::ActionGrammar;
 use react_docstore::agent::environment::{Environment, Workbench};
 use react_docstore::agent::fewshot::Fewshot;
 use react_docstore::agent::prompt::{Prompt, PromptOptions};
-use react_docstore::agent::tool::Toolbox;
-use react_docstore::agent::tools::calculator::{self, MAX_EXPRESSION_CHARS};
-use react_docstore::agent::tools::websearch::MAX_BODY_BYTES;
-use react_docstore::agent::tools::{
-    ApiKey, BuiltinTool, CommandTool, CommandToolConfig, Network, ToolsConfig, WebSearch, WebSearchConfig,
-};
 use react_docstore::agent::trace::TracePrinter;
+use react_docstore::apps::replay::replay_run;
+use react_docstore::base::profile::Profile;
+use react_docstore::base::secret::ApiKey;
 use react_docstore::docstore::{Docstore, DocstoreError};
 use react_docstore::record::run::Run;
-use react_docstore::replay::replay_run;
-use react_docstore::{ActionGrammar, Profile};
+use react_docstore::tools::Toolbox;
+use react_docstore::tools::calculator::{self, MAX_EXPRESSION_CHARS};
+use react_docstore::tools::websearch::MAX_BODY_BYTES;
+use react_docstore::tools::{
+    BuiltinTool, CommandTool, CommandToolConfig, ToolsConfig, websearch::Network, websearch::WebSearch,
+    websearch::WebSearchConfig,
+};
 use wiremock::matchers::{method, path, query_param};
 use wiremock::{Mock, MockServer, ResponseTemplate};
 
@@ -365,7 +368,7 @@ async fn websearch_retries_then_caches_without_the_key() {
     assert_eq!(
         warnings,
         [2, 3].map(|attempt| format!(
-            " WARN react_docstore::http: web search {host}: HTTP 503 Service Unavailable; retrying in 0.0 s, attempt {attempt} of 4"
+            " WARN react_docstore::base::http: web search {host}: HTTP 503 Service Unavailable; retrying in 0.0 s, attempt {attempt} of 4"
         )),
         "{logs}"
     );
@@ -846,7 +849,7 @@ async fn replayed_run_uses_calculate_and_websearch() {
 async fn unregistered_tool_is_an_invalid_action() {
     let grammar = ActionGrammar::new(Profile::Default, ["Calculate".to_owned()]);
     let mut toolbox = Toolbox::default();
-    toolbox.register(Arc::new(react_docstore::agent::tools::Calculate));
+    toolbox.register(Arc::new(react_docstore::tools::calculator::Calculate));
     let mut workbench = Workbench::new(Box::new(NoDocstore), toolbox, grammar.clone());
     let observe = |text: &str| {
         let parsed = grammar.parse(text);
@@ -936,4 +939,37 @@ fn tool_flags_on_the_command_line() {
     assert!(help.contains("--serpapi-key <KEY>"), "{help}");
     assert!(help.contains("--tool <NAME=COMMAND>"), "{help}");
     assert!(!help.contains(TEST_KEY));
+}
+
+/// Cache files are named by the SHA-256 of their key (`react_docstore::base::digest::file_key`);
+/// an entry written under the 64-bit FNV-1a name of earlier releases is still read, offline.
+#[tokio::test]
+async fn websearch_reads_an_entry_under_its_name_before_sha256_naming() {
+    let cache = tempfile::tempdir().unwrap();
+    let entries = cache.path().join("websearch");
+    std::fs::create_dir_all(&entries).unwrap();
+    let entry = r#"{"format":"react-docstore.websearch.v1","query":"Who wrote Hamlet?","observation":"William Shakespeare"}"#;
+    // FNV-1a 64 of "https://serpapi.com/search\nWho wrote Hamlet?".
+    std::fs::write(entries.join("5931fd13be5e15fb.json"), entry).unwrap();
+    let offline = WebSearch::new(WebSearchConfig {
+        cache_dir: Some(cache.path().to_owned()),
+        network: Network::Offline,
+        api_key: Some(ApiKey::new(TEST_KEY)),
+        ..WebSearchConfig::default()
+    })
+    .unwrap();
+    assert_eq!(
+        offline.search("Who wrote Hamlet?").await.unwrap(),
+        "William Shakespeare"
+    );
+    // Under its SHA-256 name, the entry is read first.
+    std::fs::write(
+        entries.join("30159b89f93759e5dc5b8e215547640d5562d5d609896c8097ac15d33225fd3d.json"),
+        entry.replace("William Shakespeare", "W. Shakespeare"),
+    )
+    .unwrap();
+    assert_eq!(
+        offline.search("Who wrote Hamlet?").await.unwrap(),
+        "W. Shakespeare"
+    );
 }

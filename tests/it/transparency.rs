@@ -6,7 +6,8 @@
 //!
 //! - `--cache` on an empty directory (cold: the server answers what it answered the reference, the
 //!   cache answers nothing), then on the directory it filled (warm: the server is asked nothing);
-//!   only the runs' `cache` field (and with it `run.v2`) differs;
+//!   only the runs' `cache` field (and with it `run.v2`) and the requests sent (`usage.requests`)
+//!   differ;
 //! - killed part-way (the future dropped, as a crash; or interrupted, as Ctrl-C) and run again,
 //!   and two questions failing past the client's retries and asked again by the same command:
 //!   the same runs as uninterrupted;
@@ -42,18 +43,18 @@ use std::sync::{Arc, Mutex, PoisonError};
 use std::time::Duration;
 
 use futures::future::BoxFuture;
-use react_docstore::Method;
 use react_docstore::analysis::attempts::Attempts;
+use react_docstore::base::method::Method;
+use react_docstore::base::method::{Reflect, ScStop, StopRule};
 use react_docstore::docstore::ContextParagraph;
 use react_docstore::docstore::{Docstore, DocstoreError, DocstoreSource};
 use react_docstore::eval::{self, EvalConfig, EvalError, EvalServices, Progress, Resume};
 use react_docstore::llm::cache::{Hosts, ReplyCache};
 use react_docstore::llm::openai::{DEFAULT_MAX_RESPONSE_BYTES, RetryPolicy};
 use react_docstore::llm::{
-    Api, Completion, ConverseRequest, Llm, LlmError, LlmRequest, OpenAiClient, OpenAiConfig, Reply,
-    SampleRequest, Samples,
+    Completion, ConverseRequest, Llm, LlmError, LlmRequest, Reply, SampleRequest, Samples, openai::Api,
+    openai::OpenAiClient, openai::OpenAiConfig,
 };
-use react_docstore::method::{Reflect, ScStop, StopRule};
 use react_docstore::record::questions::Contexts;
 use react_docstore::record::results::ResultsError;
 use react_docstore::record::selection::Selection;
@@ -893,12 +894,17 @@ fn read_runs(path: &Path) -> BTreeMap<(String, String), Value> {
 }
 
 /// A results line less what says how it was made rather than what it found: the cache's use,
-/// the shard it came from, the split of the selection into shards.
+/// the shard it came from, the split of the selection into shards, and `usage.requests`, the HTTP
+/// requests sent (a reply from the cache is a call and no request; a transient error is a request
+/// and no call), where `usage.llm_calls`, what the run asked, stays compared.
 fn findings(run: &Value) -> Value {
     let mut run = run.clone();
     let fields = run.as_object_mut().unwrap();
     fields.remove("cache");
     fields.remove("shard");
+    if let Some(usage) = fields.get_mut("usage").and_then(Value::as_object_mut) {
+        usage.remove("requests");
+    }
     if let Some(selection) = fields
         .get_mut("evaluation")
         .and_then(|evaluation| evaluation.get_mut("selection"))
@@ -1236,7 +1242,7 @@ async fn resume(bench: &Bench, expected: &BTreeMap<(String, String), Value>, fou
 /// `replay` of the reference's results file, with no model and no docstore.
 async fn replayed(bench: &Bench, expected: &BTreeMap<(String, String), Value>, found: &mut Found) {
     use react_docstore::agent::trace::TracePrinter;
-    use react_docstore::replay::{Output, ReplayConfig, replay};
+    use react_docstore::apps::replay::{Output, ReplayConfig, replay};
     let config = ReplayConfig {
         paths: vec![bench.path("reference.jsonl")],
         output: Output::Json,

@@ -15,8 +15,8 @@
 use std::hint::black_box;
 use std::time::{Duration, Instant};
 
-use react_docstore::Profile;
-use react_docstore::docstore::page::summary;
+use react_docstore::base::profile::Profile;
+use react_docstore::docstore::summary;
 use react_docstore::docstore::{DocstoreConfig, SearchOutcome, parse_search_page};
 use wiremock::matchers::method;
 use wiremock::{Mock, MockServer, ResponseTemplate};

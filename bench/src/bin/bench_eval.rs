@@ -22,17 +22,17 @@ use std::time::{Duration, Instant};
 
 use bench::cpu::cpu_seconds;
 use futures::future::BoxFuture;
-use react_docstore::Profile;
-use react_docstore::agent::tool::Toolbox;
 use react_docstore::agent::trace::LogOutput;
-use react_docstore::docstore::corpus::context_paragraphs;
+use react_docstore::base::profile::Profile;
+use react_docstore::docstore::context_paragraphs;
 use react_docstore::docstore::{
-    ContextParagraph, DistractorSource, Docstore, DocstoreError, DocstoreSource, IndexSource,
+    ContextParagraph, DistractorSource, Docstore, DocstoreError, DocstoreSource, index::IndexSource,
 };
 use react_docstore::eval::{self, EvalConfig, EvalServices, Progress, Resume};
-use react_docstore::llm::{Api, OpenAiClient, OpenAiConfig};
+use react_docstore::llm::{openai::Api, openai::OpenAiClient, openai::OpenAiConfig};
 use react_docstore::record::questions::Contexts;
 use react_docstore::record::selection::Selection;
+use react_docstore::tools::Toolbox;
 use wiremock::matchers::{method, path};
 use wiremock::{Mock, MockServer, Request, Respond, ResponseTemplate};
 
@@ -329,7 +329,7 @@ async fn time_cot_sc(dir: &Path, honours_n: bool, n_questions: usize, concurrenc
         selection: Selection::default(),
         contexts: Contexts::Unused,
         agent: react_docstore::solver::setup::AgentSetup {
-            method: react_docstore::Method::CotSc,
+            method: react_docstore::base::method::Method::CotSc,
             ..Default::default()
         },
         fewshot: Vec::new(),

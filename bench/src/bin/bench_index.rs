@@ -20,7 +20,7 @@ use std::time::Instant;
 
 use std::sync::Arc;
 
-use react_docstore::Profile;
+use react_docstore::base::profile::Profile;
 use react_docstore::docstore::index::{BuildConfig, IndexExplorer, IndexedPage, PageIndex, SearchHit, build};
 
 const USAGE: &str = "usage: bench_index --corpus FILE.jsonl --queries FILE.tsv --out DIR [--threads N] [--memory SIZE] [--times FILE.tsv]\n       bench_index --search-only --queries FILE.tsv --out DIR [--times FILE.tsv]\n       bench_index --add-neighbour-table --out DIR (an index built before the table gets it)\n       bench_index --search-only --queries FILE.tsv --out DIR --against DIR2 (each query on both, alternately)";

@@ -4,9 +4,9 @@
 
 use std::time::Instant;
 
-use react_docstore::Run;
 use react_docstore::agent::trace::TracePrinter;
-use react_docstore::replay::replay_run;
+use react_docstore::apps::replay::replay_run;
+use react_docstore::record::run::Run;
 
 fn main() -> anyhow::Result<()> {
     let root = bench::repository_root().join("fixtures/runs");

@@ -17,7 +17,7 @@ use std::time::Instant;
 
 use react_docstore::analysis::compare::{self, DEFAULT_SEED, ScoredFile};
 use react_docstore::analysis::report::{ReportConfig, write_report};
-use react_docstore::metrics::AnswerScore;
+use react_docstore::base::metrics::AnswerScore;
 use react_docstore::record::run::Run;
 use serde_json::Value;
 

@@ -47,7 +47,7 @@ use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 use std::time::Instant;
 
-use react_docstore::rng::SplitMix64;
+use react_docstore::base::rng::SplitMix64;
 
 use bench::hotpot_jsonl::{Sentence, write_page};
 

@@ -72,7 +72,7 @@ fn functions_are_named_in_snake_case_with_one_string_argument() {
 #[test]
 fn a_tools_wording_comes_from_its_description() {
     let mut toolbox = Toolbox::default();
-    toolbox.register(std::sync::Arc::new(crate::agent::tools::Calculate));
+    toolbox.register(std::sync::Arc::new(crate::tools::calculator::Calculate));
     let set = FunctionSet::new(["Calculate"], &toolbox);
     let calculate = &set.functions()[3];
     assert_eq!(calculate.parameter, "expression");
@@ -302,12 +302,12 @@ fn bundled_transcripts_are_generated_from_the_text_examples() {
         ("fever", Fewshot::fever().examples, no_tools),
         (
             "calculate",
-            crate::agent::tools::calculator::EXAMPLES.to_owned(),
+            crate::tools::calculator::EXAMPLES.to_owned(),
             FunctionSet::new(["Calculate"], &Toolbox::default()),
         ),
         (
             "websearch",
-            crate::agent::tools::websearch::EXAMPLES.to_owned(),
+            crate::tools::websearch::EXAMPLES.to_owned(),
             FunctionSet::new(["WebSearch"], &Toolbox::default()),
         ),
     ];

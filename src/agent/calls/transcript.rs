@@ -9,7 +9,7 @@
 //! equal to what this module writes).
 
 use crate::agent::action::ActionGrammar;
-use crate::profile::Profile;
+use crate::base::profile::Profile;
 
 use crate::agent::calls::{FunctionKind, FunctionSet};
 

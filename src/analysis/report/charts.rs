@@ -252,9 +252,7 @@ fn fit(label: &str, room: f64) -> String {
         return label.to_owned();
     }
     let keep = ((room / CHAR_WIDTH).floor() as usize).saturating_sub(1).max(1);
-    let mut cut: String = label.chars().take(keep).collect();
-    cut.push('…');
-    cut
+    crate::base::text::shorten(label, keep).into_owned()
 }
 
 /// The smallest of 1, 2, 2.5, 5 × 10^k at or above `value` (at least 1).

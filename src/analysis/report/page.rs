@@ -9,8 +9,8 @@ use crate::analysis::compare::{Comparison, Difference};
 use crate::analysis::report::charts::{BarChart, Layout, Series, Unit, XAxis, histogram, share_bins};
 use crate::analysis::report::{AttemptsView, FileView, Report};
 use crate::analysis::summary::Scores;
+use crate::base::task::Task;
 use crate::record::run::Stopped;
-use crate::task::Task;
 
 const STYLE: &str = include_str!("style.css");
 const SCRIPT: &str = include_str!("script.js");

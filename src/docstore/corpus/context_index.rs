@@ -1,4 +1,4 @@
-//! `ContextIndex`: the search of [`PageIndex`](crate::docstore::PageIndex) over a handful of pages (a question's ten context
+//! `ContextIndex`: the search of [`PageIndex`](crate::docstore::index::PageIndex) over a handful of pages (a question's ten context
 //! paragraphs), computed directly from the pages instead of through a tantivy index, so that a
 //! question's docstore opens in microseconds rather than the milliseconds a tantivy segment takes.
 //!
@@ -20,14 +20,14 @@ use tantivy::fieldnorm::FieldNormReader;
 use tantivy::query::Bm25Weight;
 use tantivy::tokenizer::{MAX_TOKEN_LEN, TextAnalyzer};
 
+use crate::base::profile::Profile;
 use crate::docstore::index::IndexedPage;
-use crate::docstore::index::schema::analyzer;
+use crate::docstore::index::analyzer;
 use crate::docstore::index::title::{
     folded_title, is_possible_title, mediawiki_title, title_key, title_similarity,
 };
 use crate::docstore::page::{DISAMBIGUATION_ENTRIES, Reader, SIMILAR_TITLES, SearchOutcome, SearchStep};
 use crate::docstore::{Docstore, DocstoreError};
-use crate::profile::Profile;
 
 // The ranking's constants, as `index/search.rs` has them (the differential test fails if the two
 // part).
@@ -132,7 +132,7 @@ fn within_one_edit(a: &[char], b: &[char]) -> bool {
     }
 }
 
-/// A few pages searched as an in-memory [`PageIndex`](crate::docstore::PageIndex) searches them.
+/// A few pages searched as an in-memory [`PageIndex`](crate::docstore::index::PageIndex) searches them.
 #[derive(Debug)]
 pub struct ContextIndex {
     pages: Vec<IndexedPage>,

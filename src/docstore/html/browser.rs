@@ -20,7 +20,7 @@ use scraper::{CaseSensitivity, ElementRef, Html, Node, Selector};
 
 use super::soup::{Markup, find_end_tag, is_void, markup, memchr, name_key};
 use super::{MAX_DISAMBIGUATION_ITEMS, MAX_RESULT_TITLES, TITLE_LIMIT};
-use crate::docstore::page::SearchOutcome;
+use crate::docstore::SearchOutcome;
 use crate::docstore::page::{PAGE_TEXT_LIMIT, Page, TextBudget, collapse_whitespace, python_strip};
 
 /// How many `<p>` are looked at for MediaWiki's zero-results sentence.

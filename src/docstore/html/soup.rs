@@ -15,9 +15,11 @@ use std::borrow::Cow;
 use std::collections::HashMap;
 
 use super::{MAX_RESULT_TITLES, TITLE_LIMIT};
-use crate::docstore::page::SearchOutcome;
+use crate::docstore::SearchOutcome;
 use crate::docstore::page::{Page, TextBudget, is_python_space, python_strip};
-use crate::docstore::python::{clean_str, html_unescape, html5_entity, numeric_reference, windows_1252};
+use crate::docstore::python_codecs::{
+    clean_str, html_unescape, html5_entity, numeric_reference, windows_1252,
+};
 
 /// `wikienv.py`'s reading of a search response.
 pub(super) fn paper_outcome(html: &str) -> SearchOutcome {

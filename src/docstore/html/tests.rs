@@ -3,7 +3,7 @@ use std::borrow::Cow;
 use super::soup::{Document, decode_text};
 use super::*;
 use crate::docstore::page::{Page, python_strip, summary};
-use crate::docstore::python::{html_unescape, repr_list};
+use crate::docstore::python_codecs::{html_unescape, repr_list};
 
 fn fixture(name: &str) -> String {
     let path = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))

@@ -25,7 +25,8 @@ use super::input::{Feeder, Ranges, ReadIssue, Work, for_each_line};
 use super::manifest::{INDEX_FORMAT, Manifest, SourceInfo, thousands};
 use super::neighbours::{NEIGHBOUR_TABLE_FORMAT, write_table};
 use super::schema::{Digest, IndexedPage, WikiSchema};
-use super::titles::TitleTableBuilder;
+use super::title_table::TitleTableBuilder;
+use crate::base::fsutil::{process_is_alive, sync_parent};
 
 /// The least and the most memory budget a build takes unless `--memory` says otherwise.
 const DEFAULT_MEMORY: std::ops::RangeInclusive<usize> = (512 << 20)..=(2 << 30);
@@ -245,7 +246,7 @@ impl Shared {
         let count = self.malformed.fetch_add(1, Ordering::Relaxed) + 1;
         if count <= SHOWN_ISSUES {
             if !matches!(self.progress, BuildProgress::Quiet) {
-                let mut stderr = crate::output::stderr();
+                let mut stderr = crate::base::output::stderr();
                 let _ = writeln!(stderr, "warning: skipped a malformed record: {record}");
                 if count == SHOWN_ISSUES {
                     let _ = writeln!(
@@ -517,7 +518,7 @@ struct Part {
 /// page; document ids follow the dump, and the ranked search breaks its ties by document id — the
 /// page earlier in the dump, on every machine and whatever the threads — without reading a fast
 /// field per match. Meanwhile, on the core the merge leaves idle, the segments' title columns
-/// give the index's [`TitleTable`](super::titles::TitleTable), and the stored pages, read in
+/// give the index's [`TitleTable`](super::title_table::TitleTable), and the stored pages, read in
 /// dump order, the index's [`Digest`] ([`digest_pages`]).
 fn stack_parts(mut parts: Vec<Part>, dir: &Path, fields: &WikiSchema) -> tantivy::Result<Digest> {
     parts.sort_by_key(|part| (part.range, part.part));
@@ -777,7 +778,7 @@ fn show_progress(
                     "unknown".to_owned()
                 };
                 let _ = writeln!(
-                    crate::output::stderr(),
+                    crate::base::output::stderr(),
                     "indexed {pages} pages, {:.1}% of the input read, {rate:.0} pages/s, ETA {eta}",
                     share * 100.0
                 );
@@ -962,14 +963,6 @@ fn exchange(_a: &Path, _b: &Path) -> std::io::Result<Exchange> {
     Ok(Exchange::Unsupported)
 }
 
-/// Makes a rename in `path`'s directory durable.
-fn sync_parent(path: &Path) -> std::io::Result<()> {
-    match path.parent() {
-        Some(parent) if !parent.as_os_str().is_empty() => std::fs::File::open(parent)?.sync_all(),
-        _ => std::fs::File::open(".")?.sync_all(),
-    }
-}
-
 /// How the fallback names the old index it set aside: the staging directory's name with this.
 const ASIDE_SUFFIX: &str = ".old";
 
@@ -982,13 +975,6 @@ fn staging_owner(file_name: &str, name: &str) -> Option<(u32, bool)> {
         None => (rest, false),
     };
     Some((pid.parse().ok()?, aside))
-}
-
-/// Whether the process `pid` may still run. Without /proc there is no telling: assumed alive.
-fn may_be_alive(pid: u32) -> bool {
-    pid == std::process::id()
-        || !Path::new("/proc").is_dir()
-        || Path::new("/proc").join(pid.to_string()).exists()
 }
 
 /// Puts back the index a killed build had set aside and not replaced (`out` missing, an aside
@@ -1004,7 +990,7 @@ fn restore_set_aside(parent: &Path, name: &str, out: &Path) -> Result<(), IndexE
         .flatten()
         .filter(|entry| {
             staging_owner(&entry.file_name().to_string_lossy(), name)
-                .is_some_and(|(pid, aside)| aside && !may_be_alive(pid))
+                .is_some_and(|(pid, aside)| aside && !process_is_alive(pid))
         })
         .map(|entry| entry.path())
         .collect();
@@ -1058,7 +1044,7 @@ fn not_of_an_index(dir: &Path) -> Vec<String> {
         .unwrap_or_default();
     let own = [
         super::manifest::MANIFEST_FILE,
-        super::titles::TITLES_FILE,
+        super::title_table::TITLES_FILE,
         super::neighbours::NEIGHBOURS_FILE,
         "meta.json",
         ".managed.json",
@@ -1108,7 +1094,7 @@ fn remove_stale_staging(parent: &Path, name: &str, out: &Path) {
         let Some((pid, aside)) = staging_owner(&entry.file_name().to_string_lossy(), name) else {
             continue;
         };
-        if !may_be_alive(pid) && (out_present || !aside) {
+        if !process_is_alive(pid) && (out_present || !aside) {
             let _ = std::fs::remove_dir_all(entry.path());
         }
     }

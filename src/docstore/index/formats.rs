@@ -20,7 +20,7 @@ use serde::Deserialize;
 use serde_json::Value;
 
 use super::schema::{IndexedPage, sanitize};
-use crate::docstore::python::html_unescape;
+use crate::docstore::python_codecs::html_unescape;
 
 /// A dump format.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize, serde::Deserialize)]

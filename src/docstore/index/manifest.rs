@@ -7,7 +7,7 @@ use serde::{Deserialize, Serialize};
 
 use super::IndexError;
 use super::formats::DumpFormat;
-use crate::fsutil::atomic_write;
+use crate::base::fsutil::atomic_write;
 
 /// The manifest's file name inside an index directory.
 pub const MANIFEST_FILE: &str = "react-docstore-index.json";
@@ -106,7 +106,7 @@ impl Manifest {
         let json =
             serde_json::to_string_pretty(self).map_err(|error| write_error(std::io::Error::other(error)))?;
         atomic_write(&path, (json + "\n").as_bytes()).map_err(write_error)?;
-        crate::fsutil::remove_stale_temporaries(&path);
+        crate::base::fsutil::remove_stale_temporaries(&path);
         Ok(())
     }
 }

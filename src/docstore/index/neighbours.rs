@@ -28,7 +28,7 @@ use super::IndexError;
 use super::manifest::Manifest;
 use super::read_only::ReadOnlyDirectory;
 use super::schema::WikiSchema;
-use crate::fsutil::AtomicFile;
+use crate::base::fsutil::AtomicFile;
 
 /// The table's file name inside an index directory.
 pub const NEIGHBOURS_FILE: &str = "react-docstore-neighbours.bin";

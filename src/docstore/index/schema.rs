@@ -8,7 +8,7 @@ use tantivy::tokenizer::{AsciiFoldingFilter, LowerCaser, RemoveLongFilter, Simpl
 use tantivy::{Index, IndexSettings, IndexSortByField, Order, TantivyDocument};
 
 use super::title::{folded_title, mediawiki_title, title_key};
-use crate::docstore::page::Page;
+use crate::docstore::Page;
 
 /// The tokenizer of titles and text: words of letters and digits, lower case, accents folded
 /// (`Beyonce` finds `Beyoncé`), words longer than 40 bytes dropped.
@@ -32,7 +32,7 @@ pub struct WikiSchema {
     pub title: Field,
     /// The MediaWiki-normalised title, untokenized: Wikipedia's "Go" (the in-memory docstores and
     /// format v2; a dump's index leaves it empty and finds titles in its
-    /// [`TitleTable`](super::titles::TitleTable)).
+    /// [`TitleTable`](super::title_table::TitleTable)).
     pub title_exact: Field,
     /// The normalised title in lower case: the case-insensitive match (as `title_exact`).
     pub title_folded: Field,
@@ -137,7 +137,7 @@ impl WikiSchema {
 
     /// The document for one page of a dump's index, whose stored body
     /// ([`IndexedPage::encode_body`]) is known: no title terms, which are unique to their page
-    /// (its [`TitleTable`](super::titles::TitleTable) finds titles; see [`WikiSchema::title_key`]).
+    /// (its [`TitleTable`](super::title_table::TitleTable) finds titles; see [`WikiSchema::title_key`]).
     pub(super) fn document_with_body(
         &self,
         page: &IndexedPage,
@@ -353,11 +353,6 @@ impl Digest {
         hasher.update(body.as_bytes());
         self.sum = self.sum.wrapping_add(hasher.digest128());
         self.pages += 1;
-    }
-
-    pub fn merge(&mut self, other: Digest) {
-        self.sum = self.sum.wrapping_add(other.sum);
-        self.pages += other.pages;
     }
 
     /// `{label}-{16 hex digits}`: the snapshot id.

@@ -33,7 +33,7 @@ use super::neighbours::{NEIGHBOUR_TABLE_FORMAT, NEIGHBOURS_FILE, NeighbourTable,
 use super::read_only::ReadOnlyDirectory;
 use super::schema::{Digest, IndexedPage, WikiSchema, analyzer};
 use super::title::{folded_title, is_possible_title, mediawiki_title, title_key, title_similarity};
-use super::titles::{TITLES_FILE, TitleTable};
+use super::title_table::{TITLES_FILE, TitleTable};
 use crate::docstore::page::{DISAMBIGUATION_ENTRIES, SIMILAR_TITLES};
 
 /// How many ranked candidates are re-ranked by title similarity.
@@ -953,8 +953,8 @@ mod tests {
     use std::sync::atomic::AtomicBool;
 
     use super::*;
-    use crate::docstore::index::build::{BuildConfig, build};
-    use crate::rng::SplitMix64;
+    use crate::base::rng::SplitMix64;
+    use crate::docstore::index::{BuildConfig, build};
 
     /// Every single-character edit of `word` over its own letters and a few others: each deletion,
     /// insertion, substitution and adjacent transposition.

@@ -14,10 +14,10 @@ use std::fmt;
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
+use crate::base::method::{Method, Reflect, ScStop};
+use crate::base::profile::Profile;
 use crate::docstore::DocstoreInfo;
-use crate::llm::{Api, Generation};
-use crate::method::{Method, Reflect, ScStop};
-use crate::profile::Profile;
+use crate::llm::{Generation, openai::Api};
 use crate::record::run::{Attempt, Run};
 
 /// The settings of the evaluation a results line belongs to, as `eval` wrote them beside the run.
@@ -38,7 +38,7 @@ pub struct EvalSettings {
     /// The step budget of a method that acts; `None` for CoT, Standard and CoT-SC.
     #[serde(
         default,
-        deserialize_with = "crate::limits::steps",
+        deserialize_with = "crate::base::limits::steps",
         skip_serializing_if = "Option::is_none"
     )]
     pub max_steps: Option<usize>,
@@ -56,7 +56,7 @@ pub struct EvalSettings {
 /// CoT-SC's sampling.
 #[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
 pub struct Sampling {
-    #[serde(deserialize_with = "crate::limits::samples")]
+    #[serde(deserialize_with = "crate::base::limits::samples")]
     pub samples: usize,
     pub temperature: f64,
     /// The stopping rule (`--sc-stop`); absent: all N asked (and lines written before it existed).
@@ -80,12 +80,12 @@ fn stop_text(samples: bool, stop: Option<&ScStop>) -> String {
 pub enum AttemptsRecord {
     Once,
     Trials {
-        #[serde(deserialize_with = "crate::limits::attempts")]
+        #[serde(deserialize_with = "crate::base::limits::attempts")]
         count: u32,
         reflect: Reflect,
     },
     Epochs {
-        #[serde(deserialize_with = "crate::limits::attempts")]
+        #[serde(deserialize_with = "crate::base::limits::attempts")]
         count: u32,
     },
 }
@@ -156,7 +156,7 @@ fn short_digest(digest: &str) -> &str {
     &digest[..end]
 }
 
-pub use crate::digest::{digest, file_digest};
+pub use crate::base::digest::{digest, file_digest};
 
 /// One setting of a run as the comparison sees it.
 #[derive(Debug, Clone, PartialEq)]
@@ -557,7 +557,7 @@ pub fn check_same(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::method::StopRule;
+    use crate::base::method::StopRule;
     use serde_json::Map;
 
     fn settings() -> EvalSettings {

@@ -6,9 +6,9 @@ use std::str::FromStr;
 
 use serde_json::{Value, json};
 
-use crate::agent::calls::function_key;
 use crate::llm::openai::{ReasoningEcho, wire_message};
 use crate::llm::{FunctionSpec, Message, SentCall, reasoning};
+use crate::tools::function_key;
 
 use crate::trajectories::export::{ExportReasoning, PromptPart};
 use crate::trajectories::rebuild::{Example, Speaker, Turn};

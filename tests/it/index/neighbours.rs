@@ -2,7 +2,7 @@
 //! answers every search as one built before it, which still opens and searches with the
 //! Levenshtein automaton; a table that does not belong to its index is refused, naming the file.
 
-use react_docstore::Profile;
+use react_docstore::base::profile::Profile;
 use react_docstore::docstore::Docstore;
 use react_docstore::docstore::index::{IndexSource, PageIndex};
 

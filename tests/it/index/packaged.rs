@@ -6,7 +6,7 @@ use std::io::Write;
 use std::path::Path;
 use std::sync::atomic::AtomicBool;
 
-use react_docstore::Profile;
+use react_docstore::base::profile::Profile;
 use react_docstore::docstore::index::{BuildConfig, BuildReport, build};
 
 use super::{explorer, search};

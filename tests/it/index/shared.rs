@@ -8,7 +8,7 @@ use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
 use std::time::SystemTime;
 
-use react_docstore::Profile;
+use react_docstore::base::profile::Profile;
 use react_docstore::docstore::index::IndexSource;
 
 use super::{build_index, search};

@@ -4,8 +4,8 @@
 use proptest::prelude::*;
 
 use super::*;
-use crate::docstore::PageIndex;
 use crate::docstore::index::IndexExplorer;
+use crate::docstore::index::PageIndex;
 
 /// Title and text words: some shared between pages, some with accents or digits, some a letter
 /// apart (`mercury` / `mercurys`), as HotpotQA's contexts mix them.

@@ -11,7 +11,7 @@ use tantivy::TantivyDocument;
 
 use super::{PageIndex, search_error};
 use crate::docstore::index::IndexError;
-use crate::docstore::index::schema::IndexedPage;
+use crate::docstore::index::IndexedPage;
 
 /// One retrieved page: where it stands in the dump, its BM25 score and the page itself.
 #[derive(Debug, Clone, PartialEq)]
