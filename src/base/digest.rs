@@ -31,12 +31,9 @@ pub fn file_digest(path: &Path) -> std::io::Result<String> {
 /// lowercase hex digits (the same on every platform and release; a reader checks the key the
 /// entry holds, so a file copied under another name is no hit).
 pub fn file_key(key: &[u8]) -> String {
-    let named = digest(key);
-    // invariant: `digest` always starts with its `sha256:` prefix
+    let mut named = digest(key);
+    named.drain(.."sha256:".len());
     named
-        .strip_prefix("sha256:")
-        .expect("digest names its hash")
-        .to_owned()
 }
 
 /// `sha256:` and `hash` in hex.

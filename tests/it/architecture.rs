@@ -16,7 +16,7 @@ fn repository_files(root: &Path, dir: &Path, found: &mut Vec<PathBuf>) {
     entries.sort();
     for path in entries {
         let name = path.file_name().unwrap().to_string_lossy();
-        if name.starts_with('.') || name == "target" || name == "__pycache__" {
+        if name == ".git" || name == "target" || name == "__pycache__" {
             continue;
         }
         if path.is_dir() {
@@ -51,6 +51,10 @@ fn declared_names(root: &Path, files: &[PathBuf]) -> BTreeSet<String> {
     let mut names = BTreeSet::new();
     for file in files {
         let code = file.starts_with("src") || file.starts_with("python");
+        if code && root.join(file).is_dir() {
+            names.insert(file.file_name().unwrap().to_string_lossy().into_owned());
+            continue;
+        }
         let ext = file.extension().and_then(|ext| ext.to_str());
         if !code || !matches!(ext, Some("rs" | "py")) {
             continue;
@@ -108,6 +112,13 @@ fn unresolved(text: &str, files: &[PathBuf], names: &BTreeSet<String>) -> Vec<St
     let mut missing = Vec::new();
     for (idx, span) in prose.split('`').enumerate() {
         if idx % 2 == 0 || span.contains(char::is_whitespace) || OUTSIDE_NAMES.contains(&span) {
+            continue;
+        }
+        // A route (`/v1/step`) is a string the code serves.
+        if span.starts_with('/') {
+            if !names.contains(span) {
+                missing.push(span.to_owned());
+            }
             continue;
         }
         let is_path = span.contains('/')
