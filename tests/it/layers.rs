@@ -6,7 +6,7 @@
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::Path;
 
-/// A module's path below the crate root: `src/docstore/index.rs` → `["docstore", "index"]`.
+/// A module's path below the crate root: `src/docstore/index/mod.rs` → `["docstore", "index"]`.
 fn module_path(src: &Path, file: &Path) -> Vec<String> {
     let relative = file.strip_prefix(src).unwrap().with_extension("");
     let mut parts: Vec<String> = relative
