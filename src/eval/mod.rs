@@ -1,8 +1,12 @@
 //! `evaluate`: runs a question file through the agent, many questions at once, appending every
 //! finished run to a results file that a re-run resumes from, and sums it up.
 //!
-//! [`questions`] reads the files, [`selection`] picks the questions, [`results`] is the JSON Lines
-//! file that survives a crash, [`summary`] adds the outcomes up, [`score`] is the `score` command.
+//! The runner only: what it reads and writes is the record's ([`crate::record::questions`] the
+//! question files, [`crate::record::selection`] the questions picked, [`crate::record::results`]
+//! the JSON Lines file that survives a crash), and what the runs add up to is the analysis's
+//! ([`crate::analysis::summary`]). Here: the questions in flight, [`resume`] (every stored line
+//! checked against this evaluation before any request), [`failure`] (whether an error stops the
+//! evaluation) and [`progress`] (the events a caller's view draws).
 
 mod failure;
 mod progress;
