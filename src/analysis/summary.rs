@@ -8,6 +8,7 @@ use std::time::Duration;
 
 use serde::Serialize;
 
+use crate::analysis::prices::{Cost, PriceList, Tokens};
 use crate::base::method::Method;
 use crate::base::metrics::AnswerScore;
 use crate::base::task::Task;
@@ -33,6 +34,8 @@ pub struct Outcome {
     pub samples_asked: Option<(usize, usize)>,
     /// What `--cache` did for the run, when it was on.
     pub cache: Option<CacheUse>,
+    /// The model the run asked, as it records it.
+    pub model: Option<String>,
 }
 
 impl Outcome {
@@ -57,6 +60,7 @@ impl Outcome {
             backoff: run.backoff.map(|backoff| backoff.reason),
             samples_asked: run.sc_stop.map(|record| (record.asked, record.samples)),
             cache: run.cache.clone(),
+            model: run.model.clone(),
         }
     }
 }
@@ -304,6 +308,90 @@ pub struct Summary {
     /// What `--cache` did, over the runs that used it; absent when none did.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub cache: Option<CacheSummary>,
+    /// The runs' tokens by the model they asked (`None`: not recorded), for [`Summary::price`].
+    #[serde(skip)]
+    pub tokens_by_model: BTreeMap<Option<String>, ModelTokens>,
+    /// What the runs cost at `--prices` ([`Summary::price`]); absent without a price file.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub cost: Option<CostSummary>,
+}
+
+/// The runs of one model and their tokens, summed.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub struct ModelTokens {
+    pub runs: usize,
+    pub tokens: Tokens,
+}
+
+fn tokens_by_model(outcomes: &[Outcome]) -> BTreeMap<Option<String>, ModelTokens> {
+    let mut by_model: BTreeMap<Option<String>, ModelTokens> = BTreeMap::new();
+    for outcome in outcomes {
+        let entry = by_model.entry(outcome.model.clone()).or_default();
+        entry.runs += 1;
+        entry.tokens = entry.tokens.plus(Tokens::of(&outcome.usage));
+    }
+    by_model
+}
+
+/// What an evaluation's runs cost at the prices of a `--prices` file: exact sums of tokens times
+/// prices, over the runs whose model the file prices.
+#[derive(Debug, Clone, PartialEq, Default, Serialize)]
+pub struct CostSummary {
+    /// In dollars, exact (`$0.0010656`).
+    pub total: String,
+    /// The total over the priced runs, per priced run, in dollars.
+    pub per_question: f64,
+    /// Runs priced.
+    pub priced: usize,
+    /// Models of runs the file has no price for (those runs count in no figure here).
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub unpriced_models: Vec<String>,
+}
+
+impl CostSummary {
+    /// The cost of the runs of `by_model` at `prices`: a cost is linear in the tokens, so pricing
+    /// each model's sum is pricing each run. Runs without a recorded model are unpriced.
+    pub fn of(by_model: &BTreeMap<Option<String>, ModelTokens>, prices: &PriceList) -> CostSummary {
+        let mut total = Cost::default();
+        let mut priced = 0;
+        let mut unpriced_models = Vec::new();
+        for (model, counted) in by_model {
+            match model.as_deref().and_then(|model| prices.price(model)) {
+                Some(price) => {
+                    total = total.plus(price.cost(counted.tokens));
+                    priced += counted.runs;
+                }
+                None => {
+                    unpriced_models.push(model.clone().unwrap_or_else(|| "(no model recorded)".to_owned()))
+                }
+            }
+        }
+        CostSummary {
+            total: total.to_string(),
+            per_question: if priced == 0 {
+                0.0
+            } else {
+                total.dollars() / priced as f64
+            },
+            priced,
+            unpriced_models,
+        }
+    }
+
+    fn write_text(&self, out: &mut dyn Write) -> io::Result<()> {
+        let unpriced = if self.unpriced_models.is_empty() {
+            String::new()
+        } else {
+            format!("; no price for {}", self.unpriced_models.join(", "))
+        };
+        writeln!(
+            out,
+            "cost           {} in all, ${:.6} a question, over {}{unpriced}",
+            self.total,
+            self.per_question,
+            crate::base::output::counted(self.priced, "run", "runs")
+        )
+    }
 }
 
 /// The model calls of an evaluation's runs that went through `--cache`, those it answered and
@@ -361,6 +449,11 @@ pub struct SummaryContext {
 }
 
 impl Summary {
+    /// Prices the runs at `prices` (`--prices`): fills [`Summary::cost`].
+    pub fn price(&mut self, prices: &PriceList) {
+        self.cost = Some(CostSummary::of(&self.tokens_by_model, prices));
+    }
+
     /// Questions whose model wrote `Finish[...]` (this run or a resumed one).
     pub fn n_finished(&self) -> usize {
         self.by_stopped
@@ -466,6 +559,8 @@ impl Summary {
             results: context.results,
             attempts: super::attempts::AttemptsSummary::default(),
             cache: CacheSummary::of(outcomes),
+            tokens_by_model: tokens_by_model(outcomes),
+            cost: None,
         }
     }
 
@@ -554,6 +649,9 @@ impl Summary {
         )?;
         if let Some(cache) = &self.cache {
             cache.write_text(out)?;
+        }
+        if let Some(cost) = &self.cost {
+            cost.write_text(out)?;
         }
         writeln!(
             out,

@@ -6,6 +6,7 @@ use std::process::ExitCode;
 
 use crate::agent::trace::LogOutput;
 use crate::analysis::attempts::Attempts;
+use crate::analysis::prices::PriceList;
 use crate::analysis::report;
 use crate::base::method::Reflect;
 use crate::base::output;
@@ -51,6 +52,11 @@ pub struct EvalArgs {
     /// Print the summary as one JSON object.
     #[arg(long, help_heading = "Output")]
     json: bool,
+    /// Price the runs' tokens: LiteLLM's JSON price map (`model_prices_and_context_window.json`)
+    /// or a TOML table in dollars per million tokens (`"gpt-4o-mini" = { input = 0.15,
+    /// cached_input = 0.075, output = 0.6 }`); the summary gives the exact cost.
+    #[arg(long, value_name = "FILE", env = "REACT_PRICES", help_heading = "Output")]
+    prices: Option<PathBuf>,
 }
 
 /// Which questions of the file to run: subset, then ids, then limit, then the shard.
@@ -150,12 +156,16 @@ pub async fn run(args: EvalArgs, log: LogOutput) -> anyhow::Result<ExitCode> {
     };
     // The inputs before the model: a missing or mistyped question file is named first.
     QuestionFile::check_readable(&config.questions)?;
+    let prices = args.prices.as_deref().map(PriceList::read).transpose()?;
     let services = EvalServices {
         llm: args.run.open_shared_model()?,
         docstore: args.run.open_docstore(Opener::Eval)?,
         toolbox: args.run.open_tools()?,
     };
-    let summary = eval::evaluate(&config, &services, interrupt).await?;
+    let mut summary = eval::evaluate(&config, &services, interrupt).await?;
+    if let Some(prices) = &prices {
+        summary.price(prices);
+    }
     let mut stdout = output::stdout();
     if args.json {
         writeln!(stdout, "{}", serde_json::to_string(&summary)?)?;

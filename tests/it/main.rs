@@ -118,6 +118,7 @@ mod bounds;
 mod cache;
 mod closed_pipe;
 mod compare;
+mod cost;
 mod docs;
 mod docstore;
 mod end_to_end;
