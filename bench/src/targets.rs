@@ -449,7 +449,7 @@ pub fn run_lines() -> impl Strategy<Value = String> {
 /// where an abort is seen).
 pub fn check_run_lines(text: &str) {
     use react_docstore::record::files::read_runs;
-    use react_docstore::record::merge::read_evaluation;
+    use react_docstore::record::evaluation::read_evaluation;
     let dir = tempfile::tempdir().unwrap();
     let results = dir.path().join("results.jsonl");
     std::fs::write(&results, text).unwrap();

@@ -15,7 +15,7 @@ use serde::Serialize;
 use crate::analysis::attempts::{ByQuestion, Reduce, Reduced, Seen};
 use crate::analysis::summary::Incomplete;
 use crate::metrics::{AnswerScore, normalize_answer};
-use crate::record::merge::{self, Evaluation, MergeError};
+use crate::record::evaluation::{self, Evaluation, EvaluationError};
 use crate::record::recorded::RecordedRun;
 use crate::record::results::ResultsError;
 use crate::record::run::{Attempt, Run, Stopped};
@@ -72,7 +72,7 @@ impl ScoredRun {
     }
 }
 
-/// The runs of one evaluation (a results file, or several read as one: [`merge::read_evaluation`]),
+/// The runs of one evaluation (a results file, or several read as one: [`evaluation::read_evaluation`]),
 /// each scored against its gold answer, in the evaluation's order.
 #[derive(Debug, Clone)]
 pub struct ScoredFile {
@@ -95,7 +95,7 @@ pub enum CompareError {
     #[error(transparent)]
     Results(#[from] ResultsError),
     #[error(transparent)]
-    Merge(#[from] MergeError),
+    Merge(#[from] EvaluationError),
     #[error("`{}` holds no runs: not a results file of `eval`", path.display())]
     Empty { path: PathBuf },
     #[error("results file `{}`, line {line}: field `gold` is missing, so the run cannot be scored", path.display())]
@@ -180,7 +180,7 @@ impl ScoredFile {
     /// evaluation: a results file, a directory of them, or comma-joined files
     /// ([`crate::record::files::recorded_files`]), read as one.
     pub fn read_reduced(path: &Path, reduce: Reduce) -> Result<ScoredFile, CompareError> {
-        let evaluation = merge::read_evaluation(&[path.to_owned()])?;
+        let evaluation = evaluation::read_evaluation(&[path.to_owned()])?;
         let mut file = ScoredFile::from_evaluation(path, evaluation)?;
         file.reduce(reduce);
         Ok(file)
