@@ -78,7 +78,7 @@ impl ScoredRun {
 pub struct ScoredFile {
     /// The evaluation as named: a file, a directory, or comma-joined files.
     pub path: PathBuf,
-    /// FEVER when every run used the FEVER few-shot examples.
+    /// The evaluation's task ([`Evaluation::task`]).
     pub task: Task,
     /// One run a question: a file of several attempts a question reduced ([`Reduce`]).
     pub runs: Vec<ScoredRun>,
@@ -252,6 +252,7 @@ impl ScoredFile {
 
     fn from_evaluation(path: &Path, evaluation: Evaluation) -> Result<ScoredFile, CompareError> {
         let gaps = evaluation.gaps();
+        let task = evaluation.task();
         let lines = evaluation.runs;
         if lines.is_empty() {
             return Err(CompareError::Empty {
@@ -289,12 +290,6 @@ impl ScoredFile {
                 em_share: None,
             });
         }
-        // The runs' task as they record it (older runs': derived once, by `Run::task`).
-        let task = if runs.iter().all(|scored| scored.run().task() == Task::Fever) {
-            Task::Fever
-        } else {
-            Task::HotpotQa
-        };
         Ok(ScoredFile {
             path: path.to_owned(),
             task,
@@ -668,11 +663,7 @@ pub fn compare(a: &ScoredFile, b: &ScoredFile, seed: u64, golds: Golds) -> Resul
         f1_diff,
         mcnemar_p: mcnemar_exact_p(a_only, b_only),
         flipped,
-        task: if a.task == Task::Fever && b.task == Task::Fever {
-            Task::Fever
-        } else {
-            Task::HotpotQa
-        },
+        task: evaluation::task_of([a.task, b.task]),
         seed,
         resamples: BOOTSTRAP_RESAMPLES,
     })

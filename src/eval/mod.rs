@@ -141,6 +141,19 @@ pub enum EvalError {
         "`--reflect {strategy}` writes Reflexion's text prompt; `--api tools` sends no text prompt: use `--api chat` or `--api completions`, or `--reflect none`"
     )]
     ReflectTools { strategy: crate::method::Reflect },
+    #[error(
+        "`{}` is {} (task `{task}`), but the few-shot examples {examples} teach `{examples_task}`: give examples of `{task}`, or none for the bundled ones",
+        questions.display(),
+        crate::record::questions::describe(*task)
+    )]
+    ExamplesOfAnotherTask {
+        questions: PathBuf,
+        task: Task,
+        /// The examples' files as the message names them (`--fewshot` files, or the results
+        /// `--fewshot-from` drew from).
+        examples: String,
+        examples_task: Task,
+    },
     #[error("the selection holds no question")]
     NothingSelected,
     #[error(
@@ -447,6 +460,23 @@ pub async fn evaluate(
                 .collect::<Result<_, _>>()?,
         )
     };
+    // The question file says the task; examples of another are refused before any request.
+    if examples.task() != task {
+        let files: Vec<&PathBuf> = match &config.fewshot_from {
+            Some(from) => vec![&from.results],
+            None => config.fewshot.iter().collect(),
+        };
+        return Err(EvalError::ExamplesOfAnotherTask {
+            questions: config.questions.clone(),
+            task,
+            examples: files
+                .iter()
+                .map(|path| format!("`{}`", path.display()))
+                .collect::<Vec<_>>()
+                .join(", "),
+            examples_task: examples.task(),
+        });
+    }
     let solver = Solver::new(
         &config.agent.method_config(),
         config.agent.profile,

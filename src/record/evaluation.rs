@@ -24,6 +24,7 @@ use crate::record::run::settings::{
 };
 use crate::record::run::{Attempt, ShardRecord};
 use crate::record::shard::{Shard, shard_of};
+use crate::task::Task;
 
 /// How many missing shards or question positions a message lists before `…`.
 const LISTED: usize = 8;
@@ -436,6 +437,12 @@ fn shard_coverage(runs: &[RecordedRun]) -> Result<Option<ShardCoverage>, Evaluat
 }
 
 impl Evaluation {
+    /// The evaluation's task, as its runs record it (the question file's, since `eval` takes it
+    /// from there; older runs': [`crate::record::run::Run::task`]): the one reading of it.
+    pub fn task(&self) -> Task {
+        task_of(self.runs.iter().map(|evaluated| evaluated.run.task()))
+    }
+
     /// What the evaluation lacks or held twice, one sentence each: missing shards, questions of
     /// the selection no run answers, duplicates dropped. Empty when whole.
     pub fn gaps(&self) -> Vec<String> {
@@ -480,6 +487,17 @@ impl Evaluation {
             ));
         }
         gaps
+    }
+}
+
+/// The task of runs (or evaluations) read together: FEVER when every one is FEVER's (scored by
+/// label accuracy), else HotpotQA.
+pub fn task_of(tasks: impl IntoIterator<Item = Task>) -> Task {
+    let mut tasks = tasks.into_iter();
+    if tasks.all(|task| task == Task::Fever) {
+        Task::Fever
+    } else {
+        Task::HotpotQa
     }
 }
 
