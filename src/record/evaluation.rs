@@ -20,7 +20,7 @@ use crate::record::files::{FilesError, RunsError, Wanted, read_runs, recorded_pa
 use crate::record::recorded::RecordedRun;
 use crate::record::results::{ResultsError, parse_run_lines};
 use crate::record::run::settings::{
-    Comparable, LineContradiction, NotOneEvaluation, SettingsSource, check_same, in_field_order,
+    LineContradiction, NotOneEvaluation, SettingRows, SettingsSource, check_same, in_field_order,
 };
 use crate::record::run::{Attempt, ShardRecord};
 use crate::record::shard::{Shard, shard_of};
@@ -299,17 +299,17 @@ fn same_run(first: &RecordedRun, second: &RecordedRun) -> Result<(), EvaluationE
     }
 }
 
-/// The first line's settings, which every other line read must share ([`Comparable`]), and the
+/// The first line's settings, which every other line read must share ([`SettingRows`]), and the
 /// settings some line does not record (older lines).
 #[derive(Default)]
 struct SameSettings {
-    first: Option<(Comparable, SettingsSource)>,
+    first: Option<(SettingRows, SettingsSource)>,
     unknown: BTreeSet<&'static str>,
 }
 
 impl SameSettings {
     fn check(&mut self, evaluated: &RecordedRun) -> Result<(), EvaluationError> {
-        let comparable = Comparable::of_run(&evaluated.run, evaluated.source())?;
+        let comparable = SettingRows::of_run(&evaluated.run, evaluated.source())?;
         let Some((first, source)) = &self.first else {
             self.first = Some((comparable, evaluated.source()));
             return Ok(());
