@@ -1,6 +1,6 @@
 //! `Comparison`: two results files paired by question id — the four right/wrong counts, the EM and
 //! F1 differences (B − A) with paired bootstrap intervals, McNemar's exact p-value and the flipped
-//! questions. `ScoredFile` reads one results file and scores each run; `report` uses both.
+//! questions. `ScoredEvaluation` reads one evaluation (a results file, or its shards) and scores each run; `report` uses both.
 //!
 //! A run is right when its answer's EM is 1 against its gold (FEVER: the label is right); a run
 //! that ended in an error is scored like any other, so with no answer it is wrong. Scores come from
@@ -75,7 +75,7 @@ impl ScoredRun {
 /// The runs of one evaluation (a results file, or several read as one: [`evaluation::read_evaluation`]),
 /// each scored against its gold answer, in the evaluation's order.
 #[derive(Debug, Clone)]
-pub struct ScoredFile {
+pub struct ScoredEvaluation {
     /// The evaluation as named: a file, a directory, or comma-joined files.
     pub path: PathBuf,
     /// The evaluation's task ([`Evaluation::task`]).
@@ -169,19 +169,19 @@ pub struct QuestionMismatch {
     pub b_question: String,
 }
 
-impl ScoredFile {
+impl ScoredEvaluation {
     /// Reads a results file with the results reader `eval` uses and scores every run; several
     /// attempts a question are reduced to their final state.
-    pub fn read(path: &Path) -> Result<ScoredFile, CompareError> {
-        ScoredFile::read_reduced(path, Reduce::Final)
+    pub fn read(path: &Path) -> Result<ScoredEvaluation, CompareError> {
+        ScoredEvaluation::read_reduced(path, Reduce::Final)
     }
 
-    /// [`ScoredFile::read`], several attempts a question reduced by `reduce`. `path` is an
+    /// [`ScoredEvaluation::read`], several attempts a question reduced by `reduce`. `path` is an
     /// evaluation: a results file, a directory of them, or comma-joined files
     /// ([`crate::record::files::recorded_files`]), read as one.
-    pub fn read_reduced(path: &Path, reduce: Reduce) -> Result<ScoredFile, CompareError> {
+    pub fn read_reduced(path: &Path, reduce: Reduce) -> Result<ScoredEvaluation, CompareError> {
         let evaluation = evaluation::read_evaluation(&[path.to_owned()])?;
-        let mut file = ScoredFile::from_evaluation(path, evaluation)?;
+        let mut file = ScoredEvaluation::from_evaluation(path, evaluation)?;
         file.reduce(reduce);
         Ok(file)
     }
@@ -250,7 +250,7 @@ impl ScoredFile {
         }
     }
 
-    fn from_evaluation(path: &Path, evaluation: Evaluation) -> Result<ScoredFile, CompareError> {
+    fn from_evaluation(path: &Path, evaluation: Evaluation) -> Result<ScoredEvaluation, CompareError> {
         let gaps = evaluation.gaps();
         let task = evaluation.task();
         let lines = evaluation.runs;
@@ -290,7 +290,7 @@ impl ScoredFile {
                 em_share: None,
             });
         }
-        Ok(ScoredFile {
+        Ok(ScoredEvaluation {
             path: path.to_owned(),
             task,
             runs,
@@ -513,8 +513,8 @@ pub struct Pair<'a> {
 /// The two runs of a pair must ask the same question and, unless `golds` lets them differ, be
 /// scored against the same gold answer (the same once normalized, as the metric reads it).
 pub fn pair<'a>(
-    a: &'a ScoredFile,
-    b: &'a ScoredFile,
+    a: &'a ScoredEvaluation,
+    b: &'a ScoredEvaluation,
     golds: Golds,
 ) -> Result<(Vec<Pair<'a>>, usize, usize), CompareError> {
     let b_by_id: HashMap<&str, &ScoredRun> = b.runs.iter().map(|run| (run.id(), run)).collect();
@@ -570,7 +570,7 @@ fn check_same_gold(a_run: &ScoredRun, b_run: &ScoredRun) -> Result<(), CompareEr
 /// Pairs `a` and `b` by question id and compares them; `seed` drives the bootstrap.
 /// The gaps of several evaluations, each sentence said once, naming every evaluation it is
 /// true of (`` `a.jsonl`, `b.jsonl`: … ``), in the order first met.
-pub fn gap_notes(files: &[ScoredFile]) -> Vec<String> {
+pub fn gap_notes(files: &[ScoredEvaluation]) -> Vec<String> {
     let mut gaps: Vec<(&str, Vec<String>)> = Vec::new();
     for file in files {
         for gap in &file.gaps {
@@ -586,7 +586,12 @@ pub fn gap_notes(files: &[ScoredFile]) -> Vec<String> {
         .collect()
 }
 
-pub fn compare(a: &ScoredFile, b: &ScoredFile, seed: u64, golds: Golds) -> Result<Comparison, CompareError> {
+pub fn compare(
+    a: &ScoredEvaluation,
+    b: &ScoredEvaluation,
+    seed: u64,
+    golds: Golds,
+) -> Result<Comparison, CompareError> {
     let (pairs, only_in_a, only_in_b) = pair(a, b, golds)?;
     let n = pairs.len();
     let mut counts = [0usize; 4];
@@ -628,7 +633,7 @@ pub fn compare(a: &ScoredFile, b: &ScoredFile, seed: u64, golds: Golds) -> Resul
                 .map(|pair| flip(pair, RightSide::B)),
         )
         .collect();
-    let side = |file: &ScoredFile, runs: Vec<&ScoredRun>| {
+    let side = |file: &ScoredEvaluation, runs: Vec<&ScoredRun>| {
         let n = runs.len() as f64;
         let mean = |value: &dyn Fn(&ScoredRun) -> f64| runs.iter().map(|run| value(run)).sum::<f64>() / n;
         let errors = runs.iter().filter(|run| run.stopped() == Stopped::Error).count();
