@@ -449,8 +449,8 @@ pub fn run_lines() -> impl Strategy<Value = String> {
 /// unbounded allocation (the fuzz example runs this in a child process whose memory is capped,
 /// where an abort is seen).
 pub fn check_run_lines(text: &str) {
+    use react_docstore::record::evaluation::read_evaluation;
     use react_docstore::record::files::read_runs;
-    use react_docstore::record::merge::read_evaluation;
     let dir = tempfile::tempdir().unwrap();
     let results = dir.path().join("results.jsonl");
     std::fs::write(&results, text).unwrap();

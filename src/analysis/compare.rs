@@ -1,6 +1,6 @@
 //! `Comparison`: two results files paired by question id — the four right/wrong counts, the EM and
 //! F1 differences (B − A) with paired bootstrap intervals, McNemar's exact p-value and the flipped
-//! questions. `ScoredFile` reads one results file and scores each run; `report` uses both.
+//! questions. `ScoredEvaluation` reads one evaluation (a results file, or its shards) and scores each run; `report` uses both.
 //!
 //! A run is right when its answer's EM is 1 against its gold (FEVER: the label is right); a run
 //! that ended in an error is scored like any other, so with no answer it is wrong. Scores come from
@@ -17,7 +17,7 @@ use crate::analysis::summary::Incomplete;
 use crate::base::metrics::{AnswerScore, normalize_answer};
 use crate::base::rng::SplitMix64;
 use crate::base::task::Task;
-use crate::record::merge::{self, Evaluation, MergeError};
+use crate::record::evaluation::{self, Evaluation, EvaluationError};
 use crate::record::recorded::RecordedRun;
 use crate::record::results::ResultsError;
 use crate::record::run::{Attempt, Run, Stopped};
@@ -72,13 +72,13 @@ impl ScoredRun {
     }
 }
 
-/// The runs of one evaluation (a results file, or several read as one: [`merge::read_evaluation`]),
+/// The runs of one evaluation (a results file, or several read as one: [`evaluation::read_evaluation`]),
 /// each scored against its gold answer, in the evaluation's order.
 #[derive(Debug, Clone)]
-pub struct ScoredFile {
+pub struct ScoredEvaluation {
     /// The evaluation as named: a file, a directory, or comma-joined files.
     pub path: PathBuf,
-    /// FEVER when every run used the FEVER few-shot examples.
+    /// The evaluation's task ([`Evaluation::task`]).
     pub task: Task,
     /// One run a question: a file of several attempts a question reduced ([`Reduce`]).
     pub runs: Vec<ScoredRun>,
@@ -95,7 +95,7 @@ pub enum CompareError {
     #[error(transparent)]
     Results(#[from] ResultsError),
     #[error(transparent)]
-    Merge(#[from] MergeError),
+    Merge(#[from] EvaluationError),
     #[error("`{}` holds no runs: not a results file of `eval`", path.display())]
     Empty { path: PathBuf },
     #[error("results file `{}`, line {line}: field `gold` is missing, so the run cannot be scored", path.display())]
@@ -169,19 +169,19 @@ pub struct QuestionMismatch {
     pub b_question: String,
 }
 
-impl ScoredFile {
+impl ScoredEvaluation {
     /// Reads a results file with the results reader `eval` uses and scores every run; several
     /// attempts a question are reduced to their final state.
-    pub fn read(path: &Path) -> Result<ScoredFile, CompareError> {
-        ScoredFile::read_reduced(path, Reduce::Final)
+    pub fn read(path: &Path) -> Result<ScoredEvaluation, CompareError> {
+        ScoredEvaluation::read_reduced(path, Reduce::Final)
     }
 
-    /// [`ScoredFile::read`], several attempts a question reduced by `reduce`. `path` is an
+    /// [`ScoredEvaluation::read`], several attempts a question reduced by `reduce`. `path` is an
     /// evaluation: a results file, a directory of them, or comma-joined files
     /// ([`crate::record::files::recorded_files`]), read as one.
-    pub fn read_reduced(path: &Path, reduce: Reduce) -> Result<ScoredFile, CompareError> {
-        let evaluation = merge::read_evaluation(&[path.to_owned()])?;
-        let mut file = ScoredFile::from_evaluation(path, evaluation)?;
+    pub fn read_reduced(path: &Path, reduce: Reduce) -> Result<ScoredEvaluation, CompareError> {
+        let evaluation = evaluation::read_evaluation(&[path.to_owned()])?;
+        let mut file = ScoredEvaluation::from_evaluation(path, evaluation)?;
         file.reduce(reduce);
         Ok(file)
     }
@@ -250,8 +250,9 @@ impl ScoredFile {
         }
     }
 
-    fn from_evaluation(path: &Path, evaluation: Evaluation) -> Result<ScoredFile, CompareError> {
+    fn from_evaluation(path: &Path, evaluation: Evaluation) -> Result<ScoredEvaluation, CompareError> {
         let gaps = evaluation.gaps();
+        let task = evaluation.task();
         let lines = evaluation.runs;
         if lines.is_empty() {
             return Err(CompareError::Empty {
@@ -289,13 +290,7 @@ impl ScoredFile {
                 em_share: None,
             });
         }
-        // The runs' task as they record it (older runs': derived once, by `Run::task`).
-        let task = if runs.iter().all(|scored| scored.run().task() == Task::Fever) {
-            Task::Fever
-        } else {
-            Task::HotpotQa
-        };
-        Ok(ScoredFile {
+        Ok(ScoredEvaluation {
             path: path.to_owned(),
             task,
             runs,
@@ -516,8 +511,8 @@ pub struct Pair<'a> {
 /// The two runs of a pair must ask the same question and, unless `golds` lets them differ, be
 /// scored against the same gold answer (the same once normalized, as the metric reads it).
 pub fn pair<'a>(
-    a: &'a ScoredFile,
-    b: &'a ScoredFile,
+    a: &'a ScoredEvaluation,
+    b: &'a ScoredEvaluation,
     golds: Golds,
 ) -> Result<(Vec<Pair<'a>>, usize, usize), CompareError> {
     let b_by_id: HashMap<&str, &ScoredRun> = b.runs.iter().map(|run| (run.id(), run)).collect();
@@ -573,7 +568,7 @@ fn check_same_gold(a_run: &ScoredRun, b_run: &ScoredRun) -> Result<(), CompareEr
 /// Pairs `a` and `b` by question id and compares them; `seed` drives the bootstrap.
 /// The gaps of several evaluations, each sentence said once, naming every evaluation it is
 /// true of (`` `a.jsonl`, `b.jsonl`: … ``), in the order first met.
-pub fn gap_notes(files: &[ScoredFile]) -> Vec<String> {
+pub fn gap_notes(files: &[ScoredEvaluation]) -> Vec<String> {
     let mut gaps: Vec<(&str, Vec<String>)> = Vec::new();
     for file in files {
         for gap in &file.gaps {
@@ -589,7 +584,12 @@ pub fn gap_notes(files: &[ScoredFile]) -> Vec<String> {
         .collect()
 }
 
-pub fn compare(a: &ScoredFile, b: &ScoredFile, seed: u64, golds: Golds) -> Result<Comparison, CompareError> {
+pub fn compare(
+    a: &ScoredEvaluation,
+    b: &ScoredEvaluation,
+    seed: u64,
+    golds: Golds,
+) -> Result<Comparison, CompareError> {
     let (pairs, only_in_a, only_in_b) = pair(a, b, golds)?;
     let n = pairs.len();
     let mut counts = [0usize; 4];
@@ -631,7 +631,7 @@ pub fn compare(a: &ScoredFile, b: &ScoredFile, seed: u64, golds: Golds) -> Resul
                 .map(|pair| flip(pair, RightSide::B)),
         )
         .collect();
-    let side = |file: &ScoredFile, runs: Vec<&ScoredRun>| {
+    let side = |file: &ScoredEvaluation, runs: Vec<&ScoredRun>| {
         let n = runs.len() as f64;
         let mean = |value: &dyn Fn(&ScoredRun) -> f64| runs.iter().map(|run| value(run)).sum::<f64>() / n;
         let errors = runs.iter().filter(|run| run.stopped() == Stopped::Error).count();
@@ -666,11 +666,7 @@ pub fn compare(a: &ScoredFile, b: &ScoredFile, seed: u64, golds: Golds) -> Resul
         f1_diff,
         mcnemar_p: mcnemar_exact_p(a_only, b_only),
         flipped,
-        task: if a.task == Task::Fever && b.task == Task::Fever {
-            Task::Fever
-        } else {
-            Task::HotpotQa
-        },
+        task: evaluation::task_of([a.task, b.task]),
         seed,
         resamples: BOOTSTRAP_RESAMPLES,
     })

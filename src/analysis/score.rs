@@ -14,7 +14,7 @@ use crate::analysis::summary::{Incomplete, Scores, mean_scores};
 use crate::base::json::type_name;
 use crate::base::metrics::AnswerScore;
 use crate::base::task::Task;
-use crate::record::merge::{MergeError, read_evaluation};
+use crate::record::evaluation::{EvaluationError, read_evaluation};
 use crate::record::questions::{QuestionFile, QuestionFileError};
 use crate::record::results::ResultsError;
 use crate::record::run::{Attempt, Stopped};
@@ -73,10 +73,10 @@ pub enum ScoreError {
     Format {
         path: PathBuf,
         #[source]
-        source: MergeError,
+        source: EvaluationError,
     },
     #[error(transparent)]
-    Merge(#[from] MergeError),
+    Merge(#[from] EvaluationError),
     #[error(transparent)]
     Gold(#[from] QuestionFileError),
     #[error("gold file `{}`: question `{id}` has no answer to score against", path.display())]
@@ -123,7 +123,7 @@ pub fn read_predictions(paths: &[PathBuf]) -> Result<Predictions, ScoreError> {
             }
             None => read_evaluation(paths).map_err(|source| match source {
                 // A question file is named as one, not as predictions of another format.
-                MergeError::Results(ResultsError::QuestionFile { .. }) => ScoreError::Merge(source),
+                EvaluationError::Results(ResultsError::QuestionFile { .. }) => ScoreError::Merge(source),
                 source => ScoreError::Format {
                     path: path.clone(),
                     source,

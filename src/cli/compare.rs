@@ -6,7 +6,7 @@ use std::path::PathBuf;
 use std::process::ExitCode;
 
 use crate::analysis::attempts::Reduce;
-use crate::analysis::compare::{self, ScoredFile};
+use crate::analysis::compare::{self, ScoredEvaluation};
 use crate::base::output;
 
 use super::options::{BootstrapSeedArg, GoldsArg};
@@ -45,8 +45,8 @@ impl CompareArgs {
 }
 
 pub fn run(args: CompareArgs) -> anyhow::Result<ExitCode> {
-    let a = ScoredFile::read_reduced(&args.a, args.reduction())?;
-    let b = ScoredFile::read_reduced(&args.b, args.reduction())?;
+    let a = ScoredEvaluation::read_reduced(&args.a, args.reduction())?;
+    let b = ScoredEvaluation::read_reduced(&args.b, args.reduction())?;
     let comparison = compare::compare(&a, &b, args.seed.seed, args.golds.golds())?;
     super::options::warn_gaps(&compare::gap_notes(&[a, b]))?;
     let mut stdout = output::stdout();

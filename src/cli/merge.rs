@@ -5,7 +5,7 @@ use std::path::PathBuf;
 use std::process::ExitCode;
 
 use crate::base::output;
-use crate::record::merge;
+use crate::record::{evaluation, merge};
 
 #[derive(clap::Args)]
 pub struct MergeArgs {
@@ -18,7 +18,7 @@ pub struct MergeArgs {
 }
 
 pub fn run(args: MergeArgs) -> anyhow::Result<ExitCode> {
-    let evaluation = merge::read_evaluation(&args.results)?;
+    let evaluation = evaluation::read_evaluation(&args.results)?;
     merge::write_results(&evaluation, &args.out)?;
     let runs = output::counted(evaluation.runs.len(), "run", "runs");
     let files = output::counted(evaluation.files.len(), "file", "files");

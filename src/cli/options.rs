@@ -23,10 +23,12 @@ use crate::docstore::DEFAULT_WIKI_URL;
 use crate::docstore::{
     DEFAULT_USER_AGENT, DocstoreConfig, DocstoreKind, DocstoreSource, Opener, default_cache_dir,
 };
+use crate::llm::Llm;
 use crate::llm::cache::{self, Hosts, ReplyCache};
+use crate::llm::openai::Api;
+use crate::llm::openai::ModelSettings;
+use crate::llm::openai::OpenAiClient;
 use crate::llm::openai::ReasoningEcho;
-use crate::llm::{Llm, openai::Api, openai::ModelSettings, openai::OpenAiClient};
-use crate::record::files::{Wanted, read_runs, recorded_paths};
 use crate::record::recorded::RecordedRun;
 use crate::solver::Examples;
 use crate::solver::setup::{self, AgentSetup, ExtraTools};
@@ -547,25 +549,12 @@ impl FewshotFromArgs {
     }
 }
 
-/// The runs of `paths` (files or directories) for `export` and `--fewshot-from`, each with where
-/// it was read. Results files (`*.jsonl`) are one evaluation, as `score` and `compare` read them:
-/// an evaluation's shards merged (what is missing noted on stderr), a question answered two ways
-/// or files of other settings refused. Other run files (`ask --save`) are read one by one, after
-/// the evaluation's runs.
+/// The runs of `paths` for `export` and `--fewshot-from`, read by the one rule
+/// ([`crate::record::evaluation::read_all_runs`]), what the evaluation lacks noted on stderr.
 pub fn read_results_runs(paths: &[PathBuf]) -> anyhow::Result<Vec<RecordedRun>> {
-    let (results, others): (Vec<PathBuf>, Vec<PathBuf>) = recorded_paths(paths, Wanted::Runs)?
-        .into_iter()
-        .partition(|file| file.extension().is_some_and(|ext| ext == "jsonl"));
-    let mut runs = Vec::new();
-    if !results.is_empty() {
-        let evaluation = crate::record::merge::read_evaluation(&results)?;
-        warn_gaps(&evaluation.gaps())?;
-        runs = evaluation.runs;
-    }
-    for file in others {
-        runs.extend(read_runs(&file)?);
-    }
-    Ok(runs)
+    let read = crate::record::evaluation::read_all_runs(paths)?;
+    warn_gaps(&read.gaps)?;
+    Ok(read.runs)
 }
 
 /// Whether a person types on stdin.

@@ -50,7 +50,7 @@ use crate::record::shard::{self, ShardError};
 use crate::solver::setup::{self, AgentSetup, ExtraTools, SetupError};
 use crate::solver::{Examples, Solver, SolverError, Trial};
 use crate::tools::Toolbox;
-use crate::trajectories::fewshot_from::{FewshotFrom, FewshotFromError, OtherExamples};
+use crate::trajectories::fewshot_from::{Drawn, FewshotFrom, FewshotFromError, OtherExamples};
 
 /// How to evaluate.
 #[derive(Debug, Clone)]
@@ -145,6 +145,19 @@ pub enum EvalError {
         "`--reflect {strategy}` writes Reflexion's text prompt; `--api tools` sends no text prompt: use `--api chat` or `--api completions`, or `--reflect none`"
     )]
     ReflectTools { strategy: crate::base::method::Reflect },
+    #[error(
+        "`{}` is {} (task `{task}`), but the few-shot examples {examples} teach `{examples_task}`: give examples of `{task}`, or none for the bundled ones",
+        questions.display(),
+        crate::record::questions::describe(*task)
+    )]
+    ExamplesOfAnotherTask {
+        questions: PathBuf,
+        task: Task,
+        /// The examples' files as the message names them (`--fewshot` files, or the results
+        /// `--fewshot-from` drew from).
+        examples: String,
+        examples_task: Task,
+    },
     #[error("the selection holds no question")]
     NothingSelected,
     #[error(
@@ -386,42 +399,204 @@ pub async fn evaluate(
     interrupt: impl Future<Output = ()>,
 ) -> Result<Summary, EvalError> {
     let started = Instant::now();
-    // Options that cannot work together are refused before anything is read.
-    let tools = ExtraTools::of(&services.toolbox);
-    config.agent.check(services.llm.api(), tools)?;
-    if let Attempts::Trials { reflect, .. } = config.attempts {
-        setup::check_reflect_tools(reflect, tools)?;
+    let plan = Plan::make(config, services).await?;
+    let notes = ProgressReporter::notes(config);
+    let (results, kept) = plan.resume(config, &notes)?;
+    let llm = WatchedLlm::new(services.llm.as_ref(), config.concurrency);
+    let mut rounds = Rounds {
+        config,
+        services,
+        plan: &plan,
+        llm: &llm,
+        results,
+        tally: Tally::default(),
+        streak: ErrorStreak::default(),
+        distractor_hint: plan.distractor_hint.clone(),
+        resumed_errors: 0,
+    };
+    let end = rounds.run_all(kept, interrupt).await?;
+    let Rounds {
+        tally,
+        resumed_errors,
+        ..
+    } = rounds;
+    if resumed_errors > 0 {
+        notes.note(&format!(
+            "{} holds runs that ended in an error that asking again will not fix ({resumed_errors}): they are kept, not run again; `--retry-errors` runs them again",
+            config.results.display()
+        ));
     }
-    // With `--shard`, only the shard's questions; the plan says where each sits in the selection.
-    let (file, shard, other_shards) = config
-        .selection
-        .read_sharded(&config.questions, config.contexts)?;
-    let task = file.task;
-    // Offered when a question fails for want of Wikipedia: the file's own paragraphs need none.
-    let mut distractor_hint = (file.has_contexts && config.contexts == Contexts::Unused).then(|| {
-        format!(
-            "`{}` holds each question's context paragraphs: `--docstore distractor` searches them (HotpotQA's distractor setting), with no network",
-            config.questions.display()
-        )
-    });
-    let questions_digest = file.digest;
-    let questions = file.questions;
-    if questions.is_empty() {
-        return Err(EvalError::NothingSelected);
+    let interrupted = match end {
+        RoundsEnd::Stopped(reason) => {
+            return Err(EvalError::Stopped {
+                reason,
+                progress: StopProgress::of(&tally),
+                results: config.results.clone(),
+            });
+        }
+        RoundsEnd::Interrupted => true,
+        RoundsEnd::Done => false,
+    };
+    let questions = &plan.questions;
+    if interrupted {
+        let done = match config.attempts {
+            Attempts::Once => format!("{} of {} questions done", tally.outcomes.len(), questions.len()),
+            _ => format!(
+                "{} done for {}",
+                crate::base::output::counted(tally.outcomes.len(), "attempt", "attempts"),
+                crate::base::output::counted(questions.len(), "question", "questions")
+            ),
+        };
+        notes.note(&format!(
+            "interrupted: {done}; run the same command again to resume from {}",
+            config.results.display()
+        ));
     }
-    if config.contexts == Contexts::Required && questions.iter().all(|question| question.context.is_empty()) {
-        return Err(EvalError::NoContexts {
-            path: config.questions.clone(),
+    Ok(tally.summary(
+        questions,
+        config.attempts,
+        SummaryContext {
+            task: plan.task,
+            selected: questions.len(),
+            resumed: 0,
+            interrupted,
+            wall_time: started.elapsed(),
+            results: config.results.clone(),
+        },
+    ))
+}
+
+/// What an evaluation will ask, settled before any request: the question file's task, the
+/// selected questions (a shard's, placed in the selection), the solver with its examples, and the
+/// settings every line it appends records.
+struct Plan {
+    task: Task,
+    questions: Vec<Question>,
+    shard: Option<shard::ShardPlan>,
+    solver: Solver,
+    /// The examples `--fewshot-from` drew, which every run records.
+    drawn: Option<Drawn>,
+    settings: EvalSettings,
+    /// Offered when a question fails for want of Wikipedia: the file's own paragraphs need none.
+    distractor_hint: Option<String>,
+}
+
+impl Plan {
+    /// Checks the options, reads the selection, sets the examples and the method up: every
+    /// refusal that needs no request happens here.
+    async fn make(config: &EvalConfig, services: &EvalServices) -> Result<Plan, EvalError> {
+        // Options that cannot work together are refused before anything is read.
+        let tools = ExtraTools::of(&services.toolbox);
+        config.agent.check(services.llm.api(), tools)?;
+        if let Attempts::Trials { reflect, .. } = config.attempts {
+            setup::check_reflect_tools(reflect, tools)?;
+        }
+        // With `--shard`, only the shard's questions; the plan says where each sits in the selection.
+        let (file, shard, other_shards) = config
+            .selection
+            .read_sharded(&config.questions, config.contexts)?;
+        let task = file.task;
+        let distractor_hint = (file.has_contexts && config.contexts == Contexts::Unused).then(|| {
+            format!(
+                "`{}` holds each question's context paragraphs: `--docstore distractor` searches them (HotpotQA's distractor setting), with no network",
+                config.questions.display()
+            )
         });
+        let questions = file.questions;
+        if questions.is_empty() {
+            return Err(EvalError::NothingSelected);
+        }
+        if config.contexts == Contexts::Required
+            && questions.iter().all(|question| question.context.is_empty())
+        {
+            return Err(EvalError::NoContexts {
+                path: config.questions.clone(),
+            });
+        }
+        let (examples, drawn) = examples_of_task(config, task, &questions, &other_shards).await?;
+        let solver = Solver::new(
+            &config.agent.method_config(),
+            config.agent.profile,
+            &examples,
+            &services.toolbox,
+            &PromptOptions::default(),
+            config.agent.max_steps(task),
+        )?;
+        if let Attempts::Trials { reflect, .. } = config.attempts
+            && reflect != Reflect::None
+        {
+            solver.check_reflect(reflect)?;
+            if task == Task::Fever {
+                return Err(EvalError::ReflectFever {
+                    questions: config.questions.clone(),
+                    strategy: reflect,
+                });
+            }
+            if services.llm.api() == Some(Api::Tools) {
+                return Err(EvalError::ReflectTools { strategy: reflect });
+            }
+        }
+        let settings = evaluation_settings(config, services, &solver, shard.as_ref(), task, file.digest)?;
+        Ok(Plan {
+            task,
+            questions,
+            shard,
+            solver,
+            drawn,
+            settings,
+            distractor_hint,
+        })
     }
+
+    /// Opens the results file and keeps what it holds of this evaluation ([`resume::resume`]),
+    /// saying so: the runs kept, by question id and attempt.
+    fn resume(
+        &self,
+        config: &EvalConfig,
+        notes: &ProgressReporter,
+    ) -> Result<(ResultsFile, KeptRuns), EvalError> {
+        let (mut results, stored) = ResultsFile::open(&config.results)?;
+        if stored.torn_bytes > 0 {
+            notes.note(&format!(
+                "{}: dropped a torn last line ({} bytes) left by an interrupted write",
+                config.results.display(),
+                stored.torn_bytes
+            ));
+        }
+        let resumed = resume::resume(
+            &mut results,
+            stored,
+            &self.settings,
+            self.shard.as_ref(),
+            &self.questions,
+            config,
+        )?;
+        note_resumed(notes, &resumed, config, &self.settings);
+        let kept = resumed
+            .runs
+            .into_iter()
+            .filter_map(|run| Some(((run.id.clone()?, run.attempt()), run)))
+            .collect();
+        Ok((results, kept))
+    }
+}
+
+/// The few-shot examples: drawn by `--fewshot-from` (from the whole selection's other questions,
+/// so every shard draws the same), the `--fewshot` files, or the task's bundled ones. Examples of
+/// another task than the question file's are refused, naming both.
+async fn examples_of_task(
+    config: &EvalConfig,
+    task: Task,
+    questions: &[Question],
+    other_shards: &[crate::record::selection::OtherQuestion],
+) -> Result<(Examples, Option<Drawn>), EvalError> {
     let drawn = match &config.fewshot_from {
         Some(from) => {
             let mut excluded = crate::trajectories::Excluded::default();
-            // The whole selection, other shards' questions too: every shard draws the same.
-            for question in &questions {
+            for question in questions {
                 excluded.insert(&question.id, question.position, &question.question);
             }
-            for other in &other_shards {
+            for other in other_shards {
                 excluded.insert(&other.id, other.position, &other.question);
             }
             let drawn = from
@@ -451,82 +626,103 @@ pub async fn evaluate(
                 .collect::<Result<_, _>>()?,
         )
     };
-    let solver = Solver::new(
-        &config.agent.method_config(),
-        config.agent.profile,
-        &examples,
-        &services.toolbox,
-        &PromptOptions::default(),
-        config.agent.max_steps(task),
-    )?;
-    if let Attempts::Trials { reflect, .. } = config.attempts
-        && reflect != Reflect::None
-    {
-        solver.check_reflect(reflect)?;
-        if task == Task::Fever {
-            return Err(EvalError::ReflectFever {
-                questions: config.questions.clone(),
-                strategy: reflect,
-            });
-        }
-        if services.llm.api() == Some(Api::Tools) {
-            return Err(EvalError::ReflectTools { strategy: reflect });
-        }
+    // The question file says the task; examples of another are refused before any request.
+    if examples.task() != task {
+        let files: Vec<&PathBuf> = match &config.fewshot_from {
+            Some(from) => vec![&from.results],
+            None => config.fewshot.iter().collect(),
+        };
+        return Err(EvalError::ExamplesOfAnotherTask {
+            questions: config.questions.clone(),
+            task,
+            examples: files
+                .iter()
+                .map(|path| format!("`{}`", path.display()))
+                .collect::<Vec<_>>()
+                .join(", "),
+            examples_task: examples.task(),
+        });
     }
-    let settings = evaluation_settings(config, services, &solver, shard.as_ref(), task, questions_digest)?;
-    let (mut results, stored) = ResultsFile::open(&config.results)?;
-    let notes = ProgressReporter::notes(config);
-    if stored.torn_bytes > 0 {
-        notes.note(&format!(
-            "{}: dropped a torn last line ({} bytes) left by an interrupted write",
-            config.results.display(),
-            stored.torn_bytes
-        ));
-    }
-    let resumed = resume::resume(
-        &mut results,
-        stored,
-        &settings,
-        shard.as_ref(),
-        &questions,
-        config,
-    )?;
-    note_resumed(&notes, &resumed, config, &settings);
-    let stored = resumed.runs;
+    Ok((examples, drawn))
+}
 
-    let mut stored_by_key: HashMap<(String, Attempt), Run> = stored
-        .into_iter()
-        .filter_map(|run| Some(((run.id.clone()?, run.attempt()), run)))
-        .collect();
-    let mut tally = Tally::default();
-    let llm = WatchedLlm::new(services.llm.as_ref(), config.concurrency);
-    let mut interrupt = std::pin::pin!(interrupt.fuse());
-    let mut interrupted = false;
-    let mut streak = ErrorStreak::default();
-    let mut stop = None;
-    let mut resumed_errors = 0;
-    for round in rounds(config.attempts) {
-        let mut pending = Vec::new();
-        let mut resumed_now = Vec::new();
-        for &attempt in &round {
-            for question in &questions {
-                if matches!(attempt, Attempt::Trial(_)) && tally.right.contains(&question.id) {
-                    continue;
-                }
-                match stored_by_key.remove(&(question.id.clone(), attempt)) {
-                    Some(run) => resumed_now.push((question, run)),
-                    None => pending.push(Job {
-                        question,
-                        attempt,
-                        previous: tally.latest.get(&question.id).cloned(),
-                    }),
+/// The runs a resumed results file keeps, by question id and attempt.
+type KeptRuns = HashMap<(String, Attempt), Run>;
+
+/// How the rounds ended.
+enum RoundsEnd {
+    /// Every round ran (or every question was right before the next trial).
+    Done,
+    Interrupted,
+    /// A refusal every question would meet, or a streak of failures of one class.
+    Stopped(StopReason),
+}
+
+/// The scheduler: a plan's rounds, run against the model, every finished run appended.
+struct Rounds<'a> {
+    config: &'a EvalConfig,
+    services: &'a EvalServices,
+    plan: &'a Plan,
+    llm: &'a WatchedLlm<'a>,
+    results: ResultsFile,
+    tally: Tally,
+    streak: ErrorStreak,
+    distractor_hint: Option<String>,
+    /// Runs kept from the results file that ended in an error asking again will not fix.
+    resumed_errors: usize,
+}
+
+impl Rounds<'_> {
+    /// Each round in turn ([`rounds`]): the runs `kept` of it counted, the rest asked.
+    async fn run_all(
+        &mut self,
+        mut kept: KeptRuns,
+        interrupt: impl Future<Output = ()>,
+    ) -> Result<RoundsEnd, EvalError> {
+        let mut interrupt = std::pin::pin!(interrupt.fuse());
+        let plan = self.plan;
+        for round in rounds(self.config.attempts) {
+            let mut pending = Vec::new();
+            let mut resumed_now = Vec::new();
+            for &attempt in &round {
+                for question in &plan.questions {
+                    if matches!(attempt, Attempt::Trial(_)) && self.tally.right.contains(&question.id) {
+                        continue;
+                    }
+                    match kept.remove(&(question.id.clone(), attempt)) {
+                        Some(run) => resumed_now.push((question, run)),
+                        None => pending.push(Job {
+                            question,
+                            attempt,
+                            previous: self.tally.latest.get(&question.id).cloned(),
+                        }),
+                    }
                 }
             }
+            if resumed_now.is_empty() && pending.is_empty() {
+                // Every question is right before this trial.
+                break;
+            }
+            let end = self
+                .run_round(&round, resumed_now, pending, &mut interrupt)
+                .await?;
+            if !matches!(end, RoundsEnd::Done) {
+                return Ok(end);
+            }
         }
-        if resumed_now.is_empty() && pending.is_empty() {
-            // Every question is right before this trial.
-            break;
-        }
+        Ok(RoundsEnd::Done)
+    }
+
+    /// One round: the runs resumed for it counted, then its jobs asked `concurrency` at a time,
+    /// each finished run appended, until all are done, `interrupt` resolves or the model stops it.
+    async fn run_round<'q, F: Future<Output = ()>>(
+        &mut self,
+        round: &[Attempt],
+        resumed_now: Vec<(&'q Question, Run)>,
+        pending: Vec<Job<'q>>,
+        interrupt: &mut std::pin::Pin<&mut futures::future::Fuse<F>>,
+    ) -> Result<RoundsEnd, EvalError> {
+        let config = self.config;
         let progress = ProgressReporter::new(config, resumed_now.len() + pending.len());
         if let (Attempts::Trials { trials, .. }, Some(Attempt::Trial(k))) = (config.attempts, round.first()) {
             progress.note(&format!(
@@ -534,121 +730,96 @@ pub async fn evaluate(
                 crate::base::output::counted(resumed_now.len() + pending.len(), "question", "questions")
             ));
         }
-        let round_start = tally.outcomes.len();
+        let round_start = self.tally.outcomes.len();
         for (question, run) in resumed_now {
-            resumed_errors += usize::from(run.how_stopped() == Stopped::Error);
-            tally.record(run, question, Origin::Resumed);
+            self.resumed_errors += usize::from(run.how_stopped() == Stopped::Error);
+            self.tally.record(run, question, Origin::Resumed);
         }
-        progress.advance(&tally.outcomes[round_start..]);
+        progress.advance(&self.tally.outcomes[round_start..]);
         progress.restart_eta();
-        let n_resumed = tally.outcomes.len() - round_start;
-
+        let n_resumed = self.tally.outcomes.len() - round_start;
+        let (plan, llm, services) = (self.plan, self.llm, self.services);
         let mut runs = futures::stream::iter(pending)
-            .map(|job| async {
+            .map(|job| async move {
                 let (question, mut run, failure) =
-                    run_question(&solver, &llm, job, config.attempts, services).await;
-                run.fewshot_from = drawn.as_ref().map(|drawn| drawn.source.clone());
+                    run_question(&plan.solver, llm, job, config.attempts, services).await;
+                run.fewshot_from = plan.drawn.as_ref().map(|drawn| drawn.source.clone());
                 (question, run, failure)
             })
             .buffer_unordered(config.concurrency.max(1));
         let mut ticks = progress.ticks();
-        loop {
+        let end = loop {
             tokio::select! {
                 biased;
-                () = &mut interrupt => {
-                    interrupted = true;
-                    break;
-                }
-                () = llm.refused.notified() => {
-                    stop = llm.refusal();
-                    break;
-                }
-                _ = ticks.tick() => progress.line(&tally.outcomes[round_start..], n_resumed),
+                () = &mut *interrupt => break RoundsEnd::Interrupted,
+                () = llm.refused.notified() => match llm.refusal() {
+                    Some(reason) => break RoundsEnd::Stopped(reason),
+                    None => break RoundsEnd::Done,
+                },
+                _ = ticks.tick() => progress.line(&self.tally.outcomes[round_start..], n_resumed),
                 finished = runs.next() => {
-                    let Some((question, mut run, failure)) = finished else { break };
-                    let refusal = llm.refusal().filter(|_| run.error.is_some());
-                    if let Some(StopReason::Refused { .. }) = refusal {
-                        // Met the refusal (or failed beside it): not recorded, it runs next time.
-                        stop = refusal;
-                        break;
-                    }
-                    if let Some(plan) = &shard {
-                        plan.stamp(&mut run);
-                    }
-                    run.evaluation = Some(Box::new(settings.clone()));
-                    if run.stopped == Some(Stopped::Error) {
-                        let transient = failure.as_ref().is_some_and(|failure| failure.kind.is_transient());
-                        run.error_kind = Some(if transient { RunErrorKind::Transient } else { RunErrorKind::Lasting });
-                    }
-                    results.append(&run)?;
-                    if let Some(error) = &run.error {
-                        progress.note(&format!("question `{}`: {error}", question.id));
-                        if failure.as_ref().is_some_and(wants_wikipedia)
-                            && let Some(hint) = distractor_hint.take()
-                        {
-                            progress.note(&hint);
-                        }
-                    }
-                    let error = run.error.clone();
-                    tally.record(run, question, Origin::RunNow);
-                    progress.advance(&tally.outcomes[round_start..]);
-                    if let Some(StopReason::Unreachable { .. }) = refusal {
-                        // Recorded as an error that may fix itself: asked again next time.
-                        stop = refusal;
-                        break;
-                    }
-                    if let Some(reason) = streak.push(failure.as_ref(), error.as_deref()) {
-                        stop = Some(reason);
-                        break;
+                    let Some((question, run, failure)) = finished else { break RoundsEnd::Done };
+                    if let Some(end) = self.finished(question, run, failure, &progress, round_start)? {
+                        break end;
                     }
                 }
             }
-        }
+        };
         drop(runs);
         progress.finish();
-        if interrupted || stop.is_some() {
-            break;
+        Ok(end)
+    }
+
+    /// A run just finished: appended (unless it met a refusal every question would meet), told,
+    /// tallied; `Some` when it stops the evaluation.
+    fn finished(
+        &mut self,
+        question: &Question,
+        mut run: Run,
+        failure: Option<FailureClass>,
+        progress: &ProgressReporter,
+        round_start: usize,
+    ) -> Result<Option<RoundsEnd>, EvalError> {
+        let refusal = self.llm.refusal().filter(|_| run.error.is_some());
+        if let Some(StopReason::Refused { .. }) = refusal {
+            // Met the refusal (or failed beside it): not recorded, it runs next time.
+            return Ok(refusal.map(RoundsEnd::Stopped));
         }
+        if let Some(plan) = &self.plan.shard {
+            plan.stamp(&mut run);
+        }
+        run.evaluation = Some(Box::new(self.plan.settings.clone()));
+        if run.stopped == Some(Stopped::Error) {
+            let transient = failure
+                .as_ref()
+                .is_some_and(|failure| failure.kind.is_transient());
+            run.error_kind = Some(if transient {
+                RunErrorKind::Transient
+            } else {
+                RunErrorKind::Lasting
+            });
+        }
+        self.results.append(&run)?;
+        if let Some(error) = &run.error {
+            progress.note(&format!("question `{}`: {error}", question.id));
+            if failure.as_ref().is_some_and(wants_wikipedia)
+                && let Some(hint) = self.distractor_hint.take()
+            {
+                progress.note(&hint);
+            }
+        }
+        let error = run.error.clone();
+        self.tally.record(run, question, Origin::RunNow);
+        progress.advance(&self.tally.outcomes[round_start..]);
+        if let Some(StopReason::Unreachable { .. }) = refusal {
+            // Recorded as an error that may fix itself: asked again next time.
+            return Ok(refusal.map(RoundsEnd::Stopped));
+        }
+        Ok(self
+            .streak
+            .push(failure.as_ref(), error.as_deref())
+            .map(RoundsEnd::Stopped))
     }
-    if resumed_errors > 0 {
-        notes.note(&format!(
-            "{} holds runs that ended in an error that asking again will not fix ({resumed_errors}): they are kept, not run again; `--retry-errors` runs them again",
-            config.results.display()
-        ));
-    }
-    if let Some(reason) = stop {
-        return Err(EvalError::Stopped {
-            reason,
-            progress: StopProgress::of(&tally),
-            results: config.results.clone(),
-        });
-    }
-    if interrupted {
-        let done = match config.attempts {
-            Attempts::Once => format!("{} of {} questions done", tally.outcomes.len(), questions.len()),
-            _ => format!(
-                "{} done for {}",
-                crate::base::output::counted(tally.outcomes.len(), "attempt", "attempts"),
-                crate::base::output::counted(questions.len(), "question", "questions")
-            ),
-        };
-        notes.note(&format!(
-            "interrupted: {done}; run the same command again to resume from {}",
-            config.results.display()
-        ));
-    }
-    Ok(tally.summary(
-        &questions,
-        config.attempts,
-        SummaryContext {
-            task,
-            selected: questions.len(),
-            resumed: 0,
-            interrupted,
-            wall_time: started.elapsed(),
-            results: config.results.clone(),
-        },
-    ))
 }
 
 /// This evaluation's settings, as every line it appends records them.

@@ -1,5 +1,5 @@
 //! `resume`: what an evaluation keeps of the results file it appends to. Every stored run must
-//! be of this evaluation ([`Comparable`]: the same settings, the same shard, the same questions
+//! be of this evaluation ([`SettingRows`]: the same settings, the same shard, the same questions
 //! under its ids), else the command is refused before any model call and the file is left as it
 //! was; a file that holds no finished run pins nothing: its error runs are set aside beside it and
 //! the evaluation starts afresh. Errors are not results: a run whose failure may fix itself is
@@ -13,7 +13,7 @@ use super::{EvalConfig, EvalError, Resume, abbreviated};
 use crate::record::questions::Question;
 use crate::record::recorded::RecordedRun;
 use crate::record::results::{ResultsFile, StoredRuns};
-use crate::record::run::settings::{Comparable, EvalSettings, SettingsSource, check_same, in_field_order};
+use crate::record::run::settings::{EvalSettings, SettingRows, SettingsSource, check_same, in_field_order};
 use crate::record::run::{Attempt, Run, RunErrorKind, Stopped};
 use crate::record::shard::{self, ShardPlan};
 
@@ -42,7 +42,7 @@ pub(super) fn resume(
     config: &EvalConfig,
 ) -> Result<Resumed, EvalError> {
     let mut resumed = Resumed::default();
-    let current = Comparable::of_settings(settings, plan.is_some());
+    let current = SettingRows::of_settings(settings, plan.is_some());
     let finished_any = stored.runs.iter().any(|line| !is_error(&line.run));
     let asked: HashMap<&str, &str> = questions
         .iter()
@@ -85,7 +85,7 @@ fn is_error(run: &Run) -> bool {
 /// One stored line against this evaluation: its settings, its shard, its question.
 fn check_line(
     line: &RecordedRun,
-    current: &Comparable,
+    current: &SettingRows,
     plan: Option<&ShardPlan>,
     asked: &HashMap<&str, &str>,
     config: &EvalConfig,
@@ -109,7 +109,7 @@ fn check_line(
         line: line.line(),
     };
     let unknown = check_same(
-        (&Comparable::of_run(&line.run, source.clone())?, source),
+        (&SettingRows::of_run(&line.run, source.clone())?, source),
         (current, SettingsSource::ThisCommand),
     )
     .map_err(|difference| EvalError::OtherEvaluation {

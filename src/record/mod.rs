@@ -14,4 +14,5 @@ pub mod shard;
 pub mod selection;
 pub mod results;
 pub mod files;
+pub mod evaluation;
 pub mod merge;

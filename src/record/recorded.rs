@@ -48,7 +48,7 @@ pub struct RecordedRun {
 
 impl RecordedRun {
     /// The run's question id; `""` for a run without one (`ask --record`'s). Every results line
-    /// has one: `merge::read_evaluation` refuses a line without.
+    /// has one: `evaluation::read_evaluation` refuses a line without.
     pub fn id(&self) -> &str {
         self.run.id.as_deref().unwrap_or_default()
     }

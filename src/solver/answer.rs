@@ -5,6 +5,7 @@
 //! a run without an answer, never an error.
 
 use crate::agent::fewshot::Format;
+use crate::base::task::Task;
 
 /// What kind of answer the task takes.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -16,12 +17,21 @@ pub enum AnswerKind {
 }
 
 impl AnswerKind {
-    /// The kind of the task whose inputs carry `input_label` (`Claim` for FEVER).
-    pub fn of_input(input_label: &str) -> AnswerKind {
-        match input_label {
-            "Claim" => AnswerKind::Label,
-            _ => AnswerKind::Text,
+    /// The kind of answer `task` takes.
+    pub fn of_task(task: Task) -> AnswerKind {
+        match task {
+            Task::Fever => AnswerKind::Label,
+            Task::HotpotQa => AnswerKind::Text,
         }
+    }
+}
+
+/// The task whose inputs carry `input_label`, the one rule for examples: FEVER's claims are
+/// `Claim`s, every other label asks a HotpotQA question.
+pub fn task_of_input(input_label: &str) -> Task {
+    match input_label {
+        "Claim" => Task::Fever,
+        _ => Task::HotpotQa,
     }
 }
 

@@ -94,12 +94,20 @@ pub enum Examples {
 
 impl Examples {
     /// The task the examples teach: the bundled set's, or FEVER when a file's examples ask a
-    /// `Claim`, else HotpotQA.
+    /// `Claim` ([`answer::task_of_input`]), else HotpotQA.
     pub fn task(&self) -> Task {
         match self {
             Examples::Bundled(task) => *task,
-            Examples::Files(files) if files.iter().any(|file| file.input_label == "Claim") => Task::Fever,
-            Examples::Files(_) => Task::HotpotQa,
+            Examples::Files(files) => {
+                if files
+                    .iter()
+                    .any(|file| answer::task_of_input(&file.input_label) == Task::Fever)
+                {
+                    Task::Fever
+                } else {
+                    Task::HotpotQa
+                }
+            }
         }
     }
 }
@@ -550,7 +558,7 @@ impl Solver {
     ) -> Episode {
         let mut episode = self.start_sampling(llm, question, prompt);
         let stop = [format!("\n{}:", prompt.input_label())];
-        let kind = AnswerKind::of_input(prompt.input_label());
+        let kind = AnswerKind::of_task(answer::task_of_input(prompt.input_label()));
         let (wanted, temperature) = match sampling {
             Sampling::Once => (1, None),
             Sampling::SelfConsistent => (self.samples, Some(self.sample_temperature)),

@@ -171,10 +171,8 @@ pub fn run_solver(run: &Run, overrides: &RunOverrides) -> Result<(Solver, usize)
     };
     let toolbox = recorded_toolbox(run)?;
     let config = recorded_method(run);
-    let task = match &examples {
-        Examples::Files(files) if files.iter().any(|file| file.input_label == "Claim") => Task::Fever,
-        _ => task,
-    };
+    // The bundled set's task is the run's; a file's examples say theirs (one rule).
+    let task = examples.task();
     let max_steps = overrides.max_steps.or(run.max_steps).unwrap_or_else(|| {
         if run.method() == Method::React {
             DEFAULT_MAX_STEPS

@@ -144,6 +144,7 @@ mod score;
 mod secrets;
 mod serve;
 mod shards;
+mod task;
 mod tools;
 mod trials;
 mod transparency;

@@ -1149,7 +1149,7 @@ async fn run_variant(
                 paths.push(path);
             }
             let merged = bench.path("merged.jsonl");
-            let evaluation = react_docstore::record::merge::read_evaluation(&paths).unwrap();
+            let evaluation = react_docstore::record::evaluation::read_evaluation(&paths).unwrap();
             react_docstore::record::merge::write_results(&evaluation, &merged).unwrap();
             compare(
                 found,

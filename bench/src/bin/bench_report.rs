@@ -15,7 +15,7 @@ use std::path::{Path, PathBuf};
 use std::process::Command;
 use std::time::Instant;
 
-use react_docstore::analysis::compare::{self, DEFAULT_SEED, ScoredFile};
+use react_docstore::analysis::compare::{self, DEFAULT_SEED, ScoredEvaluation};
 use react_docstore::analysis::report::{ReportConfig, write_report};
 use react_docstore::base::metrics::AnswerScore;
 use react_docstore::record::run::Run;
@@ -57,7 +57,7 @@ fn main() -> anyhow::Result<()> {
     }
 
     let started = Instant::now();
-    let (scored_a, scored_b) = (ScoredFile::read(&a)?, ScoredFile::read(&b)?);
+    let (scored_a, scored_b) = (ScoredEvaluation::read(&a)?, ScoredEvaluation::read(&b)?);
     let comparison = compare::compare(&scored_a, &scored_b, DEFAULT_SEED, compare::Golds::MustAgree)?;
     println!(
         "compare        {:>6.2} s  (read and score both, pair, 10,000 bootstrap resamples); n {}, only A {}, only B {}, p {:.3e}",

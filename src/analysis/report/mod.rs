@@ -15,7 +15,7 @@ use std::time::Duration;
 use serde::Serialize;
 
 use crate::analysis::attempts::ByQuestion;
-use crate::analysis::compare::{self, CompareError, Comparison, Golds, ScoredFile, ScoredRun};
+use crate::analysis::compare::{self, CompareError, Comparison, Golds, ScoredEvaluation, ScoredRun};
 use crate::analysis::summary::{Outcome, Scores, Summary, SummaryContext};
 use crate::base::fsutil::atomic_write;
 use crate::record::questions::{QuestionFile, QuestionFileError};
@@ -58,7 +58,7 @@ pub struct ReportWritten {
 
 /// One results file as the page shows it.
 pub(crate) struct FileView {
-    pub scored: ScoredFile,
+    pub scored: ScoredEvaluation,
     pub summary: Summary,
     pub by_level: BTreeMap<String, Scores>,
     /// The distinct values the runs record, `, `-joined (a file may mix them).
@@ -150,7 +150,7 @@ fn render(config: &ReportConfig) -> Result<(String, usize, Vec<String>), ReportE
     };
     let mut scored_files = Vec::with_capacity(config.results.len());
     for path in &config.results {
-        scored_files.push(ScoredFile::read(path)?);
+        scored_files.push(ScoredEvaluation::read(path)?);
     }
     let gaps = compare::gap_notes(&scored_files);
     let mut comparisons = Vec::new();
@@ -188,7 +188,7 @@ fn question_kinds(path: &Path) -> Result<Kinds, QuestionFileError> {
         .collect())
 }
 
-fn file_view(scored: ScoredFile, kinds: Option<&Kinds>) -> FileView {
+fn file_view(scored: ScoredEvaluation, kinds: Option<&Kinds>) -> FileView {
     let kind_of = |run: &ScoredRun| kinds.and_then(|kinds| kinds.get(run.id()));
     let outcomes: Vec<Outcome> = scored
         .runs
@@ -254,7 +254,7 @@ fn file_view(scored: ScoredFile, kinds: Option<&Kinds>) -> FileView {
     }
 }
 
-fn attempts_view(scored: &ScoredFile) -> Option<AttemptsView> {
+fn attempts_view(scored: &ScoredEvaluation) -> Option<AttemptsView> {
     use crate::base::method::Reflect;
     use crate::record::run::Attempt;
     let kind = scored.attempts.iter().find_map(|run| match run.run().attempt() {
@@ -358,7 +358,7 @@ struct AttemptData<'a> {
 }
 
 fn page_data<'a>(
-    files: &'a [ScoredFile],
+    files: &'a [ScoredEvaluation],
     comparisons: &[Comparison],
     kinds: Option<&'a Kinds>,
 ) -> PageData<'a> {

@@ -216,7 +216,8 @@ fn incomplete(file: &FileView) -> Markup {
 }
 
 fn summary_table(files: &[FileView]) -> Markup {
-    let is_fever = files.iter().all(|file| file.scored.task == Task::Fever);
+    let is_fever =
+        crate::record::evaluation::task_of(files.iter().map(|file| file.scored.task)) == Task::Fever;
     html! {
         table.summary {
             tr { th {} @for (idx, file) in files.iter().enumerate() { th { span.letter { (letter(idx)) } " " (file.scored.name()) } } }

@@ -138,7 +138,7 @@ pub struct Run {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub shard: Option<ShardRecord>,
     /// The settings of the evaluation this run belongs to (`eval` writes them on every line):
-    /// what [`settings::Comparable`] compares to tell whether runs are one evaluation. Absent from
+    /// what [`settings::SettingRows`] compares to tell whether runs are one evaluation. Absent from
     /// `ask`'s runs and from results lines written before they were recorded.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub evaluation: Option<Box<EvalSettings>>,

@@ -170,143 +170,152 @@ enum Setting {
     Unknown,
 }
 
-/// The fields compared, in the order a difference is reported, each with the flag that sets it.
-const FIELDS: [(&str, &str); 17] = [
-    ("model", "--model"),
-    ("API", "--api"),
-    ("profile", "--profile"),
-    ("method", "--method"),
-    ("samples and sample temperature", "--samples/--sample-temperature"),
-    ("stopping rule", "--sc-stop/--sc-batch/--sc-confidence"),
-    ("temperature", "--temperature"),
-    ("max tokens", "--max-tokens"),
-    ("model options", "--llm-option"),
-    ("step budget", "--max-steps"),
-    ("few-shot examples", "--fewshot/--fewshot-from"),
-    ("tools", "--tools/--tool"),
-    ("attempts", "--trials/--epochs/--reflect"),
-    ("docstore", "--docstore"),
-    ("question file", "QUESTIONS"),
-    ("selection", "--subset/--ids/--limit/--shard"),
-    ("shard", "--shard"),
-];
-
-/// The index of the selection in [`FIELDS`]: compared only when the runs are sharded.
-const SELECTION: usize = 15;
-
-/// A run's settings as the comparison sees them, one value a field of [`FIELDS`].
-#[derive(Debug, Clone, PartialEq)]
-pub struct Comparable {
-    values: Vec<Setting>,
-    sharded: bool,
+fn known(text: impl Into<String>) -> Setting {
+    Setting::Known(text.into())
 }
 
-impl Comparable {
-    /// The settings a results line records: its `evaluation` record when it has one, else what
-    /// older lines record. A line whose own fields (`model`, `api`, `profile`, `method`, its
-    /// attempt, `reflect`, `docstore`) disagree with its `evaluation` record is refused, named by
-    /// `source`: which of the two is the evaluation's cannot be told.
-    pub fn of_run(run: &Run, source: SettingsSource) -> Result<Comparable, Box<LineContradiction>> {
-        let sharded = run.shard.is_some();
-        match &run.evaluation {
-            Some(settings) => match contradiction(run, settings) {
-                Some((field, own, recorded)) => Err(Box::new(LineContradiction {
-                    line: source,
-                    field,
-                    own,
-                    recorded,
-                })),
-                None => Ok(Comparable::of_settings(settings, sharded)),
-            },
-            None => Ok(Comparable::of_older_run(run, sharded)),
-        }
-    }
+/// `none`, or the value as `show` writes it.
+fn or_none<T>(value: Option<T>, show: impl FnOnce(T) -> String) -> String {
+    value.map_or_else(|| "none".to_owned(), show)
+}
 
-    /// The settings of an evaluation about to run.
-    pub fn of_settings(settings: &EvalSettings, sharded: bool) -> Comparable {
-        let known = |text: String| Setting::Known(text);
-        let generation = settings.generation.as_ref();
-        let values = vec![
-            known(format!("`{}`", settings.model)),
-            known(
-                settings
-                    .api
-                    .map_or_else(|| "none".to_owned(), |api| format!("`{}`", api.as_str())),
-            ),
-            known(format!("`{}`", settings.profile)),
-            known(format!("`{}`", settings.method)),
-            known(match settings.sampling {
-                Some(sampling) => format!("N = {}, T = {}", sampling.samples, sampling.temperature),
-                None => "none".to_owned(),
-            }),
-            known(stop_text(
-                settings.sampling.is_some(),
-                settings
-                    .sampling
-                    .as_ref()
-                    .and_then(|sampling| sampling.stop.as_ref()),
-            )),
-            known(generation.map_or_else(
-                || "none".to_owned(),
-                |generation| generation.temperature.to_string(),
-            )),
-            known(match generation.and_then(|generation| generation.max_tokens) {
-                Some(max_tokens) => max_tokens.to_string(),
-                None => "none".to_owned(),
-            }),
-            known(match generation {
-                Some(generation) if !generation.options.is_empty() => {
-                    // serde_json's maps are sorted by key: one text for one set of options
-                    Value::Object(generation.options.clone()).to_string()
-                }
-                _ => "none".to_owned(),
-            }),
-            known(
-                settings
-                    .max_steps
-                    .map_or_else(|| "none".to_owned(), |max_steps| max_steps.to_string()),
-            ),
-            known(
-                settings
-                    .prompts
-                    .iter()
-                    .map(|digest| format!("prompt {}", short_digest(digest)))
-                    .collect::<Vec<_>>()
-                    .join(", "),
-            ),
-            known(tools_text(&settings.tools)),
-            known(settings.attempts.to_string()),
-            known(settings.docstore.to_string()),
-            known(format!("digest {}", short_digest(&settings.questions))),
-            known(settings.selection.to_string()),
-            known(match settings.selection.shards {
-                Some(_) => "sharded".to_owned(),
-                None => "unsharded".to_owned(),
-            }),
-        ];
-        Comparable { values, sharded }
-    }
+/// One setting compared: its name, the flags that set it, and how its value is read now (from
+/// an `evaluation` record) and from an older run (a line written before that record: `sharded`
+/// says whether it has a shard record).
+struct Row {
+    name: &'static str,
+    flag: &'static str,
+    now: fn(&EvalSettings) -> Setting,
+    older: fn(&Run, bool) -> Setting,
+}
 
-    /// What a line written before the `evaluation` record tells.
-    fn of_older_run(run: &Run, sharded: bool) -> Comparable {
-        let known = |text: String| Setting::Known(text);
-        let sampling = match (run.method().samples(), &run.vote) {
-            (false, _) => known("none".to_owned()),
+/// The name of the selection's row: compared only when both runs are sharded.
+const SELECTION: &str = "selection";
+
+/// The settings compared, in the order a difference is reported.
+const ROWS: [Row; 17] = [
+    Row {
+        name: "model",
+        flag: "--model",
+        now: |s| known(format!("`{}`", s.model)),
+        older: |run, _| {
+            run.model
+                .as_ref()
+                .map_or(Setting::Unknown, |model| known(format!("`{model}`")))
+        },
+    },
+    Row {
+        name: "API",
+        flag: "--api",
+        now: |s| known(or_none(s.api, |api| format!("`{}`", api.as_str()))),
+        older: |run, _| {
+            run.api
+                .map_or(Setting::Unknown, |api| known(format!("`{}`", api.as_str())))
+        },
+    },
+    Row {
+        name: "profile",
+        flag: "--profile",
+        now: |s| known(format!("`{}`", s.profile)),
+        older: |run, _| known(format!("`{}`", run.profile)),
+    },
+    Row {
+        name: "method",
+        flag: "--method",
+        now: |s| known(format!("`{}`", s.method)),
+        older: |run, _| known(format!("`{}`", run.method())),
+    },
+    Row {
+        name: "samples and sample temperature",
+        flag: "--samples/--sample-temperature",
+        now: |s| {
+            known(or_none(s.sampling, |sampling| {
+                format!("N = {}, T = {}", sampling.samples, sampling.temperature)
+            }))
+        },
+        older: |run, _| match (run.method().samples(), &run.vote) {
+            (false, _) => known("none"),
             (true, Some(vote)) => {
                 let samples = run.sc_stop.map_or(vote.samples, |record| record.samples);
                 known(format!("N = {samples}, T = {}", vote.temperature))
             }
             (true, None) => Setting::Unknown,
-        };
-        let stop = known(stop_text(
-            run.method().samples(),
-            run.sc_stop.as_ref().map(|record| &record.stop),
-        ));
-        let attempts = match (run.attempt(), run.reflect) {
-            (Attempt::Only, _) => known(AttemptsRecord::Once.to_string()),
-            _ => Setting::Unknown,
-        };
-        let fewshot = match &run.fewshot_from {
+        },
+    },
+    Row {
+        name: "stopping rule",
+        flag: "--sc-stop/--sc-batch/--sc-confidence",
+        now: |s| {
+            known(stop_text(
+                s.sampling.is_some(),
+                s.sampling.as_ref().and_then(|sampling| sampling.stop.as_ref()),
+            ))
+        },
+        older: |run, _| {
+            known(stop_text(
+                run.method().samples(),
+                run.sc_stop.as_ref().map(|record| &record.stop),
+            ))
+        },
+    },
+    Row {
+        name: "temperature",
+        flag: "--temperature",
+        now: |s| {
+            known(or_none(s.generation.as_ref(), |generation| {
+                generation.temperature.to_string()
+            }))
+        },
+        older: |_, _| Setting::Unknown,
+    },
+    Row {
+        name: "max tokens",
+        flag: "--max-tokens",
+        now: |s| {
+            known(or_none(
+                s.generation.as_ref().and_then(|generation| generation.max_tokens),
+                |max_tokens| max_tokens.to_string(),
+            ))
+        },
+        older: |_, _| Setting::Unknown,
+    },
+    Row {
+        name: "model options",
+        flag: "--llm-option",
+        now: |s| {
+            known(match &s.generation {
+                Some(generation) if !generation.options.is_empty() => {
+                    // serde_json's maps are sorted by key: one text for one set of options
+                    Value::Object(generation.options.clone()).to_string()
+                }
+                _ => "none".to_owned(),
+            })
+        },
+        older: |_, _| Setting::Unknown,
+    },
+    Row {
+        name: "step budget",
+        flag: "--max-steps",
+        now: |s| known(or_none(s.max_steps, |max_steps| max_steps.to_string())),
+        older: |run, _| match (run.method().acts(), run.max_steps) {
+            (false, _) => known("none"),
+            (true, Some(max_steps)) => known(max_steps.to_string()),
+            (true, None) => Setting::Unknown,
+        },
+    },
+    Row {
+        name: "few-shot examples",
+        flag: "--fewshot/--fewshot-from",
+        now: |s| {
+            known(
+                s.prompts
+                    .iter()
+                    .map(|digest| format!("prompt {}", short_digest(digest)))
+                    .collect::<Vec<_>>()
+                    .join(", "),
+            )
+        },
+        older: |run, _| match &run.fewshot_from {
             Some(source) => Setting::Named(format!("drawn, digest {}", short_digest(&source.digest))),
             None => Setting::Named(
                 [run.fewshot.as_deref(), run.cot_fewshot.as_deref()]
@@ -316,55 +325,127 @@ impl Comparable {
                     .collect::<Vec<_>>()
                     .join(", "),
             ),
-        };
-        let values = vec![
-            run.model
-                .clone()
-                .map_or(Setting::Unknown, |model| known(format!("`{model}`"))),
-            run.api
-                .map_or(Setting::Unknown, |api| known(format!("`{}`", api.as_str()))),
-            known(format!("`{}`", run.profile)),
-            known(format!("`{}`", run.method())),
-            sampling,
-            stop,
-            Setting::Unknown,
-            Setting::Unknown,
-            Setting::Unknown,
-            match (run.method().acts(), run.max_steps) {
-                (false, _) => known("none".to_owned()),
-                (true, Some(max_steps)) => known(max_steps.to_string()),
-                (true, None) => Setting::Unknown,
-            },
-            fewshot,
-            Setting::Named(tools_text(&run.tools)),
-            attempts,
+        },
+    },
+    Row {
+        name: "tools",
+        flag: "--tools/--tool",
+        now: |s| known(tools_text(&s.tools)),
+        older: |run, _| Setting::Named(tools_text(&run.tools)),
+    },
+    Row {
+        name: "attempts",
+        flag: "--trials/--epochs/--reflect",
+        now: |s| known(s.attempts.to_string()),
+        older: |run, _| match run.attempt() {
+            Attempt::Only => known(AttemptsRecord::Once.to_string()),
+            _ => Setting::Unknown,
+        },
+    },
+    Row {
+        name: "docstore",
+        flag: "--docstore",
+        now: |s| known(s.docstore.to_string()),
+        older: |run, _| {
             run.docstore
                 .as_ref()
-                .map_or(Setting::Unknown, |docstore| known(docstore.to_string())),
-            Setting::Unknown,
-            Setting::Unknown,
-            known(if sharded { "sharded" } else { "unsharded" }.to_owned()),
-        ];
-        Comparable { values, sharded }
+                .map_or(Setting::Unknown, |docstore| known(docstore.to_string()))
+        },
+    },
+    Row {
+        name: "question file",
+        flag: "QUESTIONS",
+        now: |s| known(format!("digest {}", short_digest(&s.questions))),
+        older: |_, _| Setting::Unknown,
+    },
+    Row {
+        name: SELECTION,
+        flag: "--subset/--ids/--limit/--shard",
+        now: |s| known(s.selection.to_string()),
+        older: |_, _| Setting::Unknown,
+    },
+    Row {
+        name: "shard",
+        flag: "--shard",
+        now: |s| {
+            known(if s.selection.shards.is_some() {
+                "sharded"
+            } else {
+                "unsharded"
+            })
+        },
+        older: |_, sharded| known(if sharded { "sharded" } else { "unsharded" }),
+    },
+];
+
+/// A run's settings as the comparison sees them: one value a row of [`ROWS`], by the row's name.
+#[derive(Debug, Clone, PartialEq)]
+pub struct SettingRows {
+    values: Vec<(&'static str, Setting)>,
+    sharded: bool,
+}
+
+impl SettingRows {
+    /// The settings a results line records: its `evaluation` record when it has one, else what
+    /// older lines record. A line whose own fields (`model`, `api`, `profile`, `method`, its
+    /// attempt, `reflect`, `docstore`) disagree with its `evaluation` record is refused, named by
+    /// `source`: which of the two is the evaluation's cannot be told.
+    pub fn of_run(run: &Run, source: SettingsSource) -> Result<SettingRows, Box<LineContradiction>> {
+        let sharded = run.shard.is_some();
+        match &run.evaluation {
+            Some(settings) => match contradiction(run, settings) {
+                Some((field, own, recorded)) => Err(Box::new(LineContradiction {
+                    line: source,
+                    field,
+                    own,
+                    recorded,
+                })),
+                None => Ok(SettingRows::of_settings(settings, sharded)),
+            },
+            None => Ok(SettingRows {
+                values: ROWS
+                    .iter()
+                    .map(|row| (row.name, (row.older)(run, sharded)))
+                    .collect(),
+                sharded,
+            }),
+        }
     }
 
-    /// The first setting in which `self` and `other` differ, and which fields one of them does
-    /// not record (not compared).
-    pub fn compare(&self, other: &Comparable) -> SettingsComparison {
+    /// The settings of an evaluation about to run.
+    pub fn of_settings(settings: &EvalSettings, sharded: bool) -> SettingRows {
+        SettingRows {
+            values: ROWS.iter().map(|row| (row.name, (row.now)(settings))).collect(),
+            sharded,
+        }
+    }
+
+    /// The value of the row named `name`: [`Setting::Unknown`] when this side has no such row.
+    fn value(&self, name: &str) -> &Setting {
+        self.values
+            .iter()
+            .find(|(row, _)| *row == name)
+            .map_or(&Setting::Unknown, |(_, value)| value)
+    }
+
+    /// The first setting in which `self` and `other` differ, and which rows one of them does
+    /// not record (not compared): every row of [`ROWS`], by name, so a row either side lacks is
+    /// unknown, never skipped.
+    pub fn compare(&self, other: &SettingRows) -> SettingsComparison {
         let mut comparison = SettingsComparison::default();
-        for (field_idx, (mine, theirs)) in self.values.iter().zip(&other.values).enumerate() {
-            if field_idx == SELECTION && !(self.sharded && other.sharded) {
+        for row in &ROWS {
+            if row.name == SELECTION && !(self.sharded && other.sharded) {
                 // An unsharded evaluation may be widened; sharded beside unsharded is the
-                // `shard` field's difference.
+                // `shard` row's difference.
                 continue;
             }
-            let differs = match (mine, theirs) {
+            let differs = match (self.value(row.name), other.value(row.name)) {
                 (Setting::Known(mine), Setting::Known(theirs))
                 | (Setting::Named(mine), Setting::Named(theirs)) => {
                     (mine != theirs).then(|| (mine.clone(), theirs.clone()))
                 }
                 _ => {
-                    comparison.unknown.push(FIELDS[field_idx].0);
+                    comparison.unknown.push(row.name);
                     None
                 }
             };
@@ -372,8 +453,8 @@ impl Comparable {
                 && comparison.difference.is_none()
             {
                 comparison.difference = Some(SettingDifference {
-                    field: FIELDS[field_idx].0,
-                    flag: FIELDS[field_idx].1,
+                    field: row.name,
+                    flag: row.flag,
                     first: mine,
                     second: theirs,
                 });
@@ -391,12 +472,12 @@ fn tools_text(tools: &[String]) -> String {
     }
 }
 
-/// What [`Comparable::compare`] found.
+/// What [`SettingRows::compare`] found.
 #[derive(Debug, Default)]
 pub struct SettingsComparison {
     /// The first field that differs.
     pub difference: Option<SettingDifference>,
-    /// Fields one side does not record (an older line), in [`FIELDS`] order.
+    /// Rows one side does not record (an older line), in [`ROWS`] order.
     pub unknown: Vec<&'static str>,
 }
 
@@ -530,9 +611,8 @@ pub struct NotOneEvaluation {
 
 /// `fields` (names of [`SettingsComparison::unknown`]) in the order messages list settings.
 pub fn in_field_order(fields: &std::collections::BTreeSet<&'static str>) -> Vec<&'static str> {
-    FIELDS
-        .iter()
-        .map(|(name, _)| *name)
+    ROWS.iter()
+        .map(|row| row.name)
         .filter(|name| fields.contains(name))
         .collect()
 }
@@ -540,8 +620,8 @@ pub fn in_field_order(fields: &std::collections::BTreeSet<&'static str>) -> Vec<
 /// Compares two runs' settings: `Err` naming both places when they are not one evaluation, else
 /// the fields one of them does not record.
 pub fn check_same(
-    first: (&Comparable, SettingsSource),
-    second: (&Comparable, SettingsSource),
+    first: (&SettingRows, SettingsSource),
+    second: (&SettingRows, SettingsSource),
 ) -> Result<Vec<&'static str>, Box<NotOneEvaluation>> {
     let comparison = first.0.compare(second.0);
     match comparison.difference {
@@ -677,12 +757,42 @@ mod tests {
             let mut other = base.clone();
             change(&mut other);
             let comparison =
-                Comparable::of_settings(&base, false).compare(&Comparable::of_settings(&other, false));
+                SettingRows::of_settings(&base, false).compare(&SettingRows::of_settings(&other, false));
             assert_eq!(
                 comparison.difference.map(|difference| difference.field),
                 Some(field)
             );
         }
+    }
+
+    /// Rows are matched by name: a row one side lacks is reported unknown, wherever it sits, and
+    /// the rows after it are still compared.
+    #[test]
+    fn a_row_missing_on_one_side_is_unknown_and_the_rest_still_compared() {
+        let base = settings();
+        let mut other = base.clone();
+        other.questions = digest(b"other questions");
+        for missing in ["model", "docstore", "shard"] {
+            let mut lacking = SettingRows::of_settings(&base, false);
+            lacking.values.retain(|(name, _)| *name != missing);
+            let comparison = lacking.compare(&SettingRows::of_settings(&other, false));
+            assert_eq!(comparison.unknown, [missing]);
+            assert_eq!(
+                comparison.difference.map(|difference| difference.field),
+                Some("question file"),
+                "without {missing}"
+            );
+            let whole = SettingRows::of_settings(&base, false).compare(&lacking);
+            assert_eq!(whole.unknown, [missing]);
+        }
+        assert_eq!(
+            ROWS.iter()
+                .map(|row| row.name)
+                .collect::<std::collections::BTreeSet<_>>()
+                .len(),
+            ROWS.len(),
+            "one row a name"
+        );
     }
 
     /// The rules, their batch and beta's confidence each make another evaluation; a line written
@@ -692,7 +802,7 @@ mod tests {
         let with = |stop: Option<ScStop>| {
             let mut s = settings();
             s.sampling.as_mut().unwrap().stop = stop;
-            Comparable::of_settings(&s, false)
+            SettingRows::of_settings(&s, false)
         };
         let exact = ScStop::new(StopRule::Exact);
         let beta = ScStop::new(StopRule::Beta);
@@ -715,7 +825,7 @@ mod tests {
         assert!(line["sampling"].get("stop").is_none(), "{line}");
         let old: EvalSettings = serde_json::from_value(line).unwrap();
         assert_eq!(
-            Comparable::of_settings(&old, false)
+            SettingRows::of_settings(&old, false)
                 .compare(&with(None))
                 .difference,
             None
@@ -736,9 +846,9 @@ mod tests {
         let mut wide = settings();
         wide.selection.limit = Some(10);
         let unsharded =
-            Comparable::of_settings(&narrow, false).compare(&Comparable::of_settings(&wide, false));
+            SettingRows::of_settings(&narrow, false).compare(&SettingRows::of_settings(&wide, false));
         assert_eq!(unsharded.difference, None);
-        let sharded = Comparable::of_settings(&narrow, true).compare(&Comparable::of_settings(&wide, true));
+        let sharded = SettingRows::of_settings(&narrow, true).compare(&SettingRows::of_settings(&wide, true));
         assert_eq!(
             sharded.difference.map(|difference| difference.field),
             Some("selection")
