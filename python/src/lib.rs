@@ -24,6 +24,7 @@ use react_docstore::docstore::{
     DocstoreSource, OpenedDocstore, Opener, index::IndexError,
 };
 use react_docstore::record::evaluation::read_all_runs;
+use react_docstore::tools::Toolbox;
 
 create_exception!(
     react_docstore._native,
