@@ -491,3 +491,63 @@ fn after() {}
     );
     assert!(long_functions(text, 8).is_empty());
 }
+
+/// Flags several commands take, each declared by one clap field that those commands flatten, so
+/// that their name, help and default cannot drift apart: (field, flag).
+const SHARED_FLAGS: [(&str, &str); 3] = [
+    ("show_reasoning", "--show-reasoning"),
+    ("cache_dir", "--cache-dir"),
+    ("today", "--today"),
+];
+
+/// The lines of `text` outside tests that declare a clap argument field named `field` (an
+/// `#[arg(` attribute, then the field, doc comments aside), as `line: code`.
+fn argument_fields(text: &str, field: &str) -> Vec<String> {
+    let mut found = Vec::new();
+    let mut after_arg = false;
+    for (number, line) in non_test_lines(text) {
+        let trimmed = line.trim();
+        if trimmed.starts_with("#[arg(") {
+            after_arg = true;
+            continue;
+        }
+        if trimmed.starts_with("///") || (after_arg && !trimmed.contains(':')) {
+            continue;
+        }
+        let declared = trimmed.strip_prefix("pub ").unwrap_or(trimmed);
+        if after_arg && declared.starts_with(&format!("{field}:")) {
+            found.push(format!("{number}: {trimmed}"));
+        }
+        after_arg = false;
+    }
+    found
+}
+
+#[test]
+fn flags_shared_by_commands_are_declared_once() {
+    let root = Path::new(env!("CARGO_MANIFEST_DIR"));
+    let mut report = Vec::new();
+    for (field, flag) in SHARED_FLAGS {
+        let mut declarations = Vec::new();
+        for file in source_files(&root.join("src")) {
+            let relative = file.strip_prefix(root).unwrap().display().to_string();
+            let text = std::fs::read_to_string(&file).unwrap();
+            for site in argument_fields(&text, field) {
+                declarations.push(format!("{relative}:{site}"));
+            }
+        }
+        if declarations.len() != 1 {
+            report.push(format!(
+                "`{flag}` declared {} times (one `clap::Args` struct, flattened where needed):\n  {}",
+                declarations.len(),
+                declarations.join("\n  ")
+            ));
+        }
+    }
+    assert!(report.is_empty(), "{}", report.join("\n"));
+    let sample = "struct A {\n    /// Help.\n    #[arg(\n        long,\n    )]\n    pub today: Option<String>,\n    today_utc: bool,\n}\n";
+    assert_eq!(
+        argument_fields(sample, "today"),
+        ["6: pub today: Option<String>,"]
+    );
+}
