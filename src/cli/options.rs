@@ -673,3 +673,38 @@ pub fn warn_gaps(gaps: &[String]) -> std::io::Result<()> {
     }
     Ok(())
 }
+
+#[cfg(test)]
+mod tests {
+    use clap::Parser;
+
+    use super::{DefaultDate, TodayArgs};
+
+    #[derive(Parser)]
+    struct Command {
+        #[command(flatten)]
+        today: TodayArgs,
+    }
+
+    fn stated(args: &[&str], default: DefaultDate) -> Option<String> {
+        let command = Command::parse_from(std::iter::once("command").chain(args.iter().copied()));
+        command.today.prompt_options(default).today
+    }
+
+    #[test]
+    fn the_date_stated_is_the_one_given_else_the_commands_default() {
+        let given = ["--today", "2023-11-22"];
+        assert_eq!(stated(&given, DefaultDate::None).as_deref(), Some("2023-11-22"));
+        assert_eq!(
+            stated(&given, DefaultDate::TodayUtc).as_deref(),
+            Some("2023-11-22")
+        );
+        assert_eq!(stated(&[], DefaultDate::None), None);
+        let before = crate::chat::today_utc();
+        let today = stated(&[], DefaultDate::TodayUtc);
+        let after = crate::chat::today_utc();
+        // invariant: a test; the date is read twice around the call so midnight cannot fail it
+        let today = today.unwrap();
+        assert!(today == before || today == after, "{today}");
+    }
+}
