@@ -4,14 +4,12 @@ use std::io::Write;
 use std::path::PathBuf;
 use std::process::ExitCode;
 
-use crate::agent::prompt::PromptOptions;
 use crate::agent::trace::TracePrinter;
 use crate::apps::ask::{self, AskConfig, AskOutcome, AskOutput};
-use crate::apps::chat;
 use crate::base::output;
 use crate::docstore::Opener;
 
-use super::options::{AgentRunArgs, FewshotFromArgs, shown_reasoning};
+use super::options::{AgentRunArgs, DefaultDate, FewshotFromArgs, ShowReasoningArgs, TodayArgs};
 
 /// Who opens the docstore, as its refusals name it.
 const ASK: Opener = Opener::Command("ask");
@@ -29,16 +27,13 @@ pub struct AskArgs {
     /// Print the run as JSON on stdout.
     #[arg(long, help_heading = "Output")]
     json: bool,
-    /// Print the model's reasoning whole in the trace (by default one dimmed line, cut short).
-    #[arg(long, help_heading = "Output")]
-    show_reasoning: bool,
+    #[command(flatten, next_help_heading = "Output")]
+    reasoning: ShowReasoningArgs,
     /// Write the run file (`react-docstore.run.v1`) here, for `replay`.
     #[arg(long, value_name = "FILE", help_heading = "Output")]
     record: Option<PathBuf>,
-    /// State the date in the prompt (`Today is DATE.`, DATE as YYYY-MM-DD), so the model does not
-    /// argue with current facts.
-    #[arg(long, value_name = "DATE", value_parser = chat::check_date, help_heading = "Agent")]
-    today: Option<String>,
+    #[command(flatten)]
+    today: TodayArgs,
 }
 
 pub async fn run(args: AskArgs) -> anyhow::Result<ExitCode> {
@@ -48,7 +43,10 @@ pub async fn run(args: AskArgs) -> anyhow::Result<ExitCode> {
     let toolbox = args.run.open_tools()?;
     let config = AskConfig {
         question: args.question,
-        agent: args.run.agent.config(PromptOptions { today: args.today })?,
+        agent: args
+            .run
+            .agent
+            .config(args.today.prompt_options(DefaultDate::None))?,
         output: if args.json {
             AskOutput::Run
         } else {
@@ -58,7 +56,7 @@ pub async fn run(args: AskArgs) -> anyhow::Result<ExitCode> {
         fewshot_from: args.fewshot_from.open()?,
     };
     let mut stdout = output::stdout();
-    let mut trace = TracePrinter::stderr().showing_reasoning(shown_reasoning(args.show_reasoning));
+    let mut trace = TracePrinter::stderr().showing_reasoning(args.reasoning.shown());
     let run = ask::ask(
         &config,
         &llm,

@@ -10,7 +10,7 @@ use std::time::{Duration, SystemTime};
 use crate::base::output;
 use crate::llm::cache::{self, CacheError, CacheInfo, Removed};
 
-use super::options::default_replies_dir;
+use super::options::{PageCacheArgs, default_replies_dir};
 
 #[derive(clap::Subcommand)]
 pub enum CacheCommand {
@@ -29,17 +29,15 @@ pub struct CacheDirArgs {
     /// directory].
     #[arg(value_name = "DIR")]
     dir: Option<PathBuf>,
-    /// The page cache directory whose `replies/` is the default (`--cache-dir` of `ask`, `chat`
-    /// and `eval`).
-    #[arg(long, env = "REACT_CACHE_DIR", value_name = "DIR")]
-    cache_dir: Option<PathBuf>,
+    #[command(flatten)]
+    page_cache: PageCacheArgs,
 }
 
 impl CacheDirArgs {
     fn dir(&self) -> PathBuf {
         self.dir
             .clone()
-            .unwrap_or_else(|| default_replies_dir(self.cache_dir.as_deref()))
+            .unwrap_or_else(|| default_replies_dir(self.page_cache.cache_dir.as_deref()))
     }
 
     /// What the directory holds; the default one, before anything was cached there, holds

@@ -2,28 +2,25 @@
 
 use std::process::ExitCode;
 
-use crate::agent::prompt::PromptOptions;
 use crate::agent::trace::TracePrinter;
 use crate::apps::chat::{self, ChatConfig, ChatOutput};
 use crate::base::output;
 use crate::docstore::Opener;
 
-use super::options::{AgentRunArgs, shown_reasoning, stdin_interaction};
+use super::options::{AgentRunArgs, DefaultDate, ShowReasoningArgs, TodayArgs, stdin_interaction};
 
 /// Who opens the docstore, as its refusals name it.
 const CHAT: Opener = Opener::Command("chat");
 
 #[derive(clap::Args)]
 pub struct ChatArgs {
-    /// The date the prompt states (`Today is {date}.`, YYYY-MM-DD); default: today (UTC).
-    #[arg(long, value_name = "DATE", value_parser = chat::check_date, help_heading = "Agent")]
-    today: Option<String>,
+    #[command(flatten)]
+    today: TodayArgs,
     /// Print each question's run as one JSON line instead of its answer.
     #[arg(long, help_heading = "Output")]
     json: bool,
-    /// Print the model's reasoning whole in the trace (by default one dimmed line, cut short).
-    #[arg(long, help_heading = "Output")]
-    show_reasoning: bool,
+    #[command(flatten, next_help_heading = "Output")]
+    reasoning: ShowReasoningArgs,
     #[command(flatten)]
     run: AgentRunArgs,
 }
@@ -33,9 +30,11 @@ pub async fn run(args: ChatArgs) -> anyhow::Result<ExitCode> {
     let llm = args.run.open_model()?;
     let docstore = args.run.open_docstore(CHAT)?;
     let toolbox = args.run.open_tools()?;
-    let today = args.today.unwrap_or_else(chat::today_utc);
     let config = ChatConfig {
-        agent: args.run.agent.config(PromptOptions { today: Some(today) })?,
+        agent: args
+            .run
+            .agent
+            .config(args.today.prompt_options(DefaultDate::TodayUtc))?,
         interaction: stdin_interaction(),
         output: if args.json {
             ChatOutput::Run
@@ -45,7 +44,7 @@ pub async fn run(args: ChatArgs) -> anyhow::Result<ExitCode> {
     };
     let mut stdin = std::io::stdin().lock();
     let mut stdout = output::stdout();
-    let mut trace = TracePrinter::stderr().showing_reasoning(shown_reasoning(args.show_reasoning));
+    let mut trace = TracePrinter::stderr().showing_reasoning(args.reasoning.shown());
     let summary = chat::chat(
         &config,
         &llm,

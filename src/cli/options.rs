@@ -12,6 +12,7 @@ use crate::agent::prompt::PromptOptions;
 use crate::agent::trace::ShowReasoning;
 use crate::analysis::compare::{DEFAULT_SEED, Golds};
 use crate::apps::ask::AgentConfig;
+use crate::apps::chat;
 use crate::base::input::Interaction;
 use crate::base::method::Method;
 use crate::base::method::{DEFAULT_SC_BATCH, DEFAULT_SC_CONFIDENCE, ScStop, StopRule};
@@ -155,13 +156,62 @@ pub const EXPLORED_DOCSTORES: &str = "`wikipedia`, `corpus:FILE` (JSON Lines pag
 pub const EXPLORED_OFFLINE: &str =
     "Serve Wikipedia pages and web searches from the cache only; a miss is an error (no model is called)";
 
-/// How much reasoning the trace shows: all of it with `--show-reasoning`, else one line.
-pub fn shown_reasoning(show_reasoning: bool) -> ShowReasoning {
-    if show_reasoning {
-        ShowReasoning::Whole
-    } else {
-        ShowReasoning::Line
+/// `--show-reasoning`, declared once for the commands that print a trace (`ask`, `chat`, `replay`).
+#[derive(Args, Clone, Copy)]
+pub struct ShowReasoningArgs {
+    /// Print the model's reasoning whole in the trace (by default one dimmed line, cut short).
+    #[arg(long)]
+    show_reasoning: bool,
+}
+
+impl ShowReasoningArgs {
+    /// How much reasoning the trace shows: all of it with `--show-reasoning`, else one line.
+    pub fn shown(self) -> ShowReasoning {
+        if self.show_reasoning {
+            ShowReasoning::Whole
+        } else {
+            ShowReasoning::Line
+        }
     }
+}
+
+/// The date a command's prompt states when `--today` is not given.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum DefaultDate {
+    /// No `Today is` line (`ask`).
+    None,
+    /// Today's date, UTC (`chat`, whose follow-ups are often about the present).
+    TodayUtc,
+}
+
+/// `--today`, declared once for `ask` and `chat`; each says its [`DefaultDate`].
+#[derive(Args, Clone)]
+pub struct TodayArgs {
+    /// State the date in the prompt (`Today is DATE.`, DATE as YYYY-MM-DD), so the model does not
+    /// argue with current facts [default: none for `ask`; today, UTC, for `chat`].
+    #[arg(long, value_name = "DATE", value_parser = chat::check_date, help_heading = "Agent")]
+    today: Option<String>,
+}
+
+impl TodayArgs {
+    /// The prompt's options: the date given, else `default`'s.
+    pub fn prompt_options(self, default: DefaultDate) -> PromptOptions {
+        let today = self.today.or_else(|| match default {
+            DefaultDate::None => None,
+            DefaultDate::TodayUtc => Some(chat::today_utc()),
+        });
+        PromptOptions { today }
+    }
+}
+
+/// `--cache-dir`, declared once: the page cache of the docstore's fetches, whose `replies/` is
+/// also the reply cache's default directory (the `cache` commands).
+#[derive(Args, Clone)]
+pub struct PageCacheArgs {
+    /// Where fetched pages and web-search answers are cached (default: the user's cache
+    /// directory, `$XDG_CACHE_HOME/react-docstore` or `~/.cache/react-docstore`).
+    #[arg(long, env = "REACT_CACHE_DIR", value_name = "DIR")]
+    pub cache_dir: Option<PathBuf>,
 }
 
 /// Which model answers, and how to reach it.
@@ -253,10 +303,8 @@ pub struct FetchArgs {
         value_name = "URL"
     )]
     pub wiki_url: String,
-    /// Where fetched pages and web-search answers are cached (default: the user's cache
-    /// directory, `$XDG_CACHE_HOME/react-docstore` or `~/.cache/react-docstore`).
-    #[arg(long, env = "REACT_CACHE_DIR", value_name = "DIR")]
-    pub cache_dir: Option<PathBuf>,
+    #[command(flatten)]
+    pub page_cache: PageCacheArgs,
     /// Serve Wikipedia pages and web searches from the cache only; a miss is an error (a command
     /// that asks a model still calls it: `replay` runs without one).
     #[arg(long)]
@@ -272,7 +320,7 @@ impl DocstoreArgs {
         DocstoreConfig {
             kind: self.docstore.clone(),
             wiki_url: self.fetch.wiki_url.clone(),
-            cache_dir: self.fetch.cache_dir.clone(),
+            cache_dir: self.fetch.page_cache.cache_dir.clone(),
             offline: self.fetch.offline,
             user_agent: self
                 .fetch
@@ -373,8 +421,14 @@ impl ToolArgs {
             commands: self.commands.clone(),
             websearch: WebSearchConfig {
                 search_url: self.search_url.clone(),
-                api_key: self.serpapi_key.clone().map(crate::base::secret::ApiKey::new),
-                cache_dir: Some(fetch.cache_dir.clone().unwrap_or_else(default_cache_dir)),
+                api_key: self.serpapi_key.clone().map(ApiKey::new),
+                cache_dir: Some(
+                    fetch
+                        .page_cache
+                        .cache_dir
+                        .clone()
+                        .unwrap_or_else(default_cache_dir),
+                ),
                 network: if fetch.offline {
                     Network::Offline
                 } else {
@@ -424,7 +478,7 @@ impl CacheArgs {
         let dir = self.cache.as_ref()?;
         Some(
             dir.clone()
-                .unwrap_or_else(|| default_replies_dir(docstore.fetch.cache_dir.as_deref())),
+                .unwrap_or_else(|| default_replies_dir(docstore.fetch.page_cache.cache_dir.as_deref())),
         )
     }
 }
@@ -611,4 +665,39 @@ pub fn warn_gaps(gaps: &[String]) -> std::io::Result<()> {
         writeln!(stderr, "note: {gap}")?;
     }
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use clap::Parser;
+
+    use super::{DefaultDate, TodayArgs};
+
+    #[derive(Parser)]
+    struct Command {
+        #[command(flatten)]
+        today: TodayArgs,
+    }
+
+    fn stated(args: &[&str], default: DefaultDate) -> Option<String> {
+        let command = Command::parse_from(std::iter::once("command").chain(args.iter().copied()));
+        command.today.prompt_options(default).today
+    }
+
+    #[test]
+    fn the_date_stated_is_the_one_given_else_the_commands_default() {
+        let given = ["--today", "2023-11-22"];
+        assert_eq!(stated(&given, DefaultDate::None).as_deref(), Some("2023-11-22"));
+        assert_eq!(
+            stated(&given, DefaultDate::TodayUtc).as_deref(),
+            Some("2023-11-22")
+        );
+        assert_eq!(stated(&[], DefaultDate::None), None);
+        let before = crate::apps::chat::today_utc();
+        let today = stated(&[], DefaultDate::TodayUtc);
+        let after = crate::apps::chat::today_utc();
+        // invariant: a test; the date is read twice around the call so midnight cannot fail it
+        let today = today.unwrap();
+        assert!(today == before || today == after, "{today}");
+    }
 }

@@ -13,7 +13,7 @@ use crate::base::profile::Profile;
 use crate::docstore::{DocstoreKind, Opener};
 use crate::record::run::Run;
 
-use super::options::{DocstoreArgs, FetchArgs, ToolArgs, shown_reasoning};
+use super::options::{DocstoreArgs, FetchArgs, ShowReasoningArgs, ToolArgs};
 
 #[derive(clap::Args)]
 pub struct ReplayArgs {
@@ -30,9 +30,8 @@ pub struct ReplayArgs {
     /// Print each run as a JSON line, then a summary line.
     #[arg(long)]
     json: bool,
-    /// Print the model's reasoning whole in the trace (by default one dimmed line, cut short).
-    #[arg(long)]
-    show_reasoning: bool,
+    #[command(flatten)]
+    reasoning: ShowReasoningArgs,
     /// Where steps without a recorded observation are observed.
     #[command(flatten)]
     docstore: ReplayDocstoreArgs,
@@ -101,7 +100,7 @@ pub async fn run(args: ReplayArgs) -> anyhow::Result<ExitCode> {
     };
     let mut trace = TracePrinter::stderr()
         .flushed(flush)
-        .showing_reasoning(shown_reasoning(args.show_reasoning));
+        .showing_reasoning(args.reasoning.shown());
     let summary = match flush {
         // Nobody sees the order of the two streams: stdout too is written in large blocks.
         Flush::WhenFull => {

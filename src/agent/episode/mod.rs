@@ -1,17 +1,20 @@
 //! `Agent`: the ReAct loop — ask the model, read its action, observe, repeat until `Finish`.
 //!
-//! The text formats (`--api completions`, `chat`) grow one scratchpad the model continues; with
-//! `--api tools` the same loop converses in function calls ([`tool_calls`]).
+//! One loop ([`Agent::step_loop`]) runs every question; a [`StepProtocol`] says how a step asks
+//! the model and answers it. The text formats (`--api completions`, `chat`) grow one scratchpad
+//! the model continues; with `--api tools` the same loop converses in function calls
+//! ([`tool_calls`]).
 
 mod tool_calls;
 
-use crate::agent::action::{Action, ActionGrammar};
-use crate::agent::environment::Environment;
+use crate::agent::action::{Action, ActionError, ActionGrammar};
+use crate::agent::environment::{Environment, EnvironmentError};
 use crate::agent::fewshot::Format;
 use crate::agent::prompt::Prompt;
 use crate::agent::scratchpad::Scratchpad;
 use crate::base::profile::Profile;
-use crate::llm::{CallPurpose, Llm, LlmRequest, openai::Api, reasoning};
+use crate::llm::openai::Api;
+use crate::llm::{CallPurpose, Llm, LlmError, LlmRequest, reasoning};
 use crate::record::run::{Run, RunStep, Stopped};
 
 /// The ReAct notebook's step budget: `for i in range(1, 8)`.
@@ -174,130 +177,116 @@ impl<'a> Agent<'a> {
         if self.llm.api() == Some(Api::Tools) {
             return self.converse(question, environment, on_event).await;
         }
-        let profile = self.grammar.profile();
         let mut scratchpad = self.prompt.scratchpad(question);
-        let prompt_len = self.prompt.text().len();
         let mut run = self.start_run(question);
-        let mut identical_steps = 0;
+        self.step_loop(
+            &mut TextProtocol,
+            &mut scratchpad,
+            &mut run,
+            environment,
+            on_event,
+        )
+        .await;
+        Episode {
+            run,
+            scratchpad,
+            prompt_len: self.prompt.text().len(),
+        }
+    }
 
+    /// The steps of one question, asked and answered as `protocol` does: each step's decision,
+    /// its events, its record in the run and the scratchpad, until a `Finish`, an error, a
+    /// repeated action's stop or the step budget.
+    async fn step_loop<P: StepProtocol>(
+        &self,
+        protocol: &mut P,
+        scratchpad: &mut Scratchpad,
+        run: &mut Run,
+        environment: &mut dyn Environment,
+        on_event: &mut (dyn FnMut(StepEvent<'_>) + Send),
+    ) {
+        let acts_only = self.prompt.format() == Format::Act;
+        let mut identical_steps = 0;
         for step in 1..=self.max_steps {
-            let mut completions = Vec::new();
-            let mut reasonings = Vec::new();
-            let decided = self
-                .decide(step, &mut scratchpad, &mut run, &mut completions, &mut reasonings)
-                .await;
-            let reasoning = reasoning::join(reasonings.iter().map(String::as_str));
-            if let Some(reasoning) = &reasoning {
+            let mut record = RunStep {
+                n: step,
+                completions: Vec::new(),
+                replies: Vec::new(),
+                thought: None,
+                action: None,
+                observation: None,
+                reasoning: None,
+            };
+            let decided = protocol.decide(self, step, scratchpad, run, &mut record).await;
+            if let Some(reasoning) = &record.reasoning {
                 on_event(StepEvent::Reasoned {
                     number: Some(step),
                     reasoning,
                 });
             }
-            match decided {
+            let decision = match decided {
+                Ok(decision) => decision,
                 Err(error) => {
-                    run.steps.push(RunStep {
-                        n: step,
-                        completions,
-                        replies: Vec::new(),
-                        thought: None,
-                        action: None,
-                        observation: None,
-                        reasoning,
-                    });
-                    fail(&mut run, &error);
+                    run.steps.push(record);
+                    fail(run, &error);
                     break;
                 }
-                Ok((thought, written, parsed)) => {
-                    on_event(match self.prompt.format() {
-                        Format::Act => StepEvent::Acted {
-                            step,
-                            action: &written,
-                        },
-                        _ => StepEvent::Decided {
-                            step,
-                            thought: &thought,
-                            action: &written,
-                        },
-                    });
-                    if parsed.is_err() {
-                        run.usage.invalid_actions += 1;
-                    }
-                    if let Ok(Action::Finish(answer)) = &parsed {
-                        run.answer = crate::record::run::finish_answer(answer);
-                        run.stopped = Some(Stopped::Finish);
-                        let thought = match self.prompt.format() {
-                            Format::Act => {
-                                scratchpad.push_act_step(step, &written, None);
-                                None
-                            }
-                            _ => {
-                                scratchpad.push_last_step(step, &thought, &written);
-                                Some(thought)
-                            }
-                        };
-                        run.steps.push(RunStep {
-                            n: step,
-                            completions,
-                            replies: Vec::new(),
-                            thought,
-                            action: Some(written),
-                            observation: None,
-                            reasoning,
-                        });
-                        break;
-                    }
-                    let observation = match environment.observe(step, &parsed, &written).await {
-                        Ok(observation) => observation,
-                        Err(error) => {
-                            run.steps.push(RunStep {
-                                n: step,
-                                completions,
-                                replies: Vec::new(),
-                                thought: (self.prompt.format() != Format::Act).then_some(thought),
-                                action: Some(written),
-                                observation: None,
-                                reasoning,
-                            });
-                            fail(&mut run, &error);
-                            break;
-                        }
-                    };
-                    let observation = match profile {
-                        // `obs = obs.replace('\\n', '')`
-                        Profile::Paper => observation.replace("\\n", ""),
-                        Profile::Default => observation,
-                    };
-                    on_event(StepEvent::Observed {
-                        step,
-                        observation: &observation,
-                    });
-                    let record = RunStep {
-                        n: step,
-                        completions,
-                        replies: Vec::new(),
-                        thought: None,
-                        action: None,
-                        observation: None,
-                        reasoning,
-                    };
-                    let observed = Observed {
-                        thought,
-                        written,
-                        observation,
-                    };
-                    if self.record_observed(&mut run, &mut scratchpad, &mut identical_steps, record, observed)
-                    {
-                        break;
-                    }
+            };
+            let Decision {
+                thought,
+                written,
+                action,
+            } = &decision;
+            on_event(match acts_only {
+                true => StepEvent::Acted {
+                    step,
+                    action: written,
+                },
+                false => StepEvent::Decided {
+                    step,
+                    thought,
+                    action: written,
+                },
+            });
+            if action.is_err() {
+                run.usage.invalid_actions += 1;
+            }
+            if let Ok(Action::Finish(answer)) = action {
+                run.answer = crate::record::run::finish_answer(answer);
+                run.stopped = Some(Stopped::Finish);
+                match acts_only {
+                    true => scratchpad.push_act_step(step, written, None),
+                    false => scratchpad.push_last_step(step, thought, written),
                 }
+                record.thought = (!acts_only).then_some(decision.thought);
+                record.action = Some(decision.written);
+                run.steps.push(record);
+                break;
+            }
+            let observation = match protocol.observe(self, step, &decision, environment).await {
+                Ok(observation) => observation,
+                Err(error) => {
+                    record.thought = (!acts_only).then_some(decision.thought);
+                    record.action = Some(decision.written);
+                    run.steps.push(record);
+                    fail(run, &error);
+                    break;
+                }
+            };
+            on_event(StepEvent::Observed {
+                step,
+                observation: &observation,
+            });
+            let observed = Observed {
+                thought: decision.thought,
+                written: decision.written,
+                observation,
+            };
+            if self.record_observed(run, scratchpad, &mut identical_steps, record, observed) {
+                break;
             }
         }
-        self.end_run(&mut run);
-        Episode {
-            run,
-            scratchpad,
-            prompt_len,
-        }
+        self.end_run(run);
     }
 
     /// The run record of a question about to start.
@@ -363,15 +352,14 @@ impl<'a> Agent<'a> {
     /// action as written into the scratchpad, and the parsed action. Each call's text goes into
     /// `completions` and its reasoning into `reasonings`, which never reach the scratchpad; a
     /// reply that is only reasoning ends the step with [`crate::llm::LlmError::CutInThinking`].
-    async fn decide(
+    async fn continue_scratchpad(
         &self,
         step: usize,
         scratchpad: &mut Scratchpad,
         run: &mut Run,
         completions: &mut Vec<String>,
         reasonings: &mut Vec<String>,
-    ) -> Result<(String, String, Result<Action, crate::agent::action::ActionError>), crate::llm::LlmError>
-    {
+    ) -> Result<Decision<ActionError>, LlmError> {
         let acts_only = self.prompt.format() == Format::Act;
         let stop = [format!("\nObservation {step}:")];
         let request = LlmRequest {
@@ -403,9 +391,13 @@ impl<'a> Agent<'a> {
             // fallback call: a line that is no action is an invalid action the model reads about.
             let line = cut.trim_start().split('\n').next().unwrap_or("");
             let action_text = self.grammar.fallback_action(line);
-            let parsed = self.grammar.parse(&action_text);
-            let written = self.grammar.display(&action_text, &parsed);
-            return Ok((String::new(), written, parsed));
+            let action = self.grammar.parse(&action_text);
+            let written = self.grammar.display(&action_text, &action);
+            return Ok(Decision {
+                thought: String::new(),
+                written,
+                action,
+            });
         }
         let split = self.grammar.split_completion(cut, step);
         let (thought, action_text) = match split.action {
@@ -436,9 +428,91 @@ impl<'a> Agent<'a> {
                 (thought, self.grammar.fallback_action(&line))
             }
         };
-        let parsed = self.grammar.parse(&action_text);
-        let written = self.grammar.display(&action_text, &parsed);
-        Ok((thought, written, parsed))
+        let action = self.grammar.parse(&action_text);
+        let written = self.grammar.display(&action_text, &action);
+        Ok(Decision {
+            thought,
+            written,
+            action,
+        })
+    }
+}
+
+/// How a step asks the model and answers it. The loop ([`Agent::step_loop`]) is one; the text
+/// formats continue one scratchpad ([`TextProtocol`]), `--api tools` converses in function calls
+/// ([`tool_calls`]).
+trait StepProtocol {
+    /// What a reply that is no action was read as.
+    type Invalid;
+
+    /// Asks the model for step `step`'s decision; what it sent goes into `record` (its texts, its
+    /// replies, its reasoning), its usage into `run`.
+    async fn decide(
+        &mut self,
+        agent: &Agent<'_>,
+        step: usize,
+        scratchpad: &mut Scratchpad,
+        run: &mut Run,
+        record: &mut RunStep,
+    ) -> Result<Decision<Self::Invalid>, LlmError>;
+
+    /// What step `step` observes after `decision` (no `Finish`), passed on to the model as the
+    /// protocol does.
+    async fn observe(
+        &mut self,
+        agent: &Agent<'_>,
+        step: usize,
+        decision: &Decision<Self::Invalid>,
+        environment: &mut dyn Environment,
+    ) -> Result<String, EnvironmentError>;
+}
+
+/// What the model decided at a step: its thought, its action as written into the scratchpad, and
+/// the action read from it.
+struct Decision<Invalid> {
+    thought: String,
+    written: String,
+    action: Result<Action, Invalid>,
+}
+
+/// The text formats (`--api completions`, `chat`): the model continues the scratchpad, and reads
+/// the observation there at the next step.
+struct TextProtocol;
+
+impl StepProtocol for TextProtocol {
+    type Invalid = ActionError;
+
+    async fn decide(
+        &mut self,
+        agent: &Agent<'_>,
+        step: usize,
+        scratchpad: &mut Scratchpad,
+        run: &mut Run,
+        record: &mut RunStep,
+    ) -> Result<Decision<ActionError>, LlmError> {
+        let mut reasonings = Vec::new();
+        let decided = agent
+            .continue_scratchpad(step, scratchpad, run, &mut record.completions, &mut reasonings)
+            .await;
+        record.reasoning = reasoning::join(reasonings.iter().map(String::as_str));
+        decided
+    }
+
+    async fn observe(
+        &mut self,
+        agent: &Agent<'_>,
+        step: usize,
+        decision: &Decision<ActionError>,
+        environment: &mut dyn Environment,
+    ) -> Result<String, EnvironmentError> {
+        let observation = environment
+            .observe(step, &decision.action, &decision.written)
+            .await?;
+        Ok(match agent.grammar.profile() {
+            // `obs = obs.replace('\\n', '')`
+            Profile::Paper => observation.replace("\\n", ""),
+            Profile::Default => observation,
+        })
     }
 }
 

@@ -8,19 +8,18 @@
 //! of its first call's step; several calls in one reply run in order, each its own step. A reply
 //! that calls nothing gets one reminder (a user message; the second call counts as the text
 //! format's fallback call), and a second reply that calls nothing is an invalid action, answered
-//! by a user message. The step budget, the repeated-action stop and usage accounting are the
-//! text format's.
+//! by a user message. The loop, the step budget, the repeated-action stop and usage accounting
+//! are the text format's ([`Agent::step_loop`]): this protocol only asks and answers.
 
 use std::collections::{HashSet, VecDeque};
 
-use crate::agent::action::Action;
 use crate::agent::calls::{Call, CallError, FunctionSet};
-use crate::agent::environment::Environment;
+use crate::agent::environment::{Environment, EnvironmentError};
 use crate::agent::scratchpad::Scratchpad;
 use crate::llm::{CallPurpose, ConverseRequest, FunctionSpec, LlmError, Message};
-use crate::record::run::{Run, RunStep, Stopped};
+use crate::record::run::{Run, RunStep};
 
-use crate::agent::episode::{Agent, Episode, Observed, StepEvent, fail};
+use crate::agent::episode::{Agent, Decision, Episode, StepEvent, StepProtocol, fail};
 
 /// The `default` profile's prompt offers the functions; the `paper` profile has none.
 #[derive(Debug, thiserror::Error)]
@@ -41,6 +40,76 @@ struct Conversation<'f> {
     functions: &'f FunctionSet,
     specs: Vec<FunctionSpec>,
     used_ids: HashSet<String>,
+    /// The calls of the last reply not yet run, each its own step.
+    pending: VecDeque<Call>,
+    /// The last reply's text: the thought of its first call's step.
+    thought: String,
+    /// The id of the call the step's observation answers; none when the reply called nothing.
+    answering: Option<String>,
+}
+
+impl StepProtocol for Conversation<'_> {
+    type Invalid = CallError;
+
+    /// The next call of the last reply; with none left, the calls of a new reply.
+    async fn decide(
+        &mut self,
+        agent: &Agent<'_>,
+        step: usize,
+        _scratchpad: &mut Scratchpad,
+        run: &mut Run,
+        record: &mut RunStep,
+    ) -> Result<Decision<CallError>, LlmError> {
+        if self.pending.is_empty() {
+            let asked = agent.ask(step, self, run, record).await?;
+            if let Some(written) = asked.no_call {
+                // The text format's fallback that still wrote no action: an invalid one.
+                self.answering = None;
+                return Ok(Decision {
+                    thought: asked.thought,
+                    written,
+                    action: Err(CallError::NoCall),
+                });
+            }
+            self.thought = asked.thought;
+            self.pending.extend(asked.calls);
+        }
+        let Some(call) = self.pending.pop_front() else {
+            // invariant: `ask` returns at least one call unless it returned `no_call`
+            unreachable!("a reply with no call is an invalid step")
+        };
+        let written = call.written();
+        self.answering = Some(call.id);
+        Ok(Decision {
+            thought: std::mem::take(&mut self.thought),
+            written,
+            action: call.action,
+        })
+    }
+
+    /// A valid call's observation, or the invalid call's; sent back as the call's `tool` message,
+    /// or as a user message when the reply called nothing.
+    async fn observe(
+        &mut self,
+        _agent: &Agent<'_>,
+        step: usize,
+        decision: &Decision<CallError>,
+        environment: &mut dyn Environment,
+    ) -> Result<String, EnvironmentError> {
+        let observation = match &decision.action {
+            Ok(action) => {
+                let parsed = Ok(action.clone());
+                environment.observe(step, &parsed, &decision.written).await?
+            }
+            Err(error) => self.functions.invalid_call_observation(error),
+        };
+        let content = observation.clone();
+        self.messages.push(match self.answering.take() {
+            Some(call_id) => Message::Tool { call_id, content },
+            None => Message::User(content),
+        });
+        Ok(observation)
+    }
 }
 
 impl Agent<'_> {
@@ -70,132 +139,18 @@ impl Agent<'_> {
             specs: functions.specs(),
             functions: &functions,
             used_ids: HashSet::new(),
+            pending: VecDeque::new(),
+            thought: String::new(),
+            answering: None,
         };
-        let mut pending: VecDeque<Call> = VecDeque::new();
-        let mut thought = String::new();
-        let mut identical_steps = 0;
-
-        for step in 1..=self.max_steps {
-            let mut record = RunStep {
-                n: step,
-                completions: Vec::new(),
-                replies: Vec::new(),
-                thought: None,
-                action: None,
-                observation: None,
-                reasoning: None,
-            };
-            if pending.is_empty() {
-                let asked = self.ask(step, &mut conversation, &mut run, &mut record).await;
-                if let Some(reasoning) = &record.reasoning {
-                    on_event(StepEvent::Reasoned {
-                        number: Some(step),
-                        reasoning,
-                    });
-                }
-                match asked {
-                    Err(error) => {
-                        run.steps.push(record);
-                        fail(&mut run, &error);
-                        break;
-                    }
-                    Ok(Asked {
-                        thought: text,
-                        no_call: Some(written),
-                        ..
-                    }) => {
-                        // The text format's fallback that still wrote no action: an invalid one.
-                        run.usage.invalid_actions += 1;
-                        on_event(StepEvent::Decided {
-                            step,
-                            thought: &text,
-                            action: &written,
-                        });
-                        let observation = functions.invalid_call_observation(&CallError::NoCall);
-                        on_event(StepEvent::Observed {
-                            step,
-                            observation: &observation,
-                        });
-                        conversation.messages.push(Message::User(observation.clone()));
-                        let observed = Observed {
-                            thought: text,
-                            written,
-                            observation,
-                        };
-                        if self.record_observed(
-                            &mut run,
-                            &mut scratchpad,
-                            &mut identical_steps,
-                            record,
-                            observed,
-                        ) {
-                            break;
-                        }
-                        continue;
-                    }
-                    Ok(asked) => {
-                        thought = asked.thought;
-                        pending.extend(asked.calls);
-                    }
-                }
-            }
-            let Some(call) = pending.pop_front() else {
-                // invariant: `ask` returns at least one call unless it returned `no_call`
-                unreachable!("a reply with no call is an invalid step")
-            };
-            let step_thought = std::mem::take(&mut thought);
-            let written = call.written();
-            on_event(StepEvent::Decided {
-                step,
-                thought: &step_thought,
-                action: &written,
-            });
-            let observation = match &call.action {
-                Ok(Action::Finish(answer)) => {
-                    run.answer = crate::record::run::finish_answer(answer);
-                    run.stopped = Some(Stopped::Finish);
-                    scratchpad.push_last_step(step, &step_thought, &written);
-                    record.thought = Some(step_thought);
-                    record.action = Some(written);
-                    run.steps.push(record);
-                    break;
-                }
-                Ok(action) => {
-                    let parsed = Ok(action.clone());
-                    match environment.observe(step, &parsed, &written).await {
-                        Ok(observation) => observation,
-                        Err(error) => {
-                            record.thought = Some(step_thought);
-                            record.action = Some(written);
-                            run.steps.push(record);
-                            fail(&mut run, &error);
-                            break;
-                        }
-                    }
-                }
-                Err(error) => {
-                    run.usage.invalid_actions += 1;
-                    functions.invalid_call_observation(error)
-                }
-            };
-            on_event(StepEvent::Observed {
-                step,
-                observation: &observation,
-            });
-            conversation.messages.push(Message::Tool {
-                call_id: call.id.clone(),
-                content: observation.clone(),
-            });
-            let observed = Observed {
-                thought: step_thought,
-                written,
-                observation,
-            };
-            if self.record_observed(&mut run, &mut scratchpad, &mut identical_steps, record, observed) {
-                break;
-            }
-        }
-        self.end_run(&mut run);
+        self.step_loop(
+            &mut conversation,
+            &mut scratchpad,
+            &mut run,
+            environment,
+            on_event,
+        )
+        .await;
         Episode {
             run,
             scratchpad,

@@ -284,6 +284,32 @@ impl Shared {
     fn aborted(&self) -> bool {
         self.abort.load(Ordering::Relaxed)
     }
+
+    /// How many pages the readers indexed, once they are done; or why the build stops: an
+    /// interruption, the first malformed record, the first failure, or no page at all.
+    fn pages_read(&self, interrupted: &AtomicBool) -> Result<u64, IndexError> {
+        if interrupted.load(Ordering::Relaxed) {
+            return Err(IndexError::Interrupted);
+        }
+        if let Some((_, record)) = self
+            .first_malformed
+            .lock()
+            .ok()
+            .and_then(|mut first| first.take())
+        {
+            return Err(IndexError::Malformed(record));
+        }
+        if let Some(error) = self.failure.lock().ok().and_then(|mut failure| failure.take()) {
+            return Err(error);
+        }
+        let pages = self.pages.load(Ordering::Relaxed);
+        if pages == 0 {
+            return Err(IndexError::NoPages {
+                malformed: self.malformed.load(Ordering::Relaxed),
+            });
+        }
+        Ok(pages)
+    }
 }
 
 /// Builds the index `config` describes. `interrupted` is polled: when it turns true the build
@@ -409,26 +435,7 @@ fn build_in_ranges(
         finished.store(true, Ordering::Relaxed);
         let _ = display.join();
     });
-    if interrupted.load(Ordering::Relaxed) {
-        return Err(IndexError::Interrupted);
-    }
-    if let Some((_, record)) = shared
-        .first_malformed
-        .lock()
-        .ok()
-        .and_then(|mut first| first.take())
-    {
-        return Err(IndexError::Malformed(record));
-    }
-    if let Some(error) = shared.failure.lock().ok().and_then(|mut failure| failure.take()) {
-        return Err(error);
-    }
-    let pages = shared.pages.load(Ordering::Relaxed);
-    if pages == 0 {
-        return Err(IndexError::NoPages {
-            malformed: shared.malformed.load(Ordering::Relaxed),
-        });
-    }
+    let pages = shared.pages_read(interrupted)?;
     let digest = stack_parts(parts, &staging.dir, &fields).map_err(tantivy_error)?;
     drop(parts_index);
     std::fs::remove_dir_all(&parts_dir).map_err(|source| IndexError::Write {
@@ -438,26 +445,8 @@ fn build_in_ranges(
     if interrupted.load(Ordering::Relaxed) {
         return Err(IndexError::Interrupted);
     }
-
-    let mut dump_formats: Vec<DumpFormat> = Vec::new();
-    for format in source_infos.iter().filter_map(|source| source.format) {
-        if !dump_formats.contains(&format) {
-            dump_formats.push(format);
-        }
-    }
-    let label: Vec<&str> = dump_formats.iter().map(|format| format.as_str()).collect();
-    let manifest = Manifest {
-        format: INDEX_FORMAT.to_owned(),
-        snapshot: digest.snapshot(&label.join("+")),
-        dump_formats,
-        sources: source_infos,
-        pages,
-        malformed: shared.malformed.load(Ordering::Relaxed),
-        built: httpdate::fmt_http_date(SystemTime::now()),
-        build_seconds: started.elapsed().as_secs_f64(),
-        tool: concat!("react-docstore ", env!("CARGO_PKG_VERSION")).to_owned(),
-        neighbour_table: Some(NEIGHBOUR_TABLE_FORMAT.to_owned()),
-    };
+    let malformed = shared.malformed.load(Ordering::Relaxed);
+    let manifest = built_manifest(source_infos, &digest, pages, malformed, started);
     manifest.write(&staging.dir)?;
     share_with_readers(&staging.dir)?;
     let dir = staging.install()?;
@@ -467,6 +456,35 @@ fn build_in_ranges(
         dir,
         malformed,
     })
+}
+
+/// The manifest of an index built from `sources` since `started`.
+fn built_manifest(
+    sources: Vec<SourceInfo>,
+    digest: &Digest,
+    pages: u64,
+    malformed: u64,
+    started: Instant,
+) -> Manifest {
+    let mut dump_formats: Vec<DumpFormat> = Vec::new();
+    for format in sources.iter().filter_map(|source| source.format) {
+        if !dump_formats.contains(&format) {
+            dump_formats.push(format);
+        }
+    }
+    let label: Vec<&str> = dump_formats.iter().map(|format| format.as_str()).collect();
+    Manifest {
+        format: INDEX_FORMAT.to_owned(),
+        snapshot: digest.snapshot(&label.join("+")),
+        dump_formats,
+        sources,
+        pages,
+        malformed,
+        built: httpdate::fmt_http_date(SystemTime::now()),
+        build_seconds: started.elapsed().as_secs_f64(),
+        tool: concat!("react-docstore ", env!("CARGO_PKG_VERSION")).to_owned(),
+        neighbour_table: Some(NEIGHBOUR_TABLE_FORMAT.to_owned()),
+    }
 }
 
 /// Merges the committed segments of an index written by tantivy's own writer (the in-memory

@@ -11,7 +11,7 @@ use crate::llm::{FunctionSpec, Message, SentCall, reasoning};
 use crate::tools::function_key;
 
 use crate::trajectories::export::{ExportReasoning, PromptPart};
-use crate::trajectories::rebuild::{Example, Speaker, Turn};
+use crate::trajectories::rebuild::{Example, Speaker, ToolsConversation, Turn};
 
 /// What `export --format` writes.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -92,142 +92,14 @@ impl ExportFormat {
         if !conversed && !turns.iter().any(|turn| turn.speaker == Speaker::Model) {
             return None;
         }
-        let written = match self {
+        match self {
             ExportFormat::OpenAiChat => match &example.conversation {
-                Some(conversation) => {
-                    let (offered, unknown_calls) =
-                        offered_calls(&conversation.messages, &conversation.functions);
-                    let mut sent = offered.as_slice();
-                    while let [rest @ .., Message::Tool { .. } | Message::User(_)] = sent {
-                        sent = rest;
-                    }
-                    if !sent
-                        .iter()
-                        .any(|message| matches!(message, Message::Assistant { .. }))
-                    {
-                        return None;
-                    }
-                    let messages: Vec<Message> = sent
-                        .iter()
-                        .filter_map(|message| match message {
-                            // The system message as sent, or its instruction alone.
-                            Message::System(sent) => match prompt {
-                                PromptPart::WithExamples => Some(Message::System(sent.clone())),
-                                PromptPart::Instruction => system_message(system),
-                            },
-                            other => Some(other.clone()),
-                        })
-                        .collect();
-                    let tools: Vec<Value> = conversation
-                        .functions
-                        .iter()
-                        .map(|function| json!({"type": "function", "function": function}))
-                        .collect();
-                    let text_bytes = messages.iter().map(message_bytes).sum();
-                    let messages: Vec<Value> = messages
-                        .iter()
-                        .map(|message| {
-                            let thought = match message {
-                                Message::Assistant {
-                                    content,
-                                    reasoning: fields,
-                                    ..
-                                } => reasoning::combine(
-                                    fields.text(),
-                                    reasoning::split_think(content).reasoning,
-                                ),
-                                _ => None,
-                            };
-                            with_reasoning(
-                                wire_message(message, ReasoningEcho::Drop),
-                                thought.as_deref(),
-                                reasoning,
-                            )
-                        })
-                        .collect();
-                    Written {
-                        value: json!({"messages": messages, "tools": tools}),
-                        text_bytes,
-                        unknown_calls,
-                    }
-                }
-                None => {
-                    let messages: Vec<(Message, Option<&str>)> = system_message(system)
-                        .map(|message| (message, None))
-                        .into_iter()
-                        .chain(turns.iter().map(|turn| match turn.speaker {
-                            Speaker::Input => (Message::User(turn.text.clone()), None),
-                            Speaker::Model => (
-                                Message::Assistant {
-                                    content: turn.text.clone(),
-                                    calls: Vec::new(),
-                                    reasoning: Default::default(),
-                                },
-                                turn.reasoning.as_deref(),
-                            ),
-                        }))
-                        .collect();
-                    let text_bytes = messages
-                        .iter()
-                        .map(|(message, thought)| message_bytes(message) + kept_bytes(*thought, reasoning))
-                        .sum();
-                    let messages: Vec<Value> = messages
-                        .iter()
-                        .map(|(message, thought)| {
-                            with_reasoning(wire_message(message, ReasoningEcho::Drop), *thought, reasoning)
-                        })
-                        .collect();
-                    Written {
-                        value: json!({"messages": messages}),
-                        text_bytes,
-                        unknown_calls: Vec::new(),
-                    }
-                }
+                Some(conversation) => openai_conversation(conversation, system, prompt, reasoning),
+                None => Some(openai_turns(system, turns, reasoning)),
             },
-            ExportFormat::ShareGpt => {
-                let system = system_text(system);
-                let mut conversations: Vec<Value> = Vec::new();
-                let mut text_bytes = 0;
-                if let Some(system) = system {
-                    text_bytes += system.len();
-                    conversations.push(json!({"from": "system", "value": system}));
-                }
-                for turn in turns {
-                    let text = turn_text(turn, reasoning);
-                    text_bytes += text.len();
-                    let from = match turn.speaker {
-                        Speaker::Input => "human",
-                        Speaker::Model => "gpt",
-                    };
-                    conversations.push(json!({"from": from, "value": text}));
-                }
-                Written {
-                    value: json!({"conversations": conversations}),
-                    text_bytes,
-                    unknown_calls: Vec::new(),
-                }
-            }
-            ExportFormat::Alpaca => {
-                let (question, rest) = turns
-                    .split_first()
-                    .map_or((None, &[][..]), |(first, rest)| (Some(first), rest));
-                let mut instruction = system.to_owned();
-                if let Some(Turn { text, .. }) = question {
-                    instruction.push_str(text);
-                }
-                let output = rest
-                    .iter()
-                    .map(|turn| turn_text(turn, reasoning))
-                    .collect::<Vec<_>>()
-                    .join("\n");
-                Written {
-                    text_bytes: instruction.len() + output.len(),
-                    value: json!({"instruction": instruction, "input": "", "output": output}),
-                    unknown_calls: Vec::new(),
-                }
-            }
-        };
-        Some(written)
+            ExportFormat::ShareGpt => Some(sharegpt(system, turns, reasoning)),
+            ExportFormat::Alpaca => Some(alpaca(system, turns, reasoning)),
+        }
     }
 
     /// Writes the `index`-th example (from 0).
@@ -251,6 +123,148 @@ impl ExportFormat {
             _ => Ok(()),
         }?;
         out.flush()
+    }
+}
+
+/// A `tools` run's conversation in `openai-chat`: its messages as sent, cut after the model's last,
+/// the functions it offered, the calls to others left out; none when the model wrote nothing.
+fn openai_conversation(
+    conversation: &ToolsConversation,
+    system: &str,
+    prompt: PromptPart,
+    reasoning: ExportReasoning,
+) -> Option<Written> {
+    let (offered, unknown_calls) = offered_calls(&conversation.messages, &conversation.functions);
+    let mut sent = offered.as_slice();
+    while let [rest @ .., Message::Tool { .. } | Message::User(_)] = sent {
+        sent = rest;
+    }
+    if !sent
+        .iter()
+        .any(|message| matches!(message, Message::Assistant { .. }))
+    {
+        return None;
+    }
+    let messages: Vec<Message> = sent
+        .iter()
+        .filter_map(|message| match message {
+            // The system message as sent, or its instruction alone.
+            Message::System(sent) => match prompt {
+                PromptPart::WithExamples => Some(Message::System(sent.clone())),
+                PromptPart::Instruction => system_message(system),
+            },
+            other => Some(other.clone()),
+        })
+        .collect();
+    let tools: Vec<Value> = conversation
+        .functions
+        .iter()
+        .map(|function| json!({"type": "function", "function": function}))
+        .collect();
+    let text_bytes = messages.iter().map(message_bytes).sum();
+    let messages: Vec<Value> = messages
+        .iter()
+        .map(|message| {
+            let thought = match message {
+                Message::Assistant {
+                    content,
+                    reasoning: fields,
+                    ..
+                } => reasoning::combine(fields.text(), reasoning::split_think(content).reasoning),
+                _ => None,
+            };
+            with_reasoning(
+                wire_message(message, ReasoningEcho::Drop),
+                thought.as_deref(),
+                reasoning,
+            )
+        })
+        .collect();
+    Some(Written {
+        value: json!({"messages": messages, "tools": tools}),
+        text_bytes,
+        unknown_calls,
+    })
+}
+
+/// A text run's turns in `openai-chat`: the prompt as `system`, inputs as `user`, the model's
+/// turns as `assistant`.
+fn openai_turns(system: &str, turns: &[Turn], reasoning: ExportReasoning) -> Written {
+    let messages: Vec<(Message, Option<&str>)> = system_message(system)
+        .map(|message| (message, None))
+        .into_iter()
+        .chain(turns.iter().map(|turn| match turn.speaker {
+            Speaker::Input => (Message::User(turn.text.clone()), None),
+            Speaker::Model => (
+                Message::Assistant {
+                    content: turn.text.clone(),
+                    calls: Vec::new(),
+                    reasoning: Default::default(),
+                },
+                turn.reasoning.as_deref(),
+            ),
+        }))
+        .collect();
+    let text_bytes = messages
+        .iter()
+        .map(|(message, thought)| message_bytes(message) + kept_bytes(*thought, reasoning))
+        .sum();
+    let messages: Vec<Value> = messages
+        .iter()
+        .map(|(message, thought)| {
+            with_reasoning(wire_message(message, ReasoningEcho::Drop), *thought, reasoning)
+        })
+        .collect();
+    Written {
+        value: json!({"messages": messages}),
+        text_bytes,
+        unknown_calls: Vec::new(),
+    }
+}
+
+/// A text run's turns in ShareGPT: `system`, `human`, `gpt`.
+fn sharegpt(system: &str, turns: &[Turn], reasoning: ExportReasoning) -> Written {
+    let system = system_text(system);
+    let mut conversations: Vec<Value> = Vec::new();
+    let mut text_bytes = 0;
+    if let Some(system) = system {
+        text_bytes += system.len();
+        conversations.push(json!({"from": "system", "value": system}));
+    }
+    for turn in turns {
+        let text = turn_text(turn, reasoning);
+        text_bytes += text.len();
+        let from = match turn.speaker {
+            Speaker::Input => "human",
+            Speaker::Model => "gpt",
+        };
+        conversations.push(json!({"from": from, "value": text}));
+    }
+    Written {
+        value: json!({"conversations": conversations}),
+        text_bytes,
+        unknown_calls: Vec::new(),
+    }
+}
+
+/// A text run in Alpaca: the prompt and the question as the instruction, the rest as the output.
+fn alpaca(system: &str, turns: &[Turn], reasoning: ExportReasoning) -> Written {
+    let (question, rest) = turns
+        .split_first()
+        .map_or((None, &[][..]), |(first, rest)| (Some(first), rest));
+    let mut instruction = system.to_owned();
+    if let Some(Turn { text, .. }) = question {
+        instruction.push_str(text);
+    }
+    let output = rest
+        .iter()
+        .map(|turn| turn_text(turn, reasoning))
+        .collect::<Vec<_>>()
+        .join("\n");
+    Written {
+        text_bytes: instruction.len() + output.len(),
+        value: json!({"instruction": instruction, "input": "", "output": output}),
+        unknown_calls: Vec::new(),
     }
 }
 

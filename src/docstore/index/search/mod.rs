@@ -659,8 +659,42 @@ impl PageIndex {
                 .collect();
             return Ok(Some(RankedQuery::Union(BooleanQuery::new(all), terms)));
         }
-        // The query's own title words lead, rarest first, as many as the budget allows, then
-        // their neighbours; when none fits, the rarest title word that some title holds.
+        let leading_words = self.leading_words(&families);
+        let one_edit = match &self.title_table {
+            Some(table) if tokens.len() <= ONE_EDIT_MAX_WORDS => {
+                self.one_edit_titles(searcher, table, entity, &tokens, &families, &leading_words)?
+            }
+            _ => Vec::new(),
+        };
+        let (mut leading, mut following) = (Vec::new(), Vec::new());
+        for clause in clauses {
+            if let Clause::Term(clause) = clause {
+                self.count_work(1);
+                let leads = clause.term.field() == self.schema.title
+                    && clause
+                        .term
+                        .value()
+                        .as_str()
+                        .is_some_and(|word| leading_words.contains(word));
+                match leads {
+                    true => leading.push(clause),
+                    false => following.push(clause),
+                }
+            }
+        }
+        Ok(Some(RankedQuery::Led(LedQuery {
+            title: self.schema.title,
+            leading,
+            following,
+            one_edit,
+        })))
+    }
+
+    /// The title words that lead a [`LedQuery`], of `families` (by word of the query, the word
+    /// first, then its neighbours, each with the titles holding it): the query's own title words,
+    /// rarest first, as many as the budget allows, then their neighbours; when none fits, the
+    /// rarest title word that some title holds.
+    fn leading_words(&self, families: &[Vec<(String, u64)>]) -> HashSet<String> {
         let mut leading_words: HashSet<String> = HashSet::new();
         let mut total = 0;
         for neighbours in [false, true] {
@@ -692,34 +726,7 @@ impl PageIndex {
         {
             leading_words.insert(word.clone());
         }
-        let one_edit = match &self.title_table {
-            Some(table) if tokens.len() <= ONE_EDIT_MAX_WORDS => {
-                self.one_edit_titles(searcher, table, entity, &tokens, &families, &leading_words)?
-            }
-            _ => Vec::new(),
-        };
-        let (mut leading, mut following) = (Vec::new(), Vec::new());
-        for clause in clauses {
-            if let Clause::Term(clause) = clause {
-                self.count_work(1);
-                let leads = clause.term.field() == self.schema.title
-                    && clause
-                        .term
-                        .value()
-                        .as_str()
-                        .is_some_and(|word| leading_words.contains(word));
-                match leads {
-                    true => leading.push(clause),
-                    false => following.push(clause),
-                }
-            }
-        }
-        Ok(Some(RankedQuery::Led(LedQuery {
-            title: self.schema.title,
-            leading,
-            following,
-            one_edit,
-        })))
+        leading_words
     }
 
     /// The pages titled as `entity` with one of its words replaced by one of that word's title
