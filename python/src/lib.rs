@@ -23,7 +23,7 @@ use react_docstore::docstore::{
     DEFAULT_USER_AGENT, DEFAULT_WIKI_URL, DocstoreConfig, DocstoreError as LibDocstoreError, DocstoreKind,
     DocstoreSource, OpenedDocstore, Opener, index::IndexError,
 };
-use react_docstore::record::evaluation::read_all_runs;
+use react_docstore::record::evaluation::read_evaluation;
 use react_docstore::tools::Toolbox;
 
 create_exception!(
@@ -297,22 +297,22 @@ fn f1(prediction: &str, gold: &str) -> f64 {
 }
 
 /// The runs of the results files `paths` name (files, directories of shards, comma lists), as
-/// JSON texts: one evaluation, read as `export` reads it (`read_all_runs`: shards in their
-/// selection's order, a run in two files kept once, other settings refused; `ask --record`'s
-/// run files after them); what it lacks or held twice is a `UserWarning` each, as `export` prints
-/// a `note:` each.
+/// JSON texts: one evaluation, read as `score` reads it (`read_evaluation`: shards in their
+/// selection's order, a run in two files kept once, other settings refused); what it lacks or
+/// held twice is a `UserWarning` each, as `score` prints a `note:` each.
 #[pyfunction]
 fn read_results_json(py: Python<'_>, paths: Vec<PathBuf>) -> PyResult<Vec<String>> {
-    let read = py
-        .detach(|| guarded(|| read_all_runs(&paths)))
+    let evaluation = py
+        .detach(|| guarded(|| read_evaluation(&paths)))
         .map_err(ResultsError::new_err)?
         .map_err(|error| ResultsError::new_err(message(error)))?;
     let category = py.get_type::<PyUserWarning>();
-    for gap in &read.gaps {
+    for gap in evaluation.gaps() {
         let text = CString::new(gap.replace('\0', "")).unwrap_or_default();
         PyErr::warn(py, category.as_any(), &text, 1)?;
     }
-    read.runs
+    evaluation
+        .runs
         .iter()
         .map(|recorded| serde_json::to_string(&recorded.run))
         .collect::<Result<_, _>>()

@@ -789,6 +789,8 @@ impl Rounds<'_> {
             plan.stamp(&mut run);
         }
         run.evaluation = Some(Box::new(self.plan.settings.clone()));
+        // The question file's task (the examples', refused when another, are the same).
+        run.task = Some(self.plan.task);
         if run.stopped == Some(Stopped::Error) {
             let transient = failure
                 .as_ref()

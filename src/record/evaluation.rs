@@ -1,8 +1,8 @@
 //! One evaluation, read: [`read_evaluation`] reads several results files (or directories of them)
 //! as one evaluation — the shards of `eval --shard` joined by question id and attempt, checked to
-//! belong together, with what is missing ([`Evaluation::gaps`]). `score`, `compare`, `report` and
-//! `merge` read through it; [`read_all_runs`] is `export`'s and `--fewshot-from`'s reading (and
-//! the Python module's): an evaluation's runs, then single run files.
+//! belong together, with what is missing ([`Evaluation::gaps`]). `score`, `compare`, `report`,
+//! `merge` and the Python module's `read_results` read through it; [`read_all_runs`] is
+//! `export`'s and `--fewshot-from`'s reading: an evaluation's runs, then single run files.
 //!
 //! Runs are keyed by (question id, [`Attempt`]): a question may hold one line per trial or epoch.
 //! The same key in two files is one run read twice when both ask the same question and give the

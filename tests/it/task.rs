@@ -148,7 +148,7 @@ async fn examples_of_another_task_are_refused_before_any_request_naming_both() {
 
 /// Whatever FEVER examples an evaluation of FEVER claims is made with (the bundled ones, a
 /// `--fewshot` file of either format), every line records `fever` and `compare` scores it by
-/// accuracy; a HotpotQA file's lines record `hotpotqa`.
+/// accuracy; a HotpotQA file's lines record `hotpotqa`, Reflexion's trials' too.
 #[tokio::test(flavor = "multi_thread")]
 async fn every_line_records_the_question_files_task_and_compare_says_accuracy() {
     let (_model, server) = SupportsServer::started().await;
@@ -176,4 +176,23 @@ async fn every_line_records_the_question_files_task_and_compare_says_accuracy() 
     let (_, stderr, code) = eval(HOTPOTQA, &server, &hotpotqa, &["--docstore", "distractor"]);
     assert!(code == 0 || code == 1, "{stderr}");
     assert_eq!(recorded_tasks(&hotpotqa), ["hotpotqa"; 3]);
+    // Reflexion's trials too (their prompt is Reflexion's, not the solver's).
+    let trials = dir.path().join("trials.jsonl");
+    let (_, stderr, code) = eval(
+        HOTPOTQA,
+        &server,
+        &trials,
+        &[
+            "--docstore",
+            "distractor",
+            "--trials",
+            "2",
+            "--reflect",
+            "reflexion",
+        ],
+    );
+    assert!(code == 0 || code == 1, "{stderr}");
+    let tasks = recorded_tasks(&trials);
+    assert_eq!(tasks.len(), 6, "every question wrong, asked twice");
+    assert!(tasks.iter().all(|task| task == "hotpotqa"), "{tasks:?}");
 }
