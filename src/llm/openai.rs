@@ -822,6 +822,7 @@ impl OpenAiClient {
             cap_completion(content);
         }
         message.reasoning.cap();
+        wire::bound_passback(&mut message, &self.secrets);
         if message.tool_calls.len() > MAX_CALLS_PER_REPLY {
             tracing::warn!(
                 "the model made {} calls in one reply; keeping the first {MAX_CALLS_PER_REPLY}",

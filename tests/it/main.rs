@@ -130,6 +130,7 @@ mod index;
 mod layers;
 mod llm;
 mod mcp;
+mod passback;
 mod path_forms;
 mod preservation;
 mod methods;

@@ -162,6 +162,7 @@ impl ExportFormat {
                                     content: turn.text.clone(),
                                     calls: Vec::new(),
                                     reasoning: Default::default(),
+                                    passback: Default::default(),
                                 },
                                 turn.reasoning.as_deref(),
                             ),
@@ -275,6 +276,7 @@ fn offered_calls(messages: &[Message], functions: &[FunctionSpec]) -> (Vec<Messa
                 content,
                 calls,
                 reasoning,
+                passback,
             } => {
                 let mut kept_calls = Vec::with_capacity(calls.len());
                 for call in calls {
@@ -296,6 +298,7 @@ fn offered_calls(messages: &[Message], functions: &[FunctionSpec]) -> (Vec<Messa
                     content: content.clone(),
                     calls: kept_calls,
                     reasoning: reasoning.clone(),
+                    passback: passback.clone(),
                 });
             }
             Message::Tool { call_id, .. } if left_out_ids.contains(call_id.as_str()) => {}
