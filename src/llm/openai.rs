@@ -734,14 +734,7 @@ impl OpenAiClient {
                 url: display_url(&self.url),
                 source: self.server_words(&error.to_string()),
             })?;
-        let usage = response.usage.map(|usage| TokenUsage {
-            prompt_tokens: usage.prompt_tokens.unwrap_or(0),
-            completion_tokens: usage.completion_tokens.unwrap_or(0),
-            reasoning_tokens: usage
-                .completion_tokens_details
-                .and_then(|details| details.reasoning_tokens)
-                .unwrap_or(0),
-        });
+        let usage = response.usage.map(|usage| usage.tokens());
         Ok((response.choices, usage))
     }
 

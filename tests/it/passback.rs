@@ -83,7 +83,9 @@ impl wiremock::Respond for Gemini {
                 "tool_calls": [{"id": id, "type": "function",
                     "function": {"name": name, "arguments": arguments.to_string()},
                     "extra_content": {"google": {"thought_signature": signature(&id)}}}]}}],
-            "usage": {"prompt_tokens": 10, "completion_tokens": 5, "total_tokens": 15}
+            "usage": {"prompt_tokens": 2006, "completion_tokens": 300, "total_tokens": 2306,
+                      "prompt_tokens_details": {"cached_tokens": 1920},
+                      "completion_tokens_details": {"reasoning_tokens": 128}}
         }))
     }
 }
@@ -149,6 +151,21 @@ async fn a_gemini_style_eval_passes_every_signature_back_and_replays_offline() {
     let em: f64 = recorded.iter().map(|run| run["em"].as_f64().unwrap()).sum();
     assert_eq!(em, 7.0, "{recorded:#?}");
     assert!(recorded.iter().all(|run| run["error"].is_null()), "{recorded:#?}");
+    // Each run sums its two calls' tokens, cached and reasoning ones among them.
+    for run in &recorded {
+        let usage = &run["usage"];
+        assert_eq!(
+            [
+                &usage["prompt_tokens"],
+                &usage["cached_tokens"],
+                &usage["completion_tokens"],
+                &usage["reasoning_tokens"]
+            ],
+            [&json!(4012), &json!(3840), &json!(600), &json!(256)],
+            "{usage:#}"
+        );
+        assert!(usage.get("cache_write_tokens").is_none(), "{usage:#}");
+    }
 
     // Every later request carries every earlier call with its signature, unchanged, and the
     // message's other fields as the server sent them.
@@ -213,6 +230,13 @@ async fn a_gemini_style_eval_passes_every_signature_back_and_replays_offline() {
         "{summary:#}"
     );
     assert_eq!(answers(&replayed), answers(&recorded));
+    for run in &replayed {
+        assert_eq!(
+            run["usage"]["cached_tokens"],
+            json!(3840),
+            "replay keeps the recorded tokens"
+        );
+    }
 }
 
 #[tokio::test(flavor = "multi_thread")]

@@ -7,7 +7,7 @@ use serde::Deserialize;
 use serde_json::{Map, Value, json};
 
 use crate::llm::reasoning::{self, ReasoningFields};
-use crate::llm::{Message, ReplyMessage, WireCall};
+use crate::llm::{Message, ReplyMessage, TokenUsage, WireCall};
 use crate::secret::Secrets;
 
 /// The instruction a chat model gets so that it continues the scratchpad instead of answering it.
@@ -63,6 +63,13 @@ pub struct ChatMessage {
     pub other: Map<String, Value>,
 }
 
+/// A response's `usage`, in whichever API's words it came: Chat Completions' `prompt_tokens`,
+/// `completion_tokens`, `prompt_tokens_details.cached_tokens` and
+/// `completion_tokens_details.reasoning_tokens`; the Responses API's `input_tokens`,
+/// `output_tokens`, `input_tokens_details.cached_tokens` and
+/// `output_tokens_details.reasoning_tokens`; Anthropic's `input_tokens`, `output_tokens`,
+/// `cache_read_input_tokens` and `cache_creation_input_tokens`. [`WireUsage::tokens`] reads it
+/// into one shape.
 #[derive(Debug, Deserialize)]
 pub struct WireUsage {
     #[serde(default)]
@@ -70,13 +77,61 @@ pub struct WireUsage {
     #[serde(default)]
     pub completion_tokens: Option<u64>,
     #[serde(default)]
-    pub completion_tokens_details: Option<CompletionTokensDetails>,
+    pub prompt_tokens_details: Option<TokensDetails>,
+    #[serde(default)]
+    pub completion_tokens_details: Option<TokensDetails>,
+    #[serde(default)]
+    pub input_tokens: Option<u64>,
+    #[serde(default)]
+    pub output_tokens: Option<u64>,
+    #[serde(default)]
+    pub input_tokens_details: Option<TokensDetails>,
+    #[serde(default)]
+    pub output_tokens_details: Option<TokensDetails>,
+    #[serde(default)]
+    pub cache_read_input_tokens: Option<u64>,
+    #[serde(default)]
+    pub cache_creation_input_tokens: Option<u64>,
 }
 
+/// `*_tokens_details`: the part of a count read from the cache, or spent thinking.
 #[derive(Debug, Deserialize)]
-pub struct CompletionTokensDetails {
+pub struct TokensDetails {
+    #[serde(default)]
+    pub cached_tokens: Option<u64>,
     #[serde(default)]
     pub reasoning_tokens: Option<u64>,
+}
+
+impl WireUsage {
+    /// The counts in one shape: every input token in `prompt_tokens` (Anthropic's
+    /// `input_tokens` counts only those after the last cache breakpoint, so its cache reads and
+    /// writes are added), of them those read from the cache and those written to it; the output
+    /// tokens and, of them, those spent thinking. A count the server leaves out is 0.
+    pub fn tokens(&self) -> TokenUsage {
+        let detail = |details: &Option<TokensDetails>, field: fn(&TokensDetails) -> Option<u64>| {
+            details.as_ref().and_then(field)
+        };
+        let cache_read = self.cache_read_input_tokens.unwrap_or(0);
+        let cache_write = self.cache_creation_input_tokens.unwrap_or(0);
+        let prompt_tokens = match (self.prompt_tokens, self.input_tokens) {
+            (Some(prompt), _) => prompt,
+            (None, Some(input)) => input.saturating_add(cache_read).saturating_add(cache_write),
+            (None, None) => cache_read.saturating_add(cache_write),
+        };
+        let cached_tokens = detail(&self.prompt_tokens_details, |d| d.cached_tokens)
+            .or_else(|| detail(&self.input_tokens_details, |d| d.cached_tokens))
+            .unwrap_or(cache_read);
+        TokenUsage {
+            prompt_tokens,
+            completion_tokens: self.completion_tokens.or(self.output_tokens).unwrap_or(0),
+            reasoning_tokens: detail(&self.completion_tokens_details, |d| d.reasoning_tokens)
+                .or_else(|| detail(&self.output_tokens_details, |d| d.reasoning_tokens))
+                .unwrap_or(0),
+            cached_tokens,
+            cache_write_tokens: cache_write,
+        }
+    }
 }
 
 /// An error body: `{"error": {"message": ..., "param": ...}}`.
@@ -432,6 +487,56 @@ mod tests {
             }],
             passback: object(passback),
         }
+    }
+
+    /// The usage objects of the three APIs, in their documented shapes (OpenAI's prompt-caching
+    /// guide and its Responses API reference, Anthropic's prompt-caching page), read into one.
+    #[test]
+    fn every_apis_usage_reads_into_one_shape() {
+        let tokens = |usage: Value| serde_json::from_value::<WireUsage>(usage).unwrap().tokens();
+        let chat = tokens(
+            json!({"prompt_tokens": 2006, "completion_tokens": 300, "total_tokens": 2306,
+            "prompt_tokens_details": {"cached_tokens": 1920, "audio_tokens": 0},
+            "completion_tokens_details": {"reasoning_tokens": 128, "audio_tokens": 0,
+                "accepted_prediction_tokens": 0, "rejected_prediction_tokens": 0}}),
+        );
+        assert_eq!(
+            chat,
+            TokenUsage {
+                prompt_tokens: 2006,
+                completion_tokens: 300,
+                reasoning_tokens: 128,
+                cached_tokens: 1920,
+                cache_write_tokens: 0
+            }
+        );
+        let responses = tokens(
+            json!({"input_tokens": 2006, "input_tokens_details": {"cached_tokens": 1920},
+            "output_tokens": 300, "output_tokens_details": {"reasoning_tokens": 128}, "total_tokens": 2306}),
+        );
+        assert_eq!(responses, chat);
+        // Anthropic's `input_tokens` are those after the last breakpoint: the whole input adds
+        // the cache's reads and writes.
+        let anthropic = tokens(json!({"input_tokens": 21, "cache_creation_input_tokens": 188086,
+            "cache_read_input_tokens": 1920, "output_tokens": 393}));
+        assert_eq!(
+            anthropic,
+            TokenUsage {
+                prompt_tokens: 21 + 188_086 + 1920,
+                completion_tokens: 393,
+                reasoning_tokens: 0,
+                cached_tokens: 1920,
+                cache_write_tokens: 188_086
+            }
+        );
+        // A server that reports less reports zeros.
+        assert_eq!(
+            tokens(json!({"prompt_tokens": 5})),
+            TokenUsage {
+                prompt_tokens: 5,
+                ..TokenUsage::default()
+            }
+        );
     }
 
     #[test]
