@@ -78,7 +78,7 @@ pub struct ReplyMessage {
     pub tool_calls: Vec<WireCall>,
     /// Every other field the server put on the message, its JSON value as received
     /// (OpenRouter's `reasoning_details`, a reasoning field that is not text, a field no one
-    /// here knows): sent back with the message ([`crate::llm::openai`]'s `wire::message`).
+    /// here knows): sent back with the message by the client that sent the request.
     /// Absent from older run files: none.
     #[serde(default, skip_serializing_if = "Map::is_empty")]
     pub passback: Map<String, Value>,
