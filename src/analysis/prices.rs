@@ -61,8 +61,8 @@ impl Tokens {
     pub fn of(usage: &crate::record::run::Usage) -> Tokens {
         Tokens {
             input: usage.prompt_tokens,
-            cached_input: 0,
-            cache_write: 0,
+            cached_input: usage.cached_tokens,
+            cache_write: usage.cache_write_tokens,
             output: usage.completion_tokens,
             reasoning: usage.reasoning_tokens,
         }

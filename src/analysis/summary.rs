@@ -261,6 +261,12 @@ pub struct PerQuestion {
     pub fallback_calls: f64,
     pub invalid_actions: f64,
     pub prompt_tokens: f64,
+    /// Of `prompt_tokens`, read from the server's prompt cache; absent when no run records any.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub cached_tokens: Option<f64>,
+    /// Of `prompt_tokens`, written to the server's prompt cache; absent when no run records any.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub cache_write_tokens: Option<f64>,
     pub completion_tokens: f64,
 }
 
@@ -542,6 +548,8 @@ impl Summary {
                 fallback_calls: mean(total.fallback_calls),
                 invalid_actions: mean(total.invalid_actions),
                 prompt_tokens: mean(total.prompt_tokens),
+                cached_tokens: (total.cached_tokens > 0).then(|| mean(total.cached_tokens)),
+                cache_write_tokens: (total.cache_write_tokens > 0).then(|| mean(total.cache_write_tokens)),
                 completion_tokens: mean(total.completion_tokens),
             },
             selected: context.selected,
@@ -637,9 +645,17 @@ impl Summary {
         let requests = per
             .requests
             .map_or_else(String::new, |requests| format!(" ({requests:.2} requests sent)"));
+        let prompt_cache = match (per.cached_tokens, per.cache_write_tokens) {
+            (None, None) => String::new(),
+            (cached, written) => format!(
+                " ({:.0} read from the prompt cache, {:.0} written to it)",
+                cached.unwrap_or(0.0),
+                written.unwrap_or(0.0)
+            ),
+        };
         writeln!(
             out,
-            "per question   {:.2} steps, {:.2} LLM calls{requests}, {:.2} fallback calls, {:.2} invalid actions, {:.0} prompt tokens, {:.0} completion tokens",
+            "per question   {:.2} steps, {:.2} LLM calls{requests}, {:.2} fallback calls, {:.2} invalid actions, {:.0} prompt tokens{prompt_cache}, {:.0} completion tokens",
             per.steps,
             per.llm_calls,
             per.fallback_calls,

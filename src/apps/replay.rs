@@ -224,6 +224,8 @@ fn carry_over(run: &mut Run, recorded: &Run) {
         usage.prompt_tokens = recorded.usage.prompt_tokens;
         usage.completion_tokens = recorded.usage.completion_tokens;
         usage.reasoning_tokens = recorded.usage.reasoning_tokens;
+        usage.cached_tokens = recorded.usage.cached_tokens;
+        usage.cache_write_tokens = recorded.usage.cache_write_tokens;
         usage.requests = recorded.usage.requests;
     }
     run.score();

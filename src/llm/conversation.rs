@@ -8,7 +8,7 @@
 //! into the text by servers that do not parse them) is the agent's, in the `calls` module.
 
 use serde::{Deserialize, Serialize};
-use serde_json::Value;
+use serde_json::{Map, Value};
 
 use super::{CallPurpose, ReasoningFields, TokenUsage};
 
@@ -26,12 +26,14 @@ pub struct FunctionSpec {
 pub enum Message {
     System(String),
     User(String),
-    /// An assistant reply echoed back, its calls under the ids the tool messages answer, and the
-    /// reasoning fields it came with (sent back unless `--no-reasoning-echo`).
+    /// An assistant reply echoed back, its calls under the ids the tool messages answer, the
+    /// reasoning fields it came with (sent back unless `--no-reasoning-echo`) and every other
+    /// field the server put on it ([`ReplyMessage::passback`]).
     Assistant {
         content: String,
         calls: Vec<SentCall>,
         reasoning: ReasoningFields,
+        passback: Map<String, Value>,
     },
     /// The observation answering one call.
     Tool {
@@ -40,13 +42,15 @@ pub enum Message {
     },
 }
 
-/// A tool call as echoed back in an assistant message: its (unique) id, the function and the
-/// arguments as a JSON text.
+/// A tool call as echoed back in an assistant message: its (unique) id, the function, the
+/// arguments as a JSON text, and every other field the server put on the call
+/// ([`WireCall::passback`]: Gemini 3's `extra_content.google.thought_signature`).
 #[derive(Debug, Clone, PartialEq)]
 pub struct SentCall {
     pub id: String,
     pub name: String,
     pub arguments: String,
+    pub passback: Map<String, Value>,
 }
 
 /// One turn of a tool-calling conversation.
@@ -72,6 +76,12 @@ pub struct ReplyMessage {
     /// The tool calls, in the order sent; empty when there were none.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub tool_calls: Vec<WireCall>,
+    /// Every other field the server put on the message, its JSON value as received
+    /// (OpenRouter's `reasoning_details`, a reasoning field that is not text, a field no one
+    /// here knows): sent back with the message by the client that sent the request.
+    /// Absent from older run files: none.
+    #[serde(default, skip_serializing_if = "Map::is_empty")]
+    pub passback: Map<String, Value>,
 }
 
 impl ReplyMessage {
@@ -102,6 +112,11 @@ pub struct WireCall {
     pub name: String,
     /// A JSON text (OpenAI, vLLM, llama.cpp) or an object (Ollama), as sent.
     pub arguments: Value,
+    /// Every other field of the call's entry besides `id`, `type` and `function`, its JSON value
+    /// as received (Gemini 3's `extra_content`, which holds the call's thought signature): sent
+    /// back with the call. Absent from older run files: none.
+    #[serde(default, skip_serializing_if = "Map::is_empty")]
+    pub passback: Map<String, Value>,
 }
 
 /// A reply and what it cost.

@@ -88,12 +88,19 @@ pub struct Completion {
     pub usage: Option<TokenUsage>,
 }
 
+/// What one call cost, in one shape whatever the API reported it in
+/// ([`openai::wire::WireUsage::tokens`]).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
 pub struct TokenUsage {
+    /// Every input token, those read from and written to a prompt cache included.
     pub prompt_tokens: u64,
     pub completion_tokens: u64,
     /// Of `completion_tokens`, those spent thinking (`usage.completion_tokens_details`).
     pub reasoning_tokens: u64,
+    /// Of `prompt_tokens`, those read from the server's prompt cache.
+    pub cached_tokens: u64,
+    /// Of `prompt_tokens`, those written to the prompt cache (Anthropic bills them apart).
+    pub cache_write_tokens: u64,
 }
 
 /// A language model. Shared by every question of an evaluation, so it takes `&self`.

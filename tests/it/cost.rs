@@ -6,8 +6,8 @@ use std::path::Path;
 use serde_json::{Value, json};
 use wiremock::ResponseTemplate;
 
-/// Every request answered by one completion with the same usage: 1,000 prompt tokens, 30
-/// completion tokens of which 10 reasoning.
+/// Every request answered by one completion with the same usage: 1,000 prompt tokens of which 800
+/// read from the server's prompt cache, 30 completion tokens of which 10 reasoning.
 fn scripted_usage() -> ResponseTemplate {
     ResponseTemplate::new(200).set_body_json(json!({
         "id": "cmpl-1",
@@ -18,6 +18,7 @@ fn scripted_usage() -> ResponseTemplate {
             "prompt_tokens": 1000,
             "completion_tokens": 30,
             "total_tokens": 1030,
+            "prompt_tokens_details": {"cached_tokens": 800},
             "completion_tokens_details": {"reasoning_tokens": 10}
         }
     }))
@@ -57,7 +58,7 @@ async fn eval_prices_its_runs_exactly_from_either_price_format() {
     let dir = tempfile::tempdir().unwrap();
     std::fs::write(
         dir.path().join("prices.toml"),
-        "m = { input = 0.15, output = 0.6 }\n",
+        "m = { input = 0.15, cached_input = 0.075, output = 0.6 }\n",
     )
     .unwrap();
     // LiteLLM's map names the model with its provider, and bills reasoning apart.
@@ -71,23 +72,33 @@ async fn eval_prices_its_runs_exactly_from_either_price_format() {
 
     let (stdout, stderr, code) = eval(dir.path(), &server.uri(), &["--prices", "prices.toml"]);
     assert_eq!(code, 0, "{stderr}");
-    // By hand: 3 questions × (1,000 × $0.15 + 30 × $0.60) per million tokens = $0.000504.
+    // By hand: 3 questions × (200 × $0.15 + 800 × $0.075 + 30 × $0.60) per million tokens
+    // = 3 × $0.000108 = $0.000324.
+    // The summary says how much of the prompt the server's cache served.
+    assert!(
+        stdout.contains(
+            "1000 prompt tokens (800 read from the prompt cache, 0 written to it), 30 completion tokens\n"
+        ),
+        "{stdout}"
+    );
     let line = stdout
         .lines()
         .find(|line| line.starts_with("cost"))
         .unwrap_or_else(|| panic!("{stdout}"));
     assert_eq!(
         line,
-        "cost           $0.000504 in all, $0.000168 a question, over 3 runs"
+        "cost           $0.000324 in all, $0.000108 a question, over 3 runs"
     );
 
-    // The resumed evaluation, priced from LiteLLM's map, as JSON: reasoning at its own price,
+    // The resumed evaluation, priced from LiteLLM's map, as JSON: no cached price (cached input
+    // at the input price), reasoning at its own price,
     // 3 × (1,000 × 0.15 + 20 × 0.60 + 10 × 1.20) / 10^6 = $0.000522.
     let (stdout, stderr, code) = eval(dir.path(), &server.uri(), &["--prices", "prices.json", "--json"]);
     assert_eq!(code, 0, "{stderr}");
     let summary: Value = serde_json::from_str(&stdout).unwrap();
     assert_eq!(summary["cost"]["total"], json!("$0.000522"), "{summary}");
     assert_eq!(summary["cost"]["priced"], json!(3));
+    assert_eq!(summary["per_question"]["cached_tokens"], json!(800.0));
     assert_eq!(summary["cost"].get("unpriced_models"), None);
     // Three requests in all: pricing asked nothing again.
     assert_eq!(server.received_requests().await.unwrap().len(), 3);

@@ -481,6 +481,7 @@ impl Llm for ScriptedLlm {
                     prompt_tokens: request.prompt.len() as u64 / 4,
                     completion_tokens: text.len() as u64 / 4,
                     reasoning_tokens: 0,
+                    ..Default::default()
                 }),
             })
         })

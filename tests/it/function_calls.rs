@@ -871,6 +871,7 @@ async fn a_hostile_reply_is_kept_within_bounds() {
             content: None,
             reasoning: Default::default(),
             tool_calls: message.tool_calls,
+            passback: Default::default(),
         },
         1,
         &mut HashSet::new(),

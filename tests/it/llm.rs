@@ -168,6 +168,7 @@ async fn chat_request_carries_model_messages_stop_temperature_and_reads_usage() 
                 prompt_tokens: 229,
                 completion_tokens: 35,
                 reasoning_tokens: 0,
+                ..Default::default()
             }),
         }
     );
@@ -208,6 +209,7 @@ async fn completions_request_sends_the_prompt_as_text() {
             prompt_tokens: 5,
             completion_tokens: 7,
             reasoning_tokens: 0,
+            ..Default::default()
         })
     );
     assert_eq!(
@@ -363,6 +365,7 @@ async fn responses_are_read_leniently() {
             prompt_tokens,
             completion_tokens,
             reasoning_tokens: 0,
+            ..Default::default()
         });
         assert_eq!(completion.usage, usage, "{body}");
     }

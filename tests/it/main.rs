@@ -132,6 +132,7 @@ mod index;
 mod layers;
 mod llm;
 mod mcp;
+mod passback;
 mod path_forms;
 mod preservation;
 mod methods;

@@ -72,6 +72,8 @@ pub struct Call {
     pub action: Result<Action, CallError>,
     /// Where the reply held it.
     pub origin: CallOrigin,
+    /// The other fields the server put on the call, sent back with it ([`WireCall::passback`]).
+    pub passback: Map<String, Value>,
 }
 
 /// Where a reply held a call: what decides how the reply is echoed back.
@@ -85,13 +87,14 @@ pub enum CallOrigin {
 }
 
 impl Call {
-    /// The call as an assistant message carries it back to the server: its unique id, the name
-    /// and the arguments as sent.
+    /// The call as an assistant message carries it back to the server: its unique id, the name,
+    /// the arguments and the other fields as sent.
     pub fn sent(&self) -> SentCall {
         SentCall {
             id: self.id.clone(),
             name: self.name.clone(),
             arguments: self.arguments.clone(),
+            passback: self.passback.clone(),
         }
     }
 
@@ -115,12 +118,14 @@ pub struct ReadReply {
 impl ReadReply {
     /// The assistant message that carries `message`, the reply this was read from, back to the
     /// server as the server sent it: its text (`""` for none) and its `tool_calls` under their
-    /// unique ids. Calls read from the text are in the text already, and are not made up again
-    /// as calls (a block that did not parse has no name or arguments to send).
+    /// unique ids, and every other field of the message and its calls as received. Calls read
+    /// from the text are in the text already, and are not made up again as calls (a block that
+    /// did not parse has no name or arguments to send).
     pub fn echo(&self, message: &ReplyMessage) -> Message {
         Message::Assistant {
             content: message.content.clone().unwrap_or_default(),
             reasoning: message.reasoning.clone(),
+            passback: message.passback.clone(),
             calls: self
                 .calls
                 .iter()
@@ -341,6 +346,7 @@ impl FunctionSet {
                             arguments,
                             action,
                             origin,
+                            passback: call.passback,
                         }
                     }
                     Err((text, problem)) => Call {
@@ -349,6 +355,7 @@ impl FunctionSet {
                         arguments: text,
                         action: Err(CallError::Embedded { problem }),
                         origin,
+                        passback: Map::new(),
                     },
                 }
             })
@@ -586,6 +593,7 @@ fn json_calls(text: &str) -> Vec<Embedded> {
         .into_iter()
         .map(|entry| match entry.get("name") {
             Some(Value::String(name)) => Ok(WireCall {
+                passback: Map::new(),
                 id: None,
                 name: name.clone(),
                 arguments: entry

@@ -15,6 +15,7 @@ fn call(id: Option<&str>, name: &str, arguments: Value) -> WireCall {
         id: id.map(str::to_owned),
         name: name.to_owned(),
         arguments,
+        passback: Default::default(),
     }
 }
 
@@ -23,6 +24,7 @@ fn read(content: Option<&str>, calls: Vec<WireCall>) -> ReadReply {
         content: content.map(str::to_owned),
         reasoning: Default::default(),
         tool_calls: calls,
+        passback: Default::default(),
     };
     functions().read_reply(&message, 2, &mut HashSet::new())
 }
@@ -127,6 +129,7 @@ fn missing_and_repeated_ids_are_made_unique() {
             call(Some("old"), "search", json!({"entity": "D"})),
             call(Some(" "), "search", json!({"entity": "E"})),
         ],
+        passback: Default::default(),
     };
     let reply = functions().read_reply(&message, 3, &mut used);
     let ids: Vec<&str> = reply.calls.iter().map(|call| call.id.as_str()).collect();

@@ -736,14 +736,7 @@ impl OpenAiClient {
                 url: display_url(&self.url),
                 source: self.server_words(&error.to_string()),
             })?;
-        let usage = response.usage.map(|usage| TokenUsage {
-            prompt_tokens: usage.prompt_tokens.unwrap_or(0),
-            completion_tokens: usage.completion_tokens.unwrap_or(0),
-            reasoning_tokens: usage
-                .completion_tokens_details
-                .and_then(|details| details.reasoning_tokens)
-                .unwrap_or(0),
-        });
+        let usage = response.usage.map(|usage| usage.tokens());
         Ok((response.choices, usage))
     }
 
@@ -824,6 +817,7 @@ impl OpenAiClient {
             cap_completion(content);
         }
         message.reasoning.cap();
+        wire::bound_passback(&mut message, &self.secrets);
         if message.tool_calls.len() > MAX_CALLS_PER_REPLY {
             tracing::warn!(
                 "the model made {} calls in one reply; keeping the first {MAX_CALLS_PER_REPLY}",

@@ -6,8 +6,9 @@
 use serde::Deserialize;
 use serde_json::{Map, Value, json};
 
+use crate::base::secret::Secrets;
 use crate::llm::reasoning::{self, ReasoningFields};
-use crate::llm::{Message, ReplyMessage, WireCall};
+use crate::llm::{Message, ReplyMessage, TokenUsage, WireCall};
 
 /// The instruction a chat model gets so that it continues the scratchpad instead of answering it.
 pub const CONTINUE_INSTRUCTION: &str = "Continue the text the user sends, in exactly the format of its examples. \
@@ -57,8 +58,18 @@ pub struct ChatMessage {
     /// `reasoning` or `reasoning_content`, when the server parses the model's thinking apart.
     #[serde(flatten)]
     pub reasoning: ReasoningFields,
+    /// Every other field (`role` among them), as received: what goes back with the message.
+    #[serde(flatten)]
+    pub other: Map<String, Value>,
 }
 
+/// A response's `usage`, in whichever API's words it came: Chat Completions' `prompt_tokens`,
+/// `completion_tokens`, `prompt_tokens_details.cached_tokens` and
+/// `completion_tokens_details.reasoning_tokens`; the Responses API's `input_tokens`,
+/// `output_tokens`, `input_tokens_details.cached_tokens` and
+/// `output_tokens_details.reasoning_tokens`; Anthropic's `input_tokens`, `output_tokens`,
+/// `cache_read_input_tokens` and `cache_creation_input_tokens`. [`WireUsage::tokens`] reads it
+/// into one shape.
 #[derive(Debug, Deserialize)]
 pub struct WireUsage {
     #[serde(default)]
@@ -66,13 +77,61 @@ pub struct WireUsage {
     #[serde(default)]
     pub completion_tokens: Option<u64>,
     #[serde(default)]
-    pub completion_tokens_details: Option<CompletionTokensDetails>,
+    pub prompt_tokens_details: Option<TokensDetails>,
+    #[serde(default)]
+    pub completion_tokens_details: Option<TokensDetails>,
+    #[serde(default)]
+    pub input_tokens: Option<u64>,
+    #[serde(default)]
+    pub output_tokens: Option<u64>,
+    #[serde(default)]
+    pub input_tokens_details: Option<TokensDetails>,
+    #[serde(default)]
+    pub output_tokens_details: Option<TokensDetails>,
+    #[serde(default)]
+    pub cache_read_input_tokens: Option<u64>,
+    #[serde(default)]
+    pub cache_creation_input_tokens: Option<u64>,
 }
 
+/// `*_tokens_details`: the part of a count read from the cache, or spent thinking.
 #[derive(Debug, Deserialize)]
-pub struct CompletionTokensDetails {
+pub struct TokensDetails {
+    #[serde(default)]
+    pub cached_tokens: Option<u64>,
     #[serde(default)]
     pub reasoning_tokens: Option<u64>,
+}
+
+impl WireUsage {
+    /// The counts in one shape: every input token in `prompt_tokens` (Anthropic's
+    /// `input_tokens` counts only those after the last cache breakpoint, so its cache reads and
+    /// writes are added), of them those read from the cache and those written to it; the output
+    /// tokens and, of them, those spent thinking. A count the server leaves out is 0.
+    pub fn tokens(&self) -> TokenUsage {
+        let detail = |details: &Option<TokensDetails>, field: fn(&TokensDetails) -> Option<u64>| {
+            details.as_ref().and_then(field)
+        };
+        let cache_read = self.cache_read_input_tokens.unwrap_or(0);
+        let cache_write = self.cache_creation_input_tokens.unwrap_or(0);
+        let prompt_tokens = match (self.prompt_tokens, self.input_tokens) {
+            (Some(prompt), _) => prompt,
+            (None, Some(input)) => input.saturating_add(cache_read).saturating_add(cache_write),
+            (None, None) => cache_read.saturating_add(cache_write),
+        };
+        let cached_tokens = detail(&self.prompt_tokens_details, |d| d.cached_tokens)
+            .or_else(|| detail(&self.input_tokens_details, |d| d.cached_tokens))
+            .unwrap_or(cache_read);
+        TokenUsage {
+            prompt_tokens,
+            completion_tokens: self.completion_tokens.or(self.output_tokens).unwrap_or(0),
+            reasoning_tokens: detail(&self.completion_tokens_details, |d| d.reasoning_tokens)
+                .or_else(|| detail(&self.output_tokens_details, |d| d.reasoning_tokens))
+                .unwrap_or(0),
+            cached_tokens,
+            cache_write_tokens: cache_write,
+        }
+    }
 }
 
 /// An error body: `{"error": {"message": ..., "param": ...}}`.
@@ -119,6 +178,7 @@ impl Choice {
                 content: self.text,
                 reasoning: self.reasoning,
                 tool_calls: Vec::new(),
+                passback: Map::new(),
             };
         };
         let calls: Vec<WireCall> = message
@@ -149,7 +209,57 @@ impl Choice {
             content: message.content,
             reasoning: message.reasoning,
             tool_calls: calls,
+            passback: passback(message.other, &["role"]),
         }
+    }
+}
+
+/// `fields` without those named in `read` (the fields the client reads and rebuilds itself) and
+/// without nulls (a null says nothing a server would miss): what goes back as received.
+fn passback(fields: Map<String, Value>, read: &[&str]) -> Map<String, Value> {
+    fields
+        .into_iter()
+        .filter(|(key, value)| !value.is_null() && !read.contains(&key.as_str()))
+        .collect()
+}
+
+/// The fields of an assistant message that are its reasoning, which `--no-reasoning-echo` keeps
+/// from the server: the two reasoning texts and OpenRouter's `reasoning_details`. A tool call's
+/// fields are never among them: Gemini 3's `extra_content.google.thought_signature` is no
+/// reasoning text, and Gemini refuses a history whose calls lack it.
+pub const REASONING_FIELDS: [&str; 3] = ["reasoning", "reasoning_content", "reasoning_details"];
+
+/// The most bytes (as JSON) of the fields one reply's message and calls pass back
+/// ([`ReplyMessage::passback`], [`WireCall::passback`]) together: run files keep them. A field
+/// past it is dropped whole, with a warning (an opaque value cut short is worth nothing).
+pub const MAX_PASSBACK_BYTES: usize = 256 * 1024;
+
+/// Bounds what `message` passes back: a field whose JSON holds one of `secrets` is dropped (a
+/// run file keeps these fields, and no secret may reach one), and so is every field once the
+/// fields kept so far reach [`MAX_PASSBACK_BYTES`]; each drop is warned about by name.
+pub fn bound_passback(message: &mut ReplyMessage, secrets: &Secrets) {
+    let mut budget = MAX_PASSBACK_BYTES;
+    let mut keep = |owner: &str, fields: &mut Map<String, Value>| {
+        fields.retain(|key, value| {
+            let text = value.to_string();
+            if secrets.redact(&text) != text {
+                tracing::warn!("the {owner}'s field `{key}` holds a secret of the request; not kept");
+                return false;
+            }
+            if text.len() > budget {
+                tracing::warn!(
+                    "the {owner}'s field `{key}` ({} bytes) is past the {MAX_PASSBACK_BYTES} bytes one reply passes back; not kept",
+                    text.len()
+                );
+                return false;
+            }
+            budget -= text.len();
+            true
+        });
+    };
+    keep("reply", &mut message.passback);
+    for call in &mut message.tool_calls {
+        keep("tool call", &mut call.passback);
     }
 }
 
@@ -175,7 +285,21 @@ fn wire_call(entry: &Value) -> WireCall {
         .or_else(|| function.get("parameters"))
         .cloned()
         .unwrap_or(Value::Null);
-    WireCall { id, name, arguments }
+    let read: &[&str] = if std::ptr::eq(function, entry) {
+        &["id", "type", "name", "arguments", "parameters"]
+    } else {
+        &["id", "type", "function"]
+    };
+    let passback = match entry {
+        Value::Object(fields) => self::passback(fields.clone(), read),
+        _ => Map::new(),
+    };
+    WireCall {
+        id,
+        name,
+        arguments,
+        passback,
+    }
 }
 
 /// Whether an assistant turn goes back to the server with the reasoning it came with.
@@ -192,11 +316,20 @@ pub enum ReasoningEcho {
 /// One conversation message as OpenAI's API takes it. An assistant message's `content` is `""`
 /// rather than `null` beside its calls (llama-cpp-python answers 500 to `null`), and its calls'
 /// arguments are JSON text, whatever the server sent; its reasoning goes back as `echo` says.
+/// Every other field the server put on the message and on each call goes back as received
+/// (the message's reasoning fields among them, [`REASONING_FIELDS`], only as `echo` says).
 pub fn message(message: &Message, echo: ReasoningEcho) -> Value {
     let mut value = message_without_reasoning(message, echo);
-    if let (Message::Assistant { reasoning, .. }, ReasoningEcho::Send, Value::Object(fields)) =
-        (message, echo, &mut value)
-    {
+    let (
+        Message::Assistant {
+            reasoning, passback, ..
+        },
+        Value::Object(fields),
+    ) = (message, &mut value)
+    else {
+        return value;
+    };
+    if echo == ReasoningEcho::Send {
         for (key, text) in [
             ("reasoning", &reasoning.reasoning),
             ("reasoning_content", &reasoning.reasoning_content),
@@ -204,6 +337,13 @@ pub fn message(message: &Message, echo: ReasoningEcho) -> Value {
             if let Some(text) = text {
                 fields.insert(key.to_owned(), json!(text));
             }
+        }
+    }
+    for (key, field) in passback {
+        if (echo == ReasoningEcho::Send || !REASONING_FIELDS.contains(&key.as_str()))
+            && !fields.contains_key(key)
+        {
+            fields.insert(key.clone(), field.clone());
         }
     }
     value
@@ -225,11 +365,17 @@ fn message_without_reasoning(message: &Message, echo: ReasoningEcho) -> Value {
             let calls: Vec<Value> = calls
                 .iter()
                 .map(|call| {
-                    json!({
+                    let mut entry = json!({
                         "id": call.id,
                         "type": "function",
                         "function": {"name": call.name, "arguments": call.arguments},
-                    })
+                    });
+                    if let Value::Object(fields) = &mut entry {
+                        for (key, field) in &call.passback {
+                            fields.entry(key.clone()).or_insert_with(|| field.clone());
+                        }
+                    }
+                    entry
                 })
                 .collect();
             json!({"role": "assistant", "content": content, "tool_calls": calls})
@@ -319,4 +465,133 @@ pub fn object(fields: impl IntoIterator<Item = (&'static str, Value)>) -> Map<St
         .into_iter()
         .map(|(key, value)| (key.to_owned(), value))
         .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn reply(passback: Value, call_passback: Value) -> ReplyMessage {
+        let object = |value: Value| match value {
+            Value::Object(fields) => fields,
+            _ => Map::new(),
+        };
+        ReplyMessage {
+            content: None,
+            reasoning: ReasoningFields::default(),
+            tool_calls: vec![WireCall {
+                id: Some("c".to_owned()),
+                name: "search".to_owned(),
+                arguments: json!("{}"),
+                passback: object(call_passback),
+            }],
+            passback: object(passback),
+        }
+    }
+
+    /// The usage objects of the three APIs, in their documented shapes (OpenAI's prompt-caching
+    /// guide and its Responses API reference, Anthropic's prompt-caching page), read into one.
+    #[test]
+    fn every_apis_usage_reads_into_one_shape() {
+        let tokens = |usage: Value| serde_json::from_value::<WireUsage>(usage).unwrap().tokens();
+        let chat = tokens(
+            json!({"prompt_tokens": 2006, "completion_tokens": 300, "total_tokens": 2306,
+            "prompt_tokens_details": {"cached_tokens": 1920, "audio_tokens": 0},
+            "completion_tokens_details": {"reasoning_tokens": 128, "audio_tokens": 0,
+                "accepted_prediction_tokens": 0, "rejected_prediction_tokens": 0}}),
+        );
+        assert_eq!(
+            chat,
+            TokenUsage {
+                prompt_tokens: 2006,
+                completion_tokens: 300,
+                reasoning_tokens: 128,
+                cached_tokens: 1920,
+                cache_write_tokens: 0
+            }
+        );
+        let responses = tokens(
+            json!({"input_tokens": 2006, "input_tokens_details": {"cached_tokens": 1920},
+            "output_tokens": 300, "output_tokens_details": {"reasoning_tokens": 128}, "total_tokens": 2306}),
+        );
+        assert_eq!(responses, chat);
+        // Anthropic's `input_tokens` are those after the last breakpoint: the whole input adds
+        // the cache's reads and writes.
+        let anthropic = tokens(json!({"input_tokens": 21, "cache_creation_input_tokens": 188086,
+            "cache_read_input_tokens": 1920, "output_tokens": 393}));
+        assert_eq!(
+            anthropic,
+            TokenUsage {
+                prompt_tokens: 21 + 188_086 + 1920,
+                completion_tokens: 393,
+                reasoning_tokens: 0,
+                cached_tokens: 1920,
+                cache_write_tokens: 188_086
+            }
+        );
+        // A server that reports less reports zeros.
+        assert_eq!(
+            tokens(json!({"prompt_tokens": 5})),
+            TokenUsage {
+                prompt_tokens: 5,
+                ..TokenUsage::default()
+            }
+        );
+    }
+
+    #[test]
+    fn fields_that_hold_a_secret_or_overflow_are_not_kept() {
+        let secrets = Secrets::new().with("sk-secret-key");
+        let mut message = reply(
+            json!({"leak": {"echo": "Bearer sk-secret-key"}, "kept": [1], "huge": "x".repeat(MAX_PASSBACK_BYTES)}),
+            json!({"extra_content": {"google": {"thought_signature": "abc"}}}),
+        );
+        bound_passback(&mut message, &secrets);
+        assert_eq!(message.passback, *json!({"kept": [1]}).as_object().unwrap());
+        assert_eq!(
+            message.tool_calls[0].passback,
+            *json!({"extra_content": {"google": {"thought_signature": "abc"}}})
+                .as_object()
+                .unwrap()
+        );
+    }
+
+    #[test]
+    fn the_fields_of_a_message_and_its_calls_are_read_apart_and_go_back() {
+        let choice: Choice = serde_json::from_value(json!({"message": {
+            "role": "assistant", "content": null, "refusal": null, "reasoning": "r",
+            "reasoning_details": [{"type": "reasoning.text", "text": "r"}],
+            "tool_calls": [{"id": "c", "type": "function", "function": {"name": "search", "arguments": "{}"},
+                            "extra_content": {"google": {"thought_signature": "sig"}}}]}}))
+        .unwrap();
+        let message = choice.into_reply();
+        assert_eq!(
+            Value::Object(message.passback.clone()),
+            json!({"reasoning_details": [{"type": "reasoning.text", "text": "r"}]})
+        );
+        let echoed = Message::Assistant {
+            content: String::new(),
+            calls: vec![crate::llm::SentCall {
+                id: "c".to_owned(),
+                name: "search".to_owned(),
+                arguments: "{}".to_owned(),
+                passback: message.tool_calls[0].passback.clone(),
+            }],
+            reasoning: message.reasoning.clone(),
+            passback: message.passback.clone(),
+        };
+        let sent = super::message(&echoed, ReasoningEcho::Send);
+        assert_eq!(sent["reasoning"], "r");
+        assert_eq!(sent["reasoning_details"][0]["text"], "r");
+        assert_eq!(
+            sent["tool_calls"][0]["extra_content"]["google"]["thought_signature"],
+            "sig"
+        );
+        let dropped = super::message(&echoed, ReasoningEcho::Drop);
+        assert!(dropped.get("reasoning").is_none() && dropped.get("reasoning_details").is_none());
+        assert_eq!(
+            dropped["tool_calls"][0]["extra_content"]["google"]["thought_signature"],
+            "sig"
+        );
+    }
 }

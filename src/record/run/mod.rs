@@ -468,6 +468,15 @@ pub struct Usage {
     /// Of `completion_tokens`, those the model spent thinking, when the server says.
     #[serde(default, skip_serializing_if = "is_zero")]
     pub reasoning_tokens: u64,
+    /// Of `prompt_tokens`, those the server read from its prompt cache
+    /// (`prompt_tokens_details.cached_tokens`, `input_tokens_details.cached_tokens`,
+    /// `cache_read_input_tokens`). Absent when none were (and from older runs): 0.
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub cached_tokens: u64,
+    /// Of `prompt_tokens`, those written to the prompt cache (`cache_creation_input_tokens`).
+    /// Absent when none were (and from older runs): 0.
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub cache_write_tokens: u64,
     /// HTTP requests sent to the model server: every one, retries, re-sends without a refused
     /// parameter and failed ones included, where `llm_calls` counts the calls answered (a reply
     /// the cache gave is a call and no request). Absent from runs of earlier versions; a replay
@@ -494,6 +503,12 @@ impl std::fmt::Debug for Usage {
         if self.reasoning_tokens > 0 {
             usage.field("reasoning_tokens", &self.reasoning_tokens);
         }
+        if self.cached_tokens > 0 {
+            usage.field("cached_tokens", &self.cached_tokens);
+        }
+        if self.cache_write_tokens > 0 {
+            usage.field("cache_write_tokens", &self.cache_write_tokens);
+        }
         if let Some(requests) = self.requests {
             usage.field("requests", &requests);
         }
@@ -516,6 +531,8 @@ impl Usage {
             self.prompt_tokens = self.prompt_tokens.saturating_add(tokens.prompt_tokens);
             self.completion_tokens = self.completion_tokens.saturating_add(tokens.completion_tokens);
             self.reasoning_tokens = self.reasoning_tokens.saturating_add(tokens.reasoning_tokens);
+            self.cached_tokens = self.cached_tokens.saturating_add(tokens.cached_tokens);
+            self.cache_write_tokens = self.cache_write_tokens.saturating_add(tokens.cache_write_tokens);
         }
     }
 
@@ -527,6 +544,8 @@ impl Usage {
         self.completion_tokens = self.completion_tokens.saturating_add(other.completion_tokens);
         self.invalid_actions = self.invalid_actions.saturating_add(other.invalid_actions);
         self.reasoning_tokens = self.reasoning_tokens.saturating_add(other.reasoning_tokens);
+        self.cached_tokens = self.cached_tokens.saturating_add(other.cached_tokens);
+        self.cache_write_tokens = self.cache_write_tokens.saturating_add(other.cache_write_tokens);
         self.requests = match (self.requests, other.requests) {
             (None, None) => None,
             (mine, theirs) => Some(mine.unwrap_or(0).saturating_add(theirs.unwrap_or(0))),

@@ -200,6 +200,7 @@ fn openai_turns(system: &str, turns: &[Turn], reasoning: ExportReasoning) -> Wri
                     content: turn.text.clone(),
                     calls: Vec::new(),
                     reasoning: Default::default(),
+                    passback: Default::default(),
                 },
                 turn.reasoning.as_deref(),
             ),
@@ -289,6 +290,7 @@ fn offered_calls(messages: &[Message], functions: &[FunctionSpec]) -> (Vec<Messa
                 content,
                 calls,
                 reasoning,
+                passback,
             } => {
                 let mut kept_calls = Vec::with_capacity(calls.len());
                 for call in calls {
@@ -310,6 +312,7 @@ fn offered_calls(messages: &[Message], functions: &[FunctionSpec]) -> (Vec<Messa
                     content: content.clone(),
                     calls: kept_calls,
                     reasoning: reasoning.clone(),
+                    passback: passback.clone(),
                 });
             }
             Message::Tool { call_id, .. } if left_out_ids.contains(call_id.as_str()) => {}
