@@ -5,9 +5,15 @@
 
 use bench::targets;
 use proptest::prelude::*;
+use proptest::test_runner::RngSeed;
+
+/// The same inputs on every run, so the suite passes or fails on the code alone; the long run
+/// (`--bin fuzz`) draws new ones each time. `PROPTEST_RNG_SEED` does not change them: to explore
+/// here, edit this seed.
+const SEED: RngSeed = RngSeed::Fixed(0x5eed_2026_1128);
 
 proptest! {
-    #![proptest_config(ProptestConfig { cases: 3000, failure_persistence: None, ..ProptestConfig::default() })]
+    #![proptest_config(ProptestConfig { cases: 3000, failure_persistence: None, rng_seed: SEED, ..ProptestConfig::default() })]
 
     #[test]
     fn action_grammar_reads_any_completion(text in targets::completion()) {
@@ -31,7 +37,7 @@ proptest! {
 }
 
 proptest! {
-    #![proptest_config(ProptestConfig { cases: 600, failure_persistence: None, ..ProptestConfig::default() })]
+    #![proptest_config(ProptestConfig { cases: 600, failure_persistence: None, rng_seed: SEED, ..ProptestConfig::default() })]
 
     #[test]
     fn html_reader_reads_any_page(html in targets::html()) {
@@ -40,7 +46,7 @@ proptest! {
 }
 
 proptest! {
-    #![proptest_config(ProptestConfig { cases: 300, failure_persistence: None, ..ProptestConfig::default() })]
+    #![proptest_config(ProptestConfig { cases: 300, failure_persistence: None, rng_seed: SEED, ..ProptestConfig::default() })]
 
     /// Mutated real run lines (huge, negative and fractional counts, deep nesting, long strings,
     /// fields missing, added or of another type): `replay`, `export`, `score` and `merge` read
