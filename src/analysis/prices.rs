@@ -20,6 +20,7 @@
 
 use std::collections::BTreeMap;
 use std::fmt;
+use std::io::Read;
 use std::path::{Path, PathBuf};
 
 use serde_json::Value;
@@ -166,13 +167,16 @@ impl PriceList {
             path: path.to_owned(),
             source,
         };
-        let size = std::fs::metadata(path).map_err(read_error)?.len();
-        if size > MAX_PRICES_BYTES {
+        // Read at most one byte past the limit: a file that grows while read is refused too.
+        let mut text = String::new();
+        std::fs::File::open(path)
+            .and_then(|file| file.take(MAX_PRICES_BYTES + 1).read_to_string(&mut text))
+            .map_err(read_error)?;
+        if text.len() as u64 > MAX_PRICES_BYTES {
             return Err(PricesError::TooLarge {
                 path: path.to_owned(),
             });
         }
-        let text = std::fs::read_to_string(path).map_err(read_error)?;
         let list = if text.trim_start().starts_with('{') {
             PriceList::from_litellm(&text)
         } else {

@@ -345,8 +345,9 @@ fn tokens_by_model(outcomes: &[Outcome]) -> BTreeMap<Option<String>, ModelTokens
 pub struct CostSummary {
     /// In dollars, exact (`$0.0010656`).
     pub total: String,
-    /// The total over the priced runs, per priced run, in dollars.
-    pub per_question: f64,
+    /// The total over the priced runs, per priced run (an attempt: a question, or one of its
+    /// trials or epochs), in dollars.
+    pub per_run: f64,
     /// Runs priced.
     pub priced: usize,
     /// Models of runs the file has no price for (those runs count in no figure here).
@@ -374,7 +375,7 @@ impl CostSummary {
         }
         CostSummary {
             total: total.to_string(),
-            per_question: if priced == 0 {
+            per_run: if priced == 0 {
                 0.0
             } else {
                 total.dollars() / priced as f64
@@ -392,9 +393,9 @@ impl CostSummary {
         };
         writeln!(
             out,
-            "cost           {} in all, ${:.6} a question, over {}{unpriced}",
+            "cost           {} in all, ${:.6} a run, over {}{unpriced}",
             self.total,
-            self.per_question,
+            self.per_run,
             crate::base::output::counted(self.priced, "run", "runs")
         )
     }

@@ -87,7 +87,7 @@ async fn eval_prices_its_runs_exactly_from_either_price_format() {
         .unwrap_or_else(|| panic!("{stdout}"));
     assert_eq!(
         line,
-        "cost           $0.000324 in all, $0.000108 a question, over 3 runs"
+        "cost           $0.000324 in all, $0.000108 a run, over 3 runs"
     );
 
     // The resumed evaluation, priced from LiteLLM's map, as JSON: no cached price (cached input
@@ -112,7 +112,7 @@ async fn eval_prices_its_runs_exactly_from_either_price_format() {
     let (stdout, _, code) = eval(dir.path(), &server.uri(), &["--prices", "other.toml"]);
     assert_eq!(code, 0);
     assert!(
-        stdout.contains("cost           $0 in all, $0.000000 a question, over 0 runs; no price for m\n"),
+        stdout.contains("cost           $0 in all, $0.000000 a run, over 0 runs; no price for m\n"),
         "{stdout}"
     );
 }
