@@ -23,7 +23,7 @@ use crate::base::method::Reflect;
 use crate::base::profile::Profile;
 use crate::docstore::DocstoreInfo;
 use crate::eval::abbreviated;
-use crate::llm::{ReplayLlm, openai::Api};
+use crate::llm::ReplayLlm;
 use crate::record::files::{FilesError, Found, RunsError, Wanted, read_runs, recorded_files};
 use crate::record::recorded::{RecordedRun, RunPlace};
 use crate::record::run::{Attempt, Run, Stopped, Usage};
@@ -137,7 +137,9 @@ async fn replay_recorded(
     let model = recorded.model.clone().unwrap_or_else(|| "replay".to_owned());
     let llm = match recorded.api {
         // The assistant messages as the server sent them: the agent reads their calls again.
-        Some(Api::Tools) => ReplayLlm::with_replies(model, recorded.replies()),
+        Some(api) if api.calls_functions() => {
+            ReplayLlm::with_replies(model, recorded.replies()).recorded_api(Some(api))
+        }
         api => ReplayLlm::new(model, recorded.completions())
             .with_reasoning(recorded.step_reasoning())
             .recorded_api(api),

@@ -252,7 +252,7 @@ pub struct ModelArgs {
 impl ModelArgs {
     /// The OpenAI-compatible client these options describe.
     pub fn open(&self) -> anyhow::Result<OpenAiClient> {
-        if self.no_reasoning_echo && self.api != Api::Tools {
+        if self.no_reasoning_echo && !self.api.calls_functions() {
             anyhow::bail!(
                 "`--no-reasoning-echo` is about the assistant turns of `--api tools`: `--api {}` sends none back",
                 self.api

@@ -532,7 +532,7 @@ impl Plan {
                     strategy: reflect,
                 });
             }
-            if services.llm.api() == Some(Api::Tools) {
+            if services.llm.api().is_some_and(Api::calls_functions) {
                 return Err(EvalError::ReflectTools { strategy: reflect });
             }
         }

@@ -110,7 +110,8 @@ impl ReplayLlm {
 
     /// Says which API made the recording (a text run's `chat` or `completions`).
     pub fn recorded_api(mut self, api: Option<Api>) -> ReplayLlm {
-        if self.api != Some(Api::Tools) {
+        // A tools run's model converses, whichever function-calling API recorded it.
+        if !self.api.is_some_and(Api::calls_functions) || api.is_some_and(Api::calls_functions) {
             self.api = api;
         }
         self

@@ -113,7 +113,7 @@ impl AgentSetup {
     pub fn check(&self, api: Option<Api>, tools: ExtraTools) -> Result<(), SetupError> {
         check_profile_tools(self.profile, tools)?;
         let method = self.method;
-        if api == Some(Api::Tools) {
+        if api.is_some_and(Api::calls_functions) {
             if self.profile == Profile::Paper {
                 return Err(SetupError::PaperFunctionCalls);
             }

@@ -336,7 +336,9 @@ pub async fn rebuild(recorded: &Run) -> Result<Vec<Example>, RebuildError> {
     let (solver, max_steps) = run_solver(recorded, &RunOverrides::default())?;
     let model = recorded.model.clone().unwrap_or_else(|| "replay".to_owned());
     let replay = match recorded.api {
-        Some(Api::Tools) => ReplayLlm::with_replies(model, recorded.replies()),
+        Some(api) if api.calls_functions() => {
+            ReplayLlm::with_replies(model, recorded.replies()).recorded_api(Some(api))
+        }
         api => ReplayLlm::new(model, recorded.completions())
             .with_reasoning(recorded.step_reasoning())
             .recorded_api(api)

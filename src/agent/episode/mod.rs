@@ -174,7 +174,7 @@ impl<'a> Agent<'a> {
         environment: &mut dyn Environment,
         on_event: &mut (dyn FnMut(StepEvent<'_>) + Send),
     ) -> Episode {
-        if self.llm.api() == Some(Api::Tools) {
+        if self.llm.api().is_some_and(Api::calls_functions) {
             return self.converse(question, environment, on_event).await;
         }
         let mut scratchpad = self.prompt.scratchpad(question);

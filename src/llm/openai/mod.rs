@@ -98,6 +98,12 @@ impl Api {
         }
     }
 
+    /// Whether the agent converses with function calls through this API ([`Llm::converse`])
+    /// rather than continuing the scratchpad's text.
+    pub fn calls_functions(self) -> bool {
+        matches!(self, Api::Tools)
+    }
+
     fn path(self) -> &'static str {
         match self {
             Api::Chat | Api::Tools => "chat/completions",
