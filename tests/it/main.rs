@@ -53,6 +53,7 @@ pub fn binary() -> std::process::Command {
     command
         .env("NO_COLOR", "1")
         .env_remove("OPENAI_API_KEY")
+        .env_remove("ANTHROPIC_API_KEY")
         .env_remove("OPENAI_BASE_URL")
         .env_remove("REACT_MODEL")
         .env_remove("REACT_PROFILE")
