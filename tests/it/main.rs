@@ -112,6 +112,7 @@ pub fn fixture(path: &str) -> std::path::PathBuf {
         .join("fixtures")
         .join(path)
 }
+mod anthropic_api;
 mod architecture;
 mod ask;
 mod audit;
