@@ -195,6 +195,8 @@ async fn ask_with_the_messages_api_continues_the_prompt_and_replays() {
     let replayed: Value = serde_json::from_slice(&replayed.stdout).unwrap();
     assert_eq!(replayed["answer"], "Ryman Auditorium");
     assert_eq!(replayed["steps"][0]["reasoning"], json!(run.steps[0].reasoning));
+    let recorded: Value = serde_json::from_str(&std::fs::read_to_string(&record).unwrap()).unwrap();
+    assert_eq!(recorded["api"], "anthropic");
 }
 
 /// A tool-use request with extended thinking (`--api anthropic-tools`): no `temperature` (the API
@@ -317,6 +319,8 @@ async fn a_tool_use_loop_passes_every_block_back_whole_and_replays() {
 
     let run = Run::read(&record).unwrap();
     assert_eq!(run.api, Some(Api::AnthropicTools));
+    let recorded: Value = serde_json::from_str(&std::fs::read_to_string(&record).unwrap()).unwrap();
+    assert_eq!(recorded["api"], "anthropic-tools", "as the command line names it");
     let first = reply("tools-1-search");
     assert_eq!(
         run.steps[0].reasoning.as_deref(),
@@ -338,7 +342,6 @@ async fn a_tool_use_loop_passes_every_block_back_whole_and_replays() {
     );
     let mut replayed: Value = serde_json::from_slice(&replayed.stdout).unwrap();
     replayed.as_object_mut().unwrap().remove("source");
-    let recorded: Value = serde_json::from_str(&std::fs::read_to_string(&record).unwrap()).unwrap();
     assert_eq!(replayed, recorded);
 }
 

@@ -94,6 +94,7 @@ pub enum Api {
     /// ([`anthropic`]).
     Anthropic,
     /// Anthropic's `/messages` with the actions as tools the model calls, each call a step.
+    #[serde(rename = "anthropic-tools")]
     AnthropicTools,
 }
 
