@@ -21,8 +21,8 @@
 //! refusal came back. Stop sequences are also applied here,
 //! so a server that ignores or refuses them changes nothing.
 
-mod anthropic;
 mod wire;
+mod anthropic;
 
 pub use wire::ReasoningEcho;
 /// A conversation message as the chat API sends it (`role`, `content`, `tool_calls`,
