@@ -150,6 +150,7 @@ pub async fn rewrite_follow_up(
     let stop = ["\n".to_owned()];
     let request = LlmRequest {
         prompt: &prompt,
+        shared_prefix: 0,
         stop: &stop,
         step: 0,
         purpose: CallPurpose::RewriteQuestion,

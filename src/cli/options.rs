@@ -29,6 +29,7 @@ use crate::llm::cache::{self, Hosts, ReplyCache};
 use crate::llm::openai::Api;
 use crate::llm::openai::ModelSettings;
 use crate::llm::openai::OpenAiClient;
+use crate::llm::openai::PromptCache;
 use crate::llm::openai::ReasoningEcho;
 use crate::record::recorded::RecordedRun;
 use crate::solver::Examples;
@@ -224,11 +225,19 @@ pub struct ModelArgs {
     /// An OpenAI-compatible server (OpenAI, vLLM, llama.cpp, Ollama, LM Studio).
     #[arg(long, env = "OPENAI_BASE_URL", value_name = "URL")]
     pub base_url: Option<String>,
-    /// The API key; optional for local servers. Never printed.
-    #[arg(long, env = "OPENAI_API_KEY", hide_env_values = true, value_name = "KEY")]
+    /// The API key; optional for local servers. Never printed [default: the variable
+    /// `--api-key-env` names].
+    #[arg(long, value_name = "KEY")]
     pub api_key: Option<String>,
+    /// The environment variable the API key is read from when `--api-key` is not given
+    /// [default: `ANTHROPIC_API_KEY` for `--api anthropic` and `anthropic-tools`, else
+    /// `OPENAI_API_KEY`].
+    #[arg(long, value_name = "NAME")]
+    pub api_key_env: Option<String>,
     /// `chat` (/chat/completions, the prompt continued), `completions` (/completions, the prompt
-    /// as text) or `tools` (/chat/completions with the actions as functions the model calls).
+    /// as text), `tools` (/chat/completions with the actions as functions the model calls),
+    /// `anthropic` (Anthropic's /messages, the prompt continued) or `anthropic-tools`
+    /// (/messages with the actions as tools).
     #[arg(long, env = "REACT_API", default_value = "chat", value_name = "API")]
     pub api: Api,
     /// Sampling temperature.
@@ -247,6 +256,10 @@ pub struct ModelArgs {
     /// (by default each goes back under its own field, `reasoning` or `reasoning_content`).
     #[arg(long)]
     pub no_reasoning_echo: bool,
+    /// Send no prompt-cache breakpoints (`--api anthropic`: by default the few-shot prompt is
+    /// marked `cache_control`, so later steps and questions read it from Anthropic's cache).
+    #[arg(long)]
+    pub no_prompt_cache: bool,
 }
 
 impl ModelArgs {
@@ -261,7 +274,7 @@ impl ModelArgs {
         let settings = ModelSettings {
             model: self.model.clone(),
             base_url: self.base_url.clone(),
-            api_key: self.api_key.clone().map(ApiKey::new),
+            api_key: self.api_key()?.map(ApiKey::new),
             api: self.api,
             temperature: Some(self.temperature),
             max_tokens: Some(self.max_tokens),
@@ -272,8 +285,35 @@ impl ModelArgs {
             } else {
                 ReasoningEcho::Send
             },
+            prompt_cache: if self.no_prompt_cache {
+                PromptCache::Off
+            } else {
+                PromptCache::Breakpoints
+            },
         };
         Ok(OpenAiClient::from_settings(settings)?)
+    }
+
+    /// `--api-key`, else the variable `--api-key-env` names (which must be set), else the API's
+    /// own variable when it is set.
+    fn api_key(&self) -> anyhow::Result<Option<String>> {
+        if let Some(key) = &self.api_key {
+            return Ok(Some(key.clone()));
+        }
+        if let Some(name) = &self.api_key_env {
+            return match std::env::var(name) {
+                Ok(key) => Ok(Some(key)),
+                Err(_) => {
+                    anyhow::bail!("`--api-key-env {name}`: the environment variable `{name}` is not set")
+                }
+            };
+        }
+        let name = if self.api.is_anthropic() {
+            crate::llm::openai::ANTHROPIC_KEY_ENV
+        } else {
+            "OPENAI_API_KEY"
+        };
+        Ok(std::env::var(name).ok())
     }
 }
 

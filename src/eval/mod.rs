@@ -142,9 +142,12 @@ pub enum EvalError {
         strategy: crate::base::method::Reflect,
     },
     #[error(
-        "`--reflect {strategy}` writes Reflexion's text prompt; `--api tools` sends no text prompt: use `--api chat` or `--api completions`, or `--reflect none`"
+        "`--reflect {strategy}` writes Reflexion's text prompt; `--api {api}` sends no text prompt: use `--api chat` or `--api completions`, or `--reflect none`"
     )]
-    ReflectTools { strategy: crate::base::method::Reflect },
+    ReflectTools {
+        strategy: crate::base::method::Reflect,
+        api: Api,
+    },
     #[error(
         "`{}` is {} (task `{task}`), but the few-shot examples {examples} teach `{examples_task}`: give examples of `{task}`, or none for the bundled ones",
         questions.display(),
@@ -532,8 +535,11 @@ impl Plan {
                     strategy: reflect,
                 });
             }
-            if services.llm.api().is_some_and(Api::calls_functions) {
-                return Err(EvalError::ReflectTools { strategy: reflect });
+            if let Some(api) = services.llm.api().filter(|api| api.calls_functions()) {
+                return Err(EvalError::ReflectTools {
+                    strategy: reflect,
+                    api,
+                });
             }
         }
         let settings = evaluation_settings(config, services, &solver, shard.as_ref(), task, file.digest)?;

@@ -291,8 +291,15 @@ fn read_bounded_entry(file: File, limit: usize) -> Result<Entry, String> {
 }
 
 /// Whether a response body is worth keeping: an object with at least one choice, none cut at the
-/// token cap.
+/// token cap; or an Anthropic message (`"type": "message"`) with content, not cut at the token cap.
 fn is_whole_reply(response: &Value) -> bool {
+    if response.get("type").and_then(Value::as_str) == Some("message") {
+        return response
+            .get("content")
+            .and_then(Value::as_array)
+            .is_some_and(|content| !content.is_empty())
+            && response.get("stop_reason").and_then(Value::as_str) != Some("max_tokens");
+    }
     let Some(choices) = response.get("choices").and_then(Value::as_array) else {
         return false;
     };
@@ -410,13 +417,26 @@ impl CacheScope {
                 .get("usage")
                 .and_then(|usage| usage.get(name))
                 .and_then(Value::as_u64)
-                .unwrap_or(0)
         };
+        // Chat Completions' words, else Anthropic's (whose input is split by the prompt cache).
+        let prompt_tokens = tokens("prompt_tokens").unwrap_or_else(|| {
+            [
+                "input_tokens",
+                "cache_read_input_tokens",
+                "cache_creation_input_tokens",
+            ]
+            .into_iter()
+            .filter_map(tokens)
+            .sum()
+        });
+        let completion_tokens = tokens("completion_tokens")
+            .or_else(|| tokens("output_tokens"))
+            .unwrap_or(0);
         let mut state = self.lock();
         let cache_use = state.cache_use.get_or_insert_with(CacheUse::default);
         cache_use.hits.push(number);
-        cache_use.saved.prompt_tokens += tokens("prompt_tokens");
-        cache_use.saved.completion_tokens += tokens("completion_tokens");
+        cache_use.saved.prompt_tokens += prompt_tokens;
+        cache_use.saved.completion_tokens += completion_tokens;
     }
 }
 
@@ -920,6 +940,33 @@ mod tests {
             assert_eq!(cache.read(&call), None, "response {n} was kept");
         }
         assert_eq!(cache_info(dir.path()).unwrap().entries, 0);
+    }
+
+    /// Anthropic's messages are kept as whole replies unless cut at `max_tokens`, and a hit
+    /// saves their tokens: every input token (those read from and written to Anthropic's own
+    /// cache too) and the output's.
+    #[tokio::test]
+    async fn anthropic_messages_are_kept_unless_cut() {
+        let dir = tempfile::tempdir().unwrap();
+        let cache = open(dir.path());
+        let message = |stop_reason: &str| {
+            json!({"type": "message", "role": "assistant", "content": [{"type": "text", "text": "a"}],
+                "stop_reason": stop_reason, "usage": {"input_tokens": 3, "cache_read_input_tokens": 90,
+                "cache_creation_input_tokens": 7, "output_tokens": 5}})
+            .to_string()
+            .into_bytes()
+        };
+        let scope = Arc::new(CacheScope::new(1));
+        in_scope(Arc::clone(&scope), async {
+            for (n, stop_reason, kept) in [(0, "max_tokens", false), (1, "end_turn", true)] {
+                let call = cache.call(Api::Anthropic, "h", &json!({"prompt": n}));
+                cache.write(&call, "m", &message(stop_reason), None);
+                assert_eq!(cache.read(&call).is_some(), kept, "{stop_reason}");
+            }
+        })
+        .await;
+        let saved = scope.lock().cache_use.clone().unwrap().saved;
+        assert_eq!((saved.prompt_tokens, saved.completion_tokens), (100, 5));
     }
 
     #[test]

@@ -24,6 +24,9 @@ use crate::base::secret::RedactedMessage;
 #[derive(Debug, Clone, Copy)]
 pub struct LlmRequest<'a> {
     pub prompt: &'a str,
+    /// How many of `prompt`'s first bytes every question of the run shares (the few-shot
+    /// prompt): where a prompt-cache breakpoint goes ([`openai::PromptCache`]); 0 when none.
+    pub shared_prefix: usize,
     /// Stop sequences. Servers that reject them get the request without; the agent cuts the
     /// completion at them itself either way.
     pub stop: &'a [String],
@@ -54,6 +57,8 @@ pub enum CallPurpose {
 #[derive(Debug, Clone, Copy)]
 pub struct SampleRequest<'a> {
     pub prompt: &'a str,
+    /// As [`LlmRequest::shared_prefix`].
+    pub shared_prefix: usize,
     pub stop: &'a [String],
     /// How many completions to ask for in this request.
     pub n: usize,
@@ -122,6 +127,7 @@ pub trait Llm: Send + Sync {
             let completion = self
                 .complete(LlmRequest {
                     prompt: request.prompt,
+                    shared_prefix: request.shared_prefix,
                     stop: request.stop,
                     step: 0,
                     purpose: CallPurpose::Sample,
@@ -197,7 +203,7 @@ pub enum LlmError {
     NotFoundWithEndpoint {
         url: String,
         base_url: String,
-        /// `/chat/completions` or `/completions`.
+        /// `/chat/completions`, `/completions` or `/messages`.
         endpoint: &'static str,
         suggested_base_url: String,
         message: String,

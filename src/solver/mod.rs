@@ -573,6 +573,7 @@ impl Solver {
         let batch = sc_stop.map_or(wanted, |sc_stop| sc_stop.batch);
         let mut asking = Asking {
             prompt: episode.scratchpad.text(),
+            shared_prefix: prompt.text().len(),
             stop: &stop,
             temperature,
             n_requests: 0,
@@ -753,6 +754,8 @@ type Sampled = (String, usize, Option<String>, crate::llm::reasoning::Ending);
 /// The requests of one sampling phase: what each asks besides `n`, and what they cost.
 struct Asking<'a> {
     prompt: &'a str,
+    /// The few-shot prompt's length ([`crate::llm::LlmRequest::shared_prefix`]).
+    shared_prefix: usize,
     stop: &'a [String],
     temperature: Option<f64>,
     /// Requests made so far: the samples of the next one record its number.
@@ -791,6 +794,7 @@ impl Asking<'_> {
     fn request(&self, n: usize) -> SampleRequest<'_> {
         SampleRequest {
             prompt: self.prompt,
+            shared_prefix: self.shared_prefix,
             stop: self.stop,
             n,
             temperature: self.temperature,

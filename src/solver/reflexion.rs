@@ -306,6 +306,7 @@ pub async fn ask_reflection(llm: &dyn Llm, run: &Run, frame: Frame) -> Result<Co
     let completion = llm
         .complete(LlmRequest {
             prompt: &prompt,
+            shared_prefix: 0,
             stop: &[],
             step: 0,
             purpose: CallPurpose::Reflect,

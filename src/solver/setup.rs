@@ -64,13 +64,13 @@ pub enum SetupError {
     )]
     PaperTools,
     #[error(
-        "the `paper` profile reproduces the ReAct repository's text format: `--api tools` needs `--profile default`"
+        "the `paper` profile reproduces the ReAct repository's text format: `--api {api}` needs `--profile default`"
     )]
-    PaperFunctionCalls,
+    PaperFunctionCalls { api: Api },
     #[error(
-        "`--api tools` calls the ReAct actions as functions: `--method {method}` needs `--api chat` or `--api completions`"
+        "`--api {api}` calls the ReAct actions as functions: `--method {method}` needs `--api chat` or `--api completions`"
     )]
-    FunctionCallsMethod { method: Method },
+    FunctionCallsMethod { method: Method, api: Api },
     #[error(
         "`--method {method}` takes no actions, so no tools: drop `--tools`/`--tool`, or use a method that acts (`react`, `act`, a backoff)"
     )]
@@ -113,12 +113,12 @@ impl AgentSetup {
     pub fn check(&self, api: Option<Api>, tools: ExtraTools) -> Result<(), SetupError> {
         check_profile_tools(self.profile, tools)?;
         let method = self.method;
-        if api.is_some_and(Api::calls_functions) {
+        if let Some(api) = api.filter(|api| api.calls_functions()) {
             if self.profile == Profile::Paper {
-                return Err(SetupError::PaperFunctionCalls);
+                return Err(SetupError::PaperFunctionCalls { api });
             }
             if method != Method::React {
-                return Err(SetupError::FunctionCallsMethod { method });
+                return Err(SetupError::FunctionCallsMethod { method, api });
             }
         }
         if tools == ExtraTools::Some && !method.acts() {

@@ -121,6 +121,7 @@ const PROMPT: &str = "Question: What is the elevation range for the area that th
 async fn complete(client: &OpenAiClient, stop: &[String]) -> Result<Completion, LlmError> {
     let request = LlmRequest {
         prompt: PROMPT,
+        shared_prefix: 0,
         stop,
         step: 1,
         purpose: CallPurpose::Step,
@@ -754,6 +755,7 @@ fn api_path(api: Api) -> &'static str {
     match api {
         Api::Completions => "/completions",
         Api::Chat | Api::Tools => "/chat/completions",
+        Api::Anthropic | Api::AnthropicTools => "/messages",
     }
 }
 

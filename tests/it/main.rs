@@ -53,6 +53,7 @@ pub fn binary() -> std::process::Command {
     command
         .env("NO_COLOR", "1")
         .env_remove("OPENAI_API_KEY")
+        .env_remove("ANTHROPIC_API_KEY")
         .env_remove("OPENAI_BASE_URL")
         .env_remove("REACT_MODEL")
         .env_remove("REACT_PROFILE")
@@ -111,6 +112,7 @@ pub fn fixture(path: &str) -> std::path::PathBuf {
         .join("fixtures")
         .join(path)
 }
+mod anthropic_api;
 mod architecture;
 mod ask;
 mod audit;

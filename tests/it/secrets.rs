@@ -25,6 +25,8 @@ fn planted() -> Vec<(&'static str, &'static str)> {
     vec![
         ("--api-key", "PLANTED-api-key-flag-9f2c"),
         ("OPENAI_API_KEY", "PLANTED-api-key-env-4b7d"),
+        ("ANTHROPIC_API_KEY", "PLANTED-anthropic-key-env-8d3a"),
+        ("--api-key-env MY_KEY", "PLANTED-api-key-env-named-2f6b"),
         ("--serpapi-key", "PLANTED-serpapi-flag-1a8e"),
         ("SERPAPI_API_KEY", "PLANTED-serpapi-env-6c3f"),
         ("--llm-option metadata.api_key", "PLANTED-option-nested-2d9a"),
@@ -117,6 +119,9 @@ impl Respond for Model {
                 .insert_header("x-request-echo", quoted.as_str())
                 .set_body_json(json!({"error": {"message": message, "param": "api_key"}}));
         }
+        if request.url.path().ends_with("/messages") {
+            return anthropic_reply(&body);
+        }
         let tools = body.get("tools").is_some();
         let step = if tools {
             1 + body["messages"]
@@ -166,13 +171,62 @@ impl Respond for Model {
     }
 }
 
+/// An `ok` reply of Anthropic's Messages API: a thinking block with its signature, the step's
+/// text (`--api anthropic`) or its call (`--api anthropic-tools`), the step read as the other
+/// APIs' are.
+fn anthropic_reply(body: &Value) -> ResponseTemplate {
+    let messages = body["messages"].as_array().unwrap();
+    let blocks = || {
+        messages
+            .iter()
+            .flat_map(|message| message["content"].as_array().cloned().unwrap_or_default())
+    };
+    let tools = body.get("tools").is_some();
+    let step = if tools {
+        1 + blocks().filter(|block| block["type"] == "tool_result").count()
+    } else {
+        let prompt: String = blocks()
+            .filter_map(|block| block["text"].as_str().map(str::to_owned))
+            .collect();
+        let label = prompt.trim_end().trim_end_matches(':');
+        let digits = label.len() - label.trim_end_matches(|c: char| c.is_ascii_digit()).len();
+        label[label.len() - digits..].parse().unwrap_or(1)
+    };
+    let (action, function, argument) = ACTIONS[(step - 1).min(ACTIONS.len() - 1)];
+    let thought = format!("I use {action} next.");
+    let mut content = vec![json!({"type": "thinking", "thinking": "a thought", "signature": "c2ln"})];
+    if tools {
+        let parameter = match function {
+            "search" => "entity",
+            "web_search" => "query",
+            "finish" => "answer",
+            _ => "input",
+        };
+        content.push(json!({"type": "text", "text": thought}));
+        content.push(
+            json!({"type": "tool_use", "id": format!("toolu_{step}"), "name": function,
+                            "input": {parameter: argument}}),
+        );
+    } else {
+        content.push(
+            json!({"type": "text", "text": format!(" {thought}\nAction {step}: {action}[{argument}]")}),
+        );
+    }
+    ResponseTemplate::new(200).set_body_json(json!({
+        "id": "msg_1", "type": "message", "role": "assistant", "model": body["model"], "content": content,
+        "stop_reason": if tools { "tool_use" } else { "end_turn" }, "stop_sequence": null,
+        "usage": {"input_tokens": 10, "output_tokens": 5},
+    }))
+}
+
 /// Every credential a request carried, as a careless server quotes it: each `Authorization`
-/// header, basic auth decoded.
+/// header, basic auth decoded, and Anthropic's `x-api-key`.
 fn quote_credentials(request: &Request) -> String {
     request
         .headers
         .get_all("authorization")
         .iter()
+        .chain(request.headers.get_all("x-api-key").iter())
         .map(|value| {
             let value = value.to_str().unwrap_or_default();
             match value.strip_prefix("Basic ") {
@@ -337,6 +391,13 @@ fn with_flag(mut args: Vec<String>, flag: &str, value: String) -> Vec<String> {
     args
 }
 
+/// `args` without `--api-key` and its value: the key comes from the environment.
+fn without_key_flag(args: Vec<String>) -> Vec<String> {
+    args.into_iter()
+        .filter(|arg| !arg.contains("PLANTED-api-key-flag") && arg != "--api-key")
+        .collect()
+}
+
 fn strings(words: &[&str]) -> Vec<String> {
     words.iter().map(|word| (*word).to_owned()).collect()
 }
@@ -389,6 +450,62 @@ fn cases(world: &World) -> Vec<Case> {
             "ask, tools API, --json",
             with_question(agent("ask", "ok", &["--api", "tools", "--json"])),
         ),
+        // Anthropic's Messages API: the key from `ANTHROPIC_API_KEY`, sent as `x-api-key`.
+        case(
+            "ask, anthropic API, the key from ANTHROPIC_API_KEY, --json",
+            with_question(without_key_flag(agent(
+                "ask",
+                "ok",
+                &["--api", "anthropic", "--json"],
+            ))),
+        ),
+        case(
+            "ask, anthropic-tools API, reply cache, --json",
+            with_question(agent(
+                "ask",
+                "ok",
+                &[
+                    "--api",
+                    "anthropic-tools",
+                    "--json",
+                    &format!("--cache={}", path("replies")),
+                ],
+            )),
+        ),
+        Case {
+            env: vec![("MY_KEY", secret("--api-key-env MY_KEY").to_owned())],
+            ..case(
+                "ask, anthropic API refused (401), the key from --api-key-env",
+                with_question(without_key_flag(agent(
+                    "ask",
+                    "refuse401",
+                    &["--api", "anthropic", "--api-key-env", "MY_KEY"],
+                ))),
+            )
+        },
+        case(
+            "ask, anthropic-tools API refused (400)",
+            with_question(agent("ask", "refuse400", &["--api", "anthropic-tools"])),
+        ),
+        Case {
+            unset: vec!["ANTHROPIC_API_KEY"],
+            ..case(
+                "ask, Anthropic's endpoint with credentials but no key",
+                with_question(strings(&[
+                    "ask",
+                    "--api",
+                    "anthropic",
+                    "--model",
+                    "ok",
+                    "--base-url",
+                    &format!(
+                        "https://{}:{}@api.anthropic.com/v1",
+                        secret("--base-url user"),
+                        secret("--base-url password")
+                    ),
+                ])),
+            )
+        },
         case(
             "eval --out, reply cache",
             eval("ok", "results.jsonl", &["--json"]),
@@ -702,6 +819,7 @@ async fn a_planted_secret_reaches_no_stream_and_no_file() {
             .env("HOME", &home)
             .env("XDG_CACHE_HOME", home.join("cache"))
             .env("OPENAI_API_KEY", secret("OPENAI_API_KEY"))
+            .env("ANTHROPIC_API_KEY", secret("ANTHROPIC_API_KEY"))
             .env("SERPAPI_API_KEY", secret("SERPAPI_API_KEY"))
             .env("TOOL_TOKEN", secret("--tool environment"))
             .env("RUST_LOG", "trace")
@@ -779,6 +897,19 @@ async fn a_planted_secret_reaches_no_stream_and_no_file() {
         ("explore, a page Wikipedia does not have (404)", "404"),
         ("mcp, a search, and one Wikipedia answers 404", "\"id\":3"),
         ("ask, the web search refuses, quoting its key", "401"),
+        (
+            "ask, anthropic API, the key from ANTHROPIC_API_KEY, --json",
+            "Denver",
+        ),
+        ("ask, anthropic-tools API, reply cache, --json", "Denver"),
+        (
+            "ask, anthropic API refused (401), the key from --api-key-env",
+            "401 Unauthorized",
+        ),
+        (
+            "ask, Anthropic's endpoint with credentials but no key",
+            "needs an API key (`ANTHROPIC_API_KEY`",
+        ),
     ] {
         let output = &outputs[name];
         let text = format!(

@@ -134,7 +134,39 @@ const METHODS: &[MethodRow] = &[
 ];
 
 /// Every API.
-const APIS: &[Api] = &[Api::Chat, Api::Completions, Api::Tools];
+const APIS: &[Api] = &[
+    Api::Chat,
+    Api::Completions,
+    Api::Tools,
+    Api::Anthropic,
+    Api::AnthropicTools,
+];
+
+/// Whether the library refuses `row` on `api`: a method that takes no function calls refuses
+/// every API that calls functions.
+fn refuses(row: &MethodRow, api: Api) -> bool {
+    row.refuses.contains(&api) || (api.calls_functions() && row.refuses.contains(&Api::Tools))
+}
+
+/// The server behaviours an API meets. Anthropic's: no `n` or `stop` is ever sent, and
+/// `max_tokens` is required (a refusal of it is no server's), so the behaviours about them are
+/// left out; its reasoning comes as `thinking` blocks (the `reasoning` row) or a `<think>` block.
+fn behaviours(api: Api) -> Vec<(&'static str, Behaviour)> {
+    BEHAVIOURS
+        .iter()
+        .copied()
+        .filter(|(_, behaviour)| {
+            !api.is_anthropic()
+                || matches!(
+                    behaviour,
+                    Behaviour::HonoursN
+                        | Behaviour::Refuses("temperature")
+                        | Behaviour::Transient
+                        | Behaviour::Reasoning(Shape::Think | Shape::Field("reasoning"))
+                )
+        })
+        .collect()
+}
 
 /// What the scripted server does besides answering.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -418,8 +450,12 @@ struct Server {
 /// A response: its status and JSON body.
 type Answer = (u16, Value);
 
-/// The 400 of a server that does not take `param`, in OpenAI's words.
-fn refusal(param: &str) -> Answer {
+/// The 400 of a server that does not take `param`, in OpenAI's words (or Anthropic's).
+fn refusal(api: Api, param: &str) -> Answer {
+    if api.is_anthropic() {
+        let message = format!("{param}: '{param}' is not supported with this model.");
+        return anthropic::error(400, "invalid_request_error", &message);
+    }
     let message = match param {
         "max_tokens" => "Unsupported parameter: 'max_tokens' is not supported with this model. Use 'max_completion_tokens' instead.".to_owned(),
         _ => format!("Unsupported parameter: '{param}' is not supported with this model."),
@@ -439,13 +475,19 @@ impl Server {
         if let Behaviour::Refuses(param) = self.behaviour
             && body.get(param).is_some()
         {
-            return refusal(param);
+            return refusal(self.api, param);
+        }
+        if self.api.is_anthropic()
+            && let Err(refused) = anthropic::check_body(&body, self.behaviour)
+        {
+            return anthropic::error(400, "invalid_request_error", &refused);
         }
         // What the request asks, whatever parameters it carries: the prompt or the conversation.
         let asked = match self.api {
             Api::Completions => body["prompt"].as_str().unwrap().to_owned(),
             Api::Chat => body["messages"][1]["content"].as_str().unwrap().to_owned(),
-            Api::Tools => body["messages"].to_string(),
+            Api::Tools | Api::AnthropicTools => body["messages"].to_string(),
+            Api::Anthropic => anthropic::user_text(&body),
         };
         if state.down && HELD.contains(&script_of(&asked).0) {
             return (503, json!({"error": {"message": "down for maintenance"}}));
@@ -453,6 +495,11 @@ impl Server {
         let taken = state.taken.get(&asked).copied().unwrap_or(0);
         if self.behaviour == Behaviour::Transient && state.failed.insert((asked.clone(), taken)) {
             let status = if asked.len().is_multiple_of(2) { 429 } else { 503 };
+            if self.api.is_anthropic() {
+                // Anthropic's overloaded status.
+                let status = if status == 503 { 529 } else { status };
+                return anthropic::error(status, "overloaded_error", "Overloaded");
+            }
             return (status, json!({"error": {"message": "busy"}}));
         }
         let n = body["n"].as_u64().unwrap_or(1) as usize;
@@ -463,10 +510,15 @@ impl Server {
         };
         let (texts, n_taken) = match self.api {
             Api::Tools => (vec![tools_reply(&body)], 0),
+            Api::AnthropicTools => (vec![anthropic::tools_reply(&body)], 0),
             _ => text_replies(&asked, n, taken),
         };
         *state.taken.entry(asked).or_insert(0) += n_taken;
         state.answered += 1;
+        if self.api.is_anthropic() {
+            let (content, calls) = texts.into_iter().next().unwrap();
+            return (200, anthropic::message(self.behaviour, content, calls));
+        }
         let choices: Vec<Value> = texts
             .into_iter()
             .enumerate()
@@ -518,6 +570,7 @@ impl Server {
             }
             Api::Tools => json!({"index": idx, "message": {"role": "assistant", "content": content,
                 "tool_calls": calls.unwrap_or(json!([]))}, "finish_reason": "tool_calls"}),
+            Api::Anthropic | Api::AnthropicTools => unreachable!("answered by `anthropic::message`"),
         };
         if let Behaviour::Reasoning(Shape::Field(field)) = self.behaviour {
             match self.api {
@@ -588,6 +641,113 @@ fn tools_reply(body: &Value) -> (String, Option<Value>) {
     let step = &script.steps[(number - 1).min(script.steps.len() - 1)];
     let call = json!([{"id": format!("call_{}_{number}", script.id), "type": "function", "function": as_call(step.action)}]);
     (step.thought.to_owned(), Some(call))
+}
+
+/// Anthropic's Messages API as the scripted server speaks it (`--api anthropic` and
+/// `anthropic-tools`): requests checked, replies in the documented shape.
+mod anthropic {
+    use super::{Answer, Behaviour, Shape, as_call, script_of};
+    use serde_json::{Value, json};
+
+    /// An error in Anthropic's shape.
+    pub fn error(status: u16, kind: &str, message: &str) -> Answer {
+        (
+            status,
+            json!({"type": "error", "error": {"type": kind, "message": message}}),
+        )
+    }
+
+    /// The prompt of a text request: its one user message's text blocks, joined.
+    pub fn user_text(body: &Value) -> String {
+        body["messages"][0]["content"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|block| block["text"].as_str().unwrap())
+            .collect()
+    }
+
+    /// The signature the server puts on its thinking: a function of the text, so an altered
+    /// block shows.
+    fn signature(thinking: &str) -> String {
+        format!(
+            "sig-{}-{}",
+            thinking.len(),
+            thinking.bytes().map(u64::from).sum::<u64>()
+        )
+    }
+
+    /// What the API refuses: no `max_tokens`, fields of the other API, and (thinking on) an
+    /// earlier assistant turn without its thinking block first or with its block altered.
+    pub fn check_body(body: &Value, behaviour: Behaviour) -> Result<(), String> {
+        if !body["max_tokens"].is_u64() {
+            return Err("max_tokens: Field required".to_owned());
+        }
+        for field in ["n", "stop", "tool_choice", "max_completion_tokens"] {
+            if body.get(field).is_some() {
+                return Err(format!("{field}: Extra inputs are not permitted"));
+            }
+        }
+        let thinks = behaviour == Behaviour::Reasoning(Shape::Field("reasoning"));
+        for (idx, message) in body["messages"].as_array().unwrap().iter().enumerate() {
+            if message["role"] != "assistant" || !thinks {
+                continue;
+            }
+            let first = &message["content"][0];
+            let thinking = first["thinking"].as_str().unwrap_or("");
+            if first["type"] != "thinking" || first["signature"] != signature(thinking) {
+                return Err(format!(
+                    "messages.{idx}.content.0: expected a `thinking` block with its signature as sent"
+                ));
+            }
+        }
+        Ok(())
+    }
+
+    /// A tool-use turn: the step's thought as text, its action as a `tool_use` block.
+    pub fn tools_reply(body: &Value) -> (String, Option<Value>) {
+        let (_, script) = script_of(&body["messages"].to_string());
+        let results = body["messages"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .flat_map(|message| message["content"].as_array().cloned().unwrap_or_default())
+            .filter(|block| block["type"] == "tool_result")
+            .count();
+        let number = results + 1;
+        let step = &script.steps[(number - 1).min(script.steps.len() - 1)];
+        let call = as_call(step.action);
+        let input: Value = serde_json::from_str(call["arguments"].as_str().unwrap()).unwrap();
+        let id = format!("toolu_{}_{number}", script.id);
+        let block = json!({"type": "tool_use", "id": id, "name": call["name"], "input": input});
+        (step.thought.to_owned(), Some(block))
+    }
+
+    /// A reply in the documented shape: a `thinking` block first when the server thinks in
+    /// blocks, the text (a `<think>` block in it when it thinks in text), then the call.
+    pub fn message(behaviour: Behaviour, content: String, call: Option<Value>) -> Value {
+        let reasoning = format!("Thinking it over: {}", content.trim().replace('\n', " "));
+        let mut blocks = Vec::new();
+        let text = match behaviour {
+            Behaviour::Reasoning(Shape::Think) => format!("<think>\n{reasoning}\n</think>\n\n{content}"),
+            Behaviour::Reasoning(Shape::Field(_)) => {
+                blocks.push(
+                    json!({"type": "thinking", "thinking": reasoning, "signature": signature(&reasoning)}),
+                );
+                content
+            }
+            _ => content,
+        };
+        if !text.is_empty() {
+            blocks.push(json!({"type": "text", "text": text}));
+        }
+        let stop_reason = if call.is_some() { "tool_use" } else { "end_turn" };
+        blocks.extend(call);
+        json!({"id": "msg_1", "type": "message", "role": "assistant", "model": "m", "content": blocks,
+            "stop_reason": stop_reason, "stop_sequence": null,
+            "usage": {"input_tokens": 20, "cache_read_input_tokens": 80, "cache_creation_input_tokens": 0,
+                      "output_tokens": 10}})
+    }
 }
 
 // ---------------------------------------------------------------- the client side
@@ -1363,7 +1523,10 @@ fn report(found: &[(Case, Found)], refusals: &[String], seconds: f64) -> String 
                     .find(|(case, _)| {
                         std::ptr::eq(case.row, row) && case.api == api && case.behaviour == behaviour
                     })
-                    .map_or("refused".to_owned(), |(_, found)| found.ran.iter().collect());
+                    .map_or(
+                        if refuses(row, api) { "refused" } else { "-" }.to_owned(),
+                        |(_, found)| found.ran.iter().collect(),
+                    );
                 cells.push_str(&format!(" {cell:<width$}", width = name.len().max(8)));
             }
             line(cells.trim_end().to_owned());
@@ -1414,11 +1577,11 @@ fn every_way_of_running_an_evaluation_finds_what_the_reference_found() {
     let mut refusals = Vec::new();
     for row in METHODS {
         for &api in APIS {
-            if row.refuses.contains(&api) {
+            if refuses(row, api) {
                 refusals.push(runtime().block_on(refused(row, api)));
                 continue;
             }
-            for &(behaviour_name, behaviour) in BEHAVIOURS {
+            for (behaviour_name, behaviour) in behaviours(api) {
                 let number = cases.len();
                 cases.push_back(Case {
                     row,

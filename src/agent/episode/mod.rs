@@ -363,6 +363,7 @@ impl<'a> Agent<'a> {
         let acts_only = self.prompt.format() == Format::Act;
         let stop = [format!("\nObservation {step}:")];
         let request = LlmRequest {
+            shared_prefix: self.prompt.text().len(),
             // An Act step has no thought: the model continues after `Action {step}:`.
             prompt: if acts_only {
                 scratchpad.act_prompt(step)
@@ -406,6 +407,7 @@ impl<'a> Agent<'a> {
                 let thought = self.grammar.fallback_thought(cut);
                 let stop = ["\n".to_owned()];
                 let request = LlmRequest {
+                    shared_prefix: self.prompt.text().len(),
                     prompt: scratchpad.action_prompt(step, &thought),
                     stop: &stop,
                     step,

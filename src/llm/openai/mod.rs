@@ -22,6 +22,7 @@
 //! so a server that ignores or refuses them changes nothing.
 
 mod wire;
+mod anthropic;
 
 pub use wire::ReasoningEcho;
 /// A conversation message as the chat API sends it (`role`, `content`, `tool_calls`,
@@ -50,6 +51,8 @@ use super::{
     Samples, TokenUsage,
 };
 
+/// Where `--api anthropic` reads its key unless `--api-key-env` names another variable.
+pub use anthropic::KEY_ENV as ANTHROPIC_KEY_ENV;
 pub use wire::CONTINUE_INSTRUCTION;
 
 /// OpenAI's own endpoint, used when no base URL is given.
@@ -87,6 +90,12 @@ pub enum Api {
     /// `/chat/completions` with the actions as functions in its `tools` field: the model calls
     /// them, each call a step ([`Llm::converse`]).
     Tools,
+    /// Anthropic's `/messages`: the scratchpad as the user's content, continued by the model
+    /// ([`anthropic`]).
+    Anthropic,
+    /// Anthropic's `/messages` with the actions as tools the model calls, each call a step.
+    #[serde(rename = "anthropic-tools")]
+    AnthropicTools,
 }
 
 impl Api {
@@ -95,19 +104,27 @@ impl Api {
             Api::Chat => "chat",
             Api::Completions => "completions",
             Api::Tools => "tools",
+            Api::Anthropic => "anthropic",
+            Api::AnthropicTools => "anthropic-tools",
         }
     }
 
     /// Whether the agent converses with function calls through this API ([`Llm::converse`])
     /// rather than continuing the scratchpad's text.
     pub fn calls_functions(self) -> bool {
-        matches!(self, Api::Tools)
+        matches!(self, Api::Tools | Api::AnthropicTools)
+    }
+
+    /// Whether this is Anthropic's Messages API (its headers, bodies and replies).
+    pub fn is_anthropic(self) -> bool {
+        matches!(self, Api::Anthropic | Api::AnthropicTools)
     }
 
     fn path(self) -> &'static str {
         match self {
             Api::Chat | Api::Tools => "chat/completions",
             Api::Completions => "completions",
+            Api::Anthropic | Api::AnthropicTools => "messages",
         }
     }
 }
@@ -126,8 +143,10 @@ impl FromStr for Api {
             "chat" => Ok(Api::Chat),
             "completions" => Ok(Api::Completions),
             "tools" => Ok(Api::Tools),
+            "anthropic" => Ok(Api::Anthropic),
+            "anthropic-tools" => Ok(Api::AnthropicTools),
             other => Err(format!(
-                "unknown API `{other}`: expected `chat`, `completions` or `tools`"
+                "unknown API `{other}`: expected `chat`, `completions`, `tools`, `anthropic` or `anthropic-tools`"
             )),
         }
     }
@@ -161,6 +180,19 @@ pub struct OpenAiConfig {
     pub max_response_bytes: usize,
     /// Whether an assistant turn of `--api tools` goes back with its reasoning.
     pub reasoning_echo: ReasoningEcho,
+    /// Whether requests ask the server to cache their shared prefix (Anthropic's breakpoints).
+    pub prompt_cache: PromptCache,
+}
+
+/// Whether requests mark the prefix they share with later ones for the server's prompt cache
+/// (Anthropic's `cache_control` breakpoints; other APIs cache prefixes unasked).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum PromptCache {
+    /// Breakpoints after the few-shot prompt (or the system prompt and the conversation so far).
+    #[default]
+    Breakpoints,
+    /// None (`--no-prompt-cache`).
+    Off,
 }
 
 impl OpenAiConfig {
@@ -178,6 +210,7 @@ impl OpenAiConfig {
             retry: DEFAULT_RETRY,
             max_response_bytes: DEFAULT_MAX_RESPONSE_BYTES,
             reasoning_echo: ReasoningEcho::Send,
+            prompt_cache: PromptCache::Breakpoints,
         }
     }
 }
@@ -196,6 +229,8 @@ pub struct ModelSettings {
     pub timeout: Option<Duration>,
     /// `--no-reasoning-echo` gives [`ReasoningEcho::Drop`].
     pub reasoning_echo: ReasoningEcho,
+    /// `--no-prompt-cache` gives [`PromptCache::Off`].
+    pub prompt_cache: PromptCache,
 }
 
 const HOW_TO_CONFIGURE: &str = "configure one of:
@@ -203,15 +238,21 @@ const HOW_TO_CONFIGURE: &str = "configure one of:
   Ollama:        --base-url http://localhost:11434/v1 --model llama3.1
   vLLM:          --base-url http://localhost:8000/v1 --model <served model name>
   llama.cpp:     --base-url http://localhost:8080/v1 --model <any name>
-(`--model` is also read from `REACT_MODEL`, `--base-url` from `OPENAI_BASE_URL`, `--api-key` from `OPENAI_API_KEY`)";
+  Anthropic:     export ANTHROPIC_API_KEY=sk-ant-...  --api anthropic --model claude-sonnet-4-5
+(`--model` is also read from `REACT_MODEL`, `--base-url` from `OPENAI_BASE_URL`, `--api-key` from `OPENAI_API_KEY`, `ANTHROPIC_API_KEY` for `--api anthropic`, or the variable `--api-key-env` names)";
 
 /// Why the model settings cannot make a client.
 #[derive(Debug, thiserror::Error)]
 pub enum ModelConfigError {
     #[error("no model is configured; {HOW_TO_CONFIGURE}")]
     NoModel,
-    #[error("`{base_url}` needs an API key (`OPENAI_API_KEY` or `--api-key`); {HOW_TO_CONFIGURE}")]
-    NoApiKey { base_url: String },
+    #[error("`{base_url}` needs an API key (`{env}` or `--api-key`); {HOW_TO_CONFIGURE}")]
+    NoApiKey { base_url: String, env: &'static str },
+    #[error(
+        "extended thinking's `budget_tokens` ({budget}) must be less than `max_tokens` ({max_tokens}): raise `--max-tokens` (0 sends {} plus the budget)",
+        anthropic::DEFAULT_MAX_TOKENS
+    )]
+    ThinkingBudget { budget: u64, max_tokens: u64 },
     #[error(
         "invalid base URL `{base_url}`: expected an `http` or `https` URL such as `http://localhost:11434/v1`"
     )]
@@ -228,6 +269,9 @@ impl ModelSettings {
             .filter(|model| !model.trim().is_empty())
             .ok_or(ModelConfigError::NoModel)?;
         let mut config = OpenAiConfig::new(model);
+        if self.api.is_anthropic() {
+            config.base_url = anthropic::DEFAULT_BASE_URL.to_owned();
+        }
         if let Some(base_url) = self.base_url.filter(|url| !url.trim().is_empty()) {
             config.base_url = base_url.trim().trim_end_matches('/').to_owned();
         }
@@ -238,9 +282,16 @@ impl ModelSettings {
                 base_url: http::without_credentials(&config.base_url),
             })?;
         config.api_key = self.api_key.filter(|key| !key.expose().trim().is_empty());
-        if config.api_key.is_none() && url.host_str() == Some("api.openai.com") {
+        let needs_key = [
+            ("api.openai.com", "OPENAI_API_KEY"),
+            ("api.anthropic.com", anthropic::KEY_ENV),
+        ]
+        .into_iter()
+        .find(|(host, _)| url.host_str() == Some(host));
+        if let (None, Some((_, env))) = (&config.api_key, needs_key) {
             return Err(ModelConfigError::NoApiKey {
                 base_url: http::without_credentials(&config.base_url),
+                env,
             });
         }
         config.api = self.api;
@@ -258,6 +309,10 @@ impl ModelSettings {
             config.timeout = timeout;
         }
         config.reasoning_echo = self.reasoning_echo;
+        config.prompt_cache = self.prompt_cache;
+        if config.api.is_anthropic() {
+            anthropic::check(&config)?;
+        }
         Ok(config)
     }
 }
@@ -473,13 +528,17 @@ impl OpenAiClient {
 
     /// The request body for `request`, leaving out what `leave` says the server refused.
     fn body(&self, request: &LlmRequest<'_>, leave: Leave) -> Value {
+        if self.config.api.is_anthropic() {
+            let (prompt, prefix) = (request.prompt, request.shared_prefix);
+            return anthropic::text_body(&self.config, prompt, prefix, request.stop, None, leave);
+        }
         let mut body = wire::object([("model", json!(self.config.model))]);
         match self.config.api {
             Api::Completions => {
                 body.insert("prompt".to_owned(), json!(request.prompt));
             }
             // A text call of a tools client (rewriting a chat follow-up) is a plain chat call.
-            Api::Chat | Api::Tools => {
+            Api::Chat | Api::Tools | Api::Anthropic | Api::AnthropicTools => {
                 let messages = json!([
                     {"role": "system", "content": CONTINUE_INSTRUCTION},
                     {"role": "user", "content": request.prompt},
@@ -493,6 +552,9 @@ impl OpenAiClient {
     /// The request body of one tool-calling turn: the conversation and the functions, the model
     /// free to call any of them (`tool_choice: auto`).
     fn converse_body(&self, request: &ConverseRequest<'_>, leave: Leave) -> Value {
+        if self.config.api.is_anthropic() {
+            return anthropic::converse_body(&self.config, request, leave);
+        }
         let mut body = wire::object([("model", json!(self.config.model))]);
         let messages: Vec<Value> = request
             .messages
@@ -536,7 +598,10 @@ impl OpenAiClient {
         let http = self.http.get().map_err(AttemptError::Client)?;
         super::requests::count_sent();
         let mut builder = http.post(self.url.clone()).json(body);
-        if let Some(key) = self.config.api_key.as_ref().map(ApiKey::expose) {
+        let key = self.config.api_key.as_ref().map(ApiKey::expose);
+        if self.config.api.is_anthropic() {
+            builder = anthropic::headers(builder, key);
+        } else if let Some(key) = key {
             // reqwest marks the header sensitive: it never shows in its Debug output.
             builder = builder.bearer_auth(key);
         }
@@ -737,11 +802,14 @@ impl OpenAiClient {
     /// request cost.
     fn choices(&self, bytes: &[u8]) -> Result<(Vec<wire::Choice>, Option<TokenUsage>), LlmError> {
         // serde quotes what it could not read, and a hostile server may echo the key there.
-        let response: wire::CompletionResponse =
-            serde_json::from_slice(bytes).map_err(|error| LlmError::InvalidResponse {
-                url: display_url(&self.url),
-                source: self.server_words(&error.to_string()),
-            })?;
+        let invalid = |error: serde_json::Error| LlmError::InvalidResponse {
+            url: display_url(&self.url),
+            source: self.server_words(&error.to_string()),
+        };
+        if self.config.api.is_anthropic() {
+            return anthropic::choices(bytes).map_err(invalid);
+        }
+        let response: wire::CompletionResponse = serde_json::from_slice(bytes).map_err(invalid)?;
         let usage = response.usage.map(|usage| usage.tokens());
         Ok((response.choices, usage))
     }
@@ -752,11 +820,18 @@ impl OpenAiClient {
     async fn sample_request(&self, request: SampleRequest<'_>) -> Result<Samples, LlmError> {
         let text_request = LlmRequest {
             prompt: request.prompt,
+            shared_prefix: request.shared_prefix,
             stop: request.stop,
             step: 0,
             purpose: CallPurpose::Sample,
         };
         let build = |leave: Leave| {
+            if self.config.api.is_anthropic() {
+                // No `n`: one sample a request, and the caller asks again for the rest.
+                let (prompt, prefix) = (request.prompt, request.shared_prefix);
+                let temperature = request.temperature;
+                return anthropic::text_body(&self.config, prompt, prefix, request.stop, temperature, leave);
+            }
             let mut body = self.body(&text_request, leave);
             if let Value::Object(fields) = &mut body {
                 if request.n > 1 && !leave.n {
@@ -885,7 +960,7 @@ impl OpenAiClient {
 
 /// The endpoints' paths, which the client adds to the base URL itself: a base URL that ends with
 /// one is asked for `…/chat/completions/chat/completions`. Longest first.
-const ENDPOINT_PATHS: [&str; 2] = ["/chat/completions", "/completions"];
+const ENDPOINT_PATHS: [&str; 3] = ["/chat/completions", "/completions", "/messages"];
 
 impl Llm for OpenAiClient {
     fn complete<'a>(&'a self, request: LlmRequest<'a>) -> BoxFuture<'a, Result<Completion, LlmError>> {
