@@ -754,6 +754,7 @@ fn api_path(api: Api) -> &'static str {
     match api {
         Api::Completions => "/completions",
         Api::Chat | Api::Tools => "/chat/completions",
+        Api::Responses | Api::ResponsesTools => "/responses",
     }
 }
 

@@ -22,6 +22,7 @@
 //! so a server that ignores or refuses them changes nothing.
 
 mod wire;
+mod responses;
 
 pub use wire::ReasoningEcho;
 /// A conversation message as the chat API sends it (`role`, `content`, `tool_calls`,
@@ -87,6 +88,13 @@ pub enum Api {
     /// `/chat/completions` with the actions as functions in its `tools` field: the model calls
     /// them, each call a step ([`Llm::converse`]).
     Tools,
+    /// `/responses` (OpenAI's Responses API): the continue-instruction as `instructions`, the
+    /// scratchpad as `input` ([`responses`]).
+    Responses,
+    /// `/responses` with the actions as function tools: the model calls them, its output items
+    /// (reasoning among them) going back on every later request ([`Llm::converse`]).
+    #[serde(rename = "responses-tools")]
+    ResponsesTools,
 }
 
 impl Api {
@@ -95,19 +103,22 @@ impl Api {
             Api::Chat => "chat",
             Api::Completions => "completions",
             Api::Tools => "tools",
+            Api::Responses => "responses",
+            Api::ResponsesTools => "responses-tools",
         }
     }
 
     /// Whether the agent converses with function calls through this API ([`Llm::converse`])
     /// rather than continuing the scratchpad's text.
     pub fn calls_functions(self) -> bool {
-        matches!(self, Api::Tools)
+        matches!(self, Api::Tools | Api::ResponsesTools)
     }
 
     fn path(self) -> &'static str {
         match self {
             Api::Chat | Api::Tools => "chat/completions",
             Api::Completions => "completions",
+            Api::Responses | Api::ResponsesTools => "responses",
         }
     }
 }
@@ -126,8 +137,10 @@ impl FromStr for Api {
             "chat" => Ok(Api::Chat),
             "completions" => Ok(Api::Completions),
             "tools" => Ok(Api::Tools),
+            "responses" => Ok(Api::Responses),
+            "responses-tools" => Ok(Api::ResponsesTools),
             other => Err(format!(
-                "unknown API `{other}`: expected `chat`, `completions` or `tools`"
+                "unknown API `{other}`: expected `chat`, `completions`, `tools`, `responses` or `responses-tools`"
             )),
         }
     }
@@ -473,13 +486,16 @@ impl OpenAiClient {
 
     /// The request body for `request`, leaving out what `leave` says the server refused.
     fn body(&self, request: &LlmRequest<'_>, leave: Leave) -> Value {
+        if matches!(self.config.api, Api::Responses | Api::ResponsesTools) {
+            return responses::text_body(&self.config, request.prompt, leave);
+        }
         let mut body = wire::object([("model", json!(self.config.model))]);
         match self.config.api {
             Api::Completions => {
                 body.insert("prompt".to_owned(), json!(request.prompt));
             }
             // A text call of a tools client (rewriting a chat follow-up) is a plain chat call.
-            Api::Chat | Api::Tools => {
+            Api::Chat | Api::Tools | Api::Responses | Api::ResponsesTools => {
                 let messages = json!([
                     {"role": "system", "content": CONTINUE_INSTRUCTION},
                     {"role": "user", "content": request.prompt},
@@ -493,6 +509,9 @@ impl OpenAiClient {
     /// The request body of one tool-calling turn: the conversation and the functions, the model
     /// free to call any of them (`tool_choice: auto`).
     fn converse_body(&self, request: &ConverseRequest<'_>, leave: Leave) -> Value {
+        if self.config.api == Api::ResponsesTools {
+            return responses::converse_body(&self.config, request, leave);
+        }
         let mut body = wire::object([("model", json!(self.config.model))]);
         let messages: Vec<Value> = request
             .messages
@@ -736,6 +755,11 @@ impl OpenAiClient {
     /// A response body read as completions: its choices in the order sent, and the tokens the
     /// request cost.
     fn choices(&self, bytes: &[u8]) -> Result<(Vec<wire::Choice>, Option<TokenUsage>), LlmError> {
+        if matches!(self.config.api, Api::Responses | Api::ResponsesTools) {
+            let read = self.read_response(bytes)?;
+            let usage = read.usage;
+            return Ok((vec![read.into_choice()], usage));
+        }
         // serde quotes what it could not read, and a hostile server may echo the key there.
         let response: wire::CompletionResponse =
             serde_json::from_slice(bytes).map_err(|error| LlmError::InvalidResponse {
@@ -744,6 +768,19 @@ impl OpenAiClient {
             })?;
         let usage = response.usage.map(|usage| usage.tokens());
         Ok((response.choices, usage))
+    }
+
+    /// A Responses API body, read ([`responses::read`]).
+    fn read_response(&self, bytes: &[u8]) -> Result<responses::Read, LlmError> {
+        responses::read(bytes).map_err(|error| match error {
+            responses::NotAResponse::Json(words) => LlmError::InvalidResponse {
+                url: display_url(&self.url),
+                source: self.server_words(&words),
+            },
+            responses::NotAResponse::NoOutput => LlmError::NoChoices {
+                url: display_url(&self.url),
+            },
+        })
     }
 
     /// Several completions of one prompt: `n` (left out for one, or once the server refused it)
@@ -759,7 +796,11 @@ impl OpenAiClient {
         let build = |leave: Leave| {
             let mut body = self.body(&text_request, leave);
             if let Value::Object(fields) = &mut body {
-                if request.n > 1 && !leave.n {
+                // The Responses API has no `n`: the caller asks again for the rest.
+                if request.n > 1
+                    && !leave.n
+                    && !matches!(self.config.api, Api::Responses | Api::ResponsesTools)
+                {
                     fields.insert("n".to_owned(), json!(request.n));
                 }
                 if let Some(temperature) = request.temperature
@@ -815,10 +856,16 @@ impl OpenAiClient {
         let exchanged = self
             .exchange(|leave| self.converse_body(&request, leave), &[], Sends::Tools)
             .await?;
-        let (choice, usage) = self.first_choice(&exchanged.bytes)?;
+        let (mut message, ending, usage) = if self.config.api == Api::ResponsesTools {
+            let read = self.read_response(&exchanged.bytes)?;
+            let (ending, usage) = (read.ending(), read.usage);
+            (read.into_reply(), ending, usage)
+        } else {
+            let (choice, usage) = self.first_choice(&exchanged.bytes)?;
+            let ending = ending_of(&choice);
+            (choice.into_reply(), ending, usage)
+        };
         self.keep(exchanged);
-        let ending = ending_of(&choice);
-        let mut message = choice.into_reply();
         if let Some(content) = &mut message.content {
             cap_completion(content);
         }
