@@ -228,7 +228,8 @@ pub struct ModelArgs {
     #[arg(long, env = "OPENAI_API_KEY", hide_env_values = true, value_name = "KEY")]
     pub api_key: Option<String>,
     /// `chat` (/chat/completions, the prompt continued), `completions` (/completions, the prompt
-    /// as text) or `tools` (/chat/completions with the actions as functions the model calls).
+    /// as text), `tools` (/chat/completions with the actions as functions the model calls),
+    /// `responses` or `responses-tools` (OpenAI's /responses, the prompt continued or functions).
     #[arg(long, env = "REACT_API", default_value = "chat", value_name = "API")]
     pub api: Api,
     /// Sampling temperature.
@@ -243,8 +244,9 @@ pub struct ModelArgs {
     /// Seconds one model request may take.
     #[arg(long, default_value_t = 120, value_name = "SECONDS")]
     pub llm_timeout: u64,
-    /// With `--api tools`, send earlier assistant turns back without the reasoning they came with
-    /// (by default each goes back under its own field, `reasoning` or `reasoning_content`).
+    /// With `--api tools` or `responses-tools`, send earlier assistant turns back without the
+    /// reasoning they came with (by default each goes back under its own field, `reasoning` or
+    /// `reasoning_content`, or as the Responses API's reasoning items).
     #[arg(long)]
     pub no_reasoning_echo: bool,
 }
