@@ -236,6 +236,7 @@ pub struct ModelArgs {
     pub api_key_env: Option<String>,
     /// `chat` (/chat/completions, the prompt continued), `completions` (/completions, the prompt
     /// as text), `tools` (/chat/completions with the actions as functions the model calls),
+    /// `responses` or `responses-tools` (OpenAI's /responses, the prompt continued or functions),
     /// `anthropic` (Anthropic's /messages, the prompt continued) or `anthropic-tools`
     /// (/messages with the actions as tools).
     #[arg(long, env = "REACT_API", default_value = "chat", value_name = "API")]
@@ -252,8 +253,10 @@ pub struct ModelArgs {
     /// Seconds one model request may take.
     #[arg(long, default_value_t = 120, value_name = "SECONDS")]
     pub llm_timeout: u64,
-    /// With `--api tools`, send earlier assistant turns back without the reasoning they came with
-    /// (by default each goes back under its own field, `reasoning` or `reasoning_content`).
+    /// With a function-calling API (`tools`, `responses-tools`, `anthropic-tools`), send earlier
+    /// assistant turns back without the reasoning they came with (by default each goes back under
+    /// its own field, `reasoning` or `reasoning_content`, as the Responses API's reasoning items or
+    /// Anthropic's thinking blocks).
     #[arg(long)]
     pub no_reasoning_echo: bool,
     /// Send no prompt-cache breakpoints (`--api anthropic`: by default the few-shot prompt is

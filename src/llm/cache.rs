@@ -16,7 +16,7 @@
 //! body: it is in no key and no file, and a response that quotes it is not kept.
 //!
 //! Only a successful response is kept, and not when any choice was cut at `max_tokens`
-//! (`finish_reason: length`): errors and cut-off replies are asked again next time. An entry is
+//! (`finish_reason: length`, or a Responses API response's `status: incomplete`): errors and cut-off replies are asked again next time. An entry is
 //! written atomically ([`atomic_write`]: a temporary sibling renamed into place), so any number of
 //! processes (an evaluation's shards on one node) may share one cache: two writers of one entry
 //! each write it whole, and a reader sees the old file, the new one, or none. A read is bounded
@@ -291,7 +291,9 @@ fn read_bounded_entry(file: File, limit: usize) -> Result<Entry, String> {
 }
 
 /// Whether a response body is worth keeping: an object with at least one choice, none cut at the
-/// token cap; or an Anthropic message (`"type": "message"`) with content, not cut at the token cap.
+/// token cap; an Anthropic message (`"type": "message"`) with content, not cut at the token cap;
+/// or a Responses API response with output items, not `incomplete` (cut at the token cap, or by
+/// the server).
 fn is_whole_reply(response: &Value) -> bool {
     if response.get("type").and_then(Value::as_str) == Some("message") {
         return response
@@ -299,6 +301,9 @@ fn is_whole_reply(response: &Value) -> bool {
             .and_then(Value::as_array)
             .is_some_and(|content| !content.is_empty())
             && response.get("stop_reason").and_then(Value::as_str) != Some("max_tokens");
+    }
+    if let Some(output) = response.get("output").and_then(Value::as_array) {
+        return !output.is_empty() && response.get("status").and_then(Value::as_str) != Some("incomplete");
     }
     let Some(choices) = response.get("choices").and_then(Value::as_array) else {
         return false;
@@ -931,6 +936,12 @@ mod tests {
             b"{\"choices\": []}".to_vec(),
             b"not json".to_vec(),
             quoting.to_string().into_bytes(),
+            // The Responses API: cut at the token cap, or with no output.
+            json!({"status": "incomplete", "incomplete_details": {"reason": "max_output_tokens"},
+                   "output": [{"type": "reasoning", "summary": []}]})
+            .to_string()
+            .into_bytes(),
+            b"{\"status\": \"completed\", \"output\": []}".to_vec(),
         ]
         .iter()
         .enumerate()
@@ -940,6 +951,11 @@ mod tests {
             assert_eq!(cache.read(&call), None, "response {n} was kept");
         }
         assert_eq!(cache_info(dir.path()).unwrap().entries, 0);
+        let whole = json!({"status": "completed", "output": [{"type": "message", "content": []}],
+                           "usage": {"input_tokens": 7, "output_tokens": 3}});
+        let call = cache.call(Api::Responses, "h", &json!({"input": "q"}));
+        cache.write(&call, "m", whole.to_string().as_bytes(), Some(&key));
+        assert!(cache.read(&call).is_some(), "a whole Responses reply is kept");
     }
 
     /// Anthropic's messages are kept as whole replies unless cut at `max_tokens`, and a hit

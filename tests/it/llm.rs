@@ -756,6 +756,7 @@ fn api_path(api: Api) -> &'static str {
         Api::Completions => "/completions",
         Api::Chat | Api::Tools => "/chat/completions",
         Api::Anthropic | Api::AnthropicTools => "/messages",
+        Api::Responses | Api::ResponsesTools => "/responses",
     }
 }
 

@@ -141,6 +141,7 @@ mod methods;
 mod reasoning;
 mod replay;
 mod replay_live;
+mod responses_api;
 mod report;
 mod sc_stop;
 mod score;

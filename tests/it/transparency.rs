@@ -138,6 +138,8 @@ const APIS: &[Api] = &[
     Api::Chat,
     Api::Completions,
     Api::Tools,
+    Api::Responses,
+    Api::ResponsesTools,
     Api::Anthropic,
     Api::AnthropicTools,
 ];
@@ -148,15 +150,22 @@ fn refuses(row: &MethodRow, api: Api) -> bool {
     row.refuses.contains(&api) || (api.calls_functions() && row.refuses.contains(&Api::Tools))
 }
 
-/// The server behaviours an API meets. Anthropic's: no `n` or `stop` is ever sent, and
-/// `max_tokens` is required (a refusal of it is no server's), so the behaviours about them are
-/// left out; its reasoning comes as `thinking` blocks (the `reasoning` row) or a `<think>` block.
+/// Whether `api` speaks Chat Completions or Completions, whose servers honour, ignore or refuse
+/// `n`, `stop` and `max_tokens`.
+fn speaks_chat_completions(api: Api) -> bool {
+    matches!(api, Api::Chat | Api::Completions | Api::Tools)
+}
+
+/// The server behaviours an API meets. The Responses and Anthropic APIs': no `n` or `stop` is
+/// ever sent, and the token cap has its own name (required by Anthropic), so the behaviours about
+/// them are left out; their reasoning comes as reasoning items or `thinking` blocks (the
+/// `reasoning` row) or a `<think>` block.
 fn behaviours(api: Api) -> Vec<(&'static str, Behaviour)> {
     BEHAVIOURS
         .iter()
         .copied()
         .filter(|(_, behaviour)| {
-            !api.is_anthropic()
+            speaks_chat_completions(api)
                 || matches!(
                     behaviour,
                     Behaviour::HonoursN
@@ -438,6 +447,8 @@ struct ServerState {
     answered: usize,
     /// Whether the questions of [`HELD`] get a 503, whatever is asked and however often.
     down: bool,
+    /// What was wrong with the requests received, against the API's documented schema.
+    violations: Vec<String>,
 }
 
 #[derive(Clone)]
@@ -482,12 +493,21 @@ impl Server {
         {
             return anthropic::error(400, "invalid_request_error", &refused);
         }
+        if let Err(violation) = responses_request(self.api, &body) {
+            state.violations.push(violation.clone());
+            return (
+                400,
+                json!({"error": {"message": violation, "type": "invalid_request_error"}}),
+            );
+        }
         // What the request asks, whatever parameters it carries: the prompt or the conversation.
         let asked = match self.api {
             Api::Completions => body["prompt"].as_str().unwrap().to_owned(),
             Api::Chat => body["messages"][1]["content"].as_str().unwrap().to_owned(),
             Api::Tools | Api::AnthropicTools => body["messages"].to_string(),
             Api::Anthropic => anthropic::user_text(&body),
+            Api::Responses => body["input"].as_str().unwrap().to_owned(),
+            Api::ResponsesTools => body["input"].to_string(),
         };
         if state.down && HELD.contains(&script_of(&asked).0) {
             return (503, json!({"error": {"message": "down for maintenance"}}));
@@ -511,6 +531,7 @@ impl Server {
         let (texts, n_taken) = match self.api {
             Api::Tools => (vec![tools_reply(&body)], 0),
             Api::AnthropicTools => (vec![anthropic::tools_reply(&body)], 0),
+            Api::ResponsesTools => (vec![responses_tools_reply(&body)], 0),
             _ => text_replies(&asked, n, taken),
         };
         *state.taken.entry(asked).or_insert(0) += n_taken;
@@ -518,6 +539,9 @@ impl Server {
         if self.api.is_anthropic() {
             let (content, calls) = texts.into_iter().next().unwrap();
             return (200, anthropic::message(self.behaviour, content, calls));
+        }
+        if matches!(self.api, Api::Responses | Api::ResponsesTools) {
+            return (200, self.response(&body, texts));
         }
         let choices: Vec<Value> = texts
             .into_iter()
@@ -571,6 +595,7 @@ impl Server {
             Api::Tools => json!({"index": idx, "message": {"role": "assistant", "content": content,
                 "tool_calls": calls.unwrap_or(json!([]))}, "finish_reason": "tool_calls"}),
             Api::Anthropic | Api::AnthropicTools => unreachable!("answered by `anthropic::message`"),
+            Api::Responses | Api::ResponsesTools => unreachable!("a Responses reply has no choices"),
         };
         if let Behaviour::Reasoning(Shape::Field(field)) = self.behaviour {
             match self.api {
@@ -579,6 +604,151 @@ impl Server {
             }
         }
         choice
+    }
+}
+
+// ---------------------------------------------------------------- the Responses API
+
+/// What is wrong with a request to `/responses`, against OpenAI's documented schema: no `stop`,
+/// `n`, `messages` or `max_tokens`; `store: false` and the reasoning's encrypted content asked
+/// for; the text protocol's `instructions` and `input` text; the function-calling protocol's
+/// function tools and input items, every earlier turn's reasoning item back unchanged before its
+/// call, each call answered by a `function_call_output`.
+fn responses_request(api: Api, body: &Value) -> Result<(), String> {
+    if !matches!(api, Api::Responses | Api::ResponsesTools) {
+        return Ok(());
+    }
+    for absent in [
+        "stop",
+        "n",
+        "messages",
+        "prompt",
+        "max_tokens",
+        "max_completion_tokens",
+    ] {
+        if body.get(absent).is_some() {
+            return Err(format!("`{absent}` is no field of the Responses API"));
+        }
+    }
+    if body["store"] != json!(false) || body["include"] != json!(["reasoning.encrypted_content"]) {
+        return Err(format!("store {} include {}", body["store"], body["include"]));
+    }
+    if !body["max_output_tokens"].is_u64() {
+        return Err("no `max_output_tokens`".to_owned());
+    }
+    if api == Api::Responses {
+        return match (body["instructions"].as_str(), body["input"].as_str()) {
+            (Some(_), Some(_)) => Ok(()),
+            _ => Err("a text request is `instructions` and an `input` text".to_owned()),
+        };
+    }
+    let tools = body["tools"].as_array().ok_or("no `tools`")?;
+    if tools.iter().any(|tool| {
+        tool["type"] != "function" || !tool["name"].is_string() || !tool["parameters"].is_object()
+    }) || body["tool_choice"] != "auto"
+    {
+        return Err(format!("not function tools: {}", body["tools"]));
+    }
+    let input = body["input"].as_array().ok_or("`input` is no list of items")?;
+    if input[0]["role"] != "system" || input[1]["role"] != "user" {
+        return Err("the input does not open with the system and user messages".to_owned());
+    }
+    let (_, script) = script_of(&body["input"].to_string());
+    let mut turn = 0;
+    for (idx, item) in input.iter().enumerate().skip(2) {
+        match item["type"].as_str() {
+            Some("reasoning") => {
+                turn += 1;
+                if *item != reasoning_item(script, turn) {
+                    return Err(format!("turn {turn}'s reasoning item came back changed: {item}"));
+                }
+            }
+            Some("message") if item["role"] == "assistant" => {}
+            Some("function_call") => {
+                let answered = &input[idx + 1..]
+                    .iter()
+                    .find(|later| later["type"] == "function_call_output");
+                if answered.is_none_or(|output| output["call_id"] != item["call_id"]) {
+                    return Err(format!("call {} has no output after it", item["call_id"]));
+                }
+            }
+            Some("function_call_output") => {}
+            _ => return Err(format!("input item {idx} is unknown: {item}")),
+        }
+    }
+    let outputs = input
+        .iter()
+        .filter(|item| item["type"] == "function_call_output")
+        .count();
+    if turn != outputs {
+        return Err(format!("{turn} reasoning items for {outputs} earlier turns"));
+    }
+    Ok(())
+}
+
+/// The reasoning item of turn `turn` of `script`'s conversation: opaque encrypted content that
+/// must come back unchanged.
+fn reasoning_item(script: &Script, turn: usize) -> Value {
+    json!({"id": format!("rs_{}_{turn}", script.id), "type": "reasoning",
+           "encrypted_content": format!("gAAAAB{}x{turn}/+=", script.id),
+           "summary": [{"type": "summary_text", "text": format!("Turn {turn} of {}.", script.id)}]})
+}
+
+/// A Responses function-calling turn: the step's thought, and its action as a call.
+fn responses_tools_reply(body: &Value) -> (String, Option<Value>) {
+    let (_, script) = script_of(&body["input"].to_string());
+    let number = 1 + body["input"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|item| item["type"] == "function_call_output")
+        .count();
+    let step = &script.steps[(number - 1).min(script.steps.len() - 1)];
+    let mut call = as_call(step.action);
+    call["call_id"] = json!(format!("call_{}_{number}", script.id));
+    (step.thought.to_owned(), Some(call))
+}
+
+impl Server {
+    /// A response of the Responses API: per reply (one: the API has no `n`) its reasoning (a
+    /// reasoning item, or a `<think>` block in the text), a message and its call.
+    fn response(&self, body: &Value, texts: Vec<(String, Option<Value>)>) -> Value {
+        let mut output = Vec::new();
+        for (content, call) in texts {
+            let thinking = format!("Thinking it over: {}", content.trim().replace('\n', " "));
+            let content = match self.behaviour {
+                Behaviour::Reasoning(Shape::Think) => format!("<think>\n{thinking}\n</think>\n\n{content}"),
+                _ => content,
+            };
+            if self.api == Api::ResponsesTools {
+                let (_, script) = script_of(&body["input"].to_string());
+                let turn = 1 + body["input"]
+                    .as_array()
+                    .unwrap()
+                    .iter()
+                    .filter(|item| item["type"] == "reasoning")
+                    .count();
+                output.push(reasoning_item(script, turn));
+            } else if let Behaviour::Reasoning(Shape::Field(_)) = self.behaviour {
+                output.push(json!({"id": "rs_1", "type": "reasoning",
+                    "summary": [{"type": "summary_text", "text": thinking}]}));
+            }
+            output.push(
+                json!({"id": "msg_1", "type": "message", "role": "assistant", "status": "completed",
+                "content": [{"type": "output_text", "text": content, "annotations": []}]}),
+            );
+            if let Some(call) = call {
+                output.push(
+                    json!({"id": "fc_1", "type": "function_call", "status": "completed",
+                    "call_id": call["call_id"], "name": call["name"], "arguments": call["arguments"]}),
+                );
+            }
+        }
+        json!({"id": "resp_1", "object": "response", "created_at": 1, "status": "completed",
+               "model": "m", "output": output, "parallel_tool_calls": true, "tool_choice": "auto", "tools": [],
+               "usage": {"input_tokens": 100, "input_tokens_details": {"cached_tokens": 0, "cache_write_tokens": 0},
+                         "output_tokens": 10, "output_tokens_details": {"reasoning_tokens": 4},
+                         "total_tokens": 110}})
     }
 }
 
@@ -1032,6 +1202,13 @@ impl Bench {
         }
         found.evaluations += 1;
         let state = self.state.lock().unwrap();
+        let case = self.case;
+        found.differences.extend(
+            state
+                .violations
+                .iter()
+                .map(|violation| format!("{case}: request: {violation}")),
+        );
         found.requests += state.received;
         (state.received, state.answered)
     }
@@ -1512,7 +1689,8 @@ fn report(found: &[(Case, Found)], refusals: &[String], seconds: f64) -> String 
     for (name, _) in BEHAVIOURS {
         header.push_str(&format!(" {name:<width$}", width = name.len().max(8)));
     }
-    line("  (only CoT-SC sends `n`, and `--api tools` sends no `stop`: elsewhere a server refusing them meets no request carrying them)".to_owned());
+    line("  (only CoT-SC sends `n`, and `--api tools` sends no `stop`: elsewhere a server refusing them meets no request carrying them;".to_owned());
+    line("  the Responses APIs send no `n`, `stop` or `max_tokens` at all)".to_owned());
     line(header.trim_end().to_owned());
     for row in METHODS {
         for &api in APIS {

@@ -23,6 +23,7 @@
 
 mod wire;
 mod anthropic;
+mod responses;
 
 pub use wire::ReasoningEcho;
 /// A conversation message as the chat API sends it (`role`, `content`, `tool_calls`,
@@ -96,6 +97,13 @@ pub enum Api {
     /// Anthropic's `/messages` with the actions as tools the model calls, each call a step.
     #[serde(rename = "anthropic-tools")]
     AnthropicTools,
+    /// `/responses` (OpenAI's Responses API): the continue-instruction as `instructions`, the
+    /// scratchpad as `input` ([`responses`]).
+    Responses,
+    /// `/responses` with the actions as function tools: the model calls them, its output items
+    /// (reasoning among them) going back on every later request ([`Llm::converse`]).
+    #[serde(rename = "responses-tools")]
+    ResponsesTools,
 }
 
 impl Api {
@@ -106,13 +114,15 @@ impl Api {
             Api::Tools => "tools",
             Api::Anthropic => "anthropic",
             Api::AnthropicTools => "anthropic-tools",
+            Api::Responses => "responses",
+            Api::ResponsesTools => "responses-tools",
         }
     }
 
     /// Whether the agent converses with function calls through this API ([`Llm::converse`])
     /// rather than continuing the scratchpad's text.
     pub fn calls_functions(self) -> bool {
-        matches!(self, Api::Tools | Api::AnthropicTools)
+        matches!(self, Api::Tools | Api::AnthropicTools | Api::ResponsesTools)
     }
 
     /// Whether this is Anthropic's Messages API (its headers, bodies and replies).
@@ -125,6 +135,7 @@ impl Api {
             Api::Chat | Api::Tools => "chat/completions",
             Api::Completions => "completions",
             Api::Anthropic | Api::AnthropicTools => "messages",
+            Api::Responses | Api::ResponsesTools => "responses",
         }
     }
 }
@@ -143,10 +154,12 @@ impl FromStr for Api {
             "chat" => Ok(Api::Chat),
             "completions" => Ok(Api::Completions),
             "tools" => Ok(Api::Tools),
+            "responses" => Ok(Api::Responses),
+            "responses-tools" => Ok(Api::ResponsesTools),
             "anthropic" => Ok(Api::Anthropic),
             "anthropic-tools" => Ok(Api::AnthropicTools),
             other => Err(format!(
-                "unknown API `{other}`: expected `chat`, `completions`, `tools`, `anthropic` or `anthropic-tools`"
+                "unknown API `{other}`: expected `chat`, `completions`, `tools`, `responses`, `responses-tools`, `anthropic` or `anthropic-tools`"
             )),
         }
     }
@@ -532,13 +545,17 @@ impl OpenAiClient {
             let (prompt, prefix) = (request.prompt, request.shared_prefix);
             return anthropic::text_body(&self.config, prompt, prefix, request.stop, None, leave);
         }
+        if matches!(self.config.api, Api::Responses | Api::ResponsesTools) {
+            return responses::text_body(&self.config, request.prompt, leave);
+        }
         let mut body = wire::object([("model", json!(self.config.model))]);
         match self.config.api {
             Api::Completions => {
                 body.insert("prompt".to_owned(), json!(request.prompt));
             }
-            // A text call of a tools client (rewriting a chat follow-up) is a plain chat call.
-            Api::Chat | Api::Tools | Api::Anthropic | Api::AnthropicTools => {
+            // A text call of a tools client (rewriting a chat follow-up) is a plain chat call; the
+            // Responses and Anthropic APIs have their bodies above.
+            _ => {
                 let messages = json!([
                     {"role": "system", "content": CONTINUE_INSTRUCTION},
                     {"role": "user", "content": request.prompt},
@@ -554,6 +571,9 @@ impl OpenAiClient {
     fn converse_body(&self, request: &ConverseRequest<'_>, leave: Leave) -> Value {
         if self.config.api.is_anthropic() {
             return anthropic::converse_body(&self.config, request, leave);
+        }
+        if self.config.api == Api::ResponsesTools {
+            return responses::converse_body(&self.config, request, leave);
         }
         let mut body = wire::object([("model", json!(self.config.model))]);
         let messages: Vec<Value> = request
@@ -801,6 +821,11 @@ impl OpenAiClient {
     /// A response body read as completions: its choices in the order sent, and the tokens the
     /// request cost.
     fn choices(&self, bytes: &[u8]) -> Result<(Vec<wire::Choice>, Option<TokenUsage>), LlmError> {
+        if matches!(self.config.api, Api::Responses | Api::ResponsesTools) {
+            let read = self.read_response(bytes)?;
+            let usage = read.usage;
+            return Ok((vec![read.into_choice()], usage));
+        }
         // serde quotes what it could not read, and a hostile server may echo the key there.
         let invalid = |error: serde_json::Error| LlmError::InvalidResponse {
             url: display_url(&self.url),
@@ -812,6 +837,19 @@ impl OpenAiClient {
         let response: wire::CompletionResponse = serde_json::from_slice(bytes).map_err(invalid)?;
         let usage = response.usage.map(|usage| usage.tokens());
         Ok((response.choices, usage))
+    }
+
+    /// A Responses API body, read ([`responses::read`]).
+    fn read_response(&self, bytes: &[u8]) -> Result<responses::Read, LlmError> {
+        responses::read(bytes).map_err(|error| match error {
+            responses::NotAResponse::Json(words) => LlmError::InvalidResponse {
+                url: display_url(&self.url),
+                source: self.server_words(&words),
+            },
+            responses::NotAResponse::NoOutput => LlmError::NoChoices {
+                url: display_url(&self.url),
+            },
+        })
     }
 
     /// Several completions of one prompt: `n` (left out for one, or once the server refused it)
@@ -834,7 +872,11 @@ impl OpenAiClient {
             }
             let mut body = self.body(&text_request, leave);
             if let Value::Object(fields) = &mut body {
-                if request.n > 1 && !leave.n {
+                // The Responses API has no `n`: the caller asks again for the rest.
+                if request.n > 1
+                    && !leave.n
+                    && !matches!(self.config.api, Api::Responses | Api::ResponsesTools)
+                {
                     fields.insert("n".to_owned(), json!(request.n));
                 }
                 if let Some(temperature) = request.temperature
@@ -890,10 +932,16 @@ impl OpenAiClient {
         let exchanged = self
             .exchange(|leave| self.converse_body(&request, leave), &[], Sends::Tools)
             .await?;
-        let (choice, usage) = self.first_choice(&exchanged.bytes)?;
+        let (mut message, ending, usage) = if self.config.api == Api::ResponsesTools {
+            let read = self.read_response(&exchanged.bytes)?;
+            let (ending, usage) = (read.ending(), read.usage);
+            (read.into_reply(), ending, usage)
+        } else {
+            let (choice, usage) = self.first_choice(&exchanged.bytes)?;
+            let ending = ending_of(&choice);
+            (choice.into_reply(), ending, usage)
+        };
         self.keep(exchanged);
-        let ending = ending_of(&choice);
-        let mut message = choice.into_reply();
         if let Some(content) = &mut message.content {
             cap_completion(content);
         }

@@ -94,11 +94,14 @@ pub struct WireUsage {
     pub cache_creation_input_tokens: Option<u64>,
 }
 
-/// `*_tokens_details`: the part of a count read from the cache, or spent thinking.
+/// `*_tokens_details`: the part of a count read from the cache, written to it (OpenAI's
+/// `cache_write_tokens`), or spent thinking.
 #[derive(Debug, Deserialize)]
 pub struct TokensDetails {
     #[serde(default)]
     pub cached_tokens: Option<u64>,
+    #[serde(default)]
+    pub cache_write_tokens: Option<u64>,
     #[serde(default)]
     pub reasoning_tokens: Option<u64>,
 }
@@ -114,6 +117,9 @@ impl WireUsage {
         };
         let cache_read = self.cache_read_input_tokens.unwrap_or(0);
         let cache_write = self.cache_creation_input_tokens.unwrap_or(0);
+        // OpenAI counts the tokens written among the input's; Anthropic's are apart from it.
+        let openai_cache_write = detail(&self.prompt_tokens_details, |d| d.cache_write_tokens)
+            .or_else(|| detail(&self.input_tokens_details, |d| d.cache_write_tokens));
         let prompt_tokens = match (self.prompt_tokens, self.input_tokens) {
             (Some(prompt), _) => prompt,
             (None, Some(input)) => input.saturating_add(cache_read).saturating_add(cache_write),
@@ -129,7 +135,7 @@ impl WireUsage {
                 .or_else(|| detail(&self.output_tokens_details, |d| d.reasoning_tokens))
                 .unwrap_or(0),
             cached_tokens,
-            cache_write_tokens: cache_write,
+            cache_write_tokens: openai_cache_write.unwrap_or(cache_write),
         }
     }
 }
@@ -224,10 +230,21 @@ fn passback(fields: Map<String, Value>, read: &[&str]) -> Map<String, Value> {
 }
 
 /// The fields of an assistant message that are its reasoning, which `--no-reasoning-echo` keeps
-/// from the server: the two reasoning texts and OpenRouter's `reasoning_details`. A tool call's
+/// from the server and `export` leaves out: the two reasoning texts, OpenRouter's
+/// `reasoning_details`, and a Responses API reply's `output` items (its reasoning items among
+/// them; sent only to the Responses API, whose client reads the turn apart). A tool call's
 /// fields are never among them: Gemini 3's `extra_content.google.thought_signature` is no
 /// reasoning text, and Gemini refuses a history whose calls lack it.
-pub const REASONING_FIELDS: [&str; 3] = ["reasoning", "reasoning_content", "reasoning_details"];
+pub const REASONING_FIELDS: [&str; 4] = [
+    "reasoning",
+    "reasoning_content",
+    "reasoning_details",
+    RESPONSES_OUTPUT,
+];
+
+/// The field of a Responses API reply ([`ReplyMessage::passback`]) that keeps its `output` items
+/// as received: what goes back, item for item, as the next requests' input.
+pub const RESPONSES_OUTPUT: &str = "output";
 
 /// The most bytes (as JSON) of the fields one reply's message and calls pass back
 /// ([`ReplyMessage::passback`], [`WireCall::passback`]) together: run files keep them. A field
@@ -511,10 +528,17 @@ mod tests {
             }
         );
         let responses = tokens(
-            json!({"input_tokens": 2006, "input_tokens_details": {"cached_tokens": 1920},
+            json!({"input_tokens": 2006, "input_tokens_details": {"cached_tokens": 1920, "cache_write_tokens": 0},
             "output_tokens": 300, "output_tokens_details": {"reasoning_tokens": 128}, "total_tokens": 2306}),
         );
         assert_eq!(responses, chat);
+        // OpenAI's newer usage says what the request wrote to the cache, of its input tokens.
+        let written = tokens(
+            json!({"input_tokens": 2006, "output_tokens": 1, "total_tokens": 2007,
+            "input_tokens_details": {"cached_tokens": 0, "cache_write_tokens": 1920},
+            "output_tokens_details": {"reasoning_tokens": 0}}),
+        );
+        assert_eq!((written.prompt_tokens, written.cache_write_tokens), (2006, 1920));
         // Anthropic's `input_tokens` are those after the last breakpoint: the whole input adds
         // the cache's reads and writes.
         let anthropic = tokens(json!({"input_tokens": 21, "cache_creation_input_tokens": 188086,

@@ -1,0 +1,494 @@
+//! `--api responses` and `--api responses-tools` against a scripted server speaking OpenAI's
+//! Responses API (`POST /v1/responses`): each request body is checked field by field against the
+//! documented schema (the server answers 400 naming what is wrong), each reply is one of
+//! `fixtures/responses/` (written from the documented schema, parsed by the `openai` SDK's
+//! `Response` model in `tests/clients/sdk_models.py`) with its texts and ids changed. The methods
+//! give the scripted EM, every later request carries the earlier reasoning items unchanged, and a
+//! replay of the results gives the same answers with no model.
+
+use std::process::Command;
+
+use serde_json::{Value, json};
+use wiremock::{Request, ResponseTemplate};
+
+use crate::{binary, fixture, request_bodies, serve_posts};
+
+/// A reply of `fixtures/responses/`, as the server's template.
+fn template(name: &str) -> Value {
+    let path = fixture(&format!("responses/{name}"));
+    serde_json::from_str(&std::fs::read_to_string(path).unwrap()).unwrap()
+}
+
+/// The marker question `i` carries, which the scripted model reads.
+fn marker(i: usize) -> String {
+    format!("zqx{i}qxz")
+}
+
+/// Ten questions, question `i`'s gold `Answer {i}`.
+fn questions(dir: &std::path::Path) -> std::path::PathBuf {
+    let questions: Vec<Value> = (0..10)
+        .map(
+            |i| json!({"question": format!("Which page is {}?", marker(i)), "answer": format!("Answer {i}")}),
+        )
+        .collect();
+    let path = dir.join("questions.json");
+    std::fs::write(&path, Value::Array(questions).to_string()).unwrap();
+    path
+}
+
+/// The question a request asks.
+fn question_of(body: &Value) -> usize {
+    let text = body["input"].to_string();
+    let at = text.rfind("Which page is ").unwrap();
+    (0..10)
+        .find(|i| text[at..].starts_with(&format!("Which page is {}", marker(*i))))
+        .unwrap()
+}
+
+/// What the model answers: the gold answer for questions 0 to 6, a wrong one for 7 to 9 (EM 0.7).
+fn answer(question: usize) -> String {
+    match question {
+        0..7 => format!("Answer {question}"),
+        _ => "a wrong answer".to_owned(),
+    }
+}
+
+/// The entity the model searches first: a page of the test corpus.
+const ENTITY: &str = "Special Forces Regiment (Airborne)";
+
+/// The reasoning item the model sends at step `step` of `question`: opaque encrypted content
+/// the server can check without keeping state.
+fn reasoning_item(question: usize, step: usize) -> Value {
+    let mut item = template("function-call.json")["output"][0].clone();
+    item["id"] = json!(format!("rs_{question}_{step}"));
+    item["encrypted_content"] = json!(format!("gAAAAB{question}x{step}/+zz=="));
+    item["summary"][0]["text"] = json!(format!("**Step {step}**\n\nThinking about question {question}."));
+    item
+}
+
+/// The function call item of step `step` of `question`.
+fn call_item(question: usize, step: usize) -> Value {
+    let (name, arguments) = match step {
+        1 => ("search", json!({"entity": ENTITY})),
+        _ => ("finish", json!({"answer": answer(question)})),
+    };
+    let mut item = template("function-call.json")["output"][1].clone();
+    item["id"] = json!(format!("fc_{question}_{step}"));
+    item["call_id"] = json!(format!("call_{question}_{step}"));
+    item["name"] = json!(name);
+    item["arguments"] = json!(arguments.to_string());
+    item
+}
+
+/// A 400 in OpenAI's words, naming what the scripted server found wrong.
+fn invalid(message: String) -> ResponseTemplate {
+    ResponseTemplate::new(400).set_body_json(json!({"error": {
+        "message": message, "type": "invalid_request_error", "param": null, "code": null}}))
+}
+
+/// The fields every request of either protocol carries, as the client sends them by default.
+fn check_common(body: &Value) -> Result<(), String> {
+    let fields = body.as_object().ok_or("the body is no object")?;
+    for absent in [
+        "stop",
+        "n",
+        "messages",
+        "prompt",
+        "max_tokens",
+        "max_completion_tokens",
+    ] {
+        if fields.contains_key(absent) {
+            return Err(format!("`{absent}` is no field of the Responses API"));
+        }
+    }
+    let expected = [
+        ("model", json!("gpt-5")),
+        ("store", json!(false)),
+        ("include", json!(["reasoning.encrypted_content"])),
+        ("max_output_tokens", json!(256)),
+    ];
+    for (field, value) in expected {
+        if body[field] != value {
+            return Err(format!("`{field}` is {}, expected {value}", body[field]));
+        }
+    }
+    Ok(())
+}
+
+/// A Responses server for `--api responses-tools`: checks the tools and every input item, the
+/// earlier steps' reasoning and call items exactly as it sent them; searches, then answers.
+struct ToolsModel;
+
+/// What is wrong with a function-calling request, if anything; else the step it asks for.
+fn check_tools_request(body: &Value) -> Result<usize, String> {
+    check_common(body)?;
+    if body["tool_choice"] != "auto" {
+        return Err("`tool_choice` is not `auto`".to_owned());
+    }
+    let tools = body["tools"].as_array().ok_or("no `tools`")?;
+    for tool in tools {
+        let keys: Vec<&String> = tool.as_object().ok_or("a tool is no object")?.keys().collect();
+        if keys != ["description", "name", "parameters", "type"]
+            || tool["type"] != "function"
+            || !tool["parameters"].is_object()
+        {
+            return Err(format!("a tool is not a function tool: {tool}"));
+        }
+    }
+    let input = body["input"].as_array().ok_or("`input` is no list of items")?;
+    for (idx, role) in [(0, "system"), (1, "user")] {
+        let item = &input[idx];
+        if item["type"] != "message" || item["role"] != role || !item["content"].is_string() {
+            return Err(format!("input item {idx} is not the {role} message: {item}"));
+        }
+    }
+    let question = question_of(body);
+    let rest = &input[2..];
+    if rest.len() % 3 != 0 {
+        return Err(format!(
+            "{} items after the messages, not whole steps",
+            rest.len()
+        ));
+    }
+    for (idx, step) in rest.chunks(3).enumerate() {
+        let number = idx + 1;
+        if step[0] != reasoning_item(question, number) {
+            return Err(format!("step {number}'s reasoning item changed: {}", step[0]));
+        }
+        if step[1] != call_item(question, number) {
+            return Err(format!("step {number}'s function call changed: {}", step[1]));
+        }
+        let output = &step[2];
+        if output["type"] != "function_call_output"
+            || output["call_id"] != step[1]["call_id"]
+            || !output["output"].is_string()
+        {
+            return Err(format!(
+                "step {number}'s observation is no function_call_output: {output}"
+            ));
+        }
+    }
+    Ok(rest.len() / 3 + 1)
+}
+
+impl wiremock::Respond for ToolsModel {
+    fn respond(&self, request: &Request) -> ResponseTemplate {
+        let body: Value = serde_json::from_slice(&request.body).unwrap();
+        if body["temperature"] != json!(0.0) {
+            return invalid(format!("`temperature` is {}", body["temperature"]));
+        }
+        let step = match check_tools_request(&body) {
+            Ok(step) => step,
+            Err(message) => return invalid(message),
+        };
+        let question = question_of(&body);
+        let mut reply = template("function-call.json");
+        reply["id"] = json!(format!("resp_{question}_{step}"));
+        reply["output"] = json!([reasoning_item(question, step), call_item(question, step)]);
+        ResponseTemplate::new(200).set_body_json(reply)
+    }
+}
+
+fn eval(
+    questions: &std::path::Path,
+    out: &std::path::Path,
+    server: &str,
+    args: &[&str],
+) -> std::process::Output {
+    let corpus = format!("corpus:{}", fixture("index/pages.jsonl").display());
+    binary()
+        .arg("eval")
+        .arg(questions)
+        .args(["--docstore", &corpus, "--model", "gpt-5"])
+        .args(["--base-url", &format!("{server}/v1"), "--out"])
+        .arg(out)
+        .args(args)
+        .output()
+        .unwrap()
+}
+
+fn runs(path: &std::path::Path) -> Vec<Value> {
+    std::fs::read_to_string(path)
+        .unwrap()
+        .lines()
+        .map(|line| serde_json::from_str(line).unwrap())
+        .collect()
+}
+
+/// The answers of `runs`, by question.
+fn answers(runs: &[Value]) -> Vec<(String, String)> {
+    let mut answers: Vec<(String, String)> = runs
+        .iter()
+        .map(|run| {
+            (
+                run["question"].as_str().unwrap().to_owned(),
+                run["answer"].as_str().unwrap_or_default().to_owned(),
+            )
+        })
+        .collect();
+    answers.sort();
+    answers
+}
+
+fn em(runs: &[Value]) -> f64 {
+    runs.iter().map(|run| run["em"].as_f64().unwrap()).sum()
+}
+
+/// `replay --json` of a results file with no model: the runs and the summary line.
+fn replay(out: &std::path::Path) -> (Vec<Value>, Value) {
+    let replayed = Command::new(env!("CARGO_BIN_EXE_react-docstore"))
+        .args(["replay", "--json"])
+        .arg(out)
+        .output()
+        .unwrap();
+    crate::assert_exit_0(&replayed);
+    let mut replayed: Vec<Value> = String::from_utf8_lossy(&replayed.stdout)
+        .lines()
+        .map(|line| serde_json::from_str(line).unwrap())
+        .collect();
+    let summary = replayed.pop().unwrap();
+    (replayed, summary)
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn responses_tools_passes_every_reasoning_item_back_and_replays_offline() {
+    let server = serve_posts(ToolsModel).await;
+    let dir = tempfile::tempdir().unwrap();
+    let questions = questions(dir.path());
+    let out = dir.path().join("responses-tools.jsonl");
+    let output = eval(&questions, &out, &server.uri(), &["--api", "responses-tools"]);
+    crate::assert_exit_0(&output);
+    let recorded = runs(&out);
+    assert_eq!(recorded.len(), 10);
+    assert!(recorded.iter().all(|run| run["error"].is_null()), "{recorded:#?}");
+    assert_eq!(em(&recorded), 7.0, "{recorded:#?}");
+    let bodies = request_bodies(&server).await;
+    assert_eq!(bodies.len(), 20, "two requests a question");
+    // The server refused any request whose earlier items were not as it sent them; each
+    // question's second request carries its first step's three items.
+    let with_history = bodies
+        .iter()
+        .filter(|body| body["input"].as_array().unwrap().len() == 5)
+        .count();
+    assert_eq!(with_history, 10);
+    for run in &recorded {
+        assert_eq!(run["api"], "responses-tools");
+        let step = &run["steps"][0];
+        // The summary is the step's reasoning; the output items, encrypted content and all, are
+        // what the run file keeps to send back.
+        let question = question_index(run);
+        assert_eq!(
+            step["reasoning"],
+            format!("**Step 1**\n\nThinking about question {question}.")
+        );
+        let kept = &step["replies"][0]["passback"]["output"];
+        assert_eq!(
+            kept[0]["encrypted_content"],
+            reasoning_item(question, 1)["encrypted_content"]
+        );
+        let usage = &run["usage"];
+        assert_eq!(
+            [
+                &usage["prompt_tokens"],
+                &usage["cached_tokens"],
+                &usage["reasoning_tokens"]
+            ],
+            [&json!(4012), &json!(3840), &json!(256)],
+            "{usage:#}"
+        );
+    }
+
+    let (replayed, summary) = replay(&out);
+    assert_eq!(
+        (&summary["summary"]["em"], &summary["summary"]["changed"]),
+        (&json!(0.7), &json!(0)),
+        "{summary:#}"
+    );
+    assert_eq!(answers(&replayed), answers(&recorded));
+}
+
+/// The index of the question a run answered.
+fn question_index(run: &Value) -> usize {
+    let question = run["question"].as_str().unwrap();
+    (0..10).find(|i| question.contains(&marker(*i))).unwrap()
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn no_reasoning_echo_leaves_the_reasoning_items_out() {
+    let server = serve_posts(ToolsModel).await;
+    let dir = tempfile::tempdir().unwrap();
+    let questions = questions(dir.path());
+    let out = dir.path().join("responses-tools.jsonl");
+    let args = ["--api", "responses-tools", "--no-reasoning-echo", "--limit", "1"];
+    let output = eval(&questions, &out, &server.uri(), &args);
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert_ne!(output.status.code(), Some(0), "{stderr}");
+    assert!(
+        stderr.contains("2 items after the messages, not whole steps"),
+        "{stderr}"
+    );
+    let bodies = request_bodies(&server).await;
+    // The server refuses the second request, whose first step lacks its reasoning item.
+    assert_eq!(bodies.len(), 2);
+    let second = bodies[1]["input"].as_array().unwrap();
+    assert!(
+        second.iter().all(|item| item["type"] != "reasoning"),
+        "{second:#?}"
+    );
+    assert_eq!(second[2], call_item(0, 1));
+    assert!(runs(&out)[0]["error"].is_string());
+}
+
+/// A Responses server for `--api responses`: a text model that writes past the step's
+/// `Observation` marker (the API has no `stop`), and CoT samples.
+struct TextModel {
+    /// Refuses `temperature` as OpenAI's reasoning models do (`error-temperature.json`).
+    refuses_temperature: bool,
+}
+
+impl TextModel {
+    /// The text the model continues `input` with.
+    fn text(input: &str, question: usize) -> String {
+        let tail = &input[input.rfind("Which page is ").unwrap()..];
+        if tail.ends_with("\nThought:") {
+            return format!(" The page is {}.\nAnswer: {}", answer(question), answer(question));
+        }
+        let step = tail.matches("\nObservation ").count() + 1;
+        match step {
+            1 => format!(
+                " I need to search {ENTITY}.\nAction 1: Search[{ENTITY}]\nObservation 1: made up by the model past the marker."
+            ),
+            _ => format!(
+                " It is {0}.\nAction {step}: Finish[{0}]\nObservation {step}: more past the marker.",
+                answer(question)
+            ),
+        }
+    }
+}
+
+impl wiremock::Respond for TextModel {
+    fn respond(&self, request: &Request) -> ResponseTemplate {
+        let body: Value = serde_json::from_slice(&request.body).unwrap();
+        if self.refuses_temperature && body.get("temperature").is_some() {
+            return ResponseTemplate::new(400).set_body_json(template("error-temperature.json"));
+        }
+        if let Err(message) = check_common(&body) {
+            return invalid(message);
+        }
+        let (Some(instructions), Some(input)) = (body["instructions"].as_str(), body["input"].as_str())
+        else {
+            return invalid("a text request is `instructions` and an `input` text".to_owned());
+        };
+        if !instructions.starts_with("Continue the text the user sends") {
+            return invalid(format!("`instructions` is {instructions:?}"));
+        }
+        let question = question_of(&body);
+        let mut reply = template("text.json");
+        reply["instructions"] = json!(instructions);
+        reply["output"][0]["summary"][0]["text"] = json!(format!("Thinking about question {question}."));
+        reply["output"][1]["content"][0]["text"] = json!(Self::text(input, question));
+        ResponseTemplate::new(200).set_body_json(reply)
+    }
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn responses_text_protocol_cuts_at_the_marker_for_react_and_samples_one_request_each() {
+    let server = serve_posts(TextModel {
+        refuses_temperature: false,
+    })
+    .await;
+    let dir = tempfile::tempdir().unwrap();
+    let questions = questions(dir.path());
+    let out = dir.path().join("react.jsonl");
+    crate::assert_exit_0(&eval(&questions, &out, &server.uri(), &["--api", "responses"]));
+    let recorded = runs(&out);
+    assert_eq!(em(&recorded), 7.0, "{recorded:#?}");
+    for run in &recorded {
+        assert_eq!(run["api"], "responses");
+        let step = &run["steps"][0];
+        let completion = step["completions"][0].as_str().unwrap();
+        assert!(!completion.contains("Observation"), "{completion:?}");
+        assert_eq!(step["action"], format!("Search[{ENTITY}]"));
+        assert_eq!(
+            step["reasoning"],
+            format!("Thinking about question {}.", question_index(run))
+        );
+    }
+    let bodies = request_bodies(&server).await;
+    assert_eq!(bodies.len(), 20);
+    assert!(bodies.iter().all(|body| body["temperature"] == json!(0.0)));
+    let (replayed, summary) = replay(&out);
+    assert_eq!(
+        (&summary["summary"]["em"], &summary["summary"]["changed"]),
+        (&json!(0.7), &json!(0)),
+        "{summary:#}"
+    );
+    assert_eq!(answers(&replayed), answers(&recorded));
+
+    // CoT-SC: the API has no `n`, so each sample is a request of its own.
+    let sampled = dir.path().join("cot-sc.jsonl");
+    let args = [
+        "--api",
+        "responses",
+        "--method",
+        "cot-sc",
+        "--samples",
+        "3",
+        "--limit",
+        "2",
+    ];
+    crate::assert_exit_0(&eval(&questions, &sampled, &server.uri(), &args));
+    let recorded = runs(&sampled);
+    assert_eq!(em(&recorded), 2.0, "{recorded:#?}");
+    let bodies = request_bodies(&server).await;
+    assert_eq!(bodies.len(), 20 + 6, "three requests a question");
+    assert!(bodies[20..].iter().all(|body| body["temperature"] == json!(0.7)));
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_refused_temperature_is_left_out_of_every_later_request() {
+    let server = serve_posts(TextModel {
+        refuses_temperature: true,
+    })
+    .await;
+    let dir = tempfile::tempdir().unwrap();
+    let questions = questions(dir.path());
+    let out = dir.path().join("react.jsonl");
+    let args = ["--api", "responses", "--limit", "2", "--concurrency", "1"];
+    crate::assert_exit_0(&eval(&questions, &out, &server.uri(), &args));
+    assert_eq!(em(&runs(&out)), 2.0);
+    let bodies = request_bodies(&server).await;
+    // The first request refused, then four without `temperature`.
+    assert_eq!(bodies.len(), 5, "{bodies:#?}");
+    assert!(bodies[0].get("temperature").is_some());
+    assert!(bodies[1..].iter().all(|body| body.get("temperature").is_none()));
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_reply_cut_inside_its_reasoning_stops_the_run_at_the_token_cap() {
+    struct Incomplete;
+    impl wiremock::Respond for Incomplete {
+        fn respond(&self, _: &Request) -> ResponseTemplate {
+            ResponseTemplate::new(200).set_body_json(template("incomplete.json"))
+        }
+    }
+    let server = serve_posts(Incomplete).await;
+    let dir = tempfile::tempdir().unwrap();
+    let questions = questions(dir.path());
+    let out = dir.path().join("react.jsonl");
+    let args = ["--api", "responses", "--limit", "1"];
+    let output = eval(&questions, &out, &server.uri(), &args);
+    assert_eq!(output.status.code(), Some(1), "the question failed");
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert!(
+        stderr.contains("the token cap (`--max-tokens 256`) cut it inside its thinking"),
+        "{stderr}"
+    );
+    let run = &runs(&out)[0];
+    assert_eq!(run["stopped"], "max_tokens", "{run:#}");
+    assert_eq!(
+        run["steps"][0]["reasoning"],
+        "**Weighing the sources**\n\nThe magazine's founding date matters most"
+    );
+    assert_eq!(run["usage"]["cache_write_tokens"], 2006, "{run:#}");
+}
