@@ -7,6 +7,7 @@ pub mod reasoning;
 mod conversation;
 pub mod cache;
 pub mod requests;
+pub mod batch;
 pub mod openai;
 mod playback;
 
@@ -148,6 +149,12 @@ pub trait Llm: Send + Sync {
     /// The request fields besides the prompt that a server's answers depend on, as evaluations
     /// record them; `None` for a model that is not a server's (a recording, a test's).
     fn generation(&self) -> Option<Generation> {
+        None
+    }
+
+    /// The batch transport this model sends its requests through (`eval --batch`), if any: the
+    /// evaluation tells it which questions are open and drives its rounds.
+    fn batcher(&self) -> Option<&std::sync::Arc<batch::Batcher>> {
         None
     }
 }

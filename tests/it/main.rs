@@ -114,6 +114,7 @@ pub fn fixture(path: &str) -> std::path::PathBuf {
 mod architecture;
 mod ask;
 mod audit;
+mod batch;
 mod bounds;
 mod cache;
 mod closed_pipe;
