@@ -1197,7 +1197,7 @@ async fn run_question<'q>(
         crate::llm::batch::noted(crate::llm::requests::counted(solving)).await;
     let mut run = episode.run;
     run.usage.requests = requests;
-    run.batch = batches;
+    run.record_batches(batches);
     run.record_cache_use(scope.cache_use());
     // Every results line names its method, `react` included.
     run.method = Some(solver.method());

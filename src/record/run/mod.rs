@@ -637,6 +637,15 @@ impl Run {
         }
     }
 
+    /// Records the batches that answered the run (`eval --batch`; none: nothing is recorded); a
+    /// run that records them is v2.
+    pub fn record_batches(&mut self, batches: Vec<String>) {
+        if !batches.is_empty() {
+            self.batch = batches;
+            self.format = RUN_FORMAT_V2.to_owned();
+        }
+    }
+
     /// Records what `--cache` did for the run (`None`: the cache was off, nothing is recorded); a
     /// run that records it is v2, which names its method (`react` too).
     pub fn record_cache_use(&mut self, cache_use: Option<crate::llm::cache::CacheUse>) {
