@@ -92,8 +92,34 @@ pub struct BatchStatus {
 
 /// Why a call of the batch API failed.
 #[derive(Debug, Clone, thiserror::Error)]
-#[error("{0}")]
-pub struct VendorError(pub String);
+#[error("{message}")]
+pub struct VendorError {
+    pub message: String,
+    /// The status and body of a refusal that asking again will not change (a bad key, no
+    /// access, an unknown endpoint): every request of the batch gets it as its own answer, so
+    /// the evaluation stops as it would synchronously.
+    pub refused: Option<(u16, Vec<u8>)>,
+}
+
+impl VendorError {
+    pub fn new(message: impl Into<String>) -> VendorError {
+        VendorError {
+            message: message.into(),
+            refused: None,
+        }
+    }
+
+    /// What each request of a batch that met this error is answered.
+    fn item_error(&self) -> ItemError {
+        match &self.refused {
+            Some((status, body)) => ItemError::Status {
+                status: *status,
+                body: body.clone(),
+            },
+            None => ItemError::Batch(self.message.clone()),
+        }
+    }
+}
 
 /// One vendor's batch API: OpenAI's (files, then a batch of them), Anthropic's (the requests in
 /// the batch itself).
@@ -111,6 +137,9 @@ pub trait BatchVendor: Send + Sync {
         file: Option<&'a str>,
         requests: &'a [(String, Value)],
     ) -> BoxFuture<'a, Result<String, VendorError>>;
+    /// The batch already created of an uploaded file, if any: a process killed between creating
+    /// a batch and recording its id finds it again instead of paying for a second one.
+    fn find<'a>(&'a self, file: &'a str) -> BoxFuture<'a, Result<Option<String>, VendorError>>;
     fn status<'a>(&'a self, batch: &'a str) -> BoxFuture<'a, Result<BatchStatus, VendorError>>;
     /// The replies of an ended batch, by custom id, read up to `limit` bytes a file.
     fn results<'a>(
@@ -214,7 +243,7 @@ impl Ledger {
         // invariant: a ledger is plain strings and numbers, always serializable
         let bytes = serde_json::to_vec_pretty(self).expect("a ledger serializes");
         fsutil::atomic_write(path, &bytes).map_err(|error| {
-            VendorError(format!(
+            VendorError::new(format!(
                 "cannot write the batch ledger `{}`: {error}",
                 path.display()
             ))
@@ -408,13 +437,13 @@ impl Batcher {
         let (attached, fresh) = self.attach(&round);
         let mut batches = attached;
         let n_round = self.state().rounds;
-        let mut failed_to_submit: Vec<(usize, String)> = Vec::new();
+        let mut failed_to_submit: Vec<(usize, ItemError)> = Vec::new();
         for chunk in self.chunks(&round, &fresh) {
             match self.submit(&round, &chunk).await {
                 Ok(batch) => batches.push(batch),
                 Err(error) => {
                     self.note(&format!("batch round {n_round}: cannot submit: {error}"));
-                    failed_to_submit.extend(chunk.into_iter().map(|idx| (idx, error.to_string())));
+                    failed_to_submit.extend(chunk.into_iter().map(|idx| (idx, error.item_error())));
                 }
             }
         }
@@ -425,20 +454,22 @@ impl Batcher {
         ));
         let mut replies: Vec<Option<(ItemResult, Option<String>)>> = round.iter().map(|_| None).collect();
         for (idx, error) in failed_to_submit {
-            replies[idx] = Some((Err(ItemError::Batch(error)), None));
+            replies[idx] = Some((Err(error), None));
         }
         let watched = batches.iter().map(|batch| self.collect(batch));
         for (batch, results) in batches.iter().zip(futures::future::join_all(watched).await) {
-            let batch_id = self.state().ledger.batches[batch.ledger_idx].id.clone();
+            let recorded = self.state().ledger.batches[batch.ledger_idx].clone();
+            let batch_id = recorded.id;
             for (idx, custom_id) in &batch.requests {
                 let result = match &results {
                     Ok(results) => results.get(custom_id).cloned().unwrap_or_else(|| {
                         Err(ItemError::Batch(format!(
-                            "batch `{}` holds no reply to `{custom_id}`",
-                            batch_id.as_deref().unwrap_or("?")
+                            "batch `{}` ({}) holds no reply to `{custom_id}`",
+                            batch_id.as_deref().unwrap_or("?"),
+                            recorded.status.as_deref().unwrap_or("no status")
                         )))
                     }),
-                    Err(error) => Err(ItemError::Batch(error.to_string())),
+                    Err(error) => Err(error.item_error()),
                 };
                 replies[*idx] = Some((result, batch_id.clone()));
             }
@@ -567,7 +598,14 @@ impl Batcher {
             Some(id) => id,
             None => {
                 let file = recorded.input_file_id.as_deref();
-                let id = self.vendor.create(file, &[]).await?;
+                let found = match file {
+                    Some(file) => self.vendor.find(file).await?,
+                    None => None,
+                };
+                let id = match found {
+                    Some(id) => id,
+                    None => self.vendor.create(file, &[]).await?,
+                };
                 self.record(|ledger| ledger.batches[batch.ledger_idx].id = Some(id.clone()))?;
                 id
             }
@@ -594,7 +632,7 @@ impl Batcher {
                 }
                 // The batch runs on whatever this process meets: it is looked at again, and only
                 // given up (its requests asked again) when the vendor keeps failing.
-                Err(error) if n_failed_looks < MAX_FAILED_LOOKS => {
+                Err(error) if error.refused.is_none() && n_failed_looks < MAX_FAILED_LOOKS => {
                     n_failed_looks += 1;
                     self.note(&format!("batch {id}: cannot look at it ({error}); looking again"));
                 }

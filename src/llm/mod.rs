@@ -259,6 +259,16 @@ pub enum LlmError {
         "the model server at `{url}` sent a response larger than {limit} bytes, the limit of this client"
     )]
     TooLarge { url: String, limit: usize },
+    /// `eval --batch`: the batches the request went in gave it no reply (not submitted, failed,
+    /// expired, cancelled), round after round, up to the retries. It may fix itself.
+    #[error(
+        "no batch answered the request for the model server at `{url}` after {attempts} rounds: {message}"
+    )]
+    NoBatchReply {
+        url: String,
+        attempts: usize,
+        message: String,
+    },
     #[error("the model server at `{url}` sent a response that is not an OpenAI completion")]
     InvalidResponse {
         url: String,

@@ -100,6 +100,8 @@ struct Server {
     looks: Arc<Mutex<usize>>,
     /// How many requests of each batch fail once (a 500 in its error file).
     failing: usize,
+    /// Every batch expires without an answer.
+    expiring: bool,
 }
 
 impl Server {
@@ -109,6 +111,7 @@ impl Server {
             seen: Arc::default(),
             looks: Arc::new(Mutex::new(2)),
             failing,
+            expiring: false,
         }
     }
 
@@ -175,6 +178,10 @@ impl Server {
         if let Some(completed) = seen.completed.get(id) {
             return completed.clone();
         }
+        if self.expiring {
+            seen.open_batch = None;
+            return json!({"id": id, "status": "expired", "request_counts": {"total": 20, "completed": 0, "failed": 0}});
+        }
         let (mut output, mut errors) = (String::new(), String::new());
         let mut n_failed = 0;
         for (custom_id, body) in seen.files[&file].clone() {
@@ -201,6 +208,18 @@ impl Server {
         completed
     }
 
+    /// `GET /v1/batches`: every batch, the latest first.
+    fn list(&self) -> Value {
+        let seen = self.seen.lock().unwrap();
+        let data: Vec<Value> = seen
+            .batches
+            .iter()
+            .rev()
+            .map(|(id, (file, _))| json!({"id": id, "object": "batch", "input_file_id": file}))
+            .collect();
+        json!({"object": "list", "data": data})
+    }
+
     fn content(&self, file: &str) -> String {
         let mut seen = self.seen.lock().unwrap();
         if file.ends_with("-output") {
@@ -219,7 +238,14 @@ impl Server {
                 value.to_string(),
             )
         };
-        let (a, b, c, d, e) = (self.clone(), self.clone(), self.clone(), self.clone(), self);
+        let (a, b, c, d, e) = (
+            self.clone(),
+            self.clone(),
+            self.clone(),
+            self.clone(),
+            self.clone(),
+        );
+        let f = self;
         let app = axum::Router::new()
             .route(
                 "/v1/completions",
@@ -236,7 +262,8 @@ impl Server {
                 "/v1/batches",
                 post(move |body: axum::body::Bytes| async move {
                     json(c.create(&serde_json::from_slice(&body).unwrap()))
-                }),
+                })
+                .get(move || async move { json(f.list()) }),
             )
             .route(
                 "/v1/batches/{id}",
@@ -401,6 +428,12 @@ async fn killed_after_submitting_and_run_again_it_pays_for_nothing_twice() {
     child.kill().unwrap(); // SIGKILL
     child.wait().unwrap();
     assert_eq!(server.seen.lock().unwrap().batches.len(), 1);
+    // As if killed after the batch was created but before its id was recorded: the next run
+    // finds it by its input file instead of creating another.
+    let text = std::fs::read_to_string(&ledger).unwrap();
+    let mut record: Value = serde_json::from_str(&text).unwrap();
+    record["batches"][0].as_object_mut().unwrap().remove("id");
+    std::fs::write(&ledger, record.to_string()).unwrap();
     *server.looks.lock().unwrap() = 0;
     run(&mut eval_command(&base_url, "react", &batched, true)).await;
     let (expected, _) = answers(&synchronous);
@@ -410,4 +443,69 @@ async fn killed_after_submitting_and_run_again_it_pays_for_nothing_twice() {
     let twice = seen.submitted.values().filter(|&&times| times > 1).count();
     assert_eq!(twice, 0, "requests submitted twice");
     assert_eq!(seen.files.len(), seen.batches.len(), "one upload a batch");
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_batch_api_that_refuses_the_key_stops_the_evaluation_at_once() {
+    let uploads = Arc::new(Mutex::new(0));
+    let counted = Arc::clone(&uploads);
+    let app = axum::Router::new().route(
+        "/v1/files",
+        axum::routing::post(move || async move {
+            *counted.lock().unwrap() += 1;
+            let error =
+                json!({"error": {"message": "Incorrect API key provided", "type": "invalid_request_error"}});
+            (axum::http::StatusCode::UNAUTHORIZED, error.to_string())
+        }),
+    );
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let base_url = format!("http://{}/v1", listener.local_addr().unwrap());
+    tokio::spawn(async move { axum::serve(listener, app).await.unwrap() });
+    let dir = tempfile::tempdir().unwrap();
+    let results = dir.path().join("refused.jsonl");
+    let mut command = eval_command(&base_url, "standard", &results, true);
+    let output = tokio::task::block_in_place(|| command.output().unwrap());
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert_eq!(output.status.code(), Some(2), "{stderr}");
+    assert!(
+        stderr.contains("401") && stderr.contains("Incorrect API key"),
+        "{stderr}"
+    );
+    assert_eq!(
+        *uploads.lock().unwrap(),
+        1,
+        "a refusal is not asked again: {stderr}"
+    );
+    let lines = std::fs::read_to_string(&results).unwrap_or_default();
+    assert_eq!(
+        lines.lines().count(),
+        0,
+        "the refused questions run next time: {lines}"
+    );
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn requests_no_batch_answers_end_their_questions_in_errors_that_may_fix_themselves() {
+    let mut server = Server::new(0);
+    server.expiring = true;
+    let base_url = server.clone().start().await;
+    let dir = tempfile::tempdir().unwrap();
+    let results = dir.path().join("expired.jsonl");
+    let mut command = eval_command(&base_url, "standard", &results, true);
+    let output = tokio::task::block_in_place(|| command.output().unwrap());
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert_eq!(output.status.code(), Some(2), "{stderr}");
+    assert!(stderr.contains("expired"), "{stderr}");
+    // The first round and one for each of the client's 4 retries.
+    assert_eq!(server.seen.lock().unwrap().batches.len(), 5, "{stderr}");
+    let text = std::fs::read_to_string(&results).unwrap();
+    assert!(text.lines().count() > 0, "{stderr}");
+    for line in text.lines() {
+        let run: Value = serde_json::from_str(line).unwrap();
+        assert_eq!(run["error_kind"], "transient", "{line}");
+        assert!(
+            run["error"].as_str().unwrap().contains("no batch answered"),
+            "{line}"
+        );
+    }
 }

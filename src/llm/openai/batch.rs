@@ -79,18 +79,23 @@ impl OpenAiBatches {
             .await
             .map_err(|gave_up| {
                 let shown = http::without_credentials(&url);
-                let error = match gave_up.error {
+                let transient = gave_up.error.is_transient();
+                let (error, refused) = match gave_up.error {
                     CallError::Status { status, body, .. } => {
                         let message = super::wire::error_message(&body).unwrap_or_default();
                         let message = RedactedMessage::new(&self.secrets, &message, MAX_MESSAGE_CHARS);
-                        format!("{status}: {}", message.as_str())
+                        let refused = (!transient).then(|| (status.as_u16(), body));
+                        (format!("{status}: {}", message.as_str()), refused)
                     }
-                    other => other.failure(),
+                    other => (other.failure(), None),
                 };
-                VendorError(format!(
-                    "the batch API at `{shown}` failed after {} attempts: {error}",
-                    gave_up.attempts
-                ))
+                VendorError {
+                    message: format!(
+                        "the batch API at `{shown}` failed after {} attempts: {error}",
+                        gave_up.attempts
+                    ),
+                    refused,
+                }
             })
     }
 
@@ -144,7 +149,7 @@ impl OpenAiBatches {
     fn read<T: for<'de> Deserialize<'de>>(&self, what: &str, bytes: &[u8]) -> Result<T, VendorError> {
         serde_json::from_slice(bytes).map_err(|error| {
             let message = RedactedMessage::new(&self.secrets, &error.to_string(), MAX_MESSAGE_CHARS);
-            VendorError(format!(
+            VendorError::new(format!(
                 "the batch API's answer about {what} does not read: {}",
                 message.as_str()
             ))
@@ -233,6 +238,20 @@ struct Batch {
     error_file_id: Option<String>,
     #[serde(default)]
     request_counts: Option<Counts>,
+}
+
+/// `GET /batches`: a page of batches, the latest first.
+#[derive(Deserialize)]
+struct Listed {
+    #[serde(default)]
+    data: Vec<ListedBatch>,
+}
+
+#[derive(Deserialize)]
+struct ListedBatch {
+    id: String,
+    #[serde(default)]
+    input_file_id: Option<String>,
 }
 
 #[derive(Deserialize, Default)]
@@ -338,8 +357,7 @@ impl BatchVendor for OpenAiBatches {
         _requests: &'a [(String, Value)],
     ) -> BoxFuture<'a, Result<String, VendorError>> {
         Box::pin(async move {
-            let file =
-                file.ok_or_else(|| VendorError("an OpenAI batch needs its uploaded file".to_owned()))?;
+            let file = file.ok_or_else(|| VendorError::new("an OpenAI batch needs its uploaded file"))?;
             let request =
                 json!({"input_file_id": file, "endpoint": self.endpoint, "completion_window": "24h"});
             let answer = self
@@ -352,6 +370,26 @@ impl BatchVendor for OpenAiBatches {
                 .await?;
             let created: Created = self.read("a created batch", &answer)?;
             Ok(created.id)
+        })
+    }
+
+    fn find<'a>(&'a self, file: &'a str) -> BoxFuture<'a, Result<Option<String>, VendorError>> {
+        Box::pin(async move {
+            // The latest batches first: one created moments before a kill is among them.
+            let answer = self
+                .call(
+                    reqwest::Method::GET,
+                    "batches?limit=100",
+                    Body::None,
+                    MAX_META_BYTES,
+                )
+                .await?;
+            let listed: Listed = self.read("the list of batches", &answer)?;
+            Ok(listed
+                .data
+                .into_iter()
+                .find(|batch| batch.input_file_id.as_deref() == Some(file))
+                .map(|batch| batch.id))
         })
     }
 

@@ -771,9 +771,8 @@ impl OpenAiClient {
                 source,
             },
             AttemptError::Client(source) => LlmError::Client { url, source },
-            AttemptError::Batch(message) => LlmError::GaveUp {
+            AttemptError::Batch(message) => LlmError::NoBatchReply {
                 url,
-                status: "no reply from the batch".to_owned(),
                 attempts,
                 message: self.server_words(&message).as_str().to_owned(),
             },
