@@ -36,6 +36,8 @@ pub struct Outcome {
     pub cache: Option<CacheUse>,
     /// The model the run asked, as it records it.
     pub model: Option<String>,
+    /// Whether a vendor's batch API answered the run (`eval --batch`): priced at half.
+    pub batched: bool,
 }
 
 impl Outcome {
@@ -61,6 +63,7 @@ impl Outcome {
             samples_asked: run.sc_stop.map(|record| (record.asked, record.samples)),
             cache: run.cache.clone(),
             model: run.model.clone(),
+            batched: !run.batch.is_empty(),
         }
     }
 }
@@ -327,6 +330,9 @@ pub struct Summary {
 pub struct ModelTokens {
     pub runs: usize,
     pub tokens: Tokens,
+    /// Of `tokens`, those of runs a batch answered: billed at half the price (OpenAI's Batch API,
+    /// Anthropic's Message Batches).
+    pub batched: Tokens,
 }
 
 fn tokens_by_model(outcomes: &[Outcome]) -> BTreeMap<Option<String>, ModelTokens> {
@@ -335,6 +341,9 @@ fn tokens_by_model(outcomes: &[Outcome]) -> BTreeMap<Option<String>, ModelTokens
         let entry = by_model.entry(outcome.model.clone()).or_default();
         entry.runs += 1;
         entry.tokens = entry.tokens.plus(Tokens::of(&outcome.usage));
+        if outcome.batched {
+            entry.batched = entry.batched.plus(Tokens::of(&outcome.usage));
+        }
     }
     by_model
 }
@@ -365,7 +374,10 @@ impl CostSummary {
         for (model, counted) in by_model {
             match model.as_deref().and_then(|model| prices.price(model)) {
                 Some(price) => {
-                    total = total.plus(price.cost(counted.tokens));
+                    // A batch bills half of what the same tokens cost one request at a time.
+                    let full = price.cost(counted.tokens);
+                    let discount = price.cost(counted.batched).0 / 2;
+                    total = total.plus(Cost(full.0.saturating_sub(discount)));
                     priced += counted.runs;
                 }
                 None => {

@@ -3,6 +3,8 @@
 use std::io::Write;
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
+use std::sync::Arc;
+use std::time::Duration;
 
 use crate::agent::trace::LogOutput;
 use crate::analysis::attempts::Attempts;
@@ -12,6 +14,9 @@ use crate::base::method::Reflect;
 use crate::base::output;
 use crate::docstore::{DocstoreKind, Opener};
 use crate::eval::{self, EvalConfig, EvalServices, Resume};
+use crate::llm::Llm;
+use crate::llm::batch::{self, BatchSettings, Batcher, Fallback};
+use crate::llm::openai::batch::OpenAiBatches;
 use crate::record::questions::{Contexts, QuestionFile};
 use crate::record::selection::{Selection, Subset};
 use crate::record::shard::{Shard, ShardArg};
@@ -52,11 +57,70 @@ pub struct EvalArgs {
     /// Print the summary as one JSON object.
     #[arg(long, help_heading = "Output")]
     json: bool,
+    #[command(flatten)]
+    batch: BatchArgs,
     /// Price the runs' tokens: LiteLLM's JSON price map (`model_prices_and_context_window.json`)
     /// or a TOML table in dollars per million tokens (`"gpt-4o-mini" = { input = 0.15,
     /// cached_input = 0.075, output = 0.6 }`); the summary gives the exact cost.
     #[arg(long, value_name = "FILE", env = "REACT_PRICES", help_heading = "Output")]
     prices: Option<PathBuf>,
+}
+
+/// `--batch`: the requests through the vendor's batch API, at half the price.
+#[derive(clap::Args, Clone)]
+#[command(next_help_heading = "Batch")]
+struct BatchArgs {
+    /// Send the requests through OpenAI's Batch API (half the price, replies within 24 h): each
+    /// round is one batch of every open question's next request; run the same command again to
+    /// attach to the batches in flight (docs/evaluation.md).
+    #[arg(long)]
+    batch: bool,
+    /// The most requests one batch holds (the vendor's limits split further).
+    #[arg(long, value_name = "N", requires = "batch", default_value_t = 50_000, value_parser = clap::value_parser!(u32).range(1..=50_000))]
+    batch_size: u32,
+    /// Seconds before the first look at a submitted batch; each look without an end doubles the
+    /// wait, up to 16 times this.
+    #[arg(long, value_name = "SECS", requires = "batch", default_value_t = batch::DEFAULT_POLL_INTERVAL.as_secs_f64())]
+    batch_poll: f64,
+    /// Send a request that failed inside a batch again synchronously (full price), not in the
+    /// next round's batch.
+    #[arg(long, requires = "batch")]
+    batch_fallback: bool,
+}
+
+impl BatchArgs {
+    /// The model of `run`, through the batch API when `--batch` is on.
+    fn open_model(&self, run: &AgentRunArgs, results: &Path) -> anyhow::Result<Arc<dyn Llm>> {
+        if !self.batch {
+            return run.open_shared_model();
+        }
+        let poll = Duration::try_from_secs_f64(self.batch_poll).map_err(|_| {
+            anyhow::anyhow!(
+                "invalid `--batch-poll {}`: expected seconds, such as 10 or 0.5",
+                self.batch_poll
+            )
+        })?;
+        let client = run.open_model()?;
+        if client.config().api.is_anthropic() {
+            anyhow::bail!(
+                "`--batch` sends OpenAI's Batch API requests; `--api {}` needs Anthropic's Message Batches, which this version does not send yet: run without `--batch`",
+                client.config().api
+            );
+        }
+        let settings = BatchSettings {
+            size: self.batch_size as usize,
+            poll,
+            fallback: if self.batch_fallback {
+                Fallback::Synchronous
+            } else {
+                Fallback::NextRound
+            },
+            ledger: batch::ledger_path(results),
+        };
+        let vendor = Box::new(OpenAiBatches::new(client.config()));
+        let batcher = Batcher::new(vendor, settings, client.config().max_response_bytes)?;
+        Ok(Arc::new(client.with_batcher(Arc::new(batcher))))
+    }
 }
 
 /// Which questions of the file to run: subset, then ids, then limit, then the shard.
@@ -158,7 +222,7 @@ pub async fn run(args: EvalArgs, log: LogOutput) -> anyhow::Result<ExitCode> {
     QuestionFile::check_readable(&config.questions)?;
     let prices = args.prices.as_deref().map(PriceList::read).transpose()?;
     let services = EvalServices {
-        llm: args.run.open_shared_model()?,
+        llm: args.batch.open_model(&args.run, &config.results)?,
         docstore: args.run.open_docstore(Opener::Eval)?,
         toolbox: args.run.open_tools()?,
     };

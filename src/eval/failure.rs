@@ -84,6 +84,8 @@ impl FailureClass {
                 (model(url), FailureKind::Unreachable)
             }
             LlmError::TooLarge { url, .. } => (model(url), FailureKind::TooLarge),
+            // The batch API down or its batches failing: like a server out of reach, it may fix itself.
+            LlmError::NoBatchReply { url, .. } => (model(url), FailureKind::Unreachable),
             LlmError::InvalidResponse { url, .. } | LlmError::NoChoices { url } => {
                 (model(url), FailureKind::BadResponse)
             }

@@ -405,7 +405,17 @@ pub async fn evaluate(
     let plan = Plan::make(config, services).await?;
     let notes = ProgressReporter::notes(config);
     let (results, kept) = plan.resume(config, &notes)?;
-    let llm = WatchedLlm::new(services.llm.as_ref(), config.concurrency);
+    let batcher = services.llm.batcher().cloned();
+    // `--batch`: every open question waits on the model at once, so none waits for a permit.
+    let concurrency = match &batcher {
+        Some(batcher) => {
+            let log = config.log.clone();
+            batcher.set_notes(Arc::new(move |message: &str| log.line(message)));
+            tokio::sync::Semaphore::MAX_PERMITS
+        }
+        None => config.concurrency,
+    };
+    let llm = WatchedLlm::new(services.llm.as_ref(), concurrency);
     let mut rounds = Rounds {
         config,
         services,
@@ -745,14 +755,29 @@ impl Rounds<'_> {
         progress.restart_eta();
         let n_resumed = self.tally.outcomes.len() - round_start;
         let (plan, llm, services) = (self.plan, self.llm, self.services);
-        let mut runs = futures::stream::iter(pending)
-            .map(|job| async move {
+        let batcher = services.llm.batcher();
+        // `--batch`: every question of the round runs at once, each open to the batcher until
+        // its run ends, so a batch goes out when all of them wait on the model.
+        let (concurrency, mut open) = match batcher {
+            Some(batcher) => (pending.len(), batcher.open_questions(pending.len())),
+            None => (config.concurrency, Vec::new()),
+        };
+        let jobs = pending.into_iter().map(|job| (job, open.pop()));
+        let mut runs = futures::stream::iter(jobs)
+            .map(|(job, open)| async move {
                 let (question, mut run, failure) =
                     run_question(&plan.solver, llm, job, config.attempts, services).await;
+                drop(open);
                 run.fewshot_from = plan.drawn.as_ref().map(|drawn| drawn.source.clone());
                 (question, run, failure)
             })
-            .buffer_unordered(config.concurrency.max(1));
+            .buffer_unordered(concurrency.max(1));
+        let mut driving = std::pin::pin!(async move {
+            match batcher {
+                Some(batcher) => batcher.drive().await,
+                None => futures::future::pending().await,
+            }
+        });
         let mut ticks = progress.ticks();
         let end = loop {
             tokio::select! {
@@ -763,6 +788,7 @@ impl Rounds<'_> {
                     None => break RoundsEnd::Done,
                 },
                 _ = ticks.tick() => progress.line(&self.tally.outcomes[round_start..], n_resumed),
+                () = &mut driving => {}
                 finished = runs.next() => {
                     let Some((question, run, failure)) = finished else { break RoundsEnd::Done };
                     if let Some(end) = self.finished(question, run, failure, &progress, round_start)? {
@@ -1173,9 +1199,11 @@ async fn run_question<'q>(
             }
         }
     };
-    let (episode, requests) = crate::llm::requests::counted(solving).await;
+    let ((episode, requests), batches) =
+        crate::llm::batch::noted(crate::llm::requests::counted(solving)).await;
     let mut run = episode.run;
     run.usage.requests = requests;
+    run.record_batches(batches);
     run.record_cache_use(scope.cache_use());
     // Every results line names its method, `react` included.
     run.method = Some(solver.method());

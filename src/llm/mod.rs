@@ -7,6 +7,7 @@ pub mod reasoning;
 mod conversation;
 pub mod cache;
 pub mod requests;
+pub mod batch;
 pub mod openai;
 mod playback;
 
@@ -156,6 +157,12 @@ pub trait Llm: Send + Sync {
     fn generation(&self) -> Option<Generation> {
         None
     }
+
+    /// The batch transport this model sends its requests through (`eval --batch`), if any: the
+    /// evaluation tells it which questions are open and drives its rounds.
+    fn batcher(&self) -> Option<&std::sync::Arc<batch::Batcher>> {
+        None
+    }
 }
 
 /// The request fields a model's answers depend on: the temperature, `max_tokens` and every
@@ -258,6 +265,16 @@ pub enum LlmError {
         "the model server at `{url}` sent a response larger than {limit} bytes, the limit of this client"
     )]
     TooLarge { url: String, limit: usize },
+    /// `eval --batch`: the batches the request went in gave it no reply (not submitted, failed,
+    /// expired, cancelled), round after round, up to the retries. It may fix itself.
+    #[error(
+        "no batch answered the request for the model server at `{url}` after {attempts} rounds: {message}"
+    )]
+    NoBatchReply {
+        url: String,
+        attempts: usize,
+        message: String,
+    },
     #[error("the model server at `{url}` sent a response that is not an OpenAI completion")]
     InvalidResponse {
         url: String,

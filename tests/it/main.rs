@@ -116,6 +116,7 @@ mod anthropic_api;
 mod architecture;
 mod ask;
 mod audit;
+mod batch;
 mod bounds;
 mod cache;
 mod closed_pipe;

@@ -24,6 +24,7 @@
 mod wire;
 mod anthropic;
 mod responses;
+pub mod batch;
 
 pub use wire::ReasoningEcho;
 /// A conversation message as the chat API sends it (`role`, `content`, `tool_calls`,
@@ -32,6 +33,7 @@ pub use wire::message as wire_message;
 
 use std::fmt;
 use std::str::FromStr;
+use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Duration;
 
@@ -46,6 +48,7 @@ use futures::future::BoxFuture;
 use reqwest::StatusCode;
 use serde_json::{Map, Value, json};
 
+use super::batch::{Batcher, Fallback, ItemError};
 use super::cache::{CacheCall, ReplyCache};
 use super::{
     CallPurpose, Completion, ConverseRequest, Ending, Llm, LlmError, LlmRequest, Reply, SampleRequest,
@@ -403,6 +406,8 @@ pub struct OpenAiClient {
     /// Every secret the request carries (the key, the base URL's credentials, the options'
     /// secrets): taken out of whatever the server says before an error quotes it.
     secrets: Secrets,
+    /// `eval --batch`: requests go through the vendor's batch API instead of one by one.
+    batcher: Option<Arc<Batcher>>,
 }
 
 impl fmt::Debug for OpenAiClient {
@@ -450,6 +455,8 @@ enum AttemptError {
     TooLarge,
     /// The HTTP client could not be built.
     Client(reqwest::Error),
+    /// The batch a request went in did not answer it (`eval --batch`): asked again.
+    Batch(String),
 }
 
 impl AttemptFailure for AttemptError {
@@ -464,6 +471,7 @@ impl AttemptFailure for AttemptError {
                     || error.is_decode()
             }
             AttemptError::Refused(_) | AttemptError::TooLarge | AttemptError::Client(_) => false,
+            AttemptError::Batch(_) => true,
         }
     }
 
@@ -482,6 +490,7 @@ impl AttemptFailure for AttemptError {
             }
             AttemptError::TooLarge => "response too large".to_owned(),
             AttemptError::Client(_) => "cannot set up the HTTP client".to_owned(),
+            AttemptError::Batch(why) => why.clone(),
         }
     }
 }
@@ -516,12 +525,19 @@ impl OpenAiClient {
             refused: Refused::default(),
             cache: None,
             secrets,
+            batcher: None,
         })
     }
 
     /// The client, answering from `cache` what it answered before (`--cache`).
     pub fn with_cache(mut self, cache: ReplyCache) -> OpenAiClient {
         self.cache = Some(cache);
+        self
+    }
+
+    /// The client, sending every request through `batcher` (`eval --batch`).
+    pub fn with_batcher(mut self, batcher: Arc<Batcher>) -> OpenAiClient {
+        self.batcher = Some(batcher);
         self
     }
 
@@ -656,6 +672,43 @@ impl OpenAiClient {
         http::retry(&server, &self.config.retry, || self.send_once(body)).await
     }
 
+    /// Sends `body` through the batcher when there is one (each request that failed inside a
+    /// batch asked again in the next round, or at once synchronously with
+    /// [`Fallback::Synchronous`], up to the retries), else synchronously.
+    async fn transport(&self, body: &Value) -> Result<Vec<u8>, GaveUp<AttemptError>> {
+        let Some(batcher) = &self.batcher else {
+            return self.send(body).await;
+        };
+        let mut attempts = 0;
+        loop {
+            attempts += 1;
+            super::requests::count_sent();
+            let error = match batcher.send(body).await {
+                Ok(bytes) => return Ok(bytes),
+                Err(ItemError::Status { status, body }) => AttemptError::Status {
+                    status: StatusCode::from_u16(status).unwrap_or(StatusCode::INTERNAL_SERVER_ERROR),
+                    body,
+                    retry_after: None,
+                },
+                Err(ItemError::Batch(why)) => AttemptError::Batch(why),
+            };
+            if !error.is_transient() || attempts > self.config.retry.max_retries {
+                return Err(GaveUp {
+                    error,
+                    attempts,
+                    wait_too_long: None,
+                });
+            }
+            tracing::warn!(
+                "a request failed inside its batch ({}); asking again",
+                error.failure()
+            );
+            if batcher.settings().fallback == Fallback::Synchronous {
+                return self.send(body).await;
+            }
+        }
+    }
+
     /// A server's own words, fit for an error: redacted of every secret the request carried, then
     /// shortened.
     fn server_words(&self, text: &str) -> RedactedMessage {
@@ -719,7 +772,7 @@ impl OpenAiClient {
             keep_under = Some(call);
         }
         loop {
-            let gave_up = match self.send(&body).await {
+            let gave_up = match self.transport(&body).await {
                 Ok(bytes) => return Ok(Exchanged { bytes, keep_under }),
                 Err(gave_up) => gave_up,
             };
@@ -803,6 +856,11 @@ impl OpenAiClient {
                 source,
             },
             AttemptError::Client(source) => LlmError::Client { url, source },
+            AttemptError::Batch(message) => LlmError::NoBatchReply {
+                url,
+                attempts,
+                message: self.server_words(&message).as_str().to_owned(),
+            },
             AttemptError::TooLarge => LlmError::TooLarge {
                 url,
                 limit: self.config.max_response_bytes,
@@ -1029,6 +1087,10 @@ impl Llm for OpenAiClient {
 
     fn api(&self) -> Option<Api> {
         Some(self.config.api)
+    }
+
+    fn batcher(&self) -> Option<&Arc<Batcher>> {
+        self.batcher.as_ref()
     }
 
     fn generation(&self) -> Option<super::Generation> {

@@ -163,6 +163,10 @@ pub struct Run {
     /// tokens those saved. Absent when the cache was off (the run is then v2).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub cache: Option<crate::llm::cache::CacheUse>,
+    /// `eval --batch`: the batches that answered the run's requests, by id, in the order first
+    /// met; absent when none did. A cost summary prices the run's tokens at the batch discount.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub batch: Vec<String>,
 }
 
 fn run_format() -> String {
@@ -629,6 +633,16 @@ impl Run {
             f1: None,
             usage: Usage::default(),
             cache: None,
+            batch: Vec::new(),
+        }
+    }
+
+    /// Records the batches that answered the run (`eval --batch`; none: nothing is recorded); a
+    /// run that records them is v2.
+    pub fn record_batches(&mut self, batches: Vec<String>) {
+        if !batches.is_empty() {
+            self.batch = batches;
+            self.format = RUN_FORMAT_V2.to_owned();
         }
     }
 

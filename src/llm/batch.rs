@@ -1,0 +1,676 @@
+//! `Batcher`: `eval --batch`'s transport. The model client hands it a request body instead of
+//! sending it; the batcher gathers the bodies of every open question into one batch a round (a
+//! round is submitted when every open question waits on the model), submits it through a
+//! [`BatchVendor`] (OpenAI's Batch API), polls it, and hands each body its reply, the bytes a
+//! synchronous request would have read. The client does everything else as it always does.
+//!
+//! Every batch is recorded in a [`Ledger`] beside the results file before it can be forgotten
+//! (the uploaded file's id as soon as it exists, then the batch's id): an evaluation run again
+//! attaches the requests whose body digest a recorded batch holds to that batch instead of
+//! submitting them again, so a killed process loses nothing and pays nothing twice.
+
+use std::collections::{HashMap, HashSet};
+use std::future::Future;
+use std::path::{Path, PathBuf};
+use std::sync::{Arc, Mutex, PoisonError};
+use std::time::{Duration, SystemTime, UNIX_EPOCH};
+
+use futures::future::BoxFuture;
+use serde::{Deserialize, Serialize};
+use serde_json::Value;
+
+use crate::base::fsutil;
+
+/// What a ledger file says it is.
+pub const LEDGER_FORMAT: &str = "react-docstore.batches.v1";
+/// How long the batcher waits between two looks at a batch at first; each look without an end
+/// doubles it, up to [`MAX_POLL_FACTOR`] times this.
+pub const DEFAULT_POLL_INTERVAL: Duration = Duration::from_secs(10);
+/// The longest wait between two looks, as a multiple of the first.
+pub const MAX_POLL_FACTOR: u32 = 16;
+/// The most requests `--batch-size` puts in one batch unless told (OpenAI's own limit).
+pub const DEFAULT_BATCH_SIZE: usize = 50_000;
+/// The largest input file a batch takes (OpenAI: 200 MB).
+pub const MAX_BATCH_FILE_BYTES: usize = 200 * 1000 * 1000;
+/// A ledger file larger than this is refused rather than read.
+const MAX_LEDGER_BYTES: u64 = 256 * 1024 * 1024;
+
+/// How `eval --batch` batches.
+#[derive(Debug, Clone)]
+pub struct BatchSettings {
+    /// The most requests one batch holds (`--batch-size`); the vendor's limits split further.
+    pub size: usize,
+    /// The first wait between two looks at a batch (`--batch-poll`).
+    pub poll: Duration,
+    /// What a request that failed inside a batch does once more.
+    pub fallback: Fallback,
+    /// The ledger file, beside the results file.
+    pub ledger: PathBuf,
+}
+
+/// Where a request that failed inside a batch goes next.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum Fallback {
+    /// Into the next round's batch (up to the client's retries).
+    #[default]
+    NextRound,
+    /// Sent synchronously at once (`--batch-fallback`), at the synchronous price.
+    Synchronous,
+}
+
+/// The ledger beside a results file: `dev.results.jsonl` → `dev.results.jsonl.batches.json`.
+pub fn ledger_path(results: &Path) -> PathBuf {
+    let mut name = results.as_os_str().to_owned();
+    name.push(".batches.json");
+    PathBuf::from(name)
+}
+
+/// One request's reply from a batch: the reply's body, or why there is none.
+pub type ItemResult = Result<Vec<u8>, ItemError>;
+
+/// Why a batch gave a request no reply.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum ItemError {
+    /// The request was answered with this status and body, as a synchronous request would be.
+    Status { status: u16, body: Vec<u8> },
+    /// The batch could not answer it (not submitted, failed, expired, cancelled, or the request
+    /// is missing from its files): asked again.
+    Batch(String),
+}
+
+/// A batch as the vendor says it is now.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct BatchStatus {
+    /// The vendor's own word: `validating`, `in_progress`, `completed`, `ended`, …
+    pub status: String,
+    /// Whether the batch will change no more (its results can be read).
+    pub ended: bool,
+    pub n_done: u64,
+    pub n_failed: u64,
+    pub n_total: u64,
+}
+
+/// Why a call of the batch API failed.
+#[derive(Debug, Clone, thiserror::Error)]
+#[error("{message}")]
+pub struct VendorError {
+    pub message: String,
+    /// The status and body of a refusal that asking again will not change (a bad key, no
+    /// access, an unknown endpoint): every request of the batch gets it as its own answer, so
+    /// the evaluation stops as it would synchronously.
+    pub refused: Option<(u16, Vec<u8>)>,
+}
+
+impl VendorError {
+    pub fn new(message: impl Into<String>) -> VendorError {
+        VendorError {
+            message: message.into(),
+            refused: None,
+        }
+    }
+
+    /// What each request of a batch that met this error is answered.
+    fn item_error(&self) -> ItemError {
+        match &self.refused {
+            Some((status, body)) => ItemError::Status {
+                status: *status,
+                body: body.clone(),
+            },
+            None => ItemError::Batch(self.message.clone()),
+        }
+    }
+}
+
+/// One vendor's batch API: OpenAI's (files, then a batch of them), Anthropic's (the requests in
+/// the batch itself).
+pub trait BatchVendor: Send + Sync {
+    /// `openai`, as the ledger records it.
+    fn name(&self) -> &'static str;
+    /// Uploads the requests when the vendor takes them as a file: its id.
+    fn upload<'a>(
+        &'a self,
+        requests: &'a [(String, Value)],
+    ) -> BoxFuture<'a, Result<Option<String>, VendorError>>;
+    /// Creates the batch (of the uploaded file, or of `requests`): its id.
+    fn create<'a>(
+        &'a self,
+        file: Option<&'a str>,
+        requests: &'a [(String, Value)],
+    ) -> BoxFuture<'a, Result<String, VendorError>>;
+    /// The batch already created of an uploaded file, if any: a process killed between creating
+    /// a batch and recording its id finds it again instead of paying for a second one.
+    fn find<'a>(&'a self, file: &'a str) -> BoxFuture<'a, Result<Option<String>, VendorError>>;
+    fn status<'a>(&'a self, batch: &'a str) -> BoxFuture<'a, Result<BatchStatus, VendorError>>;
+    /// The replies of an ended batch, by custom id, read up to `limit` bytes a file.
+    fn results<'a>(
+        &'a self,
+        batch: &'a str,
+        limit: usize,
+    ) -> BoxFuture<'a, Result<HashMap<String, ItemResult>, VendorError>>;
+    /// How many bytes a line of this request adds to a batch's input.
+    fn line_bytes(&self, custom_id: &str, body: &Value) -> usize;
+}
+
+/// One request of a recorded batch: its custom id and the digest of its body.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct LedgerRequest {
+    pub custom_id: String,
+    pub digest: String,
+}
+
+/// One submitted (or being submitted) batch.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct LedgerBatch {
+    pub vendor: String,
+    /// The uploaded input file, once it exists.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub input_file_id: Option<String>,
+    /// The batch, once created.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub id: Option<String>,
+    /// Seconds since the Unix epoch when it was recorded.
+    pub submitted: u64,
+    /// The vendor's last word on it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub status: Option<String>,
+    pub requests: Vec<LedgerRequest>,
+}
+
+/// Every batch an evaluation submitted, kept in a file beside its results.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Ledger {
+    pub format: String,
+    pub batches: Vec<LedgerBatch>,
+}
+
+/// Why a ledger file cannot be used.
+#[derive(Debug, thiserror::Error)]
+pub enum LedgerError {
+    #[error("cannot read the batch ledger `{}`", path.display())]
+    Read {
+        path: PathBuf,
+        #[source]
+        source: std::io::Error,
+    },
+    #[error("the batch ledger `{}` is not a ledger of batches: {message}", path.display())]
+    Invalid { path: PathBuf, message: String },
+}
+
+impl Ledger {
+    /// The ledger at `path`, empty when there is none yet.
+    pub fn read(path: &Path) -> Result<Ledger, LedgerError> {
+        use std::io::Read as _;
+        let file = match std::fs::File::open(path) {
+            Ok(file) => file,
+            Err(error) if error.kind() == std::io::ErrorKind::NotFound => {
+                return Ok(Ledger {
+                    format: LEDGER_FORMAT.to_owned(),
+                    batches: Vec::new(),
+                });
+            }
+            Err(source) => {
+                return Err(LedgerError::Read {
+                    path: path.to_owned(),
+                    source,
+                });
+            }
+        };
+        let mut bytes = Vec::new();
+        file.take(MAX_LEDGER_BYTES + 1)
+            .read_to_end(&mut bytes)
+            .map_err(|source| LedgerError::Read {
+                path: path.to_owned(),
+                source,
+            })?;
+        let invalid = |message: String| LedgerError::Invalid {
+            path: path.to_owned(),
+            message,
+        };
+        if bytes.len() as u64 > MAX_LEDGER_BYTES {
+            return Err(invalid(format!("larger than {MAX_LEDGER_BYTES} bytes")));
+        }
+        let ledger: Ledger = serde_json::from_slice(&bytes).map_err(|error| invalid(error.to_string()))?;
+        if ledger.format != LEDGER_FORMAT {
+            return Err(invalid(format!(
+                "its format is `{}`, not `{LEDGER_FORMAT}`",
+                ledger.format
+            )));
+        }
+        Ok(ledger)
+    }
+
+    fn write(&self, path: &Path) -> Result<(), VendorError> {
+        // invariant: a ledger is plain strings and numbers, always serializable
+        let bytes = serde_json::to_vec_pretty(self).expect("a ledger serializes");
+        fsutil::atomic_write(path, &bytes).map_err(|error| {
+            VendorError::new(format!(
+                "cannot write the batch ledger `{}`: {error}",
+                path.display()
+            ))
+        })
+    }
+}
+
+/// A request waiting for the next round.
+struct Queued {
+    body: Value,
+    digest: String,
+    reply: tokio::sync::oneshot::Sender<(ItemResult, Option<String>)>,
+}
+
+/// What the batcher knows between rounds.
+struct State {
+    /// Questions running now: a round starts when as many requests wait.
+    open: usize,
+    queued: Vec<Queued>,
+    ledger: Ledger,
+    /// Requests of recorded batches already handed to a request of this process.
+    claimed: HashSet<(usize, String)>,
+    rounds: usize,
+}
+
+/// Writes a note where the evaluation writes its notes.
+pub type NoteSink = Arc<dyn Fn(&str) + Send + Sync>;
+
+/// The batch transport shared by the client and the evaluation. See the module's documentation.
+pub struct Batcher {
+    vendor: Box<dyn BatchVendor>,
+    settings: BatchSettings,
+    /// The most bytes one batch's results are read up to.
+    max_results_bytes: usize,
+    state: Mutex<State>,
+    changed: tokio::sync::Notify,
+    notes: Mutex<Option<NoteSink>>,
+}
+
+impl std::fmt::Debug for Batcher {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Batcher")
+            .field("vendor", &self.vendor.name())
+            .field("settings", &self.settings)
+            .finish_non_exhaustive()
+    }
+}
+
+tokio::task_local! {
+    static ANSWERED_BY: Arc<Mutex<Vec<String>>>;
+}
+
+/// Runs `future`, noting the batches that answered the requests sent while it runs: its output
+/// and their ids in the order first met (none when no request went through a batch).
+pub async fn noted<F: Future>(future: F) -> (F::Output, Vec<String>) {
+    let ids = Arc::new(Mutex::new(Vec::new()));
+    let output = ANSWERED_BY.scope(Arc::clone(&ids), future).await;
+    let ids = std::mem::take(&mut *ids.lock().unwrap_or_else(PoisonError::into_inner));
+    (output, ids)
+}
+
+fn note_answered_by(batch: &str) {
+    let _ = ANSWERED_BY.try_with(|ids| {
+        let mut ids = ids.lock().unwrap_or_else(PoisonError::into_inner);
+        if !ids.iter().any(|id| id == batch) {
+            ids.push(batch.to_owned());
+        }
+    });
+}
+
+/// One batch of a round: the recorded batch's index in the ledger, and the requests of the round
+/// it answers (index in the round, custom id).
+struct Attached {
+    ledger_idx: usize,
+    requests: Vec<(usize, String)>,
+}
+
+impl Batcher {
+    /// A batcher over `vendor`, resuming the batches its ledger records.
+    pub fn new(
+        vendor: Box<dyn BatchVendor>,
+        settings: BatchSettings,
+        max_response_bytes: usize,
+    ) -> Result<Batcher, LedgerError> {
+        let ledger = Ledger::read(&settings.ledger)?;
+        Ok(Batcher {
+            vendor,
+            settings,
+            max_results_bytes: max_response_bytes,
+            state: Mutex::new(State {
+                open: 0,
+                queued: Vec::new(),
+                ledger,
+                claimed: HashSet::new(),
+                rounds: 0,
+            }),
+            changed: tokio::sync::Notify::new(),
+            notes: Mutex::new(None),
+        })
+    }
+
+    pub fn settings(&self) -> &BatchSettings {
+        &self.settings
+    }
+
+    pub fn vendor(&self) -> &'static str {
+        self.vendor.name()
+    }
+
+    /// Where the batcher's notes (rounds, the vendor's status) go from now on.
+    pub fn set_notes(&self, notes: NoteSink) {
+        *self.notes.lock().unwrap_or_else(PoisonError::into_inner) = Some(notes);
+    }
+
+    fn note(&self, message: &str) {
+        let notes = self.notes.lock().unwrap_or_else(PoisonError::into_inner).clone();
+        match notes {
+            Some(notes) => notes(message),
+            None => tracing::info!("{message}"),
+        }
+    }
+
+    fn state(&self) -> std::sync::MutexGuard<'_, State> {
+        self.state.lock().unwrap_or_else(PoisonError::into_inner)
+    }
+
+    /// `n` more questions run: a round waits for a request of each.
+    fn open(&self, n: usize) {
+        self.state().open += n;
+        self.changed.notify_one();
+    }
+
+    /// A question ended: a round no longer waits for it.
+    fn close(&self) {
+        let mut state = self.state();
+        state.open = state.open.saturating_sub(1);
+        drop(state);
+        self.changed.notify_one();
+    }
+
+    /// `n` questions open from now, each until its guard is dropped (its run ended, or was
+    /// dropped): opened all at once, before any of them asks, so no round leaves one out.
+    pub fn open_questions(self: &Arc<Batcher>, n: usize) -> Vec<OpenQuestion> {
+        self.open(n);
+        (0..n).map(|_| OpenQuestion(Arc::clone(self))).collect()
+    }
+
+    /// Sends `body` in the next round's batch: the reply, as a synchronous request would read it.
+    pub async fn send(&self, body: &Value) -> ItemResult {
+        let (reply, answer) = tokio::sync::oneshot::channel();
+        let bytes = serde_json::to_vec(body).unwrap_or_default();
+        let queued = Queued {
+            body: body.clone(),
+            digest: crate::base::digest::digest(&bytes),
+            reply,
+        };
+        self.state().queued.push(queued);
+        self.changed.notify_one();
+        match answer.await {
+            Ok((result, batch)) => {
+                if let Some(batch) = batch {
+                    note_answered_by(&batch);
+                }
+                result
+            }
+            Err(_) => Err(ItemError::Batch("the batch round was dropped".to_owned())),
+        }
+    }
+
+    /// Runs the rounds for as long as it is polled: each time every open question waits on the
+    /// model, the waiting requests go out as one round. Never returns.
+    pub async fn drive(&self) {
+        loop {
+            let round = loop {
+                {
+                    let mut state = self.state();
+                    if !state.queued.is_empty() && state.queued.len() >= state.open {
+                        state.rounds += 1;
+                        break std::mem::take(&mut state.queued);
+                    }
+                }
+                self.changed.notified().await;
+            };
+            self.run_round(round).await;
+        }
+    }
+
+    /// One round: the requests a recorded batch holds wait on it, the others go out in new
+    /// batches; every batch is watched to its end and each request gets its reply.
+    async fn run_round(&self, round: Vec<Queued>) {
+        let (attached, fresh) = self.attach(&round);
+        let mut batches = attached;
+        let n_round = self.state().rounds;
+        let mut failed_to_submit: Vec<(usize, ItemError)> = Vec::new();
+        for chunk in self.chunks(&round, &fresh) {
+            match self.submit(&round, &chunk).await {
+                Ok(batch) => batches.push(batch),
+                Err(error) => {
+                    self.note(&format!("batch round {n_round}: cannot submit: {error}"));
+                    failed_to_submit.extend(chunk.into_iter().map(|idx| (idx, error.item_error())));
+                }
+            }
+        }
+        self.note(&format!(
+            "batch round {n_round}: {} in {}",
+            crate::base::output::counted(round.len(), "request", "requests"),
+            crate::base::output::counted(batches.len(), "batch", "batches"),
+        ));
+        let mut replies: Vec<Option<(ItemResult, Option<String>)>> = round.iter().map(|_| None).collect();
+        for (idx, error) in failed_to_submit {
+            replies[idx] = Some((Err(error), None));
+        }
+        let watched = batches.iter().map(|batch| self.collect(batch));
+        for (batch, results) in batches.iter().zip(futures::future::join_all(watched).await) {
+            let recorded = self.state().ledger.batches[batch.ledger_idx].clone();
+            let batch_id = recorded.id;
+            for (idx, custom_id) in &batch.requests {
+                let result = match &results {
+                    Ok(results) => results.get(custom_id).cloned().unwrap_or_else(|| {
+                        Err(ItemError::Batch(format!(
+                            "batch `{}` ({}) holds no reply to `{custom_id}`",
+                            batch_id.as_deref().unwrap_or("?"),
+                            recorded.status.as_deref().unwrap_or("no status")
+                        )))
+                    }),
+                    Err(error) => Err(error.item_error()),
+                };
+                replies[*idx] = Some((result, batch_id.clone()));
+            }
+        }
+        for (queued, reply) in round.into_iter().zip(replies) {
+            let reply = reply.unwrap_or_else(|| (Err(ItemError::Batch("not submitted".to_owned())), None));
+            let _ = queued.reply.send(reply);
+        }
+    }
+
+    /// Splits the round into the requests a recorded batch holds (by body digest, each recorded
+    /// request answering one request of this process) and the fresh ones (their indices).
+    fn attach(&self, round: &[Queued]) -> (Vec<Attached>, Vec<usize>) {
+        let mut state = self.state();
+        let vendor = self.vendor.name();
+        let mut by_digest: HashMap<&str, Vec<(usize, String)>> = HashMap::new();
+        for (ledger_idx, batch) in state.ledger.batches.iter().enumerate() {
+            if batch.vendor != vendor {
+                continue;
+            }
+            for request in &batch.requests {
+                if !state.claimed.contains(&(ledger_idx, request.custom_id.clone())) {
+                    by_digest
+                        .entry(&request.digest)
+                        .or_default()
+                        .push((ledger_idx, request.custom_id.clone()));
+                }
+            }
+        }
+        let mut attached: HashMap<usize, Vec<(usize, String)>> = HashMap::new();
+        let mut fresh = Vec::new();
+        let mut claims = Vec::new();
+        for (idx, queued) in round.iter().enumerate() {
+            match by_digest.get_mut(queued.digest.as_str()).and_then(Vec::pop) {
+                Some((ledger_idx, custom_id)) => {
+                    claims.push((ledger_idx, custom_id.clone()));
+                    attached.entry(ledger_idx).or_default().push((idx, custom_id));
+                }
+                None => fresh.push(idx),
+            }
+        }
+        state.claimed.extend(claims);
+        let mut attached: Vec<Attached> = attached
+            .into_iter()
+            .map(|(ledger_idx, requests)| Attached { ledger_idx, requests })
+            .collect();
+        attached.sort_by_key(|batch| batch.ledger_idx);
+        (attached, fresh)
+    }
+
+    /// The fresh requests in batches of at most `--batch-size` requests and
+    /// [`MAX_BATCH_FILE_BYTES`] of input.
+    fn chunks(&self, round: &[Queued], fresh: &[usize]) -> Vec<Vec<usize>> {
+        let mut chunks: Vec<Vec<usize>> = Vec::new();
+        let mut bytes = 0;
+        for &idx in fresh {
+            let line = self.vendor.line_bytes(&custom_id(idx), &round[idx].body);
+            let full = chunks.last().is_none_or(|chunk| {
+                chunk.len() >= self.settings.size.max(1) || bytes + line > MAX_BATCH_FILE_BYTES
+            });
+            if full {
+                chunks.push(Vec::new());
+                bytes = 0;
+            }
+            bytes += line;
+            // invariant: a chunk was pushed above when there was none
+            chunks.last_mut().expect("a chunk").push(idx);
+        }
+        chunks
+    }
+
+    /// Submits one new batch of the round's requests `chunk`, recording it in the ledger before
+    /// each step can be forgotten: the uploaded file's id, then the batch's id.
+    async fn submit(&self, round: &[Queued], chunk: &[usize]) -> Result<Attached, VendorError> {
+        let requests: Vec<(String, Value)> = chunk
+            .iter()
+            .map(|&idx| (custom_id(idx), round[idx].body.clone()))
+            .collect();
+        let recorded = LedgerBatch {
+            vendor: self.vendor.name().to_owned(),
+            input_file_id: None,
+            id: None,
+            submitted: now_secs(),
+            status: None,
+            requests: chunk
+                .iter()
+                .map(|&idx| LedgerRequest {
+                    custom_id: custom_id(idx),
+                    digest: round[idx].digest.clone(),
+                })
+                .collect(),
+        };
+        let file = self.vendor.upload(&requests).await?;
+        let ledger_idx = self.record(|ledger| {
+            let mut recorded = recorded;
+            recorded.input_file_id = file.clone();
+            ledger.batches.push(recorded);
+            ledger.batches.len() - 1
+        })?;
+        let claims: Vec<(usize, String)> = requests
+            .iter()
+            .map(|(custom_id, _)| (ledger_idx, custom_id.clone()))
+            .collect();
+        self.state().claimed.extend(claims);
+        let id = self.vendor.create(file.as_deref(), &requests).await?;
+        self.record(|ledger| ledger.batches[ledger_idx].id = Some(id.clone()))?;
+        Ok(Attached {
+            ledger_idx,
+            requests: chunk.iter().map(|&idx| (idx, custom_id(idx))).collect(),
+        })
+    }
+
+    /// Changes the ledger and writes it whole, atomically.
+    fn record<T>(&self, change: impl FnOnce(&mut Ledger) -> T) -> Result<T, VendorError> {
+        let mut state = self.state();
+        let output = change(&mut state.ledger);
+        state.ledger.write(&self.settings.ledger)?;
+        Ok(output)
+    }
+
+    /// Watches a batch to its end (creating it first when a killed process uploaded its file but
+    /// never created it) and reads its replies.
+    async fn collect(&self, batch: &Attached) -> Result<HashMap<String, ItemResult>, VendorError> {
+        let recorded = self.state().ledger.batches[batch.ledger_idx].clone();
+        let id = match recorded.id {
+            Some(id) => id,
+            None => {
+                let file = recorded.input_file_id.as_deref();
+                let found = match file {
+                    Some(file) => self.vendor.find(file).await?,
+                    None => None,
+                };
+                let id = match found {
+                    Some(id) => id,
+                    None => self.vendor.create(file, &[]).await?,
+                };
+                self.record(|ledger| ledger.batches[batch.ledger_idx].id = Some(id.clone()))?;
+                id
+            }
+        };
+        let mut wait = self.settings.poll;
+        let mut last_status = recorded.status.unwrap_or_default();
+        let mut n_failed_looks = 0;
+        loop {
+            match self.vendor.status(&id).await {
+                Ok(status) => {
+                    n_failed_looks = 0;
+                    if status.status != last_status {
+                        self.note(&format!(
+                            "batch {id}: {} ({} of {} done, {} failed)",
+                            status.status, status.n_done, status.n_total, status.n_failed
+                        ));
+                        last_status = status.status.clone();
+                        let word = status.status.clone();
+                        self.record(|ledger| ledger.batches[batch.ledger_idx].status = Some(word))?;
+                    }
+                    if status.ended {
+                        break;
+                    }
+                }
+                // The batch runs on whatever this process meets: it is looked at again, and only
+                // given up (its requests asked again) when the vendor keeps failing.
+                Err(error) if error.refused.is_none() && n_failed_looks < MAX_FAILED_LOOKS => {
+                    n_failed_looks += 1;
+                    self.note(&format!("batch {id}: cannot look at it ({error}); looking again"));
+                }
+                Err(error) => return Err(error),
+            }
+            tokio::time::sleep(wait).await;
+            wait = (wait * 2).min(self.settings.poll * MAX_POLL_FACTOR);
+        }
+        let limit = self
+            .max_results_bytes
+            .saturating_mul(recorded.requests.len().max(1))
+            .min(MAX_RESULTS_BYTES);
+        self.vendor.results(&id, limit).await
+    }
+}
+
+/// Looks at a batch that may fail in a row before its requests are asked again.
+const MAX_FAILED_LOOKS: usize = 10;
+
+/// The most bytes a batch's output (or error) file is read up to.
+pub const MAX_RESULTS_BYTES: usize = 1 << 30;
+
+/// A question counted open until this is dropped.
+pub struct OpenQuestion(Arc<Batcher>);
+
+impl Drop for OpenQuestion {
+    fn drop(&mut self) {
+        self.0.close();
+    }
+}
+
+/// A request's custom id in its batch: its place in the round.
+fn custom_id(idx: usize) -> String {
+    format!("request-{idx}")
+}
+
+fn now_secs() -> u64 {
+    SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .map_or(0, |elapsed| elapsed.as_secs())
+}
