@@ -329,14 +329,112 @@ pub struct ModelTokens {
     pub tokens: Tokens,
 }
 
-fn tokens_by_model(outcomes: &[Outcome]) -> BTreeMap<Option<String>, ModelTokens> {
+/// The tokens of runs by the model they asked (`None`: not recorded), each run's usage as it
+/// records it.
+pub fn tokens_by_model<'a>(
+    runs: impl IntoIterator<Item = (Option<&'a str>, &'a Usage)>,
+) -> BTreeMap<Option<String>, ModelTokens> {
     let mut by_model: BTreeMap<Option<String>, ModelTokens> = BTreeMap::new();
-    for outcome in outcomes {
-        let entry = by_model.entry(outcome.model.clone()).or_default();
+    for (model, usage) in runs {
+        let entry = by_model.entry(model.map(str::to_owned)).or_default();
         entry.runs += 1;
-        entry.tokens = entry.tokens.plus(Tokens::of(&outcome.usage));
+        entry.tokens = entry.tokens.plus(Tokens::of(usage));
     }
     by_model
+}
+
+/// What runs spent — the one account `score`, `compare`, `report` and `replay` give (`eval` gives
+/// its [`Summary::tokens_by_model`] the same way): the tokens by kind, in all and a run, and with
+/// `--prices` their exact cost ([`CostSummary`]). `--json`: `"tokens"` and `"cost"`.
+#[derive(Debug, Clone, PartialEq, Default, Serialize)]
+pub struct Spend {
+    pub tokens: TokenTotals,
+    /// Absent without a price file.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub cost: Option<CostSummary>,
+    #[serde(skip)]
+    by_model: BTreeMap<Option<String>, ModelTokens>,
+}
+
+/// Runs' tokens by kind, summed.
+#[derive(Debug, Clone, Copy, PartialEq, Default, Serialize)]
+pub struct TokenTotals {
+    /// Runs counted.
+    pub runs: usize,
+    /// Of them, the runs that record any token (a server that reports no usage gives none).
+    pub runs_with_tokens: usize,
+    #[serde(flatten)]
+    pub tokens: Tokens,
+}
+
+impl Spend {
+    /// The spend of runs, each as `(model, usage)`.
+    pub fn of<'a>(runs: impl IntoIterator<Item = (Option<&'a str>, &'a Usage)>) -> Spend {
+        let mut runs_with_tokens = 0;
+        let by_model = tokens_by_model(runs.into_iter().inspect(|(_, usage)| {
+            runs_with_tokens += usize::from(usage.prompt_tokens > 0 || usage.completion_tokens > 0);
+        }));
+        Spend::from_by_model(by_model, runs_with_tokens)
+    }
+
+    fn from_by_model(by_model: BTreeMap<Option<String>, ModelTokens>, runs_with_tokens: usize) -> Spend {
+        let (runs, tokens) = by_model
+            .values()
+            .fold((0, Tokens::default()), |(runs, tokens), counted| {
+                (runs + counted.runs, tokens.plus(counted.tokens))
+            });
+        Spend {
+            tokens: TokenTotals {
+                runs,
+                runs_with_tokens,
+                tokens,
+            },
+            cost: None,
+            by_model,
+        }
+    }
+
+    /// Prices the runs at `prices` (`--prices`): fills [`Spend::cost`].
+    pub fn price(&mut self, prices: &PriceList) {
+        self.cost = Some(CostSummary::of(&self.by_model, prices));
+    }
+
+    /// `tokens         3000 input (2400 cached, 0 cache write), 90 output (30 reasoning), over
+    /// 3 runs`, or that the runs record none; then the cost line when priced.
+    pub fn write_text(&self, out: &mut dyn Write) -> io::Result<()> {
+        let TokenTotals {
+            runs,
+            runs_with_tokens,
+            tokens,
+        } = self.tokens;
+        if runs_with_tokens == 0 {
+            writeln!(
+                out,
+                "tokens         not recorded: none of the {} records usage (its model server reported none)",
+                crate::base::output::counted(runs, "run", "runs")
+            )?;
+        } else {
+            let without = if runs_with_tokens < runs {
+                format!(" ({} record none)", runs - runs_with_tokens)
+            } else {
+                String::new()
+            };
+            writeln!(
+                out,
+                "tokens         {} input ({} cached, {} cache write), {} output ({} reasoning), over {}{without}",
+                tokens.input,
+                tokens.cached_input,
+                tokens.cache_write,
+                tokens.output,
+                tokens.reasoning,
+                crate::base::output::counted(runs, "run", "runs")
+            )?;
+        }
+        if let Some(cost) = &self.cost {
+            cost.write_text(out)?;
+        }
+        Ok(())
+    }
 }
 
 /// What an evaluation's runs cost at the prices of a `--prices` file: exact sums of tokens times
@@ -385,7 +483,7 @@ impl CostSummary {
         }
     }
 
-    fn write_text(&self, out: &mut dyn Write) -> io::Result<()> {
+    pub fn write_text(&self, out: &mut dyn Write) -> io::Result<()> {
         let unpriced = if self.unpriced_models.is_empty() {
             String::new()
         } else {
@@ -568,7 +666,11 @@ impl Summary {
             results: context.results,
             attempts: super::attempts::AttemptsSummary::default(),
             cache: CacheSummary::of(outcomes),
-            tokens_by_model: tokens_by_model(outcomes),
+            tokens_by_model: tokens_by_model(
+                outcomes
+                    .iter()
+                    .map(|outcome| (outcome.model.as_deref(), &outcome.usage)),
+            ),
             cost: None,
         }
     }

@@ -6,7 +6,6 @@ use std::process::ExitCode;
 
 use crate::agent::trace::LogOutput;
 use crate::analysis::attempts::Attempts;
-use crate::analysis::prices::PriceList;
 use crate::analysis::report;
 use crate::base::method::Reflect;
 use crate::base::output;
@@ -17,7 +16,7 @@ use crate::record::selection::{Selection, Subset};
 use crate::record::shard::{Shard, ShardArg};
 use crate::solver::setup;
 
-use super::options::{AgentRunArgs, FewshotFromArgs};
+use super::options::{AgentRunArgs, FewshotFromArgs, PricesArg};
 use super::signals::stop_signals;
 
 #[derive(clap::Args)]
@@ -52,11 +51,8 @@ pub struct EvalArgs {
     /// Print the summary as one JSON object.
     #[arg(long, help_heading = "Output")]
     json: bool,
-    /// Price the runs' tokens: LiteLLM's JSON price map (`model_prices_and_context_window.json`)
-    /// or a TOML table in dollars per million tokens (`"gpt-4o-mini" = { input = 0.15,
-    /// cached_input = 0.075, output = 0.6 }`); the summary gives the exact cost.
-    #[arg(long, value_name = "FILE", env = "REACT_PRICES", help_heading = "Output")]
-    prices: Option<PathBuf>,
+    #[command(flatten, next_help_heading = "Output")]
+    prices: PricesArg,
 }
 
 /// Which questions of the file to run: subset, then ids, then limit, then the shard.
@@ -156,7 +152,7 @@ pub async fn run(args: EvalArgs, log: LogOutput) -> anyhow::Result<ExitCode> {
     };
     // The inputs before the model: a missing or mistyped question file is named first.
     QuestionFile::check_readable(&config.questions)?;
-    let prices = args.prices.as_deref().map(PriceList::read).transpose()?;
+    let prices = args.prices.read()?;
     let services = EvalServices {
         llm: args.run.open_shared_model()?,
         docstore: args.run.open_docstore(Opener::Eval)?,

@@ -1286,6 +1286,7 @@ async fn replaying_a_results_file_gives_back_the_eval_summary() {
             profile: None,
             max_steps: None,
             docstore: None,
+            prices: None,
         };
         let mut stdout = Vec::new();
         let replayed = replay(&config, &|_, _| None, &mut stdout, &mut TracePrinter::silent()).await;
