@@ -13,7 +13,8 @@ use std::path::{Path, PathBuf};
 use serde::Serialize;
 
 use crate::analysis::attempts::{ByQuestion, Reduce, Reduced, Seen};
-use crate::analysis::summary::Incomplete;
+use crate::analysis::prices::PriceList;
+use crate::analysis::summary::{Incomplete, Spend};
 use crate::base::metrics::{AnswerScore, normalize_answer};
 use crate::base::rng::SplitMix64;
 use crate::base::task::Task;
@@ -329,6 +330,10 @@ pub struct Side {
     /// How a file of several attempts a question was reduced to one, in words.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub reduced: Option<String>,
+    /// What the paired runs spent (a reduced question: every attempt the reduction looked at):
+    /// `tokens`, and `cost` with `--prices`.
+    #[serde(flatten)]
+    pub spend: Spend,
 }
 
 /// A difference B − A with its paired bootstrap 95% interval.
@@ -386,6 +391,12 @@ pub struct Comparison {
 }
 
 impl Comparison {
+    /// Prices both sides' tokens at `prices` (`--prices`).
+    pub fn price(&mut self, prices: &PriceList) {
+        self.a.spend.price(prices);
+        self.b.spend.price(prices);
+    }
+
     /// The terminal account: both sides, the counts, the differences, the p-value, then one line
     /// per flipped question within `width` columns.
     pub fn write_text(&self, out: &mut dyn Write, width: usize) -> io::Result<()> {
@@ -428,6 +439,11 @@ impl Comparison {
                     "incomplete     {name}: {} of the {} paired questions ended in an error, counted wrong",
                     side.errors, self.n
                 )?;
+            }
+        }
+        for (name, side) in [("A", &self.a), ("B", &self.b)] {
+            for (what, text) in side.spend.lines() {
+                writeln!(out, "{:<15}{text}", format!("{what} {name}"))?;
             }
         }
         if self.a.method != self.b.method {
@@ -650,6 +666,10 @@ pub fn compare(
                 methods.join(", ")
             },
             reduced: file.reduced.clone(),
+            spend: Spend::of(
+                runs.iter()
+                    .map(|run| (run.run().model.as_deref(), &run.run().usage)),
+            ),
         }
     };
     Ok(Comparison {

@@ -402,38 +402,38 @@ impl Spend {
     /// `tokens         3000 input (2400 cached, 0 cache write), 90 output (30 reasoning), over
     /// 3 runs`, or that the runs record none; then the cost line when priced.
     pub fn write_text(&self, out: &mut dyn Write) -> io::Result<()> {
+        for (name, text) in self.lines() {
+            writeln!(out, "{name:<15}{text}")?;
+        }
+        Ok(())
+    }
+
+    /// The account's lines, each `(name, text)`: `tokens`, and `cost` when priced.
+    pub fn lines(&self) -> Vec<(&'static str, String)> {
         let TokenTotals {
             runs,
             runs_with_tokens,
             tokens,
         } = self.tokens;
-        if runs_with_tokens == 0 {
-            writeln!(
-                out,
-                "tokens         not recorded: none of the {} records usage (its model server reported none)",
-                crate::base::output::counted(runs, "run", "runs")
-            )?;
+        let counted_runs = crate::base::output::counted(runs, "run", "runs");
+        let tokens = if runs_with_tokens == 0 {
+            format!("not recorded: none of the {counted_runs} records usage (its model server reported none)")
         } else {
             let without = if runs_with_tokens < runs {
                 format!(" ({} record none)", runs - runs_with_tokens)
             } else {
                 String::new()
             };
-            writeln!(
-                out,
-                "tokens         {} input ({} cached, {} cache write), {} output ({} reasoning), over {}{without}",
-                tokens.input,
-                tokens.cached_input,
-                tokens.cache_write,
-                tokens.output,
-                tokens.reasoning,
-                crate::base::output::counted(runs, "run", "runs")
-            )?;
-        }
+            format!(
+                "{} input ({} cached, {} cache write), {} output ({} reasoning), over {counted_runs}{without}",
+                tokens.input, tokens.cached_input, tokens.cache_write, tokens.output, tokens.reasoning,
+            )
+        };
+        let mut lines = vec![("tokens", tokens)];
         if let Some(cost) = &self.cost {
-            cost.write_text(out)?;
+            lines.push(("cost", cost.describe()));
         }
-        Ok(())
+        lines
     }
 }
 
@@ -484,14 +484,18 @@ impl CostSummary {
     }
 
     pub fn write_text(&self, out: &mut dyn Write) -> io::Result<()> {
+        writeln!(out, "cost           {}", self.describe())
+    }
+
+    /// `$0.000324 in all, $0.000108 a run, over 3 runs`, naming the models left unpriced.
+    pub fn describe(&self) -> String {
         let unpriced = if self.unpriced_models.is_empty() {
             String::new()
         } else {
             format!("; no price for {}", self.unpriced_models.join(", "))
         };
-        writeln!(
-            out,
-            "cost           {} in all, ${:.6} a run, over {}{unpriced}",
+        format!(
+            "{} in all, ${:.6} a run, over {}{unpriced}",
             self.total,
             self.per_run,
             crate::base::output::counted(self.priced, "run", "runs")

@@ -394,3 +394,162 @@ impl wiremock::Respond for SharedResponder {
         self.0.respond(request)
     }
 }
+
+/// `binary args…` in `dir`, no price file from the environment: (stdout, stderr, exit code).
+fn run_in(dir: &Path, args: &[&str]) -> (String, String, i32) {
+    let output = crate::binary()
+        .args(args)
+        .current_dir(dir)
+        .env_remove("REACT_PRICES")
+        .output()
+        .unwrap();
+    (
+        String::from_utf8_lossy(&output.stdout).into_owned(),
+        String::from_utf8_lossy(&output.stderr).into_owned(),
+        output.status.code().unwrap_or(-1),
+    )
+}
+
+/// `score`, `compare`, `report` and `replay` give the tokens by kind and, with `--prices`, the
+/// cost `eval` gave, from the usage the results file recorded and no model; a model the file has
+/// no price for is named unpriced, not costed at zero; an official predictions file, which holds
+/// answers only, is said to record no tokens.
+#[tokio::test(flavor = "multi_thread")]
+async fn every_command_that_reads_runs_prices_them_as_eval_did() {
+    let server = crate::serve_posts(scripted_usage()).await;
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::write(
+        dir.path().join("prices.toml"),
+        "m = { input = 0.15, cached_input = 0.075, output = 0.6 }\n",
+    )
+    .unwrap();
+    std::fs::write(
+        dir.path().join("other.toml"),
+        "[gpt-4o]\ninput = 2.5\noutput = 10\n",
+    )
+    .unwrap();
+    let (stdout, stderr, code) = eval(dir.path(), &server.uri(), &["--prices", "prices.toml"]);
+    assert_eq!(code, 0, "{stderr}");
+    // By hand, as above: 3 × (200 × $0.15 + 800 × $0.075 + 30 × $0.60) per million = $0.000324.
+    let cost = "cost           $0.000324 in all, $0.000108 a run, over 3 runs";
+    assert!(stdout.lines().any(|line| line == cost), "{stdout}");
+    let tokens =
+        "tokens         3000 input (2400 cached, 0 cache write), 90 output (30 reasoning), over 3 runs";
+    let n_requests = server.received_requests().await.unwrap().len();
+    let gold = crate::fixture("docstore/hotpotqa-distractor-100.json");
+    let gold = gold.to_str().unwrap();
+
+    let (stdout, stderr, _) = run_in(dir.path(), &["score", "r.jsonl", gold, "--prices", "prices.toml"]);
+    assert!(stdout.lines().any(|line| line == tokens), "{stdout}{stderr}");
+    assert!(stdout.lines().any(|line| line == cost), "{stdout}");
+    let (stdout, _, _) = run_in(
+        dir.path(),
+        &["score", "r.jsonl", gold, "--prices", "prices.toml", "--json"],
+    );
+    let score: Value = serde_json::from_str(&stdout).unwrap();
+    assert_eq!(score["cost"]["total"], json!("$0.000324"), "{score}");
+    assert_eq!(
+        score["tokens"],
+        json!({"runs": 3, "runs_with_tokens": 3, "input": 3000, "cached_input": 2400, "cache_write": 0, "output": 90, "reasoning": 30})
+    );
+    // Without a price file, the tokens and no cost.
+    let (stdout, _, _) = run_in(dir.path(), &["score", "r.jsonl", gold]);
+    assert!(stdout.lines().any(|line| line == tokens), "{stdout}");
+    assert!(!stdout.lines().any(|line| line.starts_with("cost")), "{stdout}");
+    // A model the price file does not know is named, never costed at zero.
+    let (stdout, _, _) = run_in(dir.path(), &["score", "r.jsonl", gold, "--prices", "other.toml"]);
+    assert!(
+        stdout.contains("cost           $0 in all, $0.000000 a run, over 0 runs; no price for m\n"),
+        "{stdout}"
+    );
+    // Official predictions hold answers only: no tokens to count, said so, not zeros.
+    std::fs::write(dir.path().join("official.json"), r#"{"answer": {}}"#).unwrap();
+    let (stdout, _, _) = run_in(
+        dir.path(),
+        &["score", "official.json", gold, "--prices", "prices.toml"],
+    );
+    assert!(
+        stdout.contains("tokens         not recorded: official predictions hold answers only"),
+        "{stdout}"
+    );
+    assert!(!stdout.lines().any(|line| line.starts_with("cost")), "{stdout}");
+
+    let (stdout, stderr, code) = run_in(
+        dir.path(),
+        &["compare", "r.jsonl", "r.jsonl", "--prices", "prices.toml"],
+    );
+    assert_eq!(code, 0, "{stderr}");
+    for side in ["A", "B"] {
+        assert!(
+            stdout.contains(&format!("tokens {side}       3000 input (2400 cached, 0 cache write), 90 output (30 reasoning), over 3 runs\n")),
+            "{stdout}"
+        );
+        assert!(
+            stdout.contains(&format!(
+                "cost {side}         $0.000324 in all, $0.000108 a run, over 3 runs\n"
+            )),
+            "{stdout}"
+        );
+    }
+    let (stdout, _, _) = run_in(
+        dir.path(),
+        &[
+            "compare",
+            "r.jsonl",
+            "r.jsonl",
+            "--prices",
+            "prices.toml",
+            "--json",
+        ],
+    );
+    let comparison: Value = serde_json::from_str(&stdout).unwrap();
+    assert_eq!(
+        comparison["b"]["cost"]["total"],
+        json!("$0.000324"),
+        "{comparison}"
+    );
+    assert_eq!(
+        comparison["a"]["tokens"]["cached_input"],
+        json!(2400),
+        "{comparison}"
+    );
+
+    let (_, stderr, code) = run_in(
+        dir.path(),
+        &["report", "r.jsonl", "--out", "r.html", "--prices", "prices.toml"],
+    );
+    assert_eq!(code, 0, "{stderr}");
+    let html = std::fs::read_to_string(dir.path().join("r.html")).unwrap();
+    for cell in [
+        "<th>input tokens (in all; a run)</th><td>3000<br><span class=\"sub\">1000 a run</span></td>",
+        "<th>of them cached (in all; a run)</th><td>2400<br><span class=\"sub\">800 a run</span></td>",
+        "<th>of them reasoning (in all; a run)</th><td>30<br><span class=\"sub\">10 a run</span></td>",
+        "<td>$0.000324<br><span class=\"sub\">$0.000108 a run, over 3 runs</span></td>",
+    ] {
+        assert!(html.contains(cell), "{cell} not in the report");
+    }
+
+    let (_, stderr, code) = run_in(dir.path(), &["replay", "r.jsonl", "--prices", "prices.toml"]);
+    assert_eq!(code, 0, "{stderr}");
+    assert!(
+        stderr.lines().any(|line| line == format!("-- {tokens}")),
+        "{stderr}"
+    );
+    assert!(
+        stderr.lines().any(|line| line == format!("-- {cost}")),
+        "{stderr}"
+    );
+    let (stdout, _, _) = run_in(
+        dir.path(),
+        &["replay", "r.jsonl", "--prices", "prices.toml", "--json"],
+    );
+    let summary: Value = serde_json::from_str(stdout.lines().last().unwrap()).unwrap();
+    assert_eq!(
+        summary["summary"]["cost"]["total"],
+        json!("$0.000324"),
+        "{summary}"
+    );
+
+    // Not one of them asked the model.
+    assert_eq!(server.received_requests().await.unwrap().len(), n_requests);
+}
