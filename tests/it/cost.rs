@@ -134,6 +134,17 @@ async fn a_bad_price_file_is_refused_before_any_request() {
         stderr.contains("cannot read the price file missing.toml"),
         "{stderr}"
     );
+    // A price file over the limit is refused unread, named (a sparse file: no disk spent).
+    let big = std::fs::File::create(dir.path().join("big.json")).unwrap();
+    big.set_len(react_docstore::analysis::prices::MAX_PRICES_BYTES + 1)
+        .unwrap();
+    drop(big);
+    let (_, stderr, code) = eval(dir.path(), &server.uri(), &["--prices", "big.json"]);
+    assert_ne!(code, 0);
+    assert!(
+        stderr.contains("the price file big.json is over 64 MiB"),
+        "{stderr}"
+    );
     assert_eq!(server.received_requests().await.unwrap().len(), 0);
     assert!(!dir.path().join("r.jsonl").exists());
 }
