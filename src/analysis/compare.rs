@@ -441,11 +441,6 @@ impl Comparison {
                 )?;
             }
         }
-        for (name, side) in [("A", &self.a), ("B", &self.b)] {
-            for (what, text) in side.spend.lines() {
-                writeln!(out, "{:<15}{text}", format!("{what} {name}"))?;
-            }
-        }
         if self.a.method != self.b.method {
             writeln!(out, "methods        A {}, B {}", self.a.method, self.b.method)?;
         }
@@ -472,6 +467,16 @@ impl Comparison {
             self.mcnemar_p,
             self.a_only + self.b_only
         )?;
+        // The table's tokens column says 0 when no run records any: lines only when one does, or
+        // when priced.
+        let spent = [&self.a, &self.b]
+            .iter()
+            .any(|side| side.spend.tokens.runs_with_tokens > 0 || side.spend.cost.is_some());
+        for (name, side) in [("A", &self.a), ("B", &self.b)].into_iter().filter(|_| spent) {
+            for (what, text) in side.spend.lines() {
+                writeln!(out, "{:<15}{text}", format!("{what} {name}"))?;
+            }
+        }
         if self.flipped.is_empty() {
             return Ok(());
         }
