@@ -13,7 +13,8 @@ use std::path::{Path, PathBuf};
 use serde::Serialize;
 
 use crate::analysis::attempts::{ByQuestion, Reduce, Reduced, Seen};
-use crate::analysis::summary::Incomplete;
+use crate::analysis::prices::PriceList;
+use crate::analysis::summary::{Incomplete, Spend, Spent};
 use crate::base::metrics::{AnswerScore, normalize_answer};
 use crate::base::rng::SplitMix64;
 use crate::base::task::Task;
@@ -329,6 +330,10 @@ pub struct Side {
     /// How a file of several attempts a question was reduced to one, in words.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub reduced: Option<String>,
+    /// What the paired runs spent (a reduced question: every attempt the reduction looked at):
+    /// `tokens`, and `cost` with `--prices`.
+    #[serde(flatten)]
+    pub spend: Spend,
 }
 
 /// A difference B − A with its paired bootstrap 95% interval.
@@ -386,6 +391,12 @@ pub struct Comparison {
 }
 
 impl Comparison {
+    /// Prices both sides' tokens at `prices` (`--prices`).
+    pub fn price(&mut self, prices: &PriceList) {
+        self.a.spend.price(prices);
+        self.b.spend.price(prices);
+    }
+
     /// The terminal account: both sides, the counts, the differences, the p-value, then one line
     /// per flipped question within `width` columns.
     pub fn write_text(&self, out: &mut dyn Write, width: usize) -> io::Result<()> {
@@ -456,6 +467,16 @@ impl Comparison {
             self.mcnemar_p,
             self.a_only + self.b_only
         )?;
+        // The table's tokens column says 0 when no run records any: lines only when one does, or
+        // when priced.
+        let spent = [&self.a, &self.b]
+            .iter()
+            .any(|side| side.spend.tokens.runs_with_tokens > 0 || side.spend.cost.is_some());
+        for (name, side) in [("A", &self.a), ("B", &self.b)].into_iter().filter(|_| spent) {
+            for (what, text) in side.spend.lines() {
+                writeln!(out, "{:<15}{text}", format!("{what} {name}"))?;
+            }
+        }
         if self.flipped.is_empty() {
             return Ok(());
         }
@@ -650,6 +671,7 @@ pub fn compare(
                 methods.join(", ")
             },
             reduced: file.reduced.clone(),
+            spend: Spend::of(runs.iter().map(|run| Spent::of_run(run.run()))),
         }
     };
     Ok(Comparison {

@@ -32,7 +32,7 @@ pub const MAX_PRICES_BYTES: u64 = 64 << 20;
 const ATTO: u128 = 1_000_000_000_000_000_000;
 
 /// The tokens of one run (or many), by how they are billed.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, serde::Serialize)]
 pub struct Tokens {
     /// Every input token, cached and cache-written ones included.
     pub input: u64,

@@ -10,17 +10,19 @@ use serde::Serialize;
 use serde_json::Value;
 
 use crate::analysis::attempts::{AttemptScore, AttemptsSummary, Seen, headline};
-use crate::analysis::summary::{Incomplete, Scores, mean_scores};
+use crate::analysis::prices::PriceList;
+use crate::analysis::summary::{Incomplete, Scores, Spend, Spent, mean_scores};
 use crate::base::json::type_name;
 use crate::base::metrics::AnswerScore;
 use crate::base::task::Task;
 use crate::record::evaluation::{EvaluationError, read_evaluation};
 use crate::record::questions::{QuestionFile, QuestionFileError};
 use crate::record::results::ResultsError;
-use crate::record::run::{Attempt, Stopped};
+use crate::record::run::{Attempt, Stopped, Usage};
 
 /// The answer metric over a gold file (`--json`: `{"n", "em", "f1", "prec", "recall", "missing",
-/// "errors", "incomplete"}`, and `accuracy` for FEVER).
+/// "errors", "incomplete", "tokens_recorded"}`, and `accuracy` for FEVER, `tokens` and `cost` for
+/// `eval` results).
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct ScoreReport {
     #[serde(skip)]
@@ -53,6 +55,13 @@ pub struct ScoreReport {
     /// What the predictions lack or held twice, one sentence each (several files or shards).
     #[serde(skip)]
     pub gaps: Vec<String>,
+    /// Whether the predictions record tokens: `eval` results do, an official predictions file
+    /// (answers only) does not, and then `tokens` and `cost` are absent.
+    pub tokens_recorded: bool,
+    /// What every run read spent (`tokens`, and `cost` with `--prices`); `None` for an official
+    /// predictions file.
+    #[serde(flatten, skip_serializing_if = "Option::is_none")]
+    pub spend: Option<Spend>,
 }
 
 #[derive(Debug, thiserror::Error)]
@@ -91,6 +100,8 @@ pub struct Prediction {
     pub answer: String,
     /// Its run ended in an error (results only: an official predictions file says nothing of it).
     pub error: bool,
+    /// The model its run asked and the run's usage (results only).
+    pub spent: Option<(Option<String>, Usage, bool)>,
 }
 
 /// Predictions (every attempt of a question one of its own), and what the evaluation they came
@@ -116,6 +127,7 @@ pub fn read_predictions(paths: &[PathBuf]) -> Result<Predictions, ScoreError> {
                             attempt: Attempt::Only,
                             answer,
                             error: false,
+                            spent: None,
                         })
                         .collect(),
                     ..Predictions::default()
@@ -145,6 +157,11 @@ pub fn read_predictions(paths: &[PathBuf]) -> Result<Predictions, ScoreError> {
                 attempt: evaluated.run.attempt(),
                 id: evaluated.id().to_owned(),
                 error: evaluated.run.how_stopped() == Stopped::Error,
+                spent: Some((
+                    evaluated.run.model.clone(),
+                    evaluated.run.usage,
+                    !evaluated.run.batch.is_empty(),
+                )),
                 answer: evaluated.run.answer.unwrap_or_default(),
             })
             .collect(),
@@ -192,6 +209,19 @@ pub fn score_evaluation(predictions: &[PathBuf], gold: &Path) -> Result<ScoreRep
         gaps,
     } = read_predictions(predictions)?;
     let gold_file = QuestionFile::read(gold)?;
+    // What every run read spent, whatever question it answered: an official file records nothing.
+    let spend = predictions
+        .iter()
+        .map(|prediction| {
+            prediction.spent.as_ref().map(|(model, usage, batched)| Spent {
+                model: model.as_deref(),
+                usage,
+                batched: *batched,
+            })
+        })
+        .collect::<Option<Vec<_>>>()
+        .filter(|spent| !spent.is_empty())
+        .map(Spend::of);
     let by_id =
         crate::analysis::attempts::ByQuestion::of(&predictions, |prediction| prediction.id.as_str()).groups;
     // Each attempt's score, and whether its run ended in an error.
@@ -273,10 +303,19 @@ pub fn score_evaluation(predictions: &[PathBuf], gold: &Path) -> Result<ScoreRep
         attempts: AttemptsSummary::of(&attempt_scores, &ids),
         missing_shards,
         gaps,
+        tokens_recorded: spend.is_some(),
+        spend,
     })
 }
 
 impl ScoreReport {
+    /// Prices the runs' tokens at `prices` (`--prices`); an official predictions file has none.
+    pub fn price(&mut self, prices: &PriceList) {
+        if let Some(spend) = &mut self.spend {
+            spend.price(prices);
+        }
+    }
+
     /// What the headline lacks: the errors and the missing predictions it counts.
     pub fn incompleteness(&self) -> Incomplete {
         Incomplete {
@@ -321,6 +360,13 @@ impl ScoreReport {
                 examples(&self.missing_examples)
             )?;
         }
-        self.attempts.write_text(out)
+        self.attempts.write_text(out)?;
+        match &self.spend {
+            Some(spend) => spend.write_text(out),
+            None => writeln!(
+                out,
+                "tokens         not recorded: official predictions hold answers only (score `eval` results for tokens and cost)"
+            ),
+        }
     }
 }

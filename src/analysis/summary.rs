@@ -335,17 +335,135 @@ pub struct ModelTokens {
     pub batched: Tokens,
 }
 
-fn tokens_by_model(outcomes: &[Outcome]) -> BTreeMap<Option<String>, ModelTokens> {
+/// One run's part of what runs spent: the model it asked (`None`: not recorded), its usage as it
+/// records it, and whether a batch answered it (billed at half the price).
+#[derive(Debug, Clone, Copy)]
+pub struct Spent<'a> {
+    pub model: Option<&'a str>,
+    pub usage: &'a Usage,
+    pub batched: bool,
+}
+
+impl<'a> Spent<'a> {
+    /// What `run` spent, as it records it.
+    pub fn of_run(run: &'a Run) -> Spent<'a> {
+        Spent {
+            model: run.model.as_deref(),
+            usage: &run.usage,
+            batched: !run.batch.is_empty(),
+        }
+    }
+}
+
+/// The tokens of runs by the model they asked.
+pub fn tokens_by_model<'a>(
+    runs: impl IntoIterator<Item = Spent<'a>>,
+) -> BTreeMap<Option<String>, ModelTokens> {
     let mut by_model: BTreeMap<Option<String>, ModelTokens> = BTreeMap::new();
-    for outcome in outcomes {
-        let entry = by_model.entry(outcome.model.clone()).or_default();
+    for spent in runs {
+        let entry = by_model.entry(spent.model.map(str::to_owned)).or_default();
         entry.runs += 1;
-        entry.tokens = entry.tokens.plus(Tokens::of(&outcome.usage));
-        if outcome.batched {
-            entry.batched = entry.batched.plus(Tokens::of(&outcome.usage));
+        entry.tokens = entry.tokens.plus(Tokens::of(spent.usage));
+        if spent.batched {
+            entry.batched = entry.batched.plus(Tokens::of(spent.usage));
         }
     }
     by_model
+}
+
+/// What runs spent — the one account `score`, `compare`, `report` and `replay` give (`eval` gives
+/// its [`Summary::tokens_by_model`] the same way): the tokens by kind, in all and a run, and with
+/// `--prices` their exact cost ([`CostSummary`]). `--json`: `"tokens"` and `"cost"`.
+#[derive(Debug, Clone, PartialEq, Default, Serialize)]
+pub struct Spend {
+    pub tokens: TokenTotals,
+    /// Absent without a price file.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub cost: Option<CostSummary>,
+    #[serde(skip)]
+    by_model: BTreeMap<Option<String>, ModelTokens>,
+}
+
+/// Runs' tokens by kind, summed.
+#[derive(Debug, Clone, Copy, PartialEq, Default, Serialize)]
+pub struct TokenTotals {
+    /// Runs counted.
+    pub runs: usize,
+    /// Of them, the runs that record any token (a server that reports no usage gives none).
+    pub runs_with_tokens: usize,
+    #[serde(flatten)]
+    pub tokens: Tokens,
+}
+
+impl Spend {
+    /// The spend of runs.
+    pub fn of<'a>(runs: impl IntoIterator<Item = Spent<'a>>) -> Spend {
+        let mut runs_with_tokens = 0;
+        let by_model = tokens_by_model(runs.into_iter().inspect(|spent| {
+            let usage = spent.usage;
+            runs_with_tokens += usize::from(usage.prompt_tokens > 0 || usage.completion_tokens > 0);
+        }));
+        Spend::from_by_model(by_model, runs_with_tokens)
+    }
+
+    fn from_by_model(by_model: BTreeMap<Option<String>, ModelTokens>, runs_with_tokens: usize) -> Spend {
+        let (runs, tokens) = by_model
+            .values()
+            .fold((0, Tokens::default()), |(runs, tokens), counted| {
+                (runs + counted.runs, tokens.plus(counted.tokens))
+            });
+        Spend {
+            tokens: TokenTotals {
+                runs,
+                runs_with_tokens,
+                tokens,
+            },
+            cost: None,
+            by_model,
+        }
+    }
+
+    /// Prices the runs at `prices` (`--prices`): fills [`Spend::cost`].
+    pub fn price(&mut self, prices: &PriceList) {
+        self.cost = Some(CostSummary::of(&self.by_model, prices));
+    }
+
+    /// `tokens         3000 input (2400 cached, 0 cache write), 90 output (30 reasoning), over
+    /// 3 runs`, or that the runs record none; then the cost line when priced.
+    pub fn write_text(&self, out: &mut dyn Write) -> io::Result<()> {
+        for (name, text) in self.lines() {
+            writeln!(out, "{name:<15}{text}")?;
+        }
+        Ok(())
+    }
+
+    /// The account's lines, each `(name, text)`: `tokens`, and `cost` when priced.
+    pub fn lines(&self) -> Vec<(&'static str, String)> {
+        let TokenTotals {
+            runs,
+            runs_with_tokens,
+            tokens,
+        } = self.tokens;
+        let counted_runs = crate::base::output::counted(runs, "run", "runs");
+        let tokens = if runs_with_tokens == 0 {
+            format!("not recorded: none of the {counted_runs} records usage (its model server reported none)")
+        } else {
+            let without = if runs_with_tokens < runs {
+                format!(" ({} record none)", runs - runs_with_tokens)
+            } else {
+                String::new()
+            };
+            format!(
+                "{} input ({} cached, {} cache write), {} output ({} reasoning), over {counted_runs}{without}",
+                tokens.input, tokens.cached_input, tokens.cache_write, tokens.output, tokens.reasoning,
+            )
+        };
+        let mut lines = vec![("tokens", tokens)];
+        if let Some(cost) = &self.cost {
+            lines.push(("cost", cost.describe()));
+        }
+        lines
+    }
 }
 
 /// What an evaluation's runs cost at the prices of a `--prices` file: exact sums of tokens times
@@ -397,15 +515,19 @@ impl CostSummary {
         }
     }
 
-    fn write_text(&self, out: &mut dyn Write) -> io::Result<()> {
+    pub fn write_text(&self, out: &mut dyn Write) -> io::Result<()> {
+        writeln!(out, "cost           {}", self.describe())
+    }
+
+    /// `$0.000324 in all, $0.000108 a run, over 3 runs`, naming the models left unpriced.
+    pub fn describe(&self) -> String {
         let unpriced = if self.unpriced_models.is_empty() {
             String::new()
         } else {
             format!("; no price for {}", self.unpriced_models.join(", "))
         };
-        writeln!(
-            out,
-            "cost           {} in all, ${:.6} a run, over {}{unpriced}",
+        format!(
+            "{} in all, ${:.6} a run, over {}{unpriced}",
             self.total,
             self.per_run,
             crate::base::output::counted(self.priced, "run", "runs")
@@ -580,7 +702,11 @@ impl Summary {
             results: context.results,
             attempts: super::attempts::AttemptsSummary::default(),
             cache: CacheSummary::of(outcomes),
-            tokens_by_model: tokens_by_model(outcomes),
+            tokens_by_model: tokens_by_model(outcomes.iter().map(|outcome| Spent {
+                model: outcome.model.as_deref(),
+                usage: &outcome.usage,
+                batched: outcome.batched,
+            })),
             cost: None,
         }
     }

@@ -17,7 +17,8 @@ use crate::agent::environment::{Environment, EnvironmentError, Inspected, Record
 use crate::agent::trace::TracePrinter;
 use crate::agent::{Agent, Episode, Repeats};
 use crate::analysis::attempts::{self, Seen};
-use crate::analysis::summary::Incomplete;
+use crate::analysis::prices::PriceList;
+use crate::analysis::summary::{Incomplete, Spend, Spent};
 use crate::base::method::Method;
 use crate::base::method::Reflect;
 use crate::base::profile::Profile;
@@ -54,6 +55,9 @@ pub struct ReplayConfig {
     /// The docstore the live environment observes unrecorded steps with, when one was given. When
     /// it is a frozen one (it has a snapshot), every run must have been recorded against it.
     pub docstore: Option<DocstoreInfo>,
+    /// `--prices`: the summary gives what the replayed runs' tokens cost (the tokens their
+    /// recording counted, so the cost of the evaluation that recorded them).
+    pub prices: Option<PriceList>,
 }
 
 /// Opens a live environment for steps a run file has no observation for; `None` when nothing
@@ -79,6 +83,8 @@ pub struct ReplaySummary {
     pub em: f64,
     pub f1: f64,
     pub usage: Usage,
+    /// The runs' tokens by kind and, with `--prices`, their cost.
+    pub spend: Spend,
 }
 
 impl ReplaySummary {
@@ -395,6 +401,8 @@ pub async fn replay(
     }
     let mut summary = ReplaySummary::default();
     let mut scored = ScoredAttempts::default();
+    // Each replayed run's model and usage, for the spend.
+    let mut spent: Vec<(Option<String>, Usage, bool)> = Vec::new();
     for (file, found) in &files {
         let runs = match read_ahead.pop_front() {
             Some(runs) => runs,
@@ -428,6 +436,7 @@ pub async fn replay(
             let run = &episode.run;
             summary.n_runs += 1;
             summary.usage.add(&run.usage);
+            spent.push((run.model.clone(), run.usage, !recorded.batch.is_empty()));
             if run.answer.as_deref().is_some_and(|answer| !answer.is_empty()) {
                 summary.n_answered += 1;
             }
@@ -469,11 +478,31 @@ pub async fn replay(
         }
     }
     (summary.n_scored, summary.em, summary.f1, summary.n_scored_errors) = scored.headline();
+    summary.spend = Spend::of(spent.iter().map(|(model, usage, batched)| Spent {
+        model: model.as_deref(),
+        usage,
+        batched: *batched,
+    }));
+    if let Some(prices) = &config.prices {
+        summary.spend.price(prices);
+    }
+    write_summary(&summary, config.output, stdout, trace)?;
+    Ok(summary)
+}
+
+/// The replay's summary: a JSON line on stdout (when runs carry gold answers), or a note on the
+/// trace; with `--prices`, what the runs spent.
+fn write_summary(
+    summary: &ReplaySummary,
+    output: Output,
+    stdout: &mut dyn Write,
+    trace: &mut TracePrinter,
+) -> Result<(), ReplayError> {
     let incomplete = Incomplete {
         errors: summary.n_scored_errors,
         ..Incomplete::default()
     };
-    match config.output {
+    match output {
         Output::Json if summary.n_scored > 0 => {
             let mut line = serde_json::json!({"summary": {
                 "n": summary.n_scored, "em": summary.em, "f1": summary.f1,
@@ -482,6 +511,11 @@ pub async fn replay(
             }});
             if summary.n_skipped_files > 0 {
                 line["summary"]["skipped_files"] = summary.n_skipped_files.into();
+            }
+            // With `--prices`, what the runs spent (the line is as before without it).
+            if let Some(cost) = &summary.spend.cost {
+                line["summary"]["tokens"] = serde_json::json!(summary.spend.tokens);
+                line["summary"]["cost"] = serde_json::json!(cost);
             }
             writeln!(stdout, "{line}").map_err(ReplayError::Output)?;
         }
@@ -509,9 +543,19 @@ pub async fn replay(
             }
             line.push_str(&skipped_files(summary.n_skipped_files));
             trace.note(&line);
+            if summary.spend.cost.is_some() {
+                let mut spend = Vec::new();
+                summary
+                    .spend
+                    .write_text(&mut spend)
+                    .map_err(ReplayError::Output)?;
+                for line in String::from_utf8_lossy(&spend).lines() {
+                    trace.note(line);
+                }
+            }
         }
     }
-    Ok(summary)
+    Ok(())
 }
 
 /// What differs from the prompt a run was made with, when its examples were drawn from runs

@@ -9,7 +9,7 @@ use crate::analysis::attempts::Reduce;
 use crate::analysis::compare::{self, ScoredEvaluation};
 use crate::base::output;
 
-use super::options::{BootstrapSeedArg, GoldsArg};
+use super::options::{BootstrapSeedArg, GoldsArg, PricesArg};
 
 #[derive(clap::Args)]
 pub struct CompareArgs {
@@ -25,6 +25,8 @@ pub struct CompareArgs {
     json: bool,
     #[command(flatten)]
     golds: GoldsArg,
+    #[command(flatten)]
+    prices: PricesArg,
     /// A file of trials (`eval --trials`): compare the state after trial N.
     #[arg(long, value_name = "N", value_parser = clap::value_parser!(u32).range(1..), conflicts_with = "reduce")]
     trial: Option<u32>,
@@ -45,9 +47,13 @@ impl CompareArgs {
 }
 
 pub fn run(args: CompareArgs) -> anyhow::Result<ExitCode> {
+    let prices = args.prices.read()?;
     let a = ScoredEvaluation::read_reduced(&args.a, args.reduction())?;
     let b = ScoredEvaluation::read_reduced(&args.b, args.reduction())?;
-    let comparison = compare::compare(&a, &b, args.seed.seed, args.golds.golds())?;
+    let mut comparison = compare::compare(&a, &b, args.seed.seed, args.golds.golds())?;
+    if let Some(prices) = &prices {
+        comparison.price(prices);
+    }
     super::options::warn_gaps(&compare::gap_notes(&[a, b]))?;
     let mut stdout = output::stdout();
     if args.json {

@@ -8,7 +8,6 @@ use std::time::Duration;
 
 use crate::agent::trace::LogOutput;
 use crate::analysis::attempts::Attempts;
-use crate::analysis::prices::PriceList;
 use crate::analysis::report;
 use crate::base::method::Reflect;
 use crate::base::output;
@@ -22,7 +21,7 @@ use crate::record::selection::{Selection, Subset};
 use crate::record::shard::{Shard, ShardArg};
 use crate::solver::setup;
 
-use super::options::{AgentRunArgs, FewshotFromArgs};
+use super::options::{AgentRunArgs, FewshotFromArgs, PricesArg};
 use super::signals::stop_signals;
 
 #[derive(clap::Args)]
@@ -59,11 +58,8 @@ pub struct EvalArgs {
     json: bool,
     #[command(flatten)]
     batch: BatchArgs,
-    /// Price the runs' tokens: LiteLLM's JSON price map (`model_prices_and_context_window.json`)
-    /// or a TOML table in dollars per million tokens (`"gpt-4o-mini" = { input = 0.15,
-    /// cached_input = 0.075, output = 0.6 }`); the summary gives the exact cost.
-    #[arg(long, value_name = "FILE", env = "REACT_PRICES", help_heading = "Output")]
-    prices: Option<PathBuf>,
+    #[command(flatten, next_help_heading = "Output")]
+    prices: PricesArg,
 }
 
 /// `--batch`: the requests through the vendor's batch API, at half the price.
@@ -220,7 +216,7 @@ pub async fn run(args: EvalArgs, log: LogOutput) -> anyhow::Result<ExitCode> {
     };
     // The inputs before the model: a missing or mistyped question file is named first.
     QuestionFile::check_readable(&config.questions)?;
-    let prices = args.prices.as_deref().map(PriceList::read).transpose()?;
+    let prices = args.prices.read()?;
     let services = EvalServices {
         llm: args.batch.open_model(&args.run, &config.results)?,
         docstore: args.run.open_docstore(Opener::Eval)?,

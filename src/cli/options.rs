@@ -11,6 +11,7 @@ use crate::agent::fewshot::Fewshot;
 use crate::agent::prompt::PromptOptions;
 use crate::agent::trace::ShowReasoning;
 use crate::analysis::compare::{DEFAULT_SEED, Golds};
+use crate::analysis::prices::{PriceList, PricesError};
 use crate::apps::ask::AgentConfig;
 use crate::apps::chat;
 use crate::base::input::Interaction;
@@ -679,6 +680,24 @@ pub struct BootstrapSeedArg {
     /// intervals).
     #[arg(long, visible_alias = "bootstrap-seed", default_value_t = DEFAULT_SEED, value_name = "N")]
     pub seed: u64,
+}
+
+/// `--prices FILE`: `eval`, `score`, `compare`, `report` and `replay` price the runs' tokens.
+#[derive(Args, Clone)]
+pub struct PricesArg {
+    /// Price the runs' tokens: LiteLLM's JSON price map (`model_prices_and_context_window.json`)
+    /// or a TOML table in dollars per million tokens (`"gpt-4o-mini" = { input = 0.15,
+    /// cached_input = 0.075, output = 0.6 }`); the summary gives the exact cost, from the usage
+    /// the runs recorded.
+    #[arg(long, value_name = "FILE", env = "REACT_PRICES")]
+    pub prices: Option<PathBuf>,
+}
+
+impl PricesArg {
+    /// The price file read and checked, when one was given.
+    pub fn read(&self) -> Result<Option<PriceList>, PricesError> {
+        self.prices.as_deref().map(PriceList::read).transpose()
+    }
 }
 
 /// `--ignore-gold`: `compare`, and `report` for each pair it compares.

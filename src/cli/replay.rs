@@ -13,7 +13,7 @@ use crate::base::profile::Profile;
 use crate::docstore::{DocstoreKind, Opener};
 use crate::record::run::Run;
 
-use super::options::{DocstoreArgs, FetchArgs, ShowReasoningArgs, ToolArgs};
+use super::options::{DocstoreArgs, FetchArgs, PricesArg, ShowReasoningArgs, ToolArgs};
 
 #[derive(clap::Args)]
 pub struct ReplayArgs {
@@ -30,6 +30,8 @@ pub struct ReplayArgs {
     /// Print each run as a JSON line, then a summary line.
     #[arg(long)]
     json: bool,
+    #[command(flatten)]
+    prices: PricesArg,
     #[command(flatten)]
     reasoning: ShowReasoningArgs,
     /// Where steps without a recorded observation are observed.
@@ -57,6 +59,8 @@ struct ReplayDocstoreArgs {
 const REPLAY: Opener = Opener::Command("replay");
 
 pub async fn run(args: ReplayArgs) -> anyhow::Result<ExitCode> {
+    // A bad price file is named before any run is replayed.
+    let prices = args.prices.read()?;
     let toolbox = args.tools.open(&args.docstore.fetch)?;
     // Steps without a recorded observation are observed live, under each run's profile, only
     // by a docstore given on the command line (and the tools given there).
@@ -78,6 +82,7 @@ pub async fn run(args: ReplayArgs) -> anyhow::Result<ExitCode> {
         docstore: sources
             .as_ref()
             .map(|sources| sources.get(Profile::Default).info()),
+        prices,
     };
     // Nothing a replay does waits unless a run's step goes to a live docstore or tool: then
     // its trace is written as it comes, else once a run (or, when stdout goes elsewhere, where

@@ -7,7 +7,7 @@ use std::process::ExitCode;
 use crate::analysis::report::{self, ReportConfig};
 use crate::base::output;
 
-use super::options::{BootstrapSeedArg, GoldsArg};
+use super::options::{BootstrapSeedArg, GoldsArg, PricesArg};
 
 #[derive(clap::Args)]
 pub struct ReportArgs {
@@ -26,6 +26,8 @@ pub struct ReportArgs {
     seed: BootstrapSeedArg,
     #[command(flatten)]
     golds: GoldsArg,
+    #[command(flatten)]
+    prices: PricesArg,
 }
 
 pub fn run(args: ReportArgs) -> anyhow::Result<ExitCode> {
@@ -35,6 +37,7 @@ pub fn run(args: ReportArgs) -> anyhow::Result<ExitCode> {
         out: args.out,
         seed: args.seed.seed,
         golds: args.golds.golds(),
+        prices: args.prices.read()?,
     })?;
     let questions = output::counted(written.questions, "question", "questions");
     let size = if written.bytes < 1_000_000 {

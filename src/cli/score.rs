@@ -16,14 +16,21 @@ pub struct ScoreArgs {
     predictions: Vec<PathBuf>,
     /// The gold question file.
     gold: PathBuf,
-    /// Print `{"n", "em", "f1", "prec", "recall", "missing", "errors", "incomplete"}` (and
-    /// `accuracy` for FEVER, `missing_shards` for shards).
+    /// Print `{"n", "em", "f1", "prec", "recall", "missing", "errors", "incomplete",
+    /// "tokens_recorded"}` (and `accuracy` for FEVER, `missing_shards` for shards, `tokens` and
+    /// with `--prices` `cost` for `eval` results).
     #[arg(long)]
     json: bool,
+    #[command(flatten)]
+    prices: super::options::PricesArg,
 }
 
 pub fn run(args: ScoreArgs) -> anyhow::Result<ExitCode> {
-    let report = crate::analysis::score::score_evaluation(&args.predictions, &args.gold)?;
+    let prices = args.prices.read()?;
+    let mut report = crate::analysis::score::score_evaluation(&args.predictions, &args.gold)?;
+    if let Some(prices) = &prices {
+        report.price(prices);
+    }
     let mut stdout = output::stdout();
     if args.json {
         writeln!(stdout, "{}", serde_json::to_string(&report)?)?;

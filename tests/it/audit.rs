@@ -492,10 +492,11 @@ fn after() {}
 
 /// Flags several commands take, each declared by one clap field that those commands flatten, so
 /// that their name, help and default cannot drift apart: (field, flag).
-const SHARED_FLAGS: [(&str, &str); 3] = [
+const SHARED_FLAGS: [(&str, &str); 4] = [
     ("show_reasoning", "--show-reasoning"),
     ("cache_dir", "--cache-dir"),
     ("today", "--today"),
+    ("prices", "--prices"),
 ];
 
 /// The lines of `text` outside tests that declare a clap argument field named `field` (an

@@ -389,9 +389,10 @@ fn score_counts_missing_predictions_as_zero() {
     check_score(
         r#"{"answer": {"0": "yes", "1": "Chief of Protocol", "3": "yes"}}"#,
         &simplified,
-        "{\"n\":6,\"em\":0.3333333333333333,\"f1\":0.3333333333333333,\"prec\":0.3333333333333333,\"recall\":0.3333333333333333,\"missing\":3,\"errors\":0,\"incomplete\":true}\n\
+        "{\"n\":6,\"em\":0.3333333333333333,\"f1\":0.3333333333333333,\"prec\":0.3333333333333333,\"recall\":0.3333333333333333,\"missing\":3,\"errors\":0,\"incomplete\":true,\"tokens_recorded\":false}\n\
          EM 0.3333  F1 0.3333  precision 0.3333  recall 0.3333  (n = 6; incomplete: 3 missing, scored zero)\n\
-         missing        3 predictions, scored zero (e.g. `2`, `4`, `5`)\n",
+         missing        3 predictions, scored zero (e.g. `2`, `4`, `5`)\n\
+         tokens         not recorded: official predictions hold answers only (score `eval` results for tokens and cost)\n",
     );
     // A results file: runs by id; a torn last line is left out and said so, an errored run
     // answers nothing and is said beside the figure.
@@ -400,10 +401,11 @@ fn score_counts_missing_predictions_as_zero() {
          {\"id\": \"0\", \"question\": \"?\", \"steps\": [], \"answer\": null, \"stopped\": \"error\"}\n\
          {\"id\": \"1\", \"question\": \"?\", \"st",
         &simplified,
-        "{\"n\":6,\"em\":0.16666666666666666,\"f1\":0.16666666666666666,\"prec\":0.16666666666666666,\"recall\":0.16666666666666666,\"missing\":4,\"errors\":1,\"incomplete\":true}\n\
+        "{\"n\":6,\"em\":0.16666666666666666,\"f1\":0.16666666666666666,\"prec\":0.16666666666666666,\"recall\":0.16666666666666666,\"missing\":4,\"errors\":1,\"incomplete\":true,\"tokens_recorded\":true,\"tokens\":{\"runs\":2,\"runs_with_tokens\":0,\"input\":0,\"cached_input\":0,\"cache_write\":0,\"output\":0,\"reasoning\":0}}\n\
          EM 0.1667  F1 0.1667  precision 0.1667  recall 0.1667  (n = 6; incomplete: 1 error and 4 missing, scored zero)\n\
          errors         1 run ended in an error, scored zero (e.g. `0`); `eval` asks again the ones that may fix themselves, `--retry-errors` the rest\n\
-         missing        4 predictions, scored zero (e.g. `1`, `3`, `4`, `5`)\n",
+         missing        4 predictions, scored zero (e.g. `1`, `3`, `4`, `5`)\n\
+         tokens         not recorded: none of the 2 runs records usage (its model server reported none)\n",
     );
     assert!(
         notes[0].ends_with(
@@ -975,7 +977,7 @@ fn score_command_prints_the_json_object() {
     assert_eq!(output.status.code(), Some(2));
     assert_eq!(
         String::from_utf8(output.stdout).unwrap(),
-        "{\"n\":6,\"em\":0.3333333333333333,\"f1\":0.3333333333333333,\"prec\":0.3333333333333333,\"recall\":0.3333333333333333,\"missing\":4,\"errors\":0,\"incomplete\":true}\n"
+        "{\"n\":6,\"em\":0.3333333333333333,\"f1\":0.3333333333333333,\"prec\":0.3333333333333333,\"recall\":0.3333333333333333,\"missing\":4,\"errors\":0,\"incomplete\":true,\"tokens_recorded\":false}\n"
     );
 }
 
@@ -1286,6 +1288,7 @@ async fn replaying_a_results_file_gives_back_the_eval_summary() {
             profile: None,
             max_steps: None,
             docstore: None,
+            prices: None,
         };
         let mut stdout = Vec::new();
         let replayed = replay(&config, &|_, _| None, &mut stdout, &mut TracePrinter::silent()).await;

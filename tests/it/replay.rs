@@ -458,6 +458,7 @@ fn a_replay_that_ends_differently_is_reported() {
         profile: None,
         max_steps: Some(3),
         docstore: None,
+        prices: None,
     };
     let mut stdout = Vec::new();
     let summary = block_on(react_docstore::apps::replay::replay(
@@ -637,6 +638,7 @@ fn a_live_trace_writes_each_line_whole_and_a_replay_once_a_run() {
         profile: None,
         max_steps: None,
         docstore: None,
+        prices: None,
     };
     let mut stdout = Vec::new();
     let summary = block_on(react_docstore::apps::replay::replay(

@@ -1586,6 +1586,7 @@ async fn replayed(bench: &Bench, expected: &BTreeMap<(String, String), Value>, f
         profile: None,
         max_steps: None,
         docstore: None,
+        prices: None,
     };
     let mut stdout = Vec::new();
     let summary = replay(&config, &|_, _| None, &mut stdout, &mut TracePrinter::silent())

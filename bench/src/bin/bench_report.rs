@@ -82,6 +82,7 @@ fn main() -> anyhow::Result<()> {
             out: out.clone(),
             seed: DEFAULT_SEED,
             golds: compare::Golds::MustAgree,
+            prices: None,
         })?;
         println!(
             "report         {:>6.2} s  {name}: {} questions, {:.1} MB of HTML",

@@ -16,7 +16,8 @@ use serde::Serialize;
 
 use crate::analysis::attempts::ByQuestion;
 use crate::analysis::compare::{self, CompareError, Comparison, Golds, ScoredEvaluation, ScoredRun};
-use crate::analysis::summary::{Outcome, Scores, Summary, SummaryContext};
+use crate::analysis::prices::PriceList;
+use crate::analysis::summary::{Outcome, Scores, Spend, Spent, Summary, SummaryContext};
 use crate::base::fsutil::atomic_write;
 use crate::record::questions::{QuestionFile, QuestionFileError};
 
@@ -30,6 +31,8 @@ pub struct ReportConfig {
     pub seed: u64,
     /// Whether compared files may score a question against different golds.
     pub golds: Golds,
+    /// `--prices`: each file's cost, and each comparison's sides'.
+    pub prices: Option<PriceList>,
 }
 
 #[derive(Debug, thiserror::Error)]
@@ -71,6 +74,8 @@ pub(crate) struct FileView {
     pub method: String,
     /// What the file's several attempts a question were, when it made several.
     pub attempts: Option<AttemptsView>,
+    /// What every run of the file spent (each attempt of a question too), priced with `--prices`.
+    pub spend: Spend,
 }
 
 /// A file of several attempts a question (`--trials`, `--epochs`) as the summary names it.
@@ -156,7 +161,11 @@ fn render(config: &ReportConfig) -> Result<(String, usize, Vec<String>), ReportE
     let mut comparisons = Vec::new();
     if let Some((first, others)) = scored_files.split_first() {
         for other in others {
-            comparisons.push(compare::compare(first, other, config.seed, config.golds)?);
+            let mut comparison = compare::compare(first, other, config.seed, config.golds)?;
+            if let Some(prices) = &config.prices {
+                comparison.price(prices);
+            }
+            comparisons.push(comparison);
         }
     }
     let data = page_data(&scored_files, &comparisons, kinds.as_ref());
@@ -164,7 +173,7 @@ fn render(config: &ReportConfig) -> Result<(String, usize, Vec<String>), ReportE
     let data_json = embed_json(&data);
     let files = scored_files
         .into_iter()
-        .map(|scored| file_view(scored, kinds.as_ref()))
+        .map(|scored| file_view(scored, kinds.as_ref(), config.prices.as_ref()))
         .collect();
     let report = Report {
         files,
@@ -188,7 +197,7 @@ fn question_kinds(path: &Path) -> Result<Kinds, QuestionFileError> {
         .collect())
 }
 
-fn file_view(scored: ScoredEvaluation, kinds: Option<&Kinds>) -> FileView {
+fn file_view(scored: ScoredEvaluation, kinds: Option<&Kinds>, prices: Option<&PriceList>) -> FileView {
     let kind_of = |run: &ScoredRun| kinds.and_then(|kinds| kinds.get(run.id()));
     let outcomes: Vec<Outcome> = scored
         .runs
@@ -241,7 +250,18 @@ fn file_view(scored: ScoredEvaluation, kinds: Option<&Kinds>) -> FileView {
         }
     };
     let attempts = attempts_view(&scored);
+    // Every line of the file: each attempt of a question was paid for.
+    let lines = if scored.attempts.is_empty() {
+        &scored.runs
+    } else {
+        &scored.attempts
+    };
+    let mut spend = Spend::of(lines.iter().map(|run| Spent::of_run(run.run())));
+    if let Some(prices) = prices {
+        spend.price(prices);
+    }
     FileView {
+        spend,
         attempts,
         model: distinct(&|run| run.run().model.clone()),
         api: distinct(&|run| run.run().api.map(|api| api.as_str().to_owned())),

@@ -6,6 +6,7 @@ use maud::{DOCTYPE, Markup, PreEscaped, html};
 
 use crate::analysis::attempts::{AttemptScore, AttemptsSummary};
 use crate::analysis::compare::{Comparison, Difference};
+use crate::analysis::prices::Tokens;
 use crate::analysis::report::charts::{BarChart, Layout, Series, Unit, XAxis, histogram, share_bins};
 use crate::analysis::report::{AttemptsView, FileView, Report};
 use crate::analysis::summary::Scores;
@@ -270,6 +271,7 @@ fn summary_table(files: &[FileView]) -> Markup {
                     }
                 }
             }
+            (spend_rows(files))
             @if files.iter().any(|file| file.attempts.as_ref().is_some_and(|attempts| attempts.reflect.is_some())) {
                 tr {
                     th { "between trials (" code { "--reflect" } ")" }
@@ -283,6 +285,63 @@ fn summary_table(files: &[FileView]) -> Markup {
             tr { th { "profile" } @for file in files { td { (file.profile) } } }
             tr { th { "method" } @for file in files { td { (file.method) } } }
             tr { th { "docstore (snapshot)" } @for file in files { td { (file.docstore) } } }
+        }
+    }
+}
+
+/// The tokens of each file by kind, in all and a run, and with `--prices` its cost.
+fn spend_rows(files: &[FileView]) -> Markup {
+    const KINDS: [&str; 5] = [
+        "input tokens",
+        "of them cached",
+        "of them written to the cache",
+        "output tokens",
+        "of them reasoning",
+    ];
+    let by_kind = |tokens: &Tokens| {
+        [
+            tokens.input,
+            tokens.cached_input,
+            tokens.cache_write,
+            tokens.output,
+            tokens.reasoning,
+        ]
+    };
+    html! {
+        @for (kind, name) in KINDS.iter().enumerate() {
+            tr {
+                th { (name) " (in all; a run)" }
+                @for file in files {
+                    @let totals = &file.spend.tokens;
+                    td {
+                        @if totals.runs_with_tokens == 0 {
+                            span title="its model server did not report usage" { "not recorded" }
+                        } @else {
+                            @let count = by_kind(&totals.tokens)[kind];
+                            (count)
+                            br; span.sub { (format!("{:.0}", count as f64 / totals.runs.max(1) as f64)) " a run" }
+                        }
+                    }
+                }
+            }
+        }
+        @if files.iter().any(|file| file.spend.cost.is_some()) {
+            tr {
+                th { "cost (" code { "--prices" } ")" }
+                @for file in files {
+                    td {
+                        @if let Some(cost) = &file.spend.cost {
+                            @if cost.priced > 0 {
+                                (cost.total)
+                                br; span.sub { (format!("${:.6} a run, over {}", cost.per_run, crate::base::output::counted(cost.priced, "run", "runs"))) }
+                            }
+                            @if !cost.unpriced_models.is_empty() {
+                                br; span.sub.error { "no price for " (cost.unpriced_models.join(", ")) }
+                            }
+                        }
+                    }
+                }
+            }
         }
     }
 }

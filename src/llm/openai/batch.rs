@@ -46,8 +46,8 @@ impl OpenAiBatches {
                 Api::Chat | Api::Tools => "/v1/chat/completions",
                 Api::Completions => "/v1/completions",
                 Api::Responses | Api::ResponsesTools => "/v1/responses",
-                // invariant: `eval` refuses `--batch` with Anthropic's API before making a vendor
                 Api::Anthropic | Api::AnthropicTools => {
+                    // invariant: `eval` refuses `--batch` with Anthropic's API before making a vendor
                     unreachable!("OpenAI's batches take no Anthropic request")
                 }
             },
