@@ -509,3 +509,43 @@ async fn requests_no_batch_answers_end_their_questions_in_errors_that_may_fix_th
         );
     }
 }
+
+/// Anthropic's API has its own batches (Message Batches), which this version does not send:
+/// `--batch` with it is refused before any request, naming what is missing, and nothing is written.
+#[tokio::test(flavor = "multi_thread")]
+async fn batch_with_anthropics_api_is_refused_before_any_request() {
+    let requests = Arc::new(Mutex::new(0));
+    let counted = Arc::clone(&requests);
+    let app = axum::Router::new().fallback(move || async move {
+        *counted.lock().unwrap() += 1;
+        (axum::http::StatusCode::NOT_FOUND, String::new())
+    });
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let base_url = format!("http://{}/v1", listener.local_addr().unwrap());
+    tokio::spawn(async move { axum::serve(listener, app).await.unwrap() });
+    let dir = tempfile::tempdir().unwrap();
+    let results = dir.path().join("anthropic.jsonl");
+    let mut command = binary();
+    command.arg("eval").arg(fixture(QUESTIONS));
+    command.args(["--limit", "2", "--docstore", "distractor", "--method", "standard"]);
+    command.args([
+        "--model",
+        "m",
+        "--api",
+        "anthropic",
+        "--api-key",
+        "k",
+        "--base-url",
+        &base_url,
+    ]);
+    command.arg("--out").arg(&results).arg("--batch");
+    let output = tokio::task::block_in_place(|| command.output().unwrap());
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert_eq!(output.status.code(), Some(2), "{stderr}");
+    assert!(
+        stderr.contains("--api anthropic") && stderr.contains("Message Batches"),
+        "{stderr}"
+    );
+    assert_eq!(*requests.lock().unwrap(), 0, "{stderr}");
+    assert!(!results.exists(), "{stderr}");
+}
