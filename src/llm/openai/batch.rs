@@ -65,6 +65,15 @@ impl OpenAiBatches {
         }
     }
 
+    /// The batch `id` as the vendor describes it now.
+    async fn batch(&self, id: &str) -> Result<Batch, VendorError> {
+        let path = format!("batches/{id}");
+        let answer = self
+            .call(reqwest::Method::GET, &path, Body::None, MAX_META_BYTES)
+            .await?;
+        self.read("a batch", &answer)
+    }
+
     fn url(&self, path: &str) -> String {
         format!("{}/{path}", self.base_url)
     }
@@ -400,15 +409,7 @@ impl BatchVendor for OpenAiBatches {
 
     fn status<'a>(&'a self, batch: &'a str) -> BoxFuture<'a, Result<BatchStatus, VendorError>> {
         Box::pin(async move {
-            let answer = self
-                .call(
-                    reqwest::Method::GET,
-                    &format!("batches/{batch}"),
-                    Body::None,
-                    MAX_META_BYTES,
-                )
-                .await?;
-            let read: Batch = self.read("a batch", &answer)?;
+            let read = self.batch(batch).await?;
             let counts = read.request_counts.unwrap_or_default();
             Ok(BatchStatus {
                 ended: matches!(
@@ -429,15 +430,7 @@ impl BatchVendor for OpenAiBatches {
         limit: usize,
     ) -> BoxFuture<'a, Result<HashMap<String, ItemResult>, VendorError>> {
         Box::pin(async move {
-            let answer = self
-                .call(
-                    reqwest::Method::GET,
-                    &format!("batches/{batch}"),
-                    Body::None,
-                    MAX_META_BYTES,
-                )
-                .await?;
-            let read: Batch = self.read("a batch", &answer)?;
+            let read = self.batch(batch).await?;
             let mut results = HashMap::new();
             // Errors first: a request in both files is answered by its output line.
             for file in [read.error_file_id, read.output_file_id].into_iter().flatten() {
