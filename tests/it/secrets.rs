@@ -483,6 +483,15 @@ fn cases(world: &World) -> Vec<Case> {
                 ))),
             )
         },
+        // OpenAI's Responses API: a refusal quoting every credential back, on both of its APIs.
+        case(
+            "ask, responses API refused (401)",
+            with_question(agent("ask", "refuse401", &["--api", "responses"])),
+        ),
+        case(
+            "ask, responses-tools API refused (400), --json",
+            with_question(agent("ask", "refuse400", &["--api", "responses-tools", "--json"])),
+        ),
         case(
             "ask, anthropic-tools API refused (400)",
             with_question(agent("ask", "refuse400", &["--api", "anthropic-tools"])),
