@@ -40,12 +40,15 @@ fn explore(dir: &Path) -> Command {
 
 /// A user other than this process's, when it can switch to one: `nobody`, by `runuser` or
 /// `setpriv` (root only). `None` with the reason when it cannot.
-fn as_nobody(command: &Command) -> Result<Command, &'static str> {
+///
+/// The program runs from `shared`, a directory every user may enter: where the build put it
+/// (root's `~/.cache`, say) another user may not reach.
+fn as_nobody(command: &Command, shared: &Path) -> Result<Command, &'static str> {
     let root = std::fs::metadata("/proc/self").is_ok_and(|proc| proc.uid() == 0);
     if !root {
         return Err("not root: cannot switch to another user");
     }
-    let program = command.get_program().to_owned();
+    let program = reachable_copy(Path::new(command.get_program()), shared);
     let args: Vec<_> = command.get_args().map(|arg| arg.to_owned()).collect();
     let envs: Vec<_> = command
         .get_envs()
@@ -70,6 +73,17 @@ fn as_nobody(command: &Command) -> Result<Command, &'static str> {
         };
     }
     Ok(wrapped)
+}
+
+/// `program` in `shared` (linked where one file system holds both, else copied), runnable by
+/// every user.
+fn reachable_copy(program: &Path, shared: &Path) -> PathBuf {
+    let copy = shared.join(program.file_name().unwrap());
+    if !copy.exists() && std::fs::hard_link(program, &copy).is_err() {
+        std::fs::copy(program, &copy).unwrap();
+    }
+    std::fs::set_permissions(&copy, std::fs::Permissions::from_mode(0o755)).unwrap();
+    copy
 }
 
 #[track_caller]
@@ -154,10 +168,11 @@ fn another_user_and_twenty_processes_at_once_open_a_read_only_copy() {
     let copy = read_only_copy(&index, dir.path(), "read-only");
     let before = listing(&copy);
     // Root ignores permission bits: the copy is read-only for `nobody` (or any user but root).
-    if let Err(why) = as_nobody(&explore(&copy)) {
+    let shared = dir.path();
+    if let Err(why) = as_nobody(&explore(&copy), shared) {
         eprintln!("the processes run as this user, not root, for whom the copy is read-only: {why}");
     }
-    let command = |dir: &Path| as_nobody(&explore(dir)).unwrap_or_else(|_| explore(dir));
+    let command = |dir: &Path| as_nobody(&explore(dir), shared).unwrap_or_else(|_| explore(dir));
     let children: Vec<_> = (0..20)
         .map(|_| {
             command(&copy)
@@ -173,7 +188,7 @@ fn another_user_and_twenty_processes_at_once_open_a_read_only_copy() {
     assert_eq!(listing(&copy), before, "the read-only copy changed");
 
     // The original, which only its builder may write, for another user.
-    match as_nobody(&explore(&index)) {
+    match as_nobody(&explore(&index), shared) {
         Ok(mut command) => assert_found(&command.output().unwrap(), "nobody"),
         Err(why) => eprintln!("skipped: another user opening the index: {why}"),
     }
@@ -209,9 +224,9 @@ fn an_index_on_a_read_only_mount_opens() {
 /// Makes `file` of a shared index readable by its owner only, then checks that another user
 /// opening the index is told which file and how its owner shares it.
 fn another_user_is_told_who_can_share(file: &str) {
-    let (_dir, index) = shared_index();
+    let (dir, index) = shared_index();
     std::fs::set_permissions(index.join(file), std::fs::Permissions::from_mode(0o600)).unwrap();
-    let mut command = match as_nobody(&explore(&index)) {
+    let mut command = match as_nobody(&explore(&index), dir.path()) {
         Ok(command) => command,
         Err(why) => {
             eprintln!("skipped: another user opening the index: {why}");
