@@ -260,10 +260,16 @@ pub struct ModelArgs {
     /// Anthropic's thinking blocks).
     #[arg(long)]
     pub no_reasoning_echo: bool,
-    /// Send no prompt-cache breakpoints (`--api anthropic`: by default the few-shot prompt is
-    /// marked `cache_control`, so later steps and questions read it from Anthropic's cache).
-    #[arg(long)]
+    /// Ask for no prompt caching: no `cache_control` breakpoints (`--api anthropic`: by default
+    /// the few-shot prompt is marked, so later steps and questions read it from Anthropic's
+    /// cache) and no `prompt_cache_key` (sent by default to api.openai.com).
+    #[arg(long, conflicts_with = "prompt_cache_key")]
     pub no_prompt_cache: bool,
+    /// The `prompt_cache_key` of every request (`--api chat`, `tools`, `responses`,
+    /// `responses-tools`): the requests that share it are routed to one OpenAI prompt cache
+    /// [default, api.openai.com only: a digest of the model and the few-shot prompt].
+    #[arg(long, value_name = "KEY")]
+    pub prompt_cache_key: Option<String>,
 }
 
 impl ModelArgs {
@@ -294,6 +300,7 @@ impl ModelArgs {
             } else {
                 PromptCache::Breakpoints
             },
+            prompt_cache_key: self.prompt_cache_key.clone(),
         };
         Ok(OpenAiClient::from_settings(settings)?)
     }

@@ -492,3 +492,114 @@ async fn a_reply_cut_inside_its_reasoning_stops_the_run_at_the_token_cap() {
     );
     assert_eq!(run["usage"]["cache_write_tokens"], 2006, "{run:#}");
 }
+
+/// The fields of a Responses text request, sorted.
+fn fields(body: &Value) -> Vec<&str> {
+    let mut fields: Vec<&str> = body.as_object().unwrap().keys().map(String::as_str).collect();
+    fields.sort_unstable();
+    fields
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_prompt_cache_key_goes_on_every_request_and_leaves_the_reply_cache_key_alone() {
+    let server = serve_posts(TextModel {
+        refuses_temperature: false,
+    })
+    .await;
+    let dir = tempfile::tempdir().unwrap();
+    let questions = questions(dir.path());
+    let cache = dir.path().join("replies");
+    let cache_arg = format!("--cache={}", cache.display());
+    let keyed = dir.path().join("keyed.jsonl");
+    let args = [
+        "--api",
+        "responses",
+        "--limit",
+        "2",
+        "--prompt-cache-key",
+        "hotpot-run-7",
+        &cache_arg,
+    ];
+    crate::assert_exit_0(&eval(&questions, &keyed, &server.uri(), &args));
+    let bodies = request_bodies(&server).await;
+    assert_eq!(bodies.len(), 4, "two steps a question");
+    for body in &bodies {
+        assert_eq!(
+            fields(body),
+            [
+                "include",
+                "input",
+                "instructions",
+                "max_output_tokens",
+                "model",
+                "prompt_cache_key",
+                "store",
+                "temperature"
+            ]
+        );
+        assert_eq!(body["prompt_cache_key"], "hotpot-run-7");
+        assert_eq!(body["model"], "gpt-5");
+        assert_eq!(body["store"], false);
+        assert_eq!(body["include"], json!(["reasoning.encrypted_content"]));
+        assert_eq!(body["max_output_tokens"], 256);
+        assert_eq!(body["temperature"], 0.0);
+        assert!(body["instructions"].is_string() && body["input"].is_string());
+    }
+
+    // The key routes a request and cannot change its answer: the same requests without it are
+    // the replies cached with it, and the server is asked nothing.
+    let unkeyed = dir.path().join("unkeyed.jsonl");
+    let args = ["--api", "responses", "--limit", "2", &cache_arg];
+    crate::assert_exit_0(&eval(&questions, &unkeyed, &server.uri(), &args));
+    assert_eq!(
+        request_bodies(&server).await.len(),
+        4,
+        "every reply from the cache"
+    );
+    assert_eq!(answers(&runs(&unkeyed)), answers(&runs(&keyed)));
+
+    // Unasked, only OpenAI's own endpoint gets one: this server is not it.
+    let plain = dir.path().join("plain.jsonl");
+    let args = ["--api", "responses", "--limit", "1"];
+    crate::assert_exit_0(&eval(&questions, &plain, &server.uri(), &args));
+    let bodies = request_bodies(&server).await;
+    assert_eq!(bodies.len(), 6);
+    assert!(
+        bodies[4..]
+            .iter()
+            .all(|body| body.get("prompt_cache_key").is_none())
+    );
+}
+
+#[test]
+fn a_prompt_cache_key_is_refused_where_it_cannot_go() {
+    let dir = tempfile::tempdir().unwrap();
+    let questions = questions(dir.path());
+    let out = dir.path().join("out.jsonl");
+    let refused = [
+        (
+            vec!["--api", "completions", "--prompt-cache-key", "k"],
+            "`--prompt-cache-key`: `--api completions` has no `prompt_cache_key`",
+        ),
+        (
+            vec!["--api", "anthropic", "--prompt-cache-key", "k"],
+            "`--api anthropic` has no `prompt_cache_key`",
+        ),
+        (
+            vec!["--prompt-cache-key", "k", "--no-prompt-cache"],
+            "cannot be used with",
+        ),
+        (
+            vec!["--prompt-cache-key", "  "],
+            "`--prompt-cache-key`: the key must be 1 to 64 characters, not 2 of blanks",
+        ),
+    ];
+    for (args, expected) in refused {
+        // Nothing listens there: the flags are refused before any request.
+        let server = format!("http://127.0.0.1:{}", crate::refused_port());
+        let output = eval(&questions, &out, &server, &args);
+        let stderr = String::from_utf8_lossy(&output.stderr);
+        assert_eq!(output.status.code(), Some(2), "{args:?}: {stderr}");
+        assert!(stderr.contains(expected), "{args:?}: {stderr}");
+    }
+}

@@ -133,6 +133,20 @@ impl Api {
         matches!(self, Api::Anthropic | Api::AnthropicTools)
     }
 
+    /// Whether this is OpenAI's Responses API.
+    pub fn is_responses(self) -> bool {
+        matches!(self, Api::Responses | Api::ResponsesTools)
+    }
+
+    /// Whether OpenAI documents a `prompt_cache_key` for this API's requests (Chat Completions
+    /// and Responses).
+    pub fn takes_prompt_cache_key(self) -> bool {
+        matches!(
+            self,
+            Api::Chat | Api::Tools | Api::Responses | Api::ResponsesTools
+        )
+    }
+
     fn path(self) -> &'static str {
         match self {
             Api::Chat | Api::Tools => "chat/completions",
@@ -196,20 +210,34 @@ pub struct OpenAiConfig {
     pub max_response_bytes: usize,
     /// Whether an assistant turn of `--api tools` goes back with its reasoning.
     pub reasoning_echo: ReasoningEcho,
-    /// Whether requests ask the server to cache their shared prefix (Anthropic's breakpoints).
+    /// Whether requests ask the server to cache their shared prefix (Anthropic's breakpoints,
+    /// OpenAI's `prompt_cache_key`).
     pub prompt_cache: PromptCache,
+    /// `--prompt-cache-key`: the `prompt_cache_key` every OpenAI chat and Responses request
+    /// carries, instead of the one derived from what it shares with the others
+    /// ([`OpenAiClient::prompt_cache_key`]).
+    pub prompt_cache_key: Option<String>,
 }
 
-/// Whether requests mark the prefix they share with later ones for the server's prompt cache
-/// (Anthropic's `cache_control` breakpoints; other APIs cache prefixes unasked).
+/// Whether requests mark the prefix they share with later ones for the server's prompt cache:
+/// Anthropic's `cache_control` breakpoints, and OpenAI's `prompt_cache_key`, which routes the
+/// requests that share a prefix to one cache (other servers cache prefixes unasked).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
 pub enum PromptCache {
-    /// Breakpoints after the few-shot prompt (or the system prompt and the conversation so far).
+    /// Breakpoints after the few-shot prompt (or the system prompt and the conversation so far);
+    /// a `prompt_cache_key` on requests to OpenAI's own endpoint.
     #[default]
     Breakpoints,
     /// None (`--no-prompt-cache`).
     Off,
 }
+
+/// The host whose chat and Responses endpoints get a `prompt_cache_key` unasked: other servers
+/// may refuse a field they do not know.
+pub const PROMPT_CACHE_KEY_HOST: &str = "api.openai.com";
+
+/// The longest `prompt_cache_key` taken (OpenAI's limit is 64 characters).
+pub const MAX_PROMPT_CACHE_KEY_CHARS: usize = 64;
 
 impl OpenAiConfig {
     /// The defaults: OpenAI's endpoint, the chat API, temperature 0, [`DEFAULT_MAX_TOKENS`].
@@ -227,6 +255,7 @@ impl OpenAiConfig {
             max_response_bytes: DEFAULT_MAX_RESPONSE_BYTES,
             reasoning_echo: ReasoningEcho::Send,
             prompt_cache: PromptCache::Breakpoints,
+            prompt_cache_key: None,
         }
     }
 }
@@ -247,6 +276,8 @@ pub struct ModelSettings {
     pub reasoning_echo: ReasoningEcho,
     /// `--no-prompt-cache` gives [`PromptCache::Off`].
     pub prompt_cache: PromptCache,
+    /// `--prompt-cache-key KEY`.
+    pub prompt_cache_key: Option<String>,
 }
 
 const HOW_TO_CONFIGURE: &str = "configure one of:
@@ -275,6 +306,8 @@ pub enum ModelConfigError {
     BaseUrl { base_url: String },
     #[error("invalid model option `{option}`: expected `key=value`")]
     Option { option: String },
+    #[error("`--prompt-cache-key`: {why}")]
+    PromptCacheKey { why: String },
 }
 
 impl ModelSettings {
@@ -326,11 +359,42 @@ impl ModelSettings {
         }
         config.reasoning_echo = self.reasoning_echo;
         config.prompt_cache = self.prompt_cache;
+        config.prompt_cache_key = self.prompt_cache_key.map(checked_prompt_cache_key).transpose()?;
+        if config.prompt_cache_key.is_some() {
+            if !config.api.takes_prompt_cache_key() {
+                return Err(ModelConfigError::PromptCacheKey {
+                    why: format!(
+                        "`--api {}` has no `prompt_cache_key` (it is OpenAI's, for `chat`, `tools`, `responses` and `responses-tools`)",
+                        config.api
+                    ),
+                });
+            }
+            if config.prompt_cache == PromptCache::Off {
+                return Err(ModelConfigError::PromptCacheKey {
+                    why: "`--no-prompt-cache` sends none".to_owned(),
+                });
+            }
+        }
         if config.api.is_anthropic() {
             anthropic::check(&config)?;
         }
         Ok(config)
     }
+}
+
+/// A `--prompt-cache-key` as given, when it is one: not blank, at most
+/// [`MAX_PROMPT_CACHE_KEY_CHARS`] characters.
+fn checked_prompt_cache_key(key: String) -> Result<String, ModelConfigError> {
+    let chars = key.chars().count();
+    if key.trim().is_empty() || chars > MAX_PROMPT_CACHE_KEY_CHARS {
+        return Err(ModelConfigError::PromptCacheKey {
+            why: format!(
+                "the key must be 1 to {MAX_PROMPT_CACHE_KEY_CHARS} characters, not {chars}{}",
+                if key.trim().is_empty() { " of blanks" } else { "" }
+            ),
+        });
+    }
+    Ok(key)
 }
 
 /// Reads `key=value`: `temperature=0.2` → a number, `seed=7` → a number, `top_k=null` → null,
@@ -555,6 +619,54 @@ impl OpenAiClient {
         self.http.is_built()
     }
 
+    /// The `prompt_cache_key` of a request that shares `shared` (the few-shot prompt; a
+    /// conversation's system prompt and functions) with the run's other requests:
+    /// `--prompt-cache-key`, else — on OpenAI's own endpoint only ([`PROMPT_CACHE_KEY_HOST`]),
+    /// since another server may refuse a field it does not know — `react-docstore-` and 32 hex
+    /// digits of the SHA-256 of the model and `shared`, so that every question's requests are
+    /// routed to one cache; none with `--no-prompt-cache`, through an API that has no such field,
+    /// or when nothing is shared. It routes a request and cannot change its answer: it goes on the
+    /// body as sent, never on the body the reply cache keys ([`Self::exchange`]).
+    fn prompt_cache_key(&self, shared: &[&str]) -> Option<String> {
+        if self.config.prompt_cache == PromptCache::Off || !self.config.api.takes_prompt_cache_key() {
+            return None;
+        }
+        if let Some(key) = &self.config.prompt_cache_key {
+            return Some(key.clone());
+        }
+        if self.url.host_str() != Some(PROMPT_CACHE_KEY_HOST) || shared.iter().all(|part| part.is_empty()) {
+            return None;
+        }
+        let mut hashed = self.config.model.clone();
+        for part in shared {
+            hashed.push('\0');
+            hashed.push_str(part);
+        }
+        let hex = crate::base::digest::file_key(hashed.as_bytes());
+        Some(format!("react-docstore-{}", &hex[..32]))
+    }
+
+    /// The `prompt_cache_key` of a text request: its few-shot prompt is what it shares.
+    fn text_cache_key(&self, prompt: &str, shared_prefix: usize) -> Option<String> {
+        self.prompt_cache_key(&[prompt.get(..shared_prefix).unwrap_or("")])
+    }
+
+    /// The `prompt_cache_key` of a tool-calling turn: its system prompt and its functions are
+    /// what it shares.
+    fn converse_cache_key(&self, request: &ConverseRequest<'_>) -> Option<String> {
+        let functions = serde_json::to_string(request.functions).unwrap_or_default();
+        let mut shared: Vec<&str> = request
+            .messages
+            .iter()
+            .filter_map(|message| match message {
+                super::Message::System(text) => Some(text.as_str()),
+                _ => None,
+            })
+            .collect();
+        shared.push(&functions);
+        self.prompt_cache_key(&shared)
+    }
+
     /// The request body for `request`, leaving out what `leave` says the server refused.
     fn body(&self, request: &LlmRequest<'_>, leave: Leave) -> Value {
         if self.config.api.is_anthropic() {
@@ -749,16 +861,28 @@ impl OpenAiClient {
     /// With a cache, the call is named by the request as asked (`build(Leave::NOTHING)`), never
     /// by what the server made it leave out: a cold run, a warm run and a run that has or has not
     /// yet learned of a refusal count the same requests, so the k-th one of an attempt is the
-    /// same entry in each, and a request no server refused keys as it always did.
+    /// same entry in each, and a request no server refused keys as it always did. The
+    /// `prompt_cache_key` ([`Self::prompt_cache_key`]) goes on the body as sent, not as asked: it
+    /// routes the request and cannot change its answer, so a reply cached with it and without it
+    /// is one entry.
     async fn exchange(
         &self,
         build: impl Fn(Leave) -> Value,
         stop: &[String],
         sends: Sends,
+        prompt_cache_key: Option<String>,
     ) -> Result<Exchanged, LlmError> {
         super::requests::counting();
+        let sent = |leave: Leave| {
+            let mut body = build(leave);
+            if let (Some(key), Value::Object(fields)) = (&prompt_cache_key, &mut body) {
+                // A `--llm-option prompt_cache_key=...` stands.
+                fields.entry("prompt_cache_key").or_insert_with(|| json!(key));
+            }
+            body
+        };
         let mut adaptations = 0;
-        let mut body = build(self.refused.now());
+        let mut body = sent(self.refused.now());
         let mut keep_under = None;
         if let Some(cache) = &self.cache {
             let asked = build(Leave::NOTHING);
@@ -786,7 +910,7 @@ impl OpenAiClient {
                 && adaptations < MAX_ADAPTATIONS
                 && self.adapt_to_refusal(answer, stop)
             {
-                let adapted = build(self.refused.now());
+                let adapted = sent(self.refused.now());
                 if adapted != body {
                     adaptations += 1;
                     body = adapted;
@@ -945,7 +1069,8 @@ impl OpenAiClient {
             }
             body
         };
-        let exchanged = self.exchange(build, request.stop, Sends::Text).await?;
+        let key = self.text_cache_key(request.prompt, request.shared_prefix);
+        let exchanged = self.exchange(build, request.stop, Sends::Text, key).await?;
         let (choices, usage) = self.choices(&exchanged.bytes)?;
         if choices.is_empty() {
             return Err(LlmError::NoChoices {
@@ -970,7 +1095,12 @@ impl OpenAiClient {
 
     async fn complete_request(&self, request: LlmRequest<'_>) -> Result<Completion, LlmError> {
         let exchanged = self
-            .exchange(|leave| self.body(&request, leave), request.stop, Sends::Text)
+            .exchange(
+                |leave| self.body(&request, leave),
+                request.stop,
+                Sends::Text,
+                self.text_cache_key(request.prompt, request.shared_prefix),
+            )
             .await?;
         let (choice, usage) = self.first_choice(&exchanged.bytes)?;
         self.keep(exchanged);
@@ -988,7 +1118,12 @@ impl OpenAiClient {
 
     async fn converse_request(&self, request: ConverseRequest<'_>) -> Result<Reply, LlmError> {
         let exchanged = self
-            .exchange(|leave| self.converse_body(&request, leave), &[], Sends::Tools)
+            .exchange(
+                |leave| self.converse_body(&request, leave),
+                &[],
+                Sends::Tools,
+                self.converse_cache_key(&request),
+            )
             .await?;
         let (mut message, ending, usage) = if self.config.api == Api::ResponsesTools {
             let read = self.read_response(&exchanged.bytes)?;
@@ -1262,6 +1397,53 @@ mod tests {
             ..ModelSettings::default()
         };
         assert!(matches!(ftp.into_config(), Err(ModelConfigError::BaseUrl { .. })));
+    }
+
+    #[test]
+    fn a_prompt_cache_key_is_derived_from_what_requests_share_on_openais_endpoint_only() {
+        let client = |api: Api, base_url: &str, cache: PromptCache| {
+            let mut config = OpenAiConfig::new("gpt-5");
+            config.api = api;
+            config.base_url = base_url.to_owned();
+            config.prompt_cache = cache;
+            OpenAiClient::new(config).unwrap()
+        };
+        let openai = "https://api.openai.com/v1";
+        let on = PromptCache::Breakpoints;
+        let chat = client(Api::Chat, openai, on);
+        let key = chat.text_cache_key("EXAMPLES\nQuestion: a", 9).unwrap();
+        assert!(key.starts_with("react-docstore-") && key.len() == 47, "{key}");
+        assert!(key.len() <= MAX_PROMPT_CACHE_KEY_CHARS);
+        // Every question of the run shares the few-shot prompt, and so the key.
+        assert_eq!(chat.text_cache_key("EXAMPLES\nQuestion: b", 9), Some(key.clone()));
+        assert_ne!(chat.text_cache_key("OTHER EX\nQuestion: a", 9), Some(key.clone()));
+        // Another model is another cache; the Responses API keys as chat does.
+        let mut other = OpenAiConfig::new("gpt-5-mini");
+        other.base_url = openai.to_owned();
+        let other = OpenAiClient::new(other).unwrap();
+        assert_ne!(
+            other.text_cache_key("EXAMPLES\nQuestion: a", 9),
+            Some(key.clone())
+        );
+        let responses = client(Api::Responses, openai, on);
+        assert_eq!(responses.text_cache_key("EXAMPLES\nQuestion: a", 9), Some(key));
+        // Nothing shared, another server, an API with no such field, `--no-prompt-cache`: none.
+        assert_eq!(chat.text_cache_key("Question: a", 0), None);
+        for none in [
+            client(Api::Chat, "http://localhost:8000/v1", on),
+            client(Api::Completions, openai, on),
+            client(Api::Anthropic, openai, on),
+            client(Api::Chat, openai, PromptCache::Off),
+        ] {
+            assert_eq!(none.text_cache_key("EXAMPLES\nQuestion: a", 9), None);
+        }
+        // `--prompt-cache-key` on any server of an API that has the field.
+        let mut config = OpenAiConfig::new("m");
+        config.base_url = "http://localhost:8000/v1".to_owned();
+        config.api = Api::Tools;
+        config.prompt_cache_key = Some("mine".to_owned());
+        let tools = OpenAiClient::new(config).unwrap();
+        assert_eq!(tools.text_cache_key("q", 0).as_deref(), Some("mine"));
     }
 
     #[test]
