@@ -38,6 +38,8 @@ pub struct Outcome {
     pub model: Option<String>,
     /// Whether a vendor's batch API answered the run (`eval --batch`): priced at half.
     pub batched: bool,
+    /// What its steps wrote past their stop sequences ([`Run::past_stop`]).
+    pub past_stop: Option<crate::llm::PastStop>,
 }
 
 impl Outcome {
@@ -64,6 +66,7 @@ impl Outcome {
             cache: run.cache.clone(),
             model: run.model.clone(),
             batched: !run.batch.is_empty(),
+            past_stop: run.past_stop(),
         }
     }
 }
@@ -271,6 +274,11 @@ pub struct PerQuestion {
     #[serde(skip_serializing_if = "Option::is_none")]
     pub cache_write_tokens: Option<f64>,
     pub completion_tokens: f64,
+    /// Of `completion_tokens`, those the model wrote past a step's stop sequence, which the
+    /// client cut off (a server with no `stop`: the Responses API): an **estimate**, from the
+    /// characters cut ([`crate::llm::PastStop`]). Absent when no run cut any.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub past_stop_tokens_estimated: Option<f64>,
 }
 
 /// The evaluation's result, printed on stdout (`--json`: this object).
@@ -641,8 +649,10 @@ impl Summary {
         let mut total = Usage::default();
         let mut n_steps = 0;
         let mut n_recording_requests = 0;
+        let mut past_stop = None;
         for outcome in outcomes {
             total.add(&outcome.usage);
+            past_stop = crate::llm::PastStop::sum(past_stop, outcome.past_stop);
             n_steps += outcome.n_steps;
             n_recording_requests += usize::from(outcome.usage.requests.is_some());
         }
@@ -686,6 +696,7 @@ impl Summary {
                 cached_tokens: (total.cached_tokens > 0).then(|| mean(total.cached_tokens)),
                 cache_write_tokens: (total.cache_write_tokens > 0).then(|| mean(total.cache_write_tokens)),
                 completion_tokens: mean(total.completion_tokens),
+                past_stop_tokens_estimated: past_stop.map(|past| mean(past.tokens_estimated)),
             },
             selected: context.selected,
             done: outcomes.len(),
@@ -792,9 +803,12 @@ impl Summary {
                 written.unwrap_or(0.0)
             ),
         };
+        let past_stop = per.past_stop_tokens_estimated.map_or_else(String::new, |tokens| {
+            format!(" ({tokens:.0} of them past the stop sequence, est.)")
+        });
         writeln!(
             out,
-            "per question   {:.2} steps, {:.2} LLM calls{requests}, {:.2} fallback calls, {:.2} invalid actions, {:.0} prompt tokens{prompt_cache}, {:.0} completion tokens",
+            "per question   {:.2} steps, {:.2} LLM calls{requests}, {:.2} fallback calls, {:.2} invalid actions, {:.0} prompt tokens{prompt_cache}, {:.0} completion tokens{past_stop}",
             per.steps,
             per.llm_calls,
             per.fallback_calls,

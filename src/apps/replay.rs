@@ -148,6 +148,7 @@ async fn replay_recorded(
         }
         api => ReplayLlm::new(model, recorded.completions())
             .with_reasoning(recorded.step_reasoning())
+            .with_past_stop(recorded.step_past_stop())
             .recorded_api(api),
     }
     .with_generation(recorded_generation(recorded))
@@ -252,6 +253,7 @@ async fn replay_method(
     let model = recorded.model.clone().unwrap_or_else(|| "replay".to_owned());
     let llm = ReplayLlm::new(model, recorded.completions())
         .with_reasoning(recorded.step_reasoning())
+        .with_past_stop(recorded.step_past_stop())
         .recorded_api(recorded.api)
         .with_samples(recorded.sample_requests())
         .with_sample_reasoning(recorded.sample_reasoning())

@@ -92,6 +92,53 @@ pub struct Completion {
     /// cut inside its thinking from one that ended after its thinking.
     pub ending: Ending,
     pub usage: Option<TokenUsage>,
+    /// What the model wrote past the stop sequence the client cut `text` at, when it wrote any.
+    pub past_stop: Option<PastStop>,
+}
+
+/// What a model wrote past the stop sequence its text was cut at: a server that sends no `stop`
+/// (the Responses API has none; a reasoning model that refused it over Chat Completions) writes
+/// on past the step's `Observation n:` marker, and bills it. The client cuts there itself, and a
+/// run's step records what was cut.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, serde::Serialize, serde::Deserialize)]
+pub struct PastStop {
+    /// The characters cut, the stop sequence's among them.
+    pub chars: u64,
+    /// The output tokens those characters cost, **estimated**: the reply's output tokens (less
+    /// those it spent thinking) times the share of its text's characters that were cut, rounded
+    /// (0 when the server reported no usage). No server says which tokens fell past the cut.
+    pub tokens_estimated: u64,
+}
+
+impl PastStop {
+    /// What was cut of a reply text of `kept` characters and `cut` more, whose server reported
+    /// `usage`; none when nothing was cut.
+    pub fn estimate(kept: u64, cut: u64, usage: Option<&TokenUsage>) -> Option<PastStop> {
+        if cut == 0 {
+            return None;
+        }
+        let text_tokens = usage.map_or(0, |usage| {
+            usage.completion_tokens.saturating_sub(usage.reasoning_tokens)
+        });
+        let total = u128::from(kept) + u128::from(cut);
+        // Rounded to the nearest token: (tokens × cut + total / 2) / total.
+        let estimated = (u128::from(text_tokens) * u128::from(cut) + total / 2) / total;
+        Some(PastStop {
+            chars: cut,
+            tokens_estimated: u64::try_from(estimated).unwrap_or(u64::MAX),
+        })
+    }
+
+    /// Two cuts of one step (its call and its fallback call) together; either may be none.
+    pub fn sum(first: Option<PastStop>, second: Option<PastStop>) -> Option<PastStop> {
+        match (first, second) {
+            (Some(a), Some(b)) => Some(PastStop {
+                chars: a.chars.saturating_add(b.chars),
+                tokens_estimated: a.tokens_estimated.saturating_add(b.tokens_estimated),
+            }),
+            (one, other) => one.or(other),
+        }
+    }
 }
 
 /// What one call cost, in one shape whatever the API reported it in

@@ -6,8 +6,8 @@ use std::sync::Mutex;
 use futures::future::BoxFuture;
 
 use super::{
-    Api, Completion, ConverseRequest, Ending, Generation, Llm, LlmError, LlmRequest, Reply, ReplyMessage,
-    SampleRequest, Samples,
+    Api, Completion, ConverseRequest, Ending, Generation, Llm, LlmError, LlmRequest, PastStop, Reply,
+    ReplyMessage, SampleRequest, Samples,
 };
 
 /// Serves `completions[step - 1][k]` (or `replies[step - 1][k]`) for the `k`-th call of a step,
@@ -26,6 +26,8 @@ pub struct ReplayLlm {
     sample_requests: Mutex<usize>,
     /// Each step's recorded reasoning, served with the step's first completion.
     reasoning: Vec<Option<String>>,
+    /// What each step's calls wrote past the stop sequence, served with its first completion.
+    past_stop: Vec<Option<PastStop>>,
     /// The recorded reasoning of each sampling request's completions.
     sample_reasoning: Vec<Vec<Option<String>>>,
     /// The generation settings the recording was made with, when it says.
@@ -47,6 +49,7 @@ impl ReplayLlm {
             samples: Vec::new(),
             sample_requests: Mutex::new(0),
             reasoning: Vec::new(),
+            past_stop: Vec::new(),
             sample_reasoning: Vec::new(),
             generation: None,
             ending: Ending::Unknown,
@@ -66,6 +69,7 @@ impl ReplayLlm {
             samples: Vec::new(),
             sample_requests: Mutex::new(0),
             reasoning: Vec::new(),
+            past_stop: Vec::new(),
             sample_reasoning: Vec::new(),
             generation: None,
             ending: Ending::Unknown,
@@ -83,6 +87,14 @@ impl ReplayLlm {
     /// completion: a step whose calls both reasoned recorded them joined, and replays so.
     pub fn with_reasoning(mut self, reasoning: Vec<Option<String>>) -> ReplayLlm {
         self.reasoning = reasoning;
+        self
+    }
+
+    /// Adds what each step's calls wrote past the stop sequence, as a text run recorded it
+    /// (summed over a step's calls), served with the step's first completion: the replay records
+    /// it again.
+    pub fn with_past_stop(mut self, past_stop: Vec<Option<PastStop>>) -> ReplayLlm {
+        self.past_stop = past_stop;
         self
     }
 
@@ -151,6 +163,14 @@ impl Llm for ReplayLlm {
                 },
                 ending: self.ending,
                 usage: None,
+                past_stop: match call {
+                    0 => self
+                        .past_stop
+                        .get(request.step.saturating_sub(1))
+                        .copied()
+                        .flatten(),
+                    _ => None,
+                },
             });
         Box::pin(async move { result })
     }

@@ -385,6 +385,7 @@ mod tests {
                     "Arthur's Magazine (1844–1846) was an American literary periodical.".into(),
                 ),
                 reasoning: None,
+                past_stop: None,
             },
             RunStep {
                 n: 2,
@@ -394,6 +395,7 @@ mod tests {
                 action: Some("Finish[First for Women]".into()),
                 observation: None,
                 reasoning: None,
+                past_stop: None,
             },
         ];
         run.answer = Some("First for Women".into());

@@ -341,6 +341,7 @@ pub async fn rebuild(recorded: &Run) -> Result<Vec<Example>, RebuildError> {
         }
         api => ReplayLlm::new(model, recorded.completions())
             .with_reasoning(recorded.step_reasoning())
+            .with_past_stop(recorded.step_past_stop())
             .recorded_api(api)
             .with_samples(recorded.sample_requests())
             .with_sample_reasoning(recorded.sample_reasoning()),

@@ -197,6 +197,9 @@ async fn ask_with_the_messages_api_continues_the_prompt_and_replays() {
     assert_eq!(replayed["steps"][0]["reasoning"], json!(run.steps[0].reasoning));
     let recorded: Value = serde_json::from_str(&std::fs::read_to_string(&record).unwrap()).unwrap();
     assert_eq!(recorded["api"], "anthropic");
+    // The run file's schema takes the API and the cached tokens.
+    assert_eq!(recorded["usage"]["cached_tokens"], 2 * 1920);
+    assert_eq!(crate::docs::validate_run(&recorded), Vec::<String>::new());
 }
 
 /// A tool-use request with extended thinking (`--api anthropic-tools`): no `temperature` (the API
@@ -321,6 +324,8 @@ async fn a_tool_use_loop_passes_every_block_back_whole_and_replays() {
     assert_eq!(run.api, Some(Api::AnthropicTools));
     let recorded: Value = serde_json::from_str(&std::fs::read_to_string(&record).unwrap()).unwrap();
     assert_eq!(recorded["api"], "anthropic-tools", "as the command line names it");
+    // The run file's schema takes the blocks passed back and the cache's tokens.
+    assert_eq!(crate::docs::validate_run(&recorded), Vec::<String>::new());
     let first = reply("tools-1-search");
     assert_eq!(
         run.steps[0].reasoning.as_deref(),

@@ -431,6 +431,7 @@ impl react_docstore::llm::Llm for RemovesRecordDirectory {
                 reasoning: None,
                 ending: Default::default(),
                 usage: None,
+                past_stop: None,
             })
         })
     }

@@ -485,6 +485,7 @@ impl Llm for ScriptedLlm {
                     reasoning_tokens: 0,
                     ..Default::default()
                 }),
+                past_stop: None,
             })
         })
     }
@@ -1669,6 +1670,7 @@ impl Llm for SearchingLlm {
                 reasoning: None,
                 ending: Default::default(),
                 usage: None,
+                past_stop: None,
             })
         })
     }

@@ -171,6 +171,7 @@ async fn chat_request_carries_model_messages_stop_temperature_and_reads_usage() 
                 reasoning_tokens: 0,
                 ..Default::default()
             }),
+            past_stop: None,
         }
     );
     assert_eq!(

@@ -61,6 +61,7 @@ impl Llm for ScriptedModel {
                 reasoning: None,
                 ending: Default::default(),
                 usage: None,
+                past_stop: None,
             })
         })
     }

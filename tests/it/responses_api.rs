@@ -273,6 +273,9 @@ async fn responses_tools_passes_every_reasoning_item_back_and_replays_offline() 
     assert_eq!(with_history, 10);
     for run in &recorded {
         assert_eq!(run["api"], "responses-tools");
+        // The run file's schema takes the API, the output items passed back and the cached
+        // tokens.
+        assert_eq!(crate::docs::validate_run(run), Vec::<String>::new());
         let step = &run["steps"][0];
         // The summary is the step's reasoning; the output items, encrypted content and all, are
         // what the run file keeps to send back.
@@ -400,19 +403,38 @@ async fn responses_text_protocol_cuts_at_the_marker_for_react_and_samples_one_re
     let dir = tempfile::tempdir().unwrap();
     let questions = questions(dir.path());
     let out = dir.path().join("react.jsonl");
-    crate::assert_exit_0(&eval(&questions, &out, &server.uri(), &["--api", "responses"]));
+    let evaluated = eval(&questions, &out, &server.uri(), &["--api", "responses"]);
+    crate::assert_exit_0(&evaluated);
     let recorded = runs(&out);
     assert_eq!(em(&recorded), 7.0, "{recorded:#?}");
     for run in &recorded {
         assert_eq!(run["api"], "responses");
+        assert_eq!(run["format"], "react-docstore.run.v2");
+        assert_eq!(crate::docs::validate_run(run), Vec::<String>::new());
+        let question = question_index(run);
+        for (idx, step) in run["steps"].as_array().unwrap().iter().enumerate() {
+            let completion = step["completions"][0].as_str().unwrap();
+            assert!(!completion.contains("Observation"), "{completion:?}");
+            // The step records what the client cut past the marker: the characters, and the
+            // text's output tokens (300 less 128 of reasoning, `text.json`) in proportion.
+            let prompt = format!(
+                "Which page is {}?\n{}",
+                marker(question),
+                "Observation ".repeat(idx)
+            );
+            let written = TextModel::text(&prompt, question);
+            let at = written.find(&format!("\nObservation {}:", idx + 1)).unwrap();
+            let (cut, total) = (written[at..].chars().count(), written.chars().count());
+            let tokens = (172.0 * cut as f64 / total as f64).round();
+            assert_eq!(
+                step["past_stop"],
+                json!({"chars": cut, "tokens_estimated": tokens as u64}),
+                "{step:#}"
+            );
+        }
         let step = &run["steps"][0];
-        let completion = step["completions"][0].as_str().unwrap();
-        assert!(!completion.contains("Observation"), "{completion:?}");
         assert_eq!(step["action"], format!("Search[{ENTITY}]"));
-        assert_eq!(
-            step["reasoning"],
-            format!("Thinking about question {}.", question_index(run))
-        );
+        assert_eq!(step["reasoning"], format!("Thinking about question {question}."));
     }
     let bodies = request_bodies(&server).await;
     assert_eq!(bodies.len(), 20);
@@ -424,6 +446,33 @@ async fn responses_text_protocol_cuts_at_the_marker_for_react_and_samples_one_re
         "{summary:#}"
     );
     assert_eq!(answers(&replayed), answers(&recorded));
+    // The replay records the same cuts, with no model.
+    let cuts = |runs: &[Value]| {
+        let mut cuts: Vec<(String, Value)> = runs
+            .iter()
+            .flat_map(|run| {
+                run["steps"].as_array().unwrap().iter().map(|step| {
+                    (
+                        run["question"].as_str().unwrap().to_owned(),
+                        step["past_stop"].clone(),
+                    )
+                })
+            })
+            .collect();
+        cuts.sort_by(|a, b| a.0.cmp(&b.0));
+        cuts
+    };
+    assert_eq!(cuts(&replayed), cuts(&recorded));
+    // The summary counts the tokens written past the marker, per question.
+    let expected: f64 = recorded
+        .iter()
+        .flat_map(|run| run["steps"].as_array().unwrap().iter())
+        .map(|step| step["past_stop"]["tokens_estimated"].as_f64().unwrap())
+        .sum::<f64>()
+        / 10.0;
+    let stdout = String::from_utf8_lossy(&evaluated.stdout);
+    let line = format!("600 completion tokens ({expected:.0} of them past the stop sequence, est.)");
+    assert!(stdout.contains(&line), "{line}\n{stdout}");
 
     // CoT-SC: the API has no `n`, so each sample is a request of its own.
     let sampled = dir.path().join("cot-sc.jsonl");

@@ -14,7 +14,7 @@ use crate::agent::prompt::Prompt;
 use crate::agent::scratchpad::Scratchpad;
 use crate::base::profile::Profile;
 use crate::llm::openai::Api;
-use crate::llm::{CallPurpose, Llm, LlmError, LlmRequest, reasoning};
+use crate::llm::{CallPurpose, Llm, LlmError, LlmRequest, PastStop, reasoning};
 use crate::record::run::{Run, RunStep, Stopped};
 
 /// The ReAct notebook's step budget: `for i in range(1, 8)`.
@@ -216,6 +216,7 @@ impl<'a> Agent<'a> {
                 action: None,
                 observation: None,
                 reasoning: None,
+                past_stop: None,
             };
             let decided = protocol.decide(self, step, scratchpad, run, &mut record).await;
             if let Some(reasoning) = &record.reasoning {
@@ -359,6 +360,7 @@ impl<'a> Agent<'a> {
         run: &mut Run,
         completions: &mut Vec<String>,
         reasonings: &mut Vec<String>,
+        past_stop: &mut Option<PastStop>,
     ) -> Result<Decision<ActionError>, LlmError> {
         let acts_only = self.prompt.format() == Format::Act;
         let stop = [format!("\nObservation {step}:")];
@@ -376,6 +378,7 @@ impl<'a> Agent<'a> {
         };
         let completion = self.llm.complete(request).await?;
         run.usage.count(&completion);
+        *past_stop = PastStop::sum(*past_stop, completion.past_stop);
         // Recorded before it is judged, so that a replay meets the same reply.
         let judged = reasoning::check_cut(
             self.llm,
@@ -416,6 +419,7 @@ impl<'a> Agent<'a> {
                 let completion = self.llm.complete(request).await?;
                 run.usage.count(&completion);
                 run.usage.fallback_calls += 1;
+                *past_stop = PastStop::sum(*past_stop, completion.past_stop);
                 let judged = reasoning::check_cut(
                     self.llm,
                     &completion.text,
@@ -494,7 +498,14 @@ impl StepProtocol for TextProtocol {
     ) -> Result<Decision<ActionError>, LlmError> {
         let mut reasonings = Vec::new();
         let decided = agent
-            .continue_scratchpad(step, scratchpad, run, &mut record.completions, &mut reasonings)
+            .continue_scratchpad(
+                step,
+                scratchpad,
+                run,
+                &mut record.completions,
+                &mut reasonings,
+                &mut record.past_stop,
+            )
             .await;
         record.reasoning = reasoning::join(reasonings.iter().map(String::as_str));
         decided

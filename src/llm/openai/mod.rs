@@ -51,8 +51,8 @@ use serde_json::{Map, Value, json};
 use super::batch::{Batcher, Fallback, ItemError};
 use super::cache::{CacheCall, ReplyCache};
 use super::{
-    CallPurpose, Completion, ConverseRequest, Ending, Llm, LlmError, LlmRequest, Reply, SampleRequest,
-    Samples, TokenUsage,
+    CallPurpose, Completion, ConverseRequest, Ending, Llm, LlmError, LlmRequest, PastStop, Reply,
+    SampleRequest, Samples, TokenUsage,
 };
 
 /// Where `--api anthropic` reads its key unless `--api-key-env` names another variable.
@@ -1104,7 +1104,7 @@ impl OpenAiClient {
             .await?;
         let (choice, usage) = self.first_choice(&exchanged.bytes)?;
         self.keep(exchanged);
-        let (text, reasoning, ending) = read_choice(choice, request.stop);
+        let (text, reasoning, ending, past_stop) = read_choice_cut(choice, request.stop, usage.as_ref());
         if ending == Ending::Cut {
             tracing::debug!("the completion hit the max-tokens cap");
         }
@@ -1113,6 +1113,7 @@ impl OpenAiClient {
             reasoning,
             ending,
             usage,
+            past_stop,
         })
     }
 
@@ -1249,14 +1250,28 @@ fn recordable_options(options: &Map<String, Value>) -> Map<String, Value> {
 /// sequences (a stop sequence met while thinking cuts nothing) and capped like any completion;
 /// the reasoning capped at [`super::reasoning::MAX_REASONING_BYTES`].
 fn read_choice(choice: wire::Choice, stop: &[String]) -> (String, Option<String>, Ending) {
+    let (text, reasoning, ending, _) = read_choice_cut(choice, stop, None);
+    (text, reasoning, ending)
+}
+
+/// [`read_choice`], and what the cut at the stop sequences took off the text
+/// ([`PastStop::estimate`] from `usage`, the reply's).
+fn read_choice_cut(
+    choice: wire::Choice,
+    stop: &[String],
+    usage: Option<&TokenUsage>,
+) -> (String, Option<String>, Ending, Option<PastStop>) {
     let ending = ending_of(&choice);
     let (mut text, mut reasoning) = choice.into_text();
-    text.truncate(stop_index(&text, stop));
+    let at = stop_index(&text, stop);
+    let chars = |text: &str| u64::try_from(text.chars().count()).unwrap_or(u64::MAX);
+    let past_stop = PastStop::estimate(chars(&text[..at]), chars(&text[at..]), usage);
+    text.truncate(at);
     cap_completion(&mut text);
     if let Some(reasoning) = &mut reasoning {
         super::reasoning::cap_reasoning(reasoning);
     }
-    (text, reasoning, ending)
+    (text, reasoning, ending, past_stop)
 }
 
 /// How the server says `choice` ended: its `finish_reason`, when it is a string.

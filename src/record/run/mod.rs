@@ -223,6 +223,14 @@ pub struct RunStep {
     /// calls had some; never part of a prompt. Absent when there was none (run format v2).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub reasoning: Option<String>,
+    /// What the model wrote past the step's stop sequence (the `Observation n:` marker), which
+    /// the client cut off because the server did not stop there: the Responses API has no
+    /// `stop`, and a model that refused it writes on. `chars` counts the characters cut;
+    /// `tokens_estimated` the output tokens they cost, an **estimate** (the reply's output
+    /// tokens, less its reasoning tokens, in proportion to the characters cut). Summed over the
+    /// step's calls; absent when nothing was cut (run format v2).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub past_stop: Option<crate::llm::PastStop>,
 }
 
 /// One sampled completion and the answer read from it.
@@ -694,18 +702,33 @@ impl Run {
         self.steps.iter().map(|step| step.replies.clone()).collect()
     }
 
+    /// What each step's calls wrote past the stop sequence, for a
+    /// [`crate::llm::ReplayLlm::with_past_stop`].
+    pub fn step_past_stop(&self) -> Vec<Option<crate::llm::PastStop>> {
+        self.steps.iter().map(|step| step.past_stop).collect()
+    }
+
+    /// What the run's steps wrote past their stop sequences, summed; none when nothing was cut.
+    pub fn past_stop(&self) -> Option<crate::llm::PastStop> {
+        self.steps
+            .iter()
+            .fold(None, |sum, step| crate::llm::PastStop::sum(sum, step.past_stop))
+    }
+
     /// The recorded reasoning of each step, for a [`crate::llm::ReplayLlm::with_reasoning`].
     pub fn step_reasoning(&self) -> Vec<Option<String>> {
         self.steps.iter().map(|step| step.reasoning.clone()).collect()
     }
 
-    /// Whether any step, sample or reflection recorded reasoning: such a run is written as
-    /// [`RUN_FORMAT_V2`], which a build that reads only v1 would not silently drop it from.
+    /// Whether any step, sample or reflection recorded reasoning (or a step what was cut past its
+    /// stop sequence): such a run is written as [`RUN_FORMAT_V2`], which a build that reads only
+    /// v1 would not silently drop it from.
     pub fn has_reasoning(&self) -> bool {
         self.steps.iter().any(|step| step.reasoning.is_some())
             || self.samples.iter().any(|sample| sample.reasoning.is_some())
             || self.reflection_reasoning.is_some()
             || self.stopped == Some(Stopped::MaxTokens)
+            || self.past_stop().is_some()
     }
 
     /// The recorded completions of each sampling request, in order, for a
