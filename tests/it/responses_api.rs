@@ -271,6 +271,12 @@ async fn responses_tools_passes_every_reasoning_item_back_and_replays_offline() 
         .filter(|body| body["input"].as_array().unwrap().len() == 5)
         .count();
     assert_eq!(with_history, 10);
+    // Responses not stored are never chained.
+    assert!(
+        bodies
+            .iter()
+            .all(|body| body.get("previous_response_id").is_none())
+    );
     for run in &recorded {
         assert_eq!(run["api"], "responses-tools");
         // The run file's schema takes the API, the output items passed back and the cached
@@ -651,4 +657,95 @@ fn a_prompt_cache_key_is_refused_where_it_cannot_go() {
         assert_eq!(output.status.code(), Some(2), "{args:?}: {stderr}");
         assert!(stderr.contains(expected), "{args:?}: {stderr}");
     }
+}
+
+/// `body` with `store: false`, as [`check_common`] expects.
+fn with_store_false(body: &Value) -> Value {
+    let mut body = body.clone();
+    body["store"] = json!(false);
+    body
+}
+
+/// A Responses server that stores its responses (`store: true`): a request that names the
+/// previous response sends only the items after it, the observation; any other is refused.
+struct StoredModel;
+
+impl wiremock::Respond for StoredModel {
+    fn respond(&self, request: &Request) -> ResponseTemplate {
+        let body: Value = serde_json::from_slice(&request.body).unwrap();
+        if body["store"] != true {
+            return invalid(format!("`store` is {}", body["store"]));
+        }
+        let (question, step) = match body["previous_response_id"].as_str() {
+            // The first request of a question is as without `store` (but for it).
+            None => match check_tools_request(&with_store_false(&body)) {
+                Ok(1) => (question_of(&body), 1),
+                Ok(step) => return invalid(format!("step {step} sent the whole conversation")),
+                Err(message) => return invalid(message),
+            },
+            Some(previous) => {
+                let Some(question) = (0..10).find(|i| previous == format!("resp_{i}_1")) else {
+                    return invalid(format!("no response `{previous}` was stored"));
+                };
+                let input = body["input"].as_array().unwrap();
+                let expected = format!("call_{question}_1");
+                if input.len() != 1
+                    || input[0]["type"] != "function_call_output"
+                    || input[0]["call_id"] != expected.as_str()
+                {
+                    return invalid(format!(
+                        "after a stored response, only its call's output: {input:?}"
+                    ));
+                }
+                (question, 2)
+            }
+        };
+        let mut reply = template("function-call.json");
+        reply["id"] = json!(format!("resp_{question}_{step}"));
+        reply["store"] = json!(true);
+        reply["output"] = json!([reasoning_item(question, step), call_item(question, step)]);
+        ResponseTemplate::new(200).set_body_json(reply)
+    }
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn stored_responses_are_chained_by_previous_response_id() {
+    let server = serve_posts(StoredModel).await;
+    let dir = tempfile::tempdir().unwrap();
+    let questions = questions(dir.path());
+    let out = dir.path().join("stored.jsonl");
+    let args = [
+        "--api",
+        "responses-tools",
+        "--llm-option",
+        "store=true",
+        "--limit",
+        "3",
+    ];
+    crate::assert_exit_0(&eval(&questions, &out, &server.uri(), &args));
+    let recorded = runs(&out);
+    assert_eq!(em(&recorded), 3.0, "{recorded:#?}");
+    let bodies = request_bodies(&server).await;
+    assert_eq!(bodies.len(), 6, "two requests a question");
+    let chained: Vec<&Value> = bodies
+        .iter()
+        .filter(|body| body.get("previous_response_id").is_some())
+        .collect();
+    assert_eq!(chained.len(), 3);
+    for body in chained {
+        // Not the old items: neither the messages nor the first step's reasoning and call.
+        let input = body["input"].as_array().unwrap();
+        assert_eq!(input.len(), 1, "{body:#}");
+        assert!(input.iter().all(|item| item["type"] == "function_call_output"));
+    }
+    for run in &recorded {
+        let question = question_index(run);
+        assert_eq!(
+            run["steps"][0]["replies"][0]["passback"]["id"],
+            format!("resp_{question}_1")
+        );
+    }
+    // Replayed with no server.
+    let (_, summary) = replay(&out);
+    assert_eq!(summary["summary"]["changed"], 0, "{summary:#}");
 }

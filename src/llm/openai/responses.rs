@@ -19,7 +19,7 @@
 use serde::Deserialize;
 use serde_json::{Map, Value, json};
 
-use super::wire::{self, RESPONSES_OUTPUT, ReasoningEcho, WireUsage};
+use super::wire::{self, RESPONSES_ID, RESPONSES_OUTPUT, ReasoningEcho, WireUsage};
 use super::{CONTINUE_INSTRUCTION, Leave, OpenAiConfig};
 use crate::llm::reasoning::{self, Ending, ReasoningFields};
 use crate::llm::{ConverseRequest, Message, ReplyMessage, SentCall, TokenUsage, WireCall};
@@ -31,6 +31,8 @@ pub const MAX_OUTPUT_ITEMS: usize = 64;
 /// What a response is read for; every other field is ignored.
 #[derive(Debug, Deserialize)]
 struct Response {
+    #[serde(default)]
+    id: Option<String>,
     /// Absent from a body that is no response.
     #[serde(default)]
     output: Option<Vec<Value>>,
@@ -45,6 +47,8 @@ struct Response {
 /// One response, read.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Read {
+    /// The response's `id` (`resp_…`), which a stored response is chained by.
+    pub id: Option<String>,
     /// The `output_text` (and `refusal`) parts of its `message` items, in order.
     pub text: Option<String>,
     /// Its `reasoning` items' summaries (or their `reasoning_text` content when a server sends
@@ -100,6 +104,7 @@ pub fn read(bytes: &[u8]) -> Result<Read, NotAResponse> {
     }
     let text = (!texts.is_empty()).then(|| texts.concat());
     Ok(Read {
+        id: response.id.filter(|id| !id.is_empty()),
         text,
         reasoning: reasoning::join(thoughts.iter().map(String::as_str)),
         calls,
@@ -177,12 +182,16 @@ impl Read {
     }
 
     /// The reply of a function-calling turn, close to the wire: the text, the reasoning summary
-    /// (as a `reasoning` field), the calls, and the `output` items as received
-    /// ([`RESPONSES_OUTPUT`]), which go back on every later request.
+    /// (as a `reasoning` field), the calls, the `output` items as received
+    /// ([`RESPONSES_OUTPUT`]), which go back on every later request, and the response's `id`
+    /// ([`RESPONSES_ID`]), which a later request names instead when responses are stored.
     pub fn into_reply(self) -> ReplyMessage {
         let mut passback = Map::new();
         if !self.output.is_empty() {
             passback.insert(RESPONSES_OUTPUT.to_owned(), Value::Array(self.output));
+        }
+        if let Some(id) = self.id {
+            passback.insert(RESPONSES_ID.to_owned(), Value::String(id));
         }
         ReplyMessage {
             content: self.text,
@@ -209,12 +218,21 @@ pub fn text_body(config: &OpenAiConfig, prompt: &str, leave: Leave) -> Value {
 
 /// The body of one function-calling turn: the conversation as input items ([`input_items`]), the
 /// functions as function tools, the model free to call any, then the sampling fields and the
-/// options.
+/// options. With `--llm-option store=true` the server keeps each response: a turn after one whose
+/// `id` was kept names it as `previous_response_id` and sends only the items after it (the
+/// observations), as OpenAI documents for conversation state.
 pub fn converse_body(config: &OpenAiConfig, request: &ConverseRequest<'_>, leave: Leave) -> Value {
     let mut body = wire::object([("model", json!(config.model))]);
+    let (previous, messages) = match stored_before(config, request.messages) {
+        Some((id, after)) => (Some(id), after),
+        None => (None, request.messages),
+    };
+    if let Some(id) = previous {
+        body.insert("previous_response_id".to_owned(), json!(id));
+    }
     body.insert(
         "input".to_owned(),
-        Value::Array(input_items(request.messages, config.reasoning_echo)),
+        Value::Array(input_items(messages, config.reasoning_echo)),
     );
     let tools: Vec<Value> = request
         .functions
@@ -227,6 +245,25 @@ pub fn converse_body(config: &OpenAiConfig, request: &ConverseRequest<'_>, leave
     body.insert("tools".to_owned(), Value::Array(tools));
     body.insert("tool_choice".to_owned(), json!("auto"));
     finish(body, config, leave)
+}
+
+/// With `--llm-option store=true`: the `id` of the conversation's last assistant turn that kept
+/// one, and the messages after that turn; else none, and the whole conversation goes.
+fn stored_before<'m>(config: &OpenAiConfig, messages: &'m [Message]) -> Option<(&'m str, &'m [Message])> {
+    if config.options.get("store") != Some(&Value::Bool(true)) {
+        return None;
+    }
+    messages
+        .iter()
+        .enumerate()
+        .rev()
+        .find_map(|(idx, message)| match message {
+            Message::Assistant { passback, .. } => passback
+                .get(RESPONSES_ID)
+                .and_then(Value::as_str)
+                .map(|id| (id, &messages[idx + 1..])),
+            _ => None,
+        })
 }
 
 /// The temperature (unless refused), `max_output_tokens`, `store: false` and the reasoning's

@@ -246,6 +246,11 @@ pub const REASONING_FIELDS: [&str; 4] = [
 /// as received: what goes back, item for item, as the next requests' input.
 pub const RESPONSES_OUTPUT: &str = "output";
 
+/// The field of a Responses API reply ([`ReplyMessage::passback`]) that keeps the response's
+/// `id`: with `--llm-option store=true`, the next request names it as its
+/// `previous_response_id` instead of sending the conversation again.
+pub const RESPONSES_ID: &str = "id";
+
 /// The most bytes (as JSON) of the fields one reply's message and calls pass back
 /// ([`ReplyMessage::passback`], [`WireCall::passback`]) together: run files keep them. A field
 /// past it is dropped whole, with a warning (an opaque value cut short is worth nothing).
