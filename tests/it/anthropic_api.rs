@@ -348,6 +348,24 @@ async fn a_tool_use_loop_passes_every_block_back_whole_and_replays() {
     let mut replayed: Value = serde_json::from_slice(&replayed.stdout).unwrap();
     replayed.as_object_mut().unwrap().remove("source");
     assert_eq!(replayed, recorded);
+
+    // Exported, the run is the text a Chat Completions run of the same trajectory gives: no
+    // thinking block, no signature.
+    let results = dir.path().join("anthropic.jsonl");
+    // A results line names its question.
+    let mut line = recorded.clone();
+    line["id"] = json!("q1");
+    std::fs::write(&results, format!("{line}\n")).unwrap();
+    let chat = dir.path().join("tools.jsonl");
+    crate::responses_api::as_chat_tools_run(&results, &chat);
+    for format in ["openai-chat", "sharegpt", "alpaca"] {
+        let exported = crate::responses_api::export(&results, format);
+        assert!(exported.contains("Ryman Auditorium"), "{format}: {exported}");
+        assert_eq!(exported, crate::responses_api::export(&chat, format), "{format}");
+        for secret in ["signature", "thinking", "redacted_thinking"] {
+            assert!(!exported.contains(secret), "{format}: {secret} in {exported}");
+        }
+    }
 }
 
 /// What the API would refuse, or what cannot reach it, is said before any request: no key for

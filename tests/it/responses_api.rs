@@ -749,3 +749,79 @@ async fn stored_responses_are_chained_by_previous_response_id() {
     let (_, summary) = replay(&out);
     assert_eq!(summary["summary"]["changed"], 0, "{summary:#}");
 }
+
+/// `export FILE --format FORMAT` (with the run's examples, every run): the file written.
+pub(crate) fn export(results: &std::path::Path, format: &str) -> String {
+    let out = results.with_extension(format);
+    let output = binary()
+        .arg("export")
+        .arg(results)
+        .args(["--format", format, "--with-examples", "--all", "--out"])
+        .arg(&out)
+        .output()
+        .unwrap();
+    crate::assert_exit_0(&output);
+    std::fs::read_to_string(out).unwrap()
+}
+
+/// The results file `results` as a Chat Completions run of the same trajectory would record it:
+/// the API `tools`, the replies without the fields only the Responses API passes back.
+pub(crate) fn as_chat_tools_run(results: &std::path::Path, to: &std::path::Path) {
+    let lines: Vec<String> = runs(results)
+        .into_iter()
+        .map(|mut run| {
+            run["api"] = json!("tools");
+            if run["evaluation"].is_object() {
+                run["evaluation"]["api"] = json!("tools");
+            }
+            for step in run["steps"].as_array_mut().unwrap() {
+                for reply in step["replies"].as_array_mut().into_iter().flatten() {
+                    reply.as_object_mut().unwrap().remove("passback");
+                }
+            }
+            run.to_string()
+        })
+        .collect();
+    std::fs::write(to, lines.join("\n") + "\n").unwrap();
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_responses_run_exports_the_text_a_chat_completions_run_of_it_would() {
+    let server = serve_posts(ToolsModel).await;
+    let dir = tempfile::tempdir().unwrap();
+    let questions = questions(dir.path());
+    let out = dir.path().join("responses-tools.jsonl");
+    crate::assert_exit_0(&eval(
+        &questions,
+        &out,
+        &server.uri(),
+        &["--api", "responses-tools"],
+    ));
+    let chat = dir.path().join("tools.jsonl");
+    as_chat_tools_run(&out, &chat);
+    for format in ["openai-chat", "sharegpt", "alpaca"] {
+        let exported = export(&out, format);
+        assert!(!exported.trim().is_empty());
+        assert_eq!(exported, export(&chat, format), "{format}");
+        // No encrypted reasoning, no response id: training text only.
+        for secret in ["encrypted_content", "gAAAAB", "resp_", "passback"] {
+            assert!(!exported.contains(secret), "{format}: {secret} in {exported}");
+        }
+    }
+    // openai-chat keeps to the keys fine-tuning takes.
+    for line in export(&out, "openai-chat").lines() {
+        let line: Value = serde_json::from_str(line).unwrap();
+        for message in line["messages"].as_array().unwrap() {
+            for key in message.as_object().unwrap().keys() {
+                assert!(
+                    ["role", "content", "tool_calls", "tool_call_id"].contains(&key.as_str()),
+                    "{key} in {message}"
+                );
+            }
+            for call in message["tool_calls"].as_array().into_iter().flatten() {
+                let keys: Vec<&String> = call.as_object().unwrap().keys().collect();
+                assert_eq!(keys, ["function", "id", "type"], "{call}");
+            }
+        }
+    }
+}

@@ -153,6 +153,7 @@ fn openai_conversation(
                 PromptPart::WithExamples => Some(Message::System(sent.clone())),
                 PromptPart::Instruction => system_message(system),
             },
+            assistant @ Message::Assistant { .. } => Some(without_passback(assistant)),
             other => Some(other.clone()),
         })
         .collect();
@@ -185,6 +186,22 @@ fn openai_conversation(
         text_bytes,
         unknown_calls,
     })
+}
+
+/// An assistant turn without what the server passed back on it and its calls
+/// ([`crate::llm::ReplyMessage::passback`]): a Responses API reply's output items (encrypted
+/// reasoning among them) and response id, Anthropic's content blocks (thinking with its
+/// signature), Gemini's thought signatures, OpenRouter's `reasoning_details`. They keep a
+/// server's state, they are no training text, and fine-tuning refuses keys beyond its own.
+fn without_passback(message: &Message) -> Message {
+    let mut message = message.clone();
+    if let Message::Assistant { calls, passback, .. } = &mut message {
+        passback.clear();
+        for call in calls {
+            call.passback.clear();
+        }
+    }
+    message
 }
 
 /// A text run's turns in `openai-chat`: the prompt as `system`, inputs as `user`, the model's
