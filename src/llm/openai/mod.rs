@@ -1462,6 +1462,33 @@ mod tests {
     }
 
     #[test]
+    fn a_conversation_keys_its_cache_by_its_system_prompt_and_functions() {
+        let mut config = OpenAiConfig::new("gpt-5");
+        config.api = Api::ResponsesTools;
+        let client = OpenAiClient::new(config).unwrap();
+        let functions = [super::super::FunctionSpec {
+            name: "search".to_owned(),
+            description: "Search".to_owned(),
+            parameters: json!({"type": "object"}),
+        }];
+        let key = |system: &str, question: &str| {
+            let messages = [
+                super::super::Message::System(system.to_owned()),
+                super::super::Message::User(question.to_owned()),
+            ];
+            client.converse_cache_key(&ConverseRequest {
+                messages: &messages,
+                functions: &functions,
+                step: 1,
+                purpose: CallPurpose::Step,
+            })
+        };
+        let first = key("Solve it.", "Question: a").unwrap();
+        assert_eq!(key("Solve it.", "Question: b"), Some(first.clone()));
+        assert_ne!(key("Solve it otherwise.", "Question: a"), Some(first));
+    }
+
+    #[test]
     fn debug_output_redacts_the_key() {
         let mut config = OpenAiConfig::new("gpt-4o-mini");
         config.api_key = Some(ApiKey::new("sk-secret-123"));
