@@ -112,10 +112,20 @@ def tool_call(body: dict) -> dict:
     }
 
 
+def reasoning(body: dict) -> str:
+    """The reasoning the model sends with its reply to `body`: which question and step it is."""
+    user = "\n".join(text_of(m.get("content")) for m in body["messages"] if m["role"] == "user")
+    tools = sum(1 for message in body["messages"] if message["role"] == "tool")
+    step = re.search(r"Thought (\d+):\s*$", user)
+    number = tools + 1 if body.get("tools") else int(step.group(1)) if step else 0
+    return f"Reasoning about question {list(SCRIPT).index(question_in(user))}, step {number}."
+
+
 def completion(body: dict) -> dict:
     """The scripted Chat Completions reply to `body`, with `stop` applied as a server does."""
     if body.get("tools"):
-        message = {"role": "assistant", "content": None, "tool_calls": [tool_call(body)]}
+        call = tool_call(body)
+        message = {"role": "assistant", "content": None, "tool_calls": [call]}
         finish = "tool_calls"
     else:
         prompt = "".join(text_of(m.get("content")) for m in body["messages"] if m["role"] == "user")
@@ -124,6 +134,8 @@ def completion(body: dict) -> dict:
             text = text.split(stop, 1)[0]
         message = {"role": "assistant", "content": text}
         finish = "stop"
+    # The reasoning a reasoning model served by vLLM or DeepSeek's API sends beside its answer.
+    message["reasoning_content"] = reasoning(body)
     prompt_tokens = len(json.dumps(body["messages"])) // 4
     return {
         "id": "chatcmpl-scripted",
@@ -306,6 +318,15 @@ def posts(name: str, requests: list, expected: int) -> list[dict]:
     return [body for _, _, body in requests]
 
 
+def check_reasoning(name: str, runs: list[dict]) -> None:
+    """Each step recorded the reasoning the scripted server sent with it."""
+    for run in runs:
+        index = list(SCRIPT).index(run["question"])
+        for number, step in enumerate(run["steps"], 1):
+            if step.get("reasoning") != f"Reasoning about question {index}, step {number}.":
+                raise Failure(f"{name}: step {number} of question {index} recorded no reasoning: {step}")
+
+
 def check_text(name: str, requests: list, runs: list[dict], stops: bool) -> None:
     """The text protocol: each request the continue-instruction as the system message, the few-shot
     prompt up to the step's `Thought N:` as the user's, the token cap and temperature; the step's
@@ -340,10 +361,11 @@ def check_text(name: str, requests: list, runs: list[dict], stops: bool) -> None
             raise Failure(f"{name}: the first step was not cut at its observation: {first}")
 
 
-def check_tools(name: str, requests: list, runs: list[dict]) -> None:
+def check_tools(name: str, requests: list, runs: list[dict], reasoning_back: bool) -> None:
     """The tool protocol: the three functions, the few-shot transcripts in the system message, and
     every earlier call back as the assistant's `tool_calls` under its id, answered by a `tool`
-    message under the same id."""
+    message under the same id; with `reasoning_back`, the assistant turn with the reasoning it came
+    with."""
     for body in posts(name, requests, 2 * len(SCRIPT)):
         messages = body["messages"]
         tools = body.get("tools") or []
@@ -367,6 +389,9 @@ def check_tools(name: str, requests: list, runs: list[dict]) -> None:
             result = history[1]
             if result.get("tool_call_id") != f"call_{index}_1" or not text_of(result.get("content")):
                 raise Failure(f"{name}: the search's result came back as {json.dumps(result)}")
+            reasoning = f"Reasoning about question {index}, step 1."
+            if reasoning_back and history[0].get("reasoning_content") != reasoning:
+                raise Failure(f"{name}: the step's reasoning did not come back: {json.dumps(history[0])}")
     for run in runs:
         if run["steps"][0]["action"] != f"Search[{SCRIPT[run['question']][0]}]":
             raise Failure(f"{name}: the first step's action is {run['steps'][0]['action']!r}")
@@ -391,12 +416,20 @@ def main() -> None:
             posts("the proxy's start", backend.take(), 0)
             through = {**client_env, "OPENAI_API_KEY": PROXY_KEY, "ANTHROPIC_API_KEY": PROXY_KEY}
             base = f"{proxy.url}/v1"
+            # The Responses bridge turns the server's `reasoning_content` into a reasoning item,
+            # recorded as the step's reasoning and turned back into `reasoning_content` when the
+            # item comes back; the Messages adapter drops it (no `thinking` block, with or without
+            # `thinking` asked for): nothing to record there, nothing to pass back.
             for api, stops in (("anthropic", True), ("responses", False)):
                 runs = evaluate(workdir, f"{api} via LiteLLM", base, ["--api", api], through)
                 check_text(api, backend.take(), runs, stops)
+                if api == "responses":
+                    check_reasoning(api, runs)
             for api in ("anthropic-tools", "responses-tools"):
                 runs = evaluate(workdir, f"{api} via LiteLLM", base, ["--api", api], through)
-                check_tools(api, backend.take(), runs)
+                check_tools(api, backend.take(), runs, reasoning_back=api == "responses-tools")
+                if api == "responses-tools":
+                    check_reasoning(api, runs)
             fetched = [line for line in proxy.log if "githubusercontent" in line or "telemetry" in line.lower()]
             if fetched:
                 raise Failure(f"the proxy reached for the network: {fetched}")
