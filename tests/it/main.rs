@@ -133,6 +133,7 @@ mod function_calls;
 mod fuzz;
 mod index;
 mod layers;
+mod litellm;
 mod llm;
 mod mcp;
 mod passback;

@@ -51,8 +51,8 @@ pub struct Read {
     pub id: Option<String>,
     /// The `output_text` (and `refusal`) parts of its `message` items, in order.
     pub text: Option<String>,
-    /// Its `reasoning` items' summaries (or their `reasoning_text` content when a server sends
-    /// that instead), blank-line separated.
+    /// Its `reasoning` items' summaries (or their `reasoning_text` or `output_text` content when a
+    /// server sends that instead), blank-line separated.
     pub reasoning: Option<String>,
     /// Its `function_call` items: `call_id`, `name` and `arguments` as sent.
     pub calls: Vec<WireCall>,
@@ -93,7 +93,9 @@ pub fn read(bytes: &[u8]) -> Result<Read, NotAResponse> {
             Some("reasoning") => {
                 let summary = parts(item, "summary", &["summary_text"]);
                 if summary.is_empty() {
-                    thoughts.extend(parts(item, "content", &["reasoning_text"]));
+                    // `output_text`: how LiteLLM's bridge to Chat Completions writes a
+                    // reasoning item's text (fixtures/litellm/SOURCE.md).
+                    thoughts.extend(parts(item, "content", &["reasoning_text", "output_text"]));
                 } else {
                     thoughts.extend(summary);
                 }
