@@ -138,6 +138,16 @@ impl Api {
         matches!(self, Api::Responses | Api::ResponsesTools)
     }
 
+    /// Whether a text step's reply may run on past its stop sequence by design: the Responses
+    /// API has no `stop`, so the client's own cut is a step's only one and the step records what
+    /// it took ([`PastStop`]). Elsewhere `stop` is sent, and a server that writes on past it is
+    /// cut silently as ever: whether the text was cut is then no fact of the run's settings (a
+    /// refusal of `stop` is learned per process, and a warm reply cache never learns it), and a
+    /// run of the paper's shape stays v1.
+    pub fn records_past_stop(self) -> bool {
+        self.is_responses()
+    }
+
     /// Whether OpenAI documents a `prompt_cache_key` for this API's requests (Chat Completions
     /// and Responses).
     pub fn takes_prompt_cache_key(self) -> bool {
@@ -1105,6 +1115,7 @@ impl OpenAiClient {
         let (choice, usage) = self.first_choice(&exchanged.bytes)?;
         self.keep(exchanged);
         let (text, reasoning, ending, past_stop) = read_choice_cut(choice, request.stop, usage.as_ref());
+        let past_stop = past_stop.filter(|_| self.config.api.records_past_stop());
         if ending == Ending::Cut {
             tracing::debug!("the completion hit the max-tokens cap");
         }
