@@ -14,8 +14,8 @@ use crate::base::output;
 use crate::docstore::{DocstoreKind, Opener};
 use crate::eval::{self, EvalConfig, EvalServices, Resume};
 use crate::llm::Llm;
-use crate::llm::batch::{self, BatchSettings, Batcher, Fallback};
-use crate::llm::openai::batch::OpenAiBatches;
+use crate::llm::batch::{self, BatchSettings, BatchVendor, Batcher, Fallback};
+use crate::llm::openai::batch::{AnthropicBatches, OpenAiBatches};
 use crate::record::questions::{Contexts, QuestionFile};
 use crate::record::selection::{Selection, Subset};
 use crate::record::shard::{Shard, ShardArg};
@@ -66,14 +66,16 @@ pub struct EvalArgs {
 #[derive(clap::Args, Clone)]
 #[command(next_help_heading = "Batch")]
 struct BatchArgs {
-    /// Send the requests through OpenAI's Batch API (half the price, replies within 24 h): each
-    /// round is one batch of every open question's next request; run the same command again to
-    /// attach to the batches in flight (docs/evaluation.md).
+    /// Send the requests through the vendor's batch API (OpenAI's Batch API, or Anthropic's
+    /// Message Batches with `--api anthropic`): half the price, replies within 24 h. Each round is
+    /// one batch of every open question's next request; run the same command again to attach to
+    /// the batches in flight (docs/evaluation.md).
     #[arg(long)]
     batch: bool,
-    /// The most requests one batch holds (the vendor's limits split further).
-    #[arg(long, value_name = "N", requires = "batch", default_value_t = 50_000, value_parser = clap::value_parser!(u32).range(1..=50_000))]
-    batch_size: u32,
+    /// The most requests one batch holds [default: the vendor's most, 50,000 for OpenAI and
+    /// 100,000 for Anthropic]; the vendor's byte limit splits further.
+    #[arg(long, value_name = "N", requires = "batch", value_parser = clap::value_parser!(u32).range(1..=100_000))]
+    batch_size: Option<u32>,
     /// Seconds before the first look at a submitted batch; each look without an end doubles the
     /// wait, up to 16 times this.
     #[arg(long, value_name = "SECS", requires = "batch", default_value_t = batch::DEFAULT_POLL_INTERVAL.as_secs_f64())]
@@ -97,14 +99,8 @@ impl BatchArgs {
             )
         })?;
         let client = run.open_model()?;
-        if client.config().api.is_anthropic() {
-            anyhow::bail!(
-                "`--batch` sends OpenAI's Batch API requests; `--api {}` needs Anthropic's Message Batches, which this version does not send yet: run without `--batch`",
-                client.config().api
-            );
-        }
         let settings = BatchSettings {
-            size: self.batch_size as usize,
+            size: self.batch_size.map(|size| size as usize),
             poll,
             fallback: if self.batch_fallback {
                 Fallback::Synchronous
@@ -113,7 +109,11 @@ impl BatchArgs {
             },
             ledger: batch::ledger_path(results),
         };
-        let vendor = Box::new(OpenAiBatches::new(client.config()));
+        let vendor: Box<dyn BatchVendor> = if client.config().api.is_anthropic() {
+            Box::new(AnthropicBatches::new(client.config()))
+        } else {
+            Box::new(OpenAiBatches::new(client.config()))
+        };
         let batcher = Batcher::new(vendor, settings, client.config().max_response_bytes)?;
         Ok(Arc::new(client.with_batcher(Arc::new(batcher))))
     }

@@ -28,18 +28,15 @@ pub const LEDGER_FORMAT: &str = "react-docstore.batches.v1";
 pub const DEFAULT_POLL_INTERVAL: Duration = Duration::from_secs(10);
 /// The longest wait between two looks, as a multiple of the first.
 pub const MAX_POLL_FACTOR: u32 = 16;
-/// The most requests `--batch-size` puts in one batch unless told (OpenAI's own limit).
-pub const DEFAULT_BATCH_SIZE: usize = 50_000;
-/// The largest input file a batch takes (OpenAI: 200 MB).
-pub const MAX_BATCH_FILE_BYTES: usize = 200 * 1000 * 1000;
 /// A ledger file larger than this is refused rather than read.
 const MAX_LEDGER_BYTES: u64 = 256 * 1024 * 1024;
 
 /// How `eval --batch` batches.
 #[derive(Debug, Clone)]
 pub struct BatchSettings {
-    /// The most requests one batch holds (`--batch-size`); the vendor's limits split further.
-    pub size: usize,
+    /// The most requests one batch holds (`--batch-size`; `None`: the vendor's most); the
+    /// vendor's limits split further.
+    pub size: Option<usize>,
     /// The first wait between two looks at a batch (`--batch-poll`).
     pub poll: Duration,
     /// What a request that failed inside a batch does once more.
@@ -137,10 +134,17 @@ pub trait BatchVendor: Send + Sync {
         file: Option<&'a str>,
         requests: &'a [(String, Value)],
     ) -> BoxFuture<'a, Result<String, VendorError>>;
-    /// The batch already created of an uploaded file, if any: a process killed between creating
-    /// a batch and recording its id finds it again instead of paying for a second one.
-    fn find<'a>(&'a self, file: &'a str) -> BoxFuture<'a, Result<Option<String>, VendorError>>;
+    /// The batch already created of `recorded` (which has no id yet), if any: a process killed
+    /// between creating a batch and recording its id finds it again instead of paying for a
+    /// second one. `known`: the ids the ledger already records, none of which it is.
+    fn find<'a>(
+        &'a self,
+        recorded: &'a LedgerBatch,
+        known: &'a [String],
+    ) -> BoxFuture<'a, Result<Option<String>, VendorError>>;
     fn status<'a>(&'a self, batch: &'a str) -> BoxFuture<'a, Result<BatchStatus, VendorError>>;
+    /// Asks the vendor to cancel the batch: its status after the ask.
+    fn cancel<'a>(&'a self, batch: &'a str) -> BoxFuture<'a, Result<BatchStatus, VendorError>>;
     /// The replies of an ended batch, by custom id, read up to `limit` bytes a file.
     fn results<'a>(
         &'a self,
@@ -149,6 +153,10 @@ pub trait BatchVendor: Send + Sync {
     ) -> BoxFuture<'a, Result<HashMap<String, ItemResult>, VendorError>>;
     /// How many bytes a line of this request adds to a batch's input.
     fn line_bytes(&self, custom_id: &str, body: &Value) -> usize;
+    /// The most requests one batch holds.
+    fn max_requests(&self) -> usize;
+    /// The most bytes of requests (as [`BatchVendor::line_bytes`] counts them) one batch holds.
+    fn max_bytes(&self) -> usize;
 }
 
 /// One request of a recorded batch: its custom id and the digest of its body.
@@ -255,6 +263,8 @@ impl Ledger {
 struct Queued {
     body: Value,
     digest: String,
+    /// The [`noted`] run that asks it.
+    asker: Option<u64>,
     reply: tokio::sync::oneshot::Sender<(ItemResult, Option<String>)>,
 }
 
@@ -292,26 +302,50 @@ impl std::fmt::Debug for Batcher {
     }
 }
 
-tokio::task_local! {
-    static ANSWERED_BY: Arc<Mutex<Vec<String>>>;
+/// One [`noted`] run: who asks (a round waits for every open question, however many requests
+/// each has in flight), and the batches that answered it.
+struct Asker {
+    id: u64,
+    answered_by: Mutex<Vec<String>>,
 }
 
-/// Runs `future`, noting the batches that answered the requests sent while it runs: its output
-/// and their ids in the order first met (none when no request went through a batch).
+tokio::task_local! {
+    static ASKER: Arc<Asker>;
+}
+
+/// Runs `future` (one question's run), noting the batches that answered the requests sent while
+/// it runs: its output and their ids in the order first met (none when no request went through
+/// a batch). Its requests count as one question's in a round.
 pub async fn noted<F: Future>(future: F) -> (F::Output, Vec<String>) {
-    let ids = Arc::new(Mutex::new(Vec::new()));
-    let output = ANSWERED_BY.scope(Arc::clone(&ids), future).await;
-    let ids = std::mem::take(&mut *ids.lock().unwrap_or_else(PoisonError::into_inner));
+    static NEXT_ID: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
+    let asker = Arc::new(Asker {
+        id: NEXT_ID.fetch_add(1, std::sync::atomic::Ordering::Relaxed),
+        answered_by: Mutex::new(Vec::new()),
+    });
+    let output = ASKER.scope(Arc::clone(&asker), future).await;
+    let ids = std::mem::take(&mut *asker.answered_by.lock().unwrap_or_else(PoisonError::into_inner));
     (output, ids)
 }
 
 fn note_answered_by(batch: &str) {
-    let _ = ANSWERED_BY.try_with(|ids| {
-        let mut ids = ids.lock().unwrap_or_else(PoisonError::into_inner);
+    let _ = ASKER.try_with(|asker| {
+        let mut ids = asker.answered_by.lock().unwrap_or_else(PoisonError::into_inner);
         if !ids.iter().any(|id| id == batch) {
             ids.push(batch.to_owned());
         }
     });
+}
+
+/// Who asks the request being sent: its [`noted`] run, if any.
+fn asker() -> Option<u64> {
+    ASKER.try_with(|asker| asker.id).ok()
+}
+
+/// How many questions the queued requests are of (a request outside any [`noted`] run counts as
+/// its own).
+fn n_asking(queued: &[Queued]) -> usize {
+    let askers: HashSet<u64> = queued.iter().filter_map(|queued| queued.asker).collect();
+    askers.len() + queued.iter().filter(|queued| queued.asker.is_none()).count()
 }
 
 /// One batch of a round: the recorded batch's index in the ledger, and the requests of the round
@@ -398,6 +432,7 @@ impl Batcher {
         let queued = Queued {
             body: body.clone(),
             digest: crate::base::digest::digest(&bytes),
+            asker: asker(),
             reply,
         };
         self.state().queued.push(queued);
@@ -414,13 +449,14 @@ impl Batcher {
     }
 
     /// Runs the rounds for as long as it is polled: each time every open question waits on the
-    /// model, the waiting requests go out as one round. Never returns.
+    /// model (a request of each is queued, counted by the [`noted`] run that asks it), the
+    /// waiting requests go out as one round. Never returns.
     pub async fn drive(&self) {
         loop {
             let round = loop {
                 {
                     let mut state = self.state();
-                    if !state.queued.is_empty() && state.queued.len() >= state.open {
+                    if !state.queued.is_empty() && n_asking(&state.queued) >= state.open {
                         state.rounds += 1;
                         break std::mem::take(&mut state.queued);
                     }
@@ -456,7 +492,19 @@ impl Batcher {
         for (idx, error) in failed_to_submit {
             replies[idx] = Some((Err(error), None));
         }
-        let watched = batches.iter().map(|batch| self.collect(batch));
+        let bodies: Vec<Vec<(String, Value)>> = batches
+            .iter()
+            .map(|batch| {
+                let requests = batch.requests.iter();
+                requests
+                    .map(|(idx, custom_id)| (custom_id.clone(), round[*idx].body.clone()))
+                    .collect()
+            })
+            .collect();
+        let watched = batches
+            .iter()
+            .zip(&bodies)
+            .map(|(batch, requests)| self.collect(batch, requests));
         for (batch, results) in batches.iter().zip(futures::future::join_all(watched).await) {
             let recorded = self.state().ledger.batches[batch.ledger_idx].clone();
             let batch_id = recorded.id;
@@ -520,16 +568,23 @@ impl Batcher {
         (attached, fresh)
     }
 
-    /// The fresh requests in batches of at most `--batch-size` requests and
-    /// [`MAX_BATCH_FILE_BYTES`] of input.
+    /// The fresh requests in batches of at most `--batch-size` requests and as many requests and
+    /// bytes as the vendor takes in one.
     fn chunks(&self, round: &[Queued], fresh: &[usize]) -> Vec<Vec<usize>> {
+        let size = self
+            .settings
+            .size
+            .unwrap_or(usize::MAX)
+            .min(self.vendor.max_requests())
+            .max(1);
+        let max_bytes = self.vendor.max_bytes();
         let mut chunks: Vec<Vec<usize>> = Vec::new();
         let mut bytes = 0;
         for &idx in fresh {
             let line = self.vendor.line_bytes(&custom_id(idx), &round[idx].body);
-            let full = chunks.last().is_none_or(|chunk| {
-                chunk.len() >= self.settings.size.max(1) || bytes + line > MAX_BATCH_FILE_BYTES
-            });
+            let full = chunks
+                .last()
+                .is_none_or(|chunk| chunk.len() >= size || bytes + line > max_bytes);
             if full {
                 chunks.push(Vec::new());
                 bytes = 0;
@@ -590,28 +645,39 @@ impl Batcher {
         Ok(output)
     }
 
-    /// Watches a batch to its end (creating it first when a killed process uploaded its file but
-    /// never created it) and reads its replies.
-    async fn collect(&self, batch: &Attached) -> Result<HashMap<String, ItemResult>, VendorError> {
-        let recorded = self.state().ledger.batches[batch.ledger_idx].clone();
-        let id = match recorded.id {
+    /// Watches a batch to its end (creating it first, of its uploaded file or of `requests`, when a
+    /// killed process recorded it but never created it) and reads its replies.
+    async fn collect(
+        &self,
+        batch: &Attached,
+        requests: &[(String, Value)],
+    ) -> Result<HashMap<String, ItemResult>, VendorError> {
+        let (recorded, known) = {
+            let state = self.state();
+            let known: Vec<String> = state
+                .ledger
+                .batches
+                .iter()
+                .filter_map(|batch| batch.id.clone())
+                .collect();
+            (state.ledger.batches[batch.ledger_idx].clone(), known)
+        };
+        let id = match recorded.id.clone() {
             Some(id) => id,
             None => {
-                let file = recorded.input_file_id.as_deref();
-                let found = match file {
-                    Some(file) => self.vendor.find(file).await?,
-                    None => None,
-                };
-                let id = match found {
+                let id = match self.vendor.find(&recorded, &known).await? {
                     Some(id) => id,
-                    None => self.vendor.create(file, &[]).await?,
+                    None => {
+                        let file = recorded.input_file_id.as_deref();
+                        self.vendor.create(file, requests).await?
+                    }
                 };
                 self.record(|ledger| ledger.batches[batch.ledger_idx].id = Some(id.clone()))?;
                 id
             }
         };
         let mut wait = self.settings.poll;
-        let mut last_status = recorded.status.unwrap_or_default();
+        let mut last_status = recorded.status.clone().unwrap_or_default();
         let mut n_failed_looks = 0;
         loop {
             match self.vendor.status(&id).await {
