@@ -84,6 +84,11 @@ struct BatchArgs {
     /// next round's batch.
     #[arg(long, requires = "batch")]
     batch_fallback: bool,
+    /// Cancel this evaluation's batches in flight (those its ledger records, beside the results
+    /// file) and stop: the same command run again without it collects what they answered before
+    /// the cancel and asks the rest again.
+    #[arg(long, requires = "batch")]
+    batch_cancel: bool,
 }
 
 impl BatchArgs {
@@ -117,6 +122,25 @@ impl BatchArgs {
         let batcher = Batcher::new(vendor, settings, client.config().max_response_bytes)?;
         Ok(Arc::new(client.with_batcher(Arc::new(batcher))))
     }
+}
+
+/// `--batch-cancel`: cancels the batches of the ledger beside `results`, one line each on stdout.
+async fn cancel_batches(batch: &BatchArgs, run: &AgentRunArgs, results: &Path) -> anyhow::Result<ExitCode> {
+    let llm = batch.open_model(run, results)?;
+    // invariant: `--batch-cancel` requires `--batch`, which opens the model through a batcher
+    let batcher = llm.batcher().expect("`--batch` opens a batcher");
+    let cancelled = batcher.cancel_all().await?;
+    let mut stdout = output::stdout();
+    for (id, status) in &cancelled {
+        writeln!(stdout, "cancelled {} batch {id}: {status}", batcher.vendor())?;
+    }
+    writeln!(
+        stdout,
+        "{} in `{}`",
+        output::counted(cancelled.len(), "batch cancelled", "batches cancelled"),
+        batch::ledger_path(results).display()
+    )?;
+    Ok(ExitCode::SUCCESS)
 }
 
 /// Which questions of the file to run: subset, then ids, then limit, then the shard.
@@ -214,6 +238,9 @@ pub async fn run(args: EvalArgs, log: LogOutput) -> anyhow::Result<ExitCode> {
         progress: super::progress::for_stderr(&log),
         log,
     };
+    if args.batch.batch_cancel {
+        return cancel_batches(&args.batch, &args.run, &config.results).await;
+    }
     // The inputs before the model: a missing or mistyped question file is named first.
     QuestionFile::check_readable(&config.questions)?;
     let prices = args.prices.read()?;

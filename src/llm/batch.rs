@@ -181,6 +181,17 @@ pub struct LedgerBatch {
     /// The vendor's last word on it.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub status: Option<String>,
+    /// The batch will change no more (its vendor said so).
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub ended: bool,
+    /// Cancelled by `eval --batch-cancel`: its requests answered before the cancel are still
+    /// collected, the others asked again in a new batch.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub cancelled: bool,
+    /// Of a cancelled batch that ended, the custom ids of the requests it did not answer: a later
+    /// round never waits on them.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub lost: Option<Vec<String>>,
     pub requests: Vec<LedgerRequest>,
 }
 
@@ -470,6 +481,9 @@ impl Batcher {
     /// One round: the requests a recorded batch holds wait on it, the others go out in new
     /// batches; every batch is watched to its end and each request gets its reply.
     async fn run_round(&self, round: Vec<Queued>) {
+        if let Err(error) = self.settle_cancelled().await {
+            self.note(&format!("cannot read a cancelled batch's results: {error}"));
+        }
         let (attached, fresh) = self.attach(&round);
         let mut batches = attached;
         let n_round = self.state().rounds;
@@ -538,8 +552,11 @@ impl Batcher {
             if batch.vendor != vendor {
                 continue;
             }
+            let lost = batch.lost.as_deref().unwrap_or_default();
             for request in &batch.requests {
-                if !state.claimed.contains(&(ledger_idx, request.custom_id.clone())) {
+                if !state.claimed.contains(&(ledger_idx, request.custom_id.clone()))
+                    && !lost.contains(&request.custom_id)
+                {
                     by_digest
                         .entry(&request.digest)
                         .or_default()
@@ -609,6 +626,9 @@ impl Batcher {
             id: None,
             submitted: now_secs(),
             status: None,
+            ended: false,
+            cancelled: false,
+            lost: None,
             requests: chunk
                 .iter()
                 .map(|&idx| LedgerRequest {
@@ -635,6 +655,100 @@ impl Batcher {
             ledger_idx,
             requests: chunk.iter().map(|&idx| (idx, custom_id(idx))).collect(),
         })
+    }
+
+    /// `eval --batch-cancel`: asks the vendor to cancel every batch of the ledger not yet ended
+    /// (one a killed process created but never recorded the id of is found first), and records
+    /// it cancelled. Each batch's id and the vendor's status after the ask, in the ledger's order.
+    pub async fn cancel_all(&self) -> Result<Vec<(String, String)>, VendorError> {
+        let (batches, known) = {
+            let state = self.state();
+            let known: Vec<String> = state
+                .ledger
+                .batches
+                .iter()
+                .filter_map(|batch| batch.id.clone())
+                .collect();
+            (state.ledger.batches.clone(), known)
+        };
+        let mut cancelled = Vec::new();
+        for (ledger_idx, batch) in batches.iter().enumerate() {
+            if batch.vendor != self.vendor.name() || batch.ended || batch.cancelled {
+                continue;
+            }
+            let id = match &batch.id {
+                Some(id) => Some(id.clone()),
+                None => self.vendor.find(batch, &known).await?,
+            };
+            let Some(id) = id else {
+                // Never created: nothing runs, and every request of it is asked again.
+                let lost = batch
+                    .requests
+                    .iter()
+                    .map(|request| request.custom_id.clone())
+                    .collect();
+                self.record(|ledger| {
+                    let recorded = &mut ledger.batches[ledger_idx];
+                    (recorded.cancelled, recorded.ended, recorded.lost) = (true, true, Some(lost));
+                })?;
+                continue;
+            };
+            let status = match self.vendor.cancel(&id).await {
+                Ok(status) => status,
+                // Ended since it was last looked at: nothing to cancel.
+                Err(error) => match self.vendor.status(&id).await {
+                    Ok(status) if status.ended => status,
+                    _ => return Err(error),
+                },
+            };
+            self.record(|ledger| {
+                let recorded = &mut ledger.batches[ledger_idx];
+                recorded.id = Some(id.clone());
+                recorded.status = Some(status.status.clone());
+                recorded.ended = status.ended;
+                recorded.cancelled = true;
+            })?;
+            cancelled.push((id, status.status));
+        }
+        Ok(cancelled)
+    }
+
+    /// Reads which requests each cancelled batch that has ended did not answer (once a batch,
+    /// recorded as its `lost`), so a round asks them again instead of waiting on the batch; a
+    /// cancelled batch still cancelling is waited on like any other.
+    async fn settle_cancelled(&self) -> Result<(), VendorError> {
+        let batches = self.state().ledger.batches.clone();
+        for (ledger_idx, batch) in batches.iter().enumerate() {
+            if batch.vendor != self.vendor.name() || !batch.cancelled || batch.lost.is_some() {
+                continue;
+            }
+            let Some(id) = &batch.id else { continue };
+            let status = self.vendor.status(id).await?;
+            if !status.ended {
+                continue;
+            }
+            let results = self.vendor.results(id, self.results_limit(batch)).await?;
+            let lost: Vec<String> = batch
+                .requests
+                .iter()
+                .filter(|request| !matches!(results.get(&request.custom_id), Some(Ok(_))))
+                .map(|request| request.custom_id.clone())
+                .collect();
+            self.record(|ledger| {
+                let recorded = &mut ledger.batches[ledger_idx];
+                recorded.status = Some(status.status.clone());
+                recorded.ended = true;
+                recorded.lost = Some(lost);
+            })?;
+        }
+        Ok(())
+    }
+
+    /// The most bytes of `batch`'s results read.
+    fn results_limit(&self, batch: &LedgerBatch) -> usize {
+        self.max_results_bytes
+            .saturating_mul(batch.requests.len().max(1))
+            .min(MAX_RESULTS_BYTES)
     }
 
     /// Changes the ledger and writes it whole, atomically.
@@ -689,8 +803,12 @@ impl Batcher {
                             status.status, status.n_done, status.n_total, status.n_failed
                         ));
                         last_status = status.status.clone();
-                        let word = status.status.clone();
-                        self.record(|ledger| ledger.batches[batch.ledger_idx].status = Some(word))?;
+                        let (word, ended) = (status.status.clone(), status.ended);
+                        self.record(|ledger| {
+                            let recorded = &mut ledger.batches[batch.ledger_idx];
+                            recorded.status = Some(word);
+                            recorded.ended = ended;
+                        })?;
                     }
                     if status.ended {
                         break;
@@ -707,11 +825,7 @@ impl Batcher {
             tokio::time::sleep(wait).await;
             wait = (wait * 2).min(self.settings.poll * MAX_POLL_FACTOR);
         }
-        let limit = self
-            .max_results_bytes
-            .saturating_mul(recorded.requests.len().max(1))
-            .min(MAX_RESULTS_BYTES);
-        self.vendor.results(&id, limit).await
+        self.vendor.results(&id, self.results_limit(&recorded)).await
     }
 }
 

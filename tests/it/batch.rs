@@ -79,6 +79,18 @@ enum Vendor {
     Anthropic,
 }
 
+/// Why a batch gave a request no reply.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Lost {
+    /// Failed inside the batch (asked again).
+    Failed,
+    Expired,
+    Canceled,
+}
+
+/// A request's reply from a batch (by custom id): the body, or why there is none.
+type Reply = Result<Value, Lost>;
+
 /// The key the scripted server takes from Anthropic's clients, as `x-api-key`.
 const ANTHROPIC_KEY: &str = "sk-ant-batch-test";
 
@@ -91,7 +103,9 @@ struct Seen {
     /// Batches: input file, looks left before it ends, when it was created.
     batches: BTreeMap<String, (String, usize, String)>,
     /// Each ended batch's results: by custom id, the reply body, or none (failed inside it).
-    ended: HashMap<String, Vec<(String, Option<Value>)>>,
+    ended: HashMap<String, Vec<(String, Reply)>>,
+    /// Batches asked to cancel: each ends at its next look, its first half answered.
+    cancelling: Vec<String>,
     /// Every request body a batch held, with how often.
     submitted: HashMap<String, usize>,
     /// Batches created while another was not yet ended and read.
@@ -273,31 +287,54 @@ impl Server {
     }
 
     /// Whether batch `id` has ended (answering every request, failing the first `failing`
-    /// requests the server meets), counting a look at it.
+    /// requests the server meets; a cancelled one answering only its first half), counting a
+    /// look at it.
     fn ended(&self, id: &str) -> bool {
         let mut seen = self.seen.lock().unwrap();
         let (file, looks, _) = seen.batches[id].clone();
         if seen.ended.contains_key(id) {
             return true;
         }
-        if looks > 0 && *self.looks.lock().unwrap() > 0 {
+        let cancelled = seen.cancelling.iter().any(|cancelling| cancelling == id);
+        if !cancelled && looks > 0 && *self.looks.lock().unwrap() > 0 {
             seen.batches.get_mut(id).unwrap().1 -= 1;
             return false;
         }
         let mut results = Vec::new();
-        for (custom_id, body) in seen.files[&file].clone() {
+        let lines = seen.files[&file].clone();
+        let n_lines = lines.len();
+        for (at, (custom_id, body)) in lines.into_iter().enumerate() {
             let key = body.to_string();
             if self.expiring {
-                results.push((custom_id, None));
+                results.push((custom_id, Err(Lost::Expired)));
+            } else if cancelled && at >= n_lines / 2 {
+                results.push((custom_id, Err(Lost::Canceled)));
             } else if seen.failed.len() < self.failing && !seen.failed.contains(&key) {
                 seen.failed.push(key);
-                results.push((custom_id, None));
+                results.push((custom_id, Err(Lost::Failed)));
             } else {
-                results.push((custom_id, Some(self.reply(&body))));
+                results.push((custom_id, Ok(self.reply(&body))));
             }
         }
         seen.ended.insert(id.to_owned(), results);
         true
+    }
+
+    /// How many of an ended batch's requests were lost in each way.
+    fn count_lost(&self, id: &str, lost: Lost) -> usize {
+        let seen = self.seen.lock().unwrap();
+        let results = &seen.ended[id];
+        results
+            .iter()
+            .filter(|(_, reply)| reply.as_ref().err() == Some(&lost))
+            .count()
+    }
+
+    /// `POST …/cancel`: the batch ends at its next look.
+    fn cancel(&self, id: &str) {
+        let mut seen = self.seen.lock().unwrap();
+        assert!(seen.batches.contains_key(id), "cancel of an unknown batch {id}");
+        seen.cancelling.push(id.to_owned());
     }
 
     /// `GET /v1/batches/{id}`: a batch as it is now; an ended one with its output and error files.
@@ -305,39 +342,47 @@ impl Server {
         if !self.ended(id) {
             return json!({"id": id, "status": "in_progress", "request_counts": {"total": 0, "completed": 0, "failed": 0}});
         }
+        let n_failed = self.count_lost(id, Lost::Failed);
+        let n_canceled = self.count_lost(id, Lost::Canceled);
         let mut seen = self.seen.lock().unwrap();
-        let results = &seen.ended[id];
-        let total = results.len();
+        let total = seen.ended[id].len();
         if self.expiring {
             seen.open_batch = None;
             return json!({"id": id, "status": "expired", "request_counts": {"total": total, "completed": 0, "failed": 0}});
         }
-        let n_failed = results.iter().filter(|(_, reply)| reply.is_none()).count();
-        json!({"id": id, "status": "completed", "output_file_id": format!("{id}-output"),
-               "error_file_id": format!("{id}-errors"),
-               "request_counts": {"total": total, "completed": total - n_failed, "failed": n_failed}})
+        let counts = json!({"total": total, "completed": total - n_failed - n_canceled, "failed": n_failed});
+        let status = if seen.cancelling.iter().any(|cancelling| cancelling == id) {
+            "cancelled"
+        } else {
+            "completed"
+        };
+        json!({"id": id, "status": status, "output_file_id": format!("{id}-output"),
+               "error_file_id": format!("{id}-errors"), "request_counts": counts})
     }
 
     /// `GET /v1/messages/batches/{id}`: the fixture's batch in its state now.
     fn message_batch(&self, id: &str) -> Value {
         let ended = self.ended(id);
+        let counts = ended
+            .then(|| [Lost::Failed, Lost::Expired, Lost::Canceled].map(|lost| self.count_lost(id, lost)));
         let seen = self.seen.lock().unwrap();
         let (file, _, created_at) = &seen.batches[id];
-        let mut batch = if ended {
-            let mut batch = batch_fixture("message-batch-ended.json");
-            let base = self.base_url.lock().unwrap().clone();
-            batch["results_url"] = json!(format!("{base}/messages/batches/{id}/results"));
-            let results = &seen.ended[id];
-            let n_failed = results.iter().filter(|(_, reply)| reply.is_none()).count();
-            let kind = if self.expiring { "expired" } else { "errored" };
-            batch["request_counts"] = json!({"processing": 0, "succeeded": results.len() - n_failed,
-                "errored": 0, "canceled": 0, "expired": 0});
-            batch["request_counts"][kind] = json!(n_failed);
-            batch
-        } else {
-            let mut batch = batch_fixture("message-batch-in-progress.json");
-            batch["request_counts"]["processing"] = json!(seen.files[file].len());
-            batch
+        let mut batch = match counts {
+            Some([errored, expired, canceled]) => {
+                let mut batch = batch_fixture("message-batch-ended.json");
+                let base = self.base_url.lock().unwrap().clone();
+                batch["results_url"] = json!(format!("{base}/messages/batches/{id}/results"));
+                let total = seen.ended[id].len();
+                batch["request_counts"] = json!({"processing": 0,
+                    "succeeded": total - errored - expired - canceled,
+                    "errored": errored, "canceled": canceled, "expired": expired});
+                batch
+            }
+            None => {
+                let mut batch = batch_fixture("message-batch-in-progress.json");
+                batch["request_counts"]["processing"] = json!(seen.files[file].len());
+                batch
+            }
         };
         batch["id"] = json!(id);
         batch["created_at"] = json!(created_at);
@@ -362,13 +407,14 @@ impl Server {
         let mut lines = String::new();
         for (custom_id, reply) in &seen.ended[id] {
             let mut line = match reply {
-                Some(message) => {
+                Ok(message) => {
                     let mut line = result_fixture("succeeded");
                     line["result"]["message"] = message.clone();
                     line
                 }
-                None if self.expiring => result_fixture("expired"),
-                None => result_fixture("errored"),
+                Err(Lost::Expired) => result_fixture("expired"),
+                Err(Lost::Canceled) => result_fixture("canceled"),
+                Err(Lost::Failed) => result_fixture("errored"),
             };
             line["custom_id"] = json!(custom_id);
             lines.push_str(&format!("{line}\n"));
@@ -388,11 +434,14 @@ impl Server {
         }
         let mut lines = String::new();
         for (custom_id, reply) in &seen.ended[id] {
+            // A cancelled batch's unanswered requests are in neither file.
             let line = match reply {
-                Some(body) if output => json!({"id": "r", "custom_id": custom_id,
+                Ok(body) if output => json!({"id": "r", "custom_id": custom_id,
                     "response": {"status_code": 200, "request_id": "q", "body": body}, "error": null}),
-                None if !output => json!({"custom_id": custom_id, "response": {"status_code": 500,
-                    "body": {"error": {"message": "overloaded"}}}, "error": null}),
+                Err(Lost::Failed) if !output => {
+                    json!({"custom_id": custom_id, "response": {"status_code": 500,
+                    "body": {"error": {"message": "overloaded"}}}, "error": null})
+                }
                 _ => continue,
             };
             lines.push_str(&format!("{line}\n"));
@@ -431,7 +480,8 @@ impl Server {
 
     fn openai_routes(self) -> axum::Router {
         use axum::routing::{get, post};
-        let (a, b, c, d, e, f) = (
+        let (a, b, c, d, e, f, g) = (
+            self.clone(),
             self.clone(),
             self.clone(),
             self.clone(),
@@ -468,6 +518,15 @@ impl Server {
                 ),
             )
             .route(
+                "/v1/batches/{id}/cancel",
+                post(
+                    move |axum::extract::Path(id): axum::extract::Path<String>| async move {
+                        g.cancel(&id);
+                        json_answer(json!({"id": id, "object": "batch", "status": "cancelling"}))
+                    },
+                ),
+            )
+            .route(
                 "/v1/files/{id}/content",
                 get(
                     move |axum::extract::Path(id): axum::extract::Path<String>| async move { e.content(&id) },
@@ -483,7 +542,14 @@ impl Server {
             let error = json!({"type": "error", "error": {"type": "authentication_error", "message": "invalid x-api-key"}});
             (axum::http::StatusCode::UNAUTHORIZED, error.to_string())
         };
-        let (a, b, c, d, e) = (self.clone(), self.clone(), self.clone(), self.clone(), self);
+        let (a, b, c, d, e, f) = (
+            self.clone(),
+            self.clone(),
+            self.clone(),
+            self.clone(),
+            self.clone(),
+            self,
+        );
         axum::Router::new()
             .route(
                 "/v1/messages",
@@ -521,6 +587,24 @@ impl Server {
                             return unauthorized();
                         }
                         (axum::http::StatusCode::OK, d.message_batch(&id).to_string())
+                    },
+                ),
+            )
+            .route(
+                "/v1/messages/batches/{id}/cancel",
+                post(
+                    move |headers: HeaderMap, UrlPath(id): UrlPath<String>| async move {
+                        if !f.authenticated(&headers) {
+                            return unauthorized();
+                        }
+                        f.cancel(&id);
+                        let mut batch = batch_fixture("message-batch-canceling.json");
+                        let seen = f.seen.lock().unwrap();
+                        let (file, _, created_at) = &seen.batches[&id];
+                        batch["request_counts"]["processing"] = json!(seen.files[file].len());
+                        batch["id"] = json!(id);
+                        batch["created_at"] = json!(created_at);
+                        (axum::http::StatusCode::OK, batch.to_string())
                     },
                 ),
             )
@@ -872,4 +956,117 @@ async fn no_batch_answers(vendor: Vendor) {
             "{line}"
         );
     }
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_cancelled_batch_keeps_what_it_answered_and_the_rest_is_asked_again() {
+    cancelled_and_run_again(Vendor::OpenAi).await;
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_cancelled_message_batch_keeps_what_it_answered_and_the_rest_is_asked_again() {
+    cancelled_and_run_again(Vendor::Anthropic).await;
+}
+
+/// A batch in flight cancelled with `--batch-cancel` (the evaluation killed first), then the same
+/// command run again: the half the batch answered before the cancel is collected, not asked
+/// again; the other half goes in a new batch at once (the cancelled batch is not waited on for
+/// it); nothing answered is paid twice.
+async fn cancelled_and_run_again(vendor: Vendor) {
+    let dir = tempfile::tempdir().unwrap();
+    let server = Server::new(vendor, 0);
+    server.clone().start().await;
+    let synchronous = dir.path().join("sync.jsonl");
+    run(&mut eval_command(&server, "react", &synchronous, false)).await;
+    *server.looks.lock().unwrap() = usize::MAX;
+    let batched = dir.path().join("batch.jsonl");
+    let mut child = eval_command(&server, "react", &batched, true)
+        .stderr(std::process::Stdio::null())
+        .stdout(std::process::Stdio::null())
+        .spawn()
+        .unwrap();
+    let ledger = ledger_of(&batched);
+    let first = match vendor {
+        Vendor::OpenAi => "batch_0",
+        Vendor::Anthropic => "msgbatch_0",
+    };
+    let deadline = std::time::Instant::now() + Duration::from_secs(60);
+    while !std::fs::read_to_string(&ledger).is_ok_and(|text| text.contains(&format!("\"id\": \"{first}\""))) {
+        assert!(
+            std::time::Instant::now() < deadline,
+            "the batch was never recorded"
+        );
+        tokio::time::sleep(Duration::from_millis(5)).await;
+    }
+    child.kill().unwrap(); // SIGKILL
+    child.wait().unwrap();
+    let mut command = eval_command(&server, "react", &batched, true);
+    let output = tokio::task::block_in_place(|| command.arg("--batch-cancel").output().unwrap());
+    let stdout = String::from_utf8_lossy(&output.stdout);
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert_eq!(output.status.code(), Some(0), "{stderr}");
+    let vendor_name = match vendor {
+        Vendor::OpenAi => "openai",
+        Vendor::Anthropic => "anthropic",
+    };
+    assert!(
+        stdout.contains(&format!("cancelled {vendor_name} batch {first}: "))
+            && stdout.contains("1 batch cancelled"),
+        "{stdout}"
+    );
+    assert_eq!(server.seen.lock().unwrap().cancelling, [first]);
+    let record: Value = serde_json::from_str(&std::fs::read_to_string(&ledger).unwrap()).unwrap();
+    assert_eq!(record["batches"][0]["cancelled"], true, "{record}");
+    // Cancelled twice: nothing more is sent.
+    let mut command = eval_command(&server, "react", &batched, true);
+    let output = tokio::task::block_in_place(|| command.arg("--batch-cancel").output().unwrap());
+    assert!(String::from_utf8_lossy(&output.stdout).contains("0 batches cancelled"));
+    assert_eq!(server.seen.lock().unwrap().cancelling, [first]);
+
+    *server.looks.lock().unwrap() = 0;
+    run(&mut eval_command(&server, "react", &batched, true)).await;
+    let (expected, _) = answers(&synchronous);
+    let (found, _) = answers(&batched);
+    assert_eq!(found, expected, "the answers after the cancel");
+    let record: Value = serde_json::from_str(&std::fs::read_to_string(&ledger).unwrap()).unwrap();
+    assert_eq!(
+        record["batches"][0]["lost"].as_array().map(Vec::len),
+        Some(N_QUESTIONS / 2),
+        "{record}"
+    );
+    let seen = server.seen.lock().unwrap();
+    // The second batch holds the requests the cancel lost, and nothing else.
+    let (second_file, ..) = seen.batches.values().nth(1).unwrap();
+    assert_eq!(seen.files[second_file].len(), N_QUESTIONS / 2);
+    // Each request answered (billed) once, in whichever batch.
+    let mut answered: HashMap<String, usize> = HashMap::new();
+    for (id, results) in &seen.ended {
+        let (file, ..) = &seen.batches[id];
+        for ((_, body), (_, reply)) in seen.files[file].iter().zip(results) {
+            if reply.is_ok() {
+                *answered.entry(body.to_string()).or_default() += 1;
+            }
+        }
+    }
+    assert!(
+        answered.values().all(|&times| times == 1),
+        "a request answered twice"
+    );
+    let (first_file, ..) = &seen.batches[first];
+    let first_bodies: Vec<String> = seen.files[first_file]
+        .iter()
+        .map(|(_, body)| body.to_string())
+        .collect();
+    for body in &first_bodies {
+        assert!(seen.submitted[body] <= 2, "{body}");
+    }
+    let twice = first_bodies
+        .iter()
+        .filter(|body| seen.submitted[*body] == 2)
+        .count();
+    assert_eq!(
+        twice,
+        N_QUESTIONS / 2,
+        "only the lost requests are submitted again"
+    );
 }
