@@ -20,6 +20,7 @@ use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
 use crate::base::fsutil;
+use crate::base::output::counted;
 
 /// What a ledger file says it is.
 pub const LEDGER_FORMAT: &str = "react-docstore.batches.v1";
@@ -288,6 +289,8 @@ struct State {
     /// Requests of recorded batches already handed to a request of this process.
     claimed: HashSet<(usize, String)>,
     rounds: usize,
+    /// Requests of the round in batches not yet ended.
+    in_flight: usize,
 }
 
 /// Writes a note where the evaluation writes its notes.
@@ -384,6 +387,7 @@ impl Batcher {
                 ledger,
                 claimed: HashSet::new(),
                 rounds: 0,
+                in_flight: 0,
             }),
             changed: tokio::sync::Notify::new(),
             notes: Mutex::new(None),
@@ -497,10 +501,12 @@ impl Batcher {
                 }
             }
         }
+        let n_in_flight = batches.iter().map(|batch| batch.requests.len()).sum();
+        self.state().in_flight = n_in_flight;
         self.note(&format!(
-            "batch round {n_round}: {} in {}",
-            crate::base::output::counted(round.len(), "request", "requests"),
-            crate::base::output::counted(batches.len(), "batch", "batches"),
+            "batch round {n_round}: {} in flight in {}",
+            counted(n_in_flight, "request", "requests"),
+            counted(batches.len(), "batch", "batches"),
         ));
         let mut replies: Vec<Option<(ItemResult, Option<String>)>> = round.iter().map(|_| None).collect();
         for (idx, error) in failed_to_submit {
@@ -518,7 +524,7 @@ impl Batcher {
         let watched = batches
             .iter()
             .zip(&bodies)
-            .map(|(batch, requests)| self.collect(batch, requests));
+            .map(|(batch, requests)| self.collect(n_round, batch, requests));
         for (batch, results) in batches.iter().zip(futures::future::join_all(watched).await) {
             let recorded = self.state().ledger.batches[batch.ledger_idx].clone();
             let batch_id = recorded.id;
@@ -536,6 +542,15 @@ impl Batcher {
                 replies[*idx] = Some((result, batch_id.clone()));
             }
         }
+        let n_answered = replies
+            .iter()
+            .filter(|reply| matches!(reply, Some((Ok(_), _))))
+            .count();
+        self.note(&format!(
+            "batch round {n_round}: {} answered, {} failed",
+            n_answered,
+            round.len() - n_answered
+        ));
         for (queued, reply) in round.into_iter().zip(replies) {
             let reply = reply.unwrap_or_else(|| (Err(ItemError::Batch("not submitted".to_owned())), None));
             let _ = queued.reply.send(reply);
@@ -763,6 +778,7 @@ impl Batcher {
     /// killed process recorded it but never created it) and reads its replies.
     async fn collect(
         &self,
+        n_round: usize,
         batch: &Attached,
         requests: &[(String, Value)],
     ) -> Result<HashMap<String, ItemResult>, VendorError> {
@@ -791,18 +807,28 @@ impl Batcher {
             }
         };
         let mut wait = self.settings.poll;
-        let mut last_status = recorded.status.clone().unwrap_or_default();
+        let mut last_status: Option<BatchStatus> = None;
         let mut n_failed_looks = 0;
         loop {
             match self.vendor.status(&id).await {
                 Ok(status) => {
                     n_failed_looks = 0;
-                    if status.status != last_status {
+                    if last_status.as_ref() != Some(&status) {
+                        if status.ended {
+                            let mut state = self.state();
+                            state.in_flight = state.in_flight.saturating_sub(batch.requests.len());
+                        }
+                        let in_flight = self.state().in_flight;
                         self.note(&format!(
-                            "batch {id}: {} ({} of {} done, {} failed)",
-                            status.status, status.n_done, status.n_total, status.n_failed
+                            "batch round {n_round}: {} batch {id} {}: {} of {} done, {} failed; {} in flight",
+                            self.vendor.name(),
+                            status.status,
+                            status.n_done,
+                            status.n_total,
+                            status.n_failed,
+                            counted(in_flight, "request", "requests"),
                         ));
-                        last_status = status.status.clone();
+                        last_status = Some(status.clone());
                         let (word, ended) = (status.status.clone(), status.ended);
                         self.record(|ledger| {
                             let recorded = &mut ledger.batches[batch.ledger_idx];

@@ -1070,3 +1070,53 @@ async fn cancelled_and_run_again(vendor: Vendor) {
         "only the lost requests are submitted again"
     );
 }
+
+#[tokio::test(flavor = "multi_thread")]
+async fn progress_lines_show_rounds_requests_in_flight_and_the_batch_api_status() {
+    progress_lines(Vendor::OpenAi).await;
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn progress_lines_show_the_message_batches_processing_status() {
+    progress_lines(Vendor::Anthropic).await;
+}
+
+/// The lines a batched eval prints on stderr (not a terminal) while it waits: each round's
+/// requests in flight, each batch's status and counts as the vendor gives them, each round's end.
+async fn progress_lines(vendor: Vendor) {
+    let server = Server::new(vendor, 2);
+    server.clone().start().await;
+    let dir = tempfile::tempdir().unwrap();
+    let results = dir.path().join("progress.jsonl");
+    let mut command = eval_command(&server, "standard", &results, true);
+    let output = tokio::task::block_in_place(|| command.output().unwrap());
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert_eq!(output.status.code(), Some(0), "{stderr}");
+    let expected = match vendor {
+        Vendor::OpenAi => [
+            "batch round 1: 20 requests in flight in 1 batch",
+            "batch round 1: openai batch batch_0 in_progress: 0 of 0 done, 0 failed; 20 requests in flight",
+            "batch round 1: openai batch batch_0 completed: 18 of 20 done, 2 failed; 0 requests in flight",
+            "batch round 1: 18 answered, 2 failed",
+            "batch round 2: 2 requests in flight in 1 batch",
+            "batch round 2: openai batch batch_1 in_progress: 0 of 0 done, 0 failed; 2 requests in flight",
+            "batch round 2: openai batch batch_1 completed: 2 of 2 done, 0 failed; 0 requests in flight",
+            "batch round 2: 2 answered, 0 failed",
+        ],
+        Vendor::Anthropic => [
+            "batch round 1: 20 requests in flight in 1 batch",
+            "batch round 1: anthropic batch msgbatch_0 in_progress: 0 of 20 done, 0 failed; 20 requests in flight",
+            "batch round 1: anthropic batch msgbatch_0 ended: 18 of 20 done, 2 failed; 0 requests in flight",
+            "batch round 1: 18 answered, 2 failed",
+            "batch round 2: 2 requests in flight in 1 batch",
+            "batch round 2: anthropic batch msgbatch_1 in_progress: 0 of 2 done, 0 failed; 2 requests in flight",
+            "batch round 2: anthropic batch msgbatch_1 ended: 2 of 2 done, 0 failed; 0 requests in flight",
+            "batch round 2: 2 answered, 0 failed",
+        ],
+    };
+    let lines: Vec<&str> = stderr
+        .lines()
+        .filter(|line| line.contains("batch round"))
+        .collect();
+    assert_eq!(lines, expected, "{stderr}");
+}
