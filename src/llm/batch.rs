@@ -454,7 +454,9 @@ impl Batcher {
         self.changed.notify_one();
         match answer.await {
             Ok((result, batch)) => {
-                if let Some(batch) = batch {
+                // Only a reply bills at the batch price: a request the batch failed is asked
+                // again, maybe synchronously at the full price (`--batch-fallback`).
+                if let (Ok(_), Some(batch)) = (&result, batch) {
                     note_answered_by(&batch);
                 }
                 result

@@ -1120,3 +1120,50 @@ async fn progress_lines(vendor: Vendor) {
         .collect();
     assert_eq!(lines, expected, "{stderr}");
 }
+
+#[tokio::test(flavor = "multi_thread")]
+async fn replies_the_fallback_asked_synchronously_are_billed_at_the_full_price() {
+    billed_by_where_the_reply_came_from(Vendor::OpenAi).await;
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn replies_outside_message_batches_are_billed_at_the_full_price() {
+    billed_by_where_the_reply_came_from(Vendor::Anthropic).await;
+}
+
+/// `--batch-fallback`: the two requests that failed inside the batch are answered synchronously;
+/// their runs record no batch and bill at the full price, the other 18 at half.
+async fn billed_by_where_the_reply_came_from(vendor: Vendor) {
+    let dir = tempfile::tempdir().unwrap();
+    let prices = dir.path().join("prices.toml");
+    std::fs::write(&prices, "\"m\" = { input = 1.0, output = 3.0 }\n").unwrap();
+    let server = Server::new(vendor, 2);
+    server.clone().start().await;
+    let synchronous = dir.path().join("sync.jsonl");
+    let mut command = eval_command(&server, "standard", &synchronous, false);
+    let reference = run(command.arg("--prices").arg(&prices)).await;
+    let n_synchronous = server.seen.lock().unwrap().synchronous;
+    let batched = dir.path().join("fallback.jsonl");
+    let mut command = eval_command(&server, "standard", &batched, true);
+    let summary = run(command.args(["--batch-fallback", "--prices"]).arg(&prices)).await;
+    assert_eq!(server.seen.lock().unwrap().synchronous, n_synchronous + 2);
+    assert_eq!(server.seen.lock().unwrap().batches.len(), 1);
+    let (_, batches) = answers(&batched);
+    let n_batched = batches.iter().filter(|batch| batch.is_array()).count();
+    assert_eq!(
+        (n_batched, batches.len()),
+        (N_QUESTIONS - 2, N_QUESTIONS),
+        "{batches:?}"
+    );
+    let dollars = |summary: &Value| -> f64 {
+        let total = summary["cost"]["total"].as_str().unwrap();
+        total.trim_start_matches('$').parse().unwrap()
+    };
+    // Every question costs the same tokens: 18 at half the price, 2 at the full price.
+    let per_question = dollars(&reference) / N_QUESTIONS as f64;
+    let expected = per_question * (18.0 / 2.0 + 2.0);
+    assert!(
+        (dollars(&summary) - expected).abs() < 1e-12,
+        "{summary} {reference}"
+    );
+}
