@@ -14,8 +14,8 @@ use crate::base::output;
 use crate::docstore::{DocstoreKind, Opener};
 use crate::eval::{self, EvalConfig, EvalServices, Resume};
 use crate::llm::Llm;
-use crate::llm::batch::{self, BatchSettings, Batcher, Fallback};
-use crate::llm::openai::batch::OpenAiBatches;
+use crate::llm::batch::{self, BatchSettings, BatchVendor, Batcher, Fallback};
+use crate::llm::openai::batch::{AnthropicBatches, OpenAiBatches};
 use crate::record::questions::{Contexts, QuestionFile};
 use crate::record::selection::{Selection, Subset};
 use crate::record::shard::{Shard, ShardArg};
@@ -66,14 +66,16 @@ pub struct EvalArgs {
 #[derive(clap::Args, Clone)]
 #[command(next_help_heading = "Batch")]
 struct BatchArgs {
-    /// Send the requests through OpenAI's Batch API (half the price, replies within 24 h): each
-    /// round is one batch of every open question's next request; run the same command again to
-    /// attach to the batches in flight (docs/evaluation.md).
+    /// Send the requests through the vendor's batch API (OpenAI's Batch API, or Anthropic's
+    /// Message Batches with `--api anthropic`): half the price, replies within 24 h. Each round is
+    /// one batch of every open question's next request; run the same command again to attach to
+    /// the batches in flight (docs/evaluation.md).
     #[arg(long)]
     batch: bool,
-    /// The most requests one batch holds (the vendor's limits split further).
-    #[arg(long, value_name = "N", requires = "batch", default_value_t = 50_000, value_parser = clap::value_parser!(u32).range(1..=50_000))]
-    batch_size: u32,
+    /// The most requests one batch holds [default: the vendor's most, 50,000 for OpenAI and
+    /// 100,000 for Anthropic]; the vendor's byte limit splits further.
+    #[arg(long, value_name = "N", requires = "batch", value_parser = clap::value_parser!(u32).range(1..=100_000))]
+    batch_size: Option<u32>,
     /// Seconds before the first look at a submitted batch; each look without an end doubles the
     /// wait, up to 16 times this.
     #[arg(long, value_name = "SECS", requires = "batch", default_value_t = batch::DEFAULT_POLL_INTERVAL.as_secs_f64())]
@@ -82,6 +84,11 @@ struct BatchArgs {
     /// next round's batch.
     #[arg(long, requires = "batch")]
     batch_fallback: bool,
+    /// Cancel this evaluation's batches in flight (those its ledger records, beside the results
+    /// file) and stop: the same command run again without it collects what they answered before
+    /// the cancel and asks the rest again.
+    #[arg(long, requires = "batch")]
+    batch_cancel: bool,
 }
 
 impl BatchArgs {
@@ -97,14 +104,8 @@ impl BatchArgs {
             )
         })?;
         let client = run.open_model()?;
-        if client.config().api.is_anthropic() {
-            anyhow::bail!(
-                "`--batch` sends OpenAI's Batch API requests; `--api {}` needs Anthropic's Message Batches, which this version does not send yet: run without `--batch`",
-                client.config().api
-            );
-        }
         let settings = BatchSettings {
-            size: self.batch_size as usize,
+            size: self.batch_size.map(|size| size as usize),
             poll,
             fallback: if self.batch_fallback {
                 Fallback::Synchronous
@@ -113,10 +114,33 @@ impl BatchArgs {
             },
             ledger: batch::ledger_path(results),
         };
-        let vendor = Box::new(OpenAiBatches::new(client.config()));
+        let vendor: Box<dyn BatchVendor> = if client.config().api.is_anthropic() {
+            Box::new(AnthropicBatches::new(client.config()))
+        } else {
+            Box::new(OpenAiBatches::new(client.config()))
+        };
         let batcher = Batcher::new(vendor, settings, client.config().max_response_bytes)?;
         Ok(Arc::new(client.with_batcher(Arc::new(batcher))))
     }
+}
+
+/// `--batch-cancel`: cancels the batches of the ledger beside `results`, one line each on stdout.
+async fn cancel_batches(batch: &BatchArgs, run: &AgentRunArgs, results: &Path) -> anyhow::Result<ExitCode> {
+    let llm = batch.open_model(run, results)?;
+    // invariant: `--batch-cancel` requires `--batch`, which opens the model through a batcher
+    let batcher = llm.batcher().expect("`--batch` opens a batcher");
+    let cancelled = batcher.cancel_all().await?;
+    let mut stdout = output::stdout();
+    for (id, status) in &cancelled {
+        writeln!(stdout, "cancelled {} batch {id}: {status}", batcher.vendor())?;
+    }
+    writeln!(
+        stdout,
+        "{} in `{}`",
+        output::counted(cancelled.len(), "batch cancelled", "batches cancelled"),
+        batch::ledger_path(results).display()
+    )?;
+    Ok(ExitCode::SUCCESS)
 }
 
 /// Which questions of the file to run: subset, then ids, then limit, then the shard.
@@ -214,6 +238,9 @@ pub async fn run(args: EvalArgs, log: LogOutput) -> anyhow::Result<ExitCode> {
         progress: super::progress::for_stderr(&log),
         log,
     };
+    if args.batch.batch_cancel {
+        return cancel_batches(&args.batch, &args.run, &config.results).await;
+    }
     // The inputs before the model: a missing or mistyped question file is named first.
     QuestionFile::check_readable(&config.questions)?;
     let prices = args.prices.read()?;

@@ -20,6 +20,7 @@ use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
 use crate::base::fsutil;
+use crate::base::output::counted;
 
 /// What a ledger file says it is.
 pub const LEDGER_FORMAT: &str = "react-docstore.batches.v1";
@@ -28,18 +29,15 @@ pub const LEDGER_FORMAT: &str = "react-docstore.batches.v1";
 pub const DEFAULT_POLL_INTERVAL: Duration = Duration::from_secs(10);
 /// The longest wait between two looks, as a multiple of the first.
 pub const MAX_POLL_FACTOR: u32 = 16;
-/// The most requests `--batch-size` puts in one batch unless told (OpenAI's own limit).
-pub const DEFAULT_BATCH_SIZE: usize = 50_000;
-/// The largest input file a batch takes (OpenAI: 200 MB).
-pub const MAX_BATCH_FILE_BYTES: usize = 200 * 1000 * 1000;
 /// A ledger file larger than this is refused rather than read.
 const MAX_LEDGER_BYTES: u64 = 256 * 1024 * 1024;
 
 /// How `eval --batch` batches.
 #[derive(Debug, Clone)]
 pub struct BatchSettings {
-    /// The most requests one batch holds (`--batch-size`); the vendor's limits split further.
-    pub size: usize,
+    /// The most requests one batch holds (`--batch-size`; `None`: the vendor's most); the
+    /// vendor's limits split further.
+    pub size: Option<usize>,
     /// The first wait between two looks at a batch (`--batch-poll`).
     pub poll: Duration,
     /// What a request that failed inside a batch does once more.
@@ -137,10 +135,17 @@ pub trait BatchVendor: Send + Sync {
         file: Option<&'a str>,
         requests: &'a [(String, Value)],
     ) -> BoxFuture<'a, Result<String, VendorError>>;
-    /// The batch already created of an uploaded file, if any: a process killed between creating
-    /// a batch and recording its id finds it again instead of paying for a second one.
-    fn find<'a>(&'a self, file: &'a str) -> BoxFuture<'a, Result<Option<String>, VendorError>>;
+    /// The batch already created of `recorded` (which has no id yet), if any: a process killed
+    /// between creating a batch and recording its id finds it again instead of paying for a
+    /// second one. `known`: the ids the ledger already records, none of which it is.
+    fn find<'a>(
+        &'a self,
+        recorded: &'a LedgerBatch,
+        known: &'a [String],
+    ) -> BoxFuture<'a, Result<Option<String>, VendorError>>;
     fn status<'a>(&'a self, batch: &'a str) -> BoxFuture<'a, Result<BatchStatus, VendorError>>;
+    /// Asks the vendor to cancel the batch: its status after the ask.
+    fn cancel<'a>(&'a self, batch: &'a str) -> BoxFuture<'a, Result<BatchStatus, VendorError>>;
     /// The replies of an ended batch, by custom id, read up to `limit` bytes a file.
     fn results<'a>(
         &'a self,
@@ -149,6 +154,10 @@ pub trait BatchVendor: Send + Sync {
     ) -> BoxFuture<'a, Result<HashMap<String, ItemResult>, VendorError>>;
     /// How many bytes a line of this request adds to a batch's input.
     fn line_bytes(&self, custom_id: &str, body: &Value) -> usize;
+    /// The most requests one batch holds.
+    fn max_requests(&self) -> usize;
+    /// The most bytes of requests (as [`BatchVendor::line_bytes`] counts them) one batch holds.
+    fn max_bytes(&self) -> usize;
 }
 
 /// One request of a recorded batch: its custom id and the digest of its body.
@@ -173,6 +182,17 @@ pub struct LedgerBatch {
     /// The vendor's last word on it.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub status: Option<String>,
+    /// The batch will change no more (its vendor said so).
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub ended: bool,
+    /// Cancelled by `eval --batch-cancel`: its requests answered before the cancel are still
+    /// collected, the others asked again in a new batch.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub cancelled: bool,
+    /// Of a cancelled batch that ended, the custom ids of the requests it did not answer: a later
+    /// round never waits on them.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub lost: Option<Vec<String>>,
     pub requests: Vec<LedgerRequest>,
 }
 
@@ -255,6 +275,8 @@ impl Ledger {
 struct Queued {
     body: Value,
     digest: String,
+    /// The [`noted`] run that asks it.
+    asker: Option<u64>,
     reply: tokio::sync::oneshot::Sender<(ItemResult, Option<String>)>,
 }
 
@@ -267,6 +289,8 @@ struct State {
     /// Requests of recorded batches already handed to a request of this process.
     claimed: HashSet<(usize, String)>,
     rounds: usize,
+    /// Requests of the round in batches not yet ended.
+    in_flight: usize,
 }
 
 /// Writes a note where the evaluation writes its notes.
@@ -292,26 +316,50 @@ impl std::fmt::Debug for Batcher {
     }
 }
 
-tokio::task_local! {
-    static ANSWERED_BY: Arc<Mutex<Vec<String>>>;
+/// One [`noted`] run: who asks (a round waits for every open question, however many requests
+/// each has in flight), and the batches that answered it.
+struct Asker {
+    id: u64,
+    answered_by: Mutex<Vec<String>>,
 }
 
-/// Runs `future`, noting the batches that answered the requests sent while it runs: its output
-/// and their ids in the order first met (none when no request went through a batch).
+tokio::task_local! {
+    static ASKER: Arc<Asker>;
+}
+
+/// Runs `future` (one question's run), noting the batches that answered the requests sent while
+/// it runs: its output and their ids in the order first met (none when no request went through
+/// a batch). Its requests count as one question's in a round.
 pub async fn noted<F: Future>(future: F) -> (F::Output, Vec<String>) {
-    let ids = Arc::new(Mutex::new(Vec::new()));
-    let output = ANSWERED_BY.scope(Arc::clone(&ids), future).await;
-    let ids = std::mem::take(&mut *ids.lock().unwrap_or_else(PoisonError::into_inner));
+    static NEXT_ID: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
+    let asker = Arc::new(Asker {
+        id: NEXT_ID.fetch_add(1, std::sync::atomic::Ordering::Relaxed),
+        answered_by: Mutex::new(Vec::new()),
+    });
+    let output = ASKER.scope(Arc::clone(&asker), future).await;
+    let ids = std::mem::take(&mut *asker.answered_by.lock().unwrap_or_else(PoisonError::into_inner));
     (output, ids)
 }
 
 fn note_answered_by(batch: &str) {
-    let _ = ANSWERED_BY.try_with(|ids| {
-        let mut ids = ids.lock().unwrap_or_else(PoisonError::into_inner);
+    let _ = ASKER.try_with(|asker| {
+        let mut ids = asker.answered_by.lock().unwrap_or_else(PoisonError::into_inner);
         if !ids.iter().any(|id| id == batch) {
             ids.push(batch.to_owned());
         }
     });
+}
+
+/// Who asks the request being sent: its [`noted`] run, if any.
+fn asker() -> Option<u64> {
+    ASKER.try_with(|asker| asker.id).ok()
+}
+
+/// How many questions the queued requests are of (a request outside any [`noted`] run counts as
+/// its own).
+fn n_asking(queued: &[Queued]) -> usize {
+    let askers: HashSet<u64> = queued.iter().filter_map(|queued| queued.asker).collect();
+    askers.len() + queued.iter().filter(|queued| queued.asker.is_none()).count()
 }
 
 /// One batch of a round: the recorded batch's index in the ledger, and the requests of the round
@@ -339,6 +387,7 @@ impl Batcher {
                 ledger,
                 claimed: HashSet::new(),
                 rounds: 0,
+                in_flight: 0,
             }),
             changed: tokio::sync::Notify::new(),
             notes: Mutex::new(None),
@@ -398,13 +447,16 @@ impl Batcher {
         let queued = Queued {
             body: body.clone(),
             digest: crate::base::digest::digest(&bytes),
+            asker: asker(),
             reply,
         };
         self.state().queued.push(queued);
         self.changed.notify_one();
         match answer.await {
             Ok((result, batch)) => {
-                if let Some(batch) = batch {
+                // Only a reply bills at the batch price: a request the batch failed is asked
+                // again, maybe synchronously at the full price (`--batch-fallback`).
+                if let (Ok(_), Some(batch)) = (&result, batch) {
                     note_answered_by(&batch);
                 }
                 result
@@ -414,13 +466,14 @@ impl Batcher {
     }
 
     /// Runs the rounds for as long as it is polled: each time every open question waits on the
-    /// model, the waiting requests go out as one round. Never returns.
+    /// model (a request of each is queued, counted by the [`noted`] run that asks it), the
+    /// waiting requests go out as one round. Never returns.
     pub async fn drive(&self) {
         loop {
             let round = loop {
                 {
                     let mut state = self.state();
-                    if !state.queued.is_empty() && state.queued.len() >= state.open {
+                    if !state.queued.is_empty() && n_asking(&state.queued) >= state.open {
                         state.rounds += 1;
                         break std::mem::take(&mut state.queued);
                     }
@@ -434,6 +487,9 @@ impl Batcher {
     /// One round: the requests a recorded batch holds wait on it, the others go out in new
     /// batches; every batch is watched to its end and each request gets its reply.
     async fn run_round(&self, round: Vec<Queued>) {
+        if let Err(error) = self.settle_cancelled().await {
+            self.note(&format!("cannot read a cancelled batch's results: {error}"));
+        }
         let (attached, fresh) = self.attach(&round);
         let mut batches = attached;
         let n_round = self.state().rounds;
@@ -447,16 +503,30 @@ impl Batcher {
                 }
             }
         }
+        let n_in_flight = batches.iter().map(|batch| batch.requests.len()).sum();
+        self.state().in_flight = n_in_flight;
         self.note(&format!(
-            "batch round {n_round}: {} in {}",
-            crate::base::output::counted(round.len(), "request", "requests"),
-            crate::base::output::counted(batches.len(), "batch", "batches"),
+            "batch round {n_round}: {} in flight in {}",
+            counted(n_in_flight, "request", "requests"),
+            counted(batches.len(), "batch", "batches"),
         ));
         let mut replies: Vec<Option<(ItemResult, Option<String>)>> = round.iter().map(|_| None).collect();
         for (idx, error) in failed_to_submit {
             replies[idx] = Some((Err(error), None));
         }
-        let watched = batches.iter().map(|batch| self.collect(batch));
+        let bodies: Vec<Vec<(String, Value)>> = batches
+            .iter()
+            .map(|batch| {
+                let requests = batch.requests.iter();
+                requests
+                    .map(|(idx, custom_id)| (custom_id.clone(), round[*idx].body.clone()))
+                    .collect()
+            })
+            .collect();
+        let watched = batches
+            .iter()
+            .zip(&bodies)
+            .map(|(batch, requests)| self.collect(n_round, batch, requests));
         for (batch, results) in batches.iter().zip(futures::future::join_all(watched).await) {
             let recorded = self.state().ledger.batches[batch.ledger_idx].clone();
             let batch_id = recorded.id;
@@ -474,6 +544,15 @@ impl Batcher {
                 replies[*idx] = Some((result, batch_id.clone()));
             }
         }
+        let n_answered = replies
+            .iter()
+            .filter(|reply| matches!(reply, Some((Ok(_), _))))
+            .count();
+        self.note(&format!(
+            "batch round {n_round}: {} answered, {} failed",
+            n_answered,
+            round.len() - n_answered
+        ));
         for (queued, reply) in round.into_iter().zip(replies) {
             let reply = reply.unwrap_or_else(|| (Err(ItemError::Batch("not submitted".to_owned())), None));
             let _ = queued.reply.send(reply);
@@ -490,8 +569,11 @@ impl Batcher {
             if batch.vendor != vendor {
                 continue;
             }
+            let lost = batch.lost.as_deref().unwrap_or_default();
             for request in &batch.requests {
-                if !state.claimed.contains(&(ledger_idx, request.custom_id.clone())) {
+                if !state.claimed.contains(&(ledger_idx, request.custom_id.clone()))
+                    && !lost.contains(&request.custom_id)
+                {
                     by_digest
                         .entry(&request.digest)
                         .or_default()
@@ -520,16 +602,23 @@ impl Batcher {
         (attached, fresh)
     }
 
-    /// The fresh requests in batches of at most `--batch-size` requests and
-    /// [`MAX_BATCH_FILE_BYTES`] of input.
+    /// The fresh requests in batches of at most `--batch-size` requests and as many requests and
+    /// bytes as the vendor takes in one.
     fn chunks(&self, round: &[Queued], fresh: &[usize]) -> Vec<Vec<usize>> {
+        let size = self
+            .settings
+            .size
+            .unwrap_or(usize::MAX)
+            .min(self.vendor.max_requests())
+            .max(1);
+        let max_bytes = self.vendor.max_bytes();
         let mut chunks: Vec<Vec<usize>> = Vec::new();
         let mut bytes = 0;
         for &idx in fresh {
             let line = self.vendor.line_bytes(&custom_id(idx), &round[idx].body);
-            let full = chunks.last().is_none_or(|chunk| {
-                chunk.len() >= self.settings.size.max(1) || bytes + line > MAX_BATCH_FILE_BYTES
-            });
+            let full = chunks
+                .last()
+                .is_none_or(|chunk| chunk.len() >= size || bytes + line > max_bytes);
             if full {
                 chunks.push(Vec::new());
                 bytes = 0;
@@ -554,6 +643,9 @@ impl Batcher {
             id: None,
             submitted: now_secs(),
             status: None,
+            ended: false,
+            cancelled: false,
+            lost: None,
             requests: chunk
                 .iter()
                 .map(|&idx| LedgerRequest {
@@ -582,6 +674,100 @@ impl Batcher {
         })
     }
 
+    /// `eval --batch-cancel`: asks the vendor to cancel every batch of the ledger not yet ended
+    /// (one a killed process created but never recorded the id of is found first), and records
+    /// it cancelled. Each batch's id and the vendor's status after the ask, in the ledger's order.
+    pub async fn cancel_all(&self) -> Result<Vec<(String, String)>, VendorError> {
+        let (batches, known) = {
+            let state = self.state();
+            let known: Vec<String> = state
+                .ledger
+                .batches
+                .iter()
+                .filter_map(|batch| batch.id.clone())
+                .collect();
+            (state.ledger.batches.clone(), known)
+        };
+        let mut cancelled = Vec::new();
+        for (ledger_idx, batch) in batches.iter().enumerate() {
+            if batch.vendor != self.vendor.name() || batch.ended || batch.cancelled {
+                continue;
+            }
+            let id = match &batch.id {
+                Some(id) => Some(id.clone()),
+                None => self.vendor.find(batch, &known).await?,
+            };
+            let Some(id) = id else {
+                // Never created: nothing runs, and every request of it is asked again.
+                let lost = batch
+                    .requests
+                    .iter()
+                    .map(|request| request.custom_id.clone())
+                    .collect();
+                self.record(|ledger| {
+                    let recorded = &mut ledger.batches[ledger_idx];
+                    (recorded.cancelled, recorded.ended, recorded.lost) = (true, true, Some(lost));
+                })?;
+                continue;
+            };
+            let status = match self.vendor.cancel(&id).await {
+                Ok(status) => status,
+                // Ended since it was last looked at: nothing to cancel.
+                Err(error) => match self.vendor.status(&id).await {
+                    Ok(status) if status.ended => status,
+                    _ => return Err(error),
+                },
+            };
+            self.record(|ledger| {
+                let recorded = &mut ledger.batches[ledger_idx];
+                recorded.id = Some(id.clone());
+                recorded.status = Some(status.status.clone());
+                recorded.ended = status.ended;
+                recorded.cancelled = true;
+            })?;
+            cancelled.push((id, status.status));
+        }
+        Ok(cancelled)
+    }
+
+    /// Reads which requests each cancelled batch that has ended did not answer (once a batch,
+    /// recorded as its `lost`), so a round asks them again instead of waiting on the batch; a
+    /// cancelled batch still cancelling is waited on like any other.
+    async fn settle_cancelled(&self) -> Result<(), VendorError> {
+        let batches = self.state().ledger.batches.clone();
+        for (ledger_idx, batch) in batches.iter().enumerate() {
+            if batch.vendor != self.vendor.name() || !batch.cancelled || batch.lost.is_some() {
+                continue;
+            }
+            let Some(id) = &batch.id else { continue };
+            let status = self.vendor.status(id).await?;
+            if !status.ended {
+                continue;
+            }
+            let results = self.vendor.results(id, self.results_limit(batch)).await?;
+            let lost: Vec<String> = batch
+                .requests
+                .iter()
+                .filter(|request| !matches!(results.get(&request.custom_id), Some(Ok(_))))
+                .map(|request| request.custom_id.clone())
+                .collect();
+            self.record(|ledger| {
+                let recorded = &mut ledger.batches[ledger_idx];
+                recorded.status = Some(status.status.clone());
+                recorded.ended = true;
+                recorded.lost = Some(lost);
+            })?;
+        }
+        Ok(())
+    }
+
+    /// The most bytes of `batch`'s results read.
+    fn results_limit(&self, batch: &LedgerBatch) -> usize {
+        self.max_results_bytes
+            .saturating_mul(batch.requests.len().max(1))
+            .min(MAX_RESULTS_BYTES)
+    }
+
     /// Changes the ledger and writes it whole, atomically.
     fn record<T>(&self, change: impl FnOnce(&mut Ledger) -> T) -> Result<T, VendorError> {
         let mut state = self.state();
@@ -590,41 +776,67 @@ impl Batcher {
         Ok(output)
     }
 
-    /// Watches a batch to its end (creating it first when a killed process uploaded its file but
-    /// never created it) and reads its replies.
-    async fn collect(&self, batch: &Attached) -> Result<HashMap<String, ItemResult>, VendorError> {
-        let recorded = self.state().ledger.batches[batch.ledger_idx].clone();
-        let id = match recorded.id {
+    /// Watches a batch to its end (creating it first, of its uploaded file or of `requests`, when a
+    /// killed process recorded it but never created it) and reads its replies.
+    async fn collect(
+        &self,
+        n_round: usize,
+        batch: &Attached,
+        requests: &[(String, Value)],
+    ) -> Result<HashMap<String, ItemResult>, VendorError> {
+        let (recorded, known) = {
+            let state = self.state();
+            let known: Vec<String> = state
+                .ledger
+                .batches
+                .iter()
+                .filter_map(|batch| batch.id.clone())
+                .collect();
+            (state.ledger.batches[batch.ledger_idx].clone(), known)
+        };
+        let id = match recorded.id.clone() {
             Some(id) => id,
             None => {
-                let file = recorded.input_file_id.as_deref();
-                let found = match file {
-                    Some(file) => self.vendor.find(file).await?,
-                    None => None,
-                };
-                let id = match found {
+                let id = match self.vendor.find(&recorded, &known).await? {
                     Some(id) => id,
-                    None => self.vendor.create(file, &[]).await?,
+                    None => {
+                        let file = recorded.input_file_id.as_deref();
+                        self.vendor.create(file, requests).await?
+                    }
                 };
                 self.record(|ledger| ledger.batches[batch.ledger_idx].id = Some(id.clone()))?;
                 id
             }
         };
         let mut wait = self.settings.poll;
-        let mut last_status = recorded.status.unwrap_or_default();
+        let mut last_status: Option<BatchStatus> = None;
         let mut n_failed_looks = 0;
         loop {
             match self.vendor.status(&id).await {
                 Ok(status) => {
                     n_failed_looks = 0;
-                    if status.status != last_status {
+                    if last_status.as_ref() != Some(&status) {
+                        if status.ended {
+                            let mut state = self.state();
+                            state.in_flight = state.in_flight.saturating_sub(batch.requests.len());
+                        }
+                        let in_flight = self.state().in_flight;
                         self.note(&format!(
-                            "batch {id}: {} ({} of {} done, {} failed)",
-                            status.status, status.n_done, status.n_total, status.n_failed
+                            "batch round {n_round}: {} batch {id} {}: {} of {} done, {} failed; {} in flight",
+                            self.vendor.name(),
+                            status.status,
+                            status.n_done,
+                            status.n_total,
+                            status.n_failed,
+                            counted(in_flight, "request", "requests"),
                         ));
-                        last_status = status.status.clone();
-                        let word = status.status.clone();
-                        self.record(|ledger| ledger.batches[batch.ledger_idx].status = Some(word))?;
+                        last_status = Some(status.clone());
+                        let (word, ended) = (status.status.clone(), status.ended);
+                        self.record(|ledger| {
+                            let recorded = &mut ledger.batches[batch.ledger_idx];
+                            recorded.status = Some(word);
+                            recorded.ended = ended;
+                        })?;
                     }
                     if status.ended {
                         break;
@@ -641,11 +853,7 @@ impl Batcher {
             tokio::time::sleep(wait).await;
             wait = (wait * 2).min(self.settings.poll * MAX_POLL_FACTOR);
         }
-        let limit = self
-            .max_results_bytes
-            .saturating_mul(recorded.requests.len().max(1))
-            .min(MAX_RESULTS_BYTES);
-        self.vendor.results(&id, limit).await
+        self.vendor.results(&id, self.results_limit(&recorded)).await
     }
 }
 

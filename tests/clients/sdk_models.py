@@ -53,10 +53,41 @@ def check_anthropic(fixtures: pathlib.Path) -> int:
     return checked
 
 
+def check_anthropic_batches(fixtures: pathlib.Path) -> int:
+    """Every `fixtures/anthropic-batches/message-batch-*.json` and the items of `list.json`: a
+    batch through `anthropic.types.messages.MessageBatch`; every line of `results.jsonl` through
+    `MessageBatchIndividualResponse`. Returns how many objects were checked."""
+    from anthropic.types.messages import MessageBatch, MessageBatchIndividualResponse
+
+    folder = fixtures / "anthropic-batches"
+    checked = 0
+
+    def check(model, data, where: str) -> None:
+        nonlocal checked
+        try:
+            model.model_validate(data)
+        except Exception as error:  # pydantic's ValidationError, whatever the SDK re-exports
+            sys.exit(f"{where}: not a {model.__name__} to the anthropic SDK: {error}")
+        checked += 1
+
+    for path in sorted(folder.glob("message-batch-*.json")):
+        check(MessageBatch, json.loads(path.read_text()), str(path))
+    listed = folder / "list.json"
+    for item in json.loads(listed.read_text())["data"]:
+        check(MessageBatch, item, str(listed))
+    results = folder / "results.jsonl"
+    for number, line in enumerate(results.read_text().splitlines(), 1):
+        check(MessageBatchIndividualResponse, json.loads(line), f"{results}:{number}")
+    if checked == 0:
+        sys.exit(f"no Anthropic batch fixtures under {folder}")
+    return checked
+
+
 def main() -> None:
     fixtures = pathlib.Path(sys.argv[1])
     print(f"sdk_models: openai responses: {check_openai_responses(fixtures)} fixtures parse")
     print(f"sdk_models: anthropic: {check_anthropic(fixtures)} fixtures parse")
+    print(f"sdk_models: anthropic batches: {check_anthropic_batches(fixtures)} objects parse")
 
 
 if __name__ == "__main__":

@@ -1,7 +1,9 @@
-//! `eval --batch` against a scripted OpenAI server that speaks both the synchronous API and the
-//! Batch API (files, batches, output and error files): a batched evaluation finds what the
-//! synchronous one finds, one batch a round; killed with SIGKILL once its batch is submitted and
-//! run again, it attaches to that batch and submits no request twice.
+//! `eval --batch` against a scripted server that speaks a vendor's synchronous API and its batch
+//! API — OpenAI's completions and Batch API (files, batches, output and error files), or
+//! Anthropic's Messages API and Message Batches (batches, results; the objects of
+//! `fixtures/anthropic-batches/`): a batched evaluation finds what the synchronous one finds, one
+//! batch a round; killed with SIGKILL once its batch is submitted and run again, it attaches to
+//! that batch and submits no request twice.
 
 use std::collections::{BTreeMap, HashMap};
 use std::path::{Path, PathBuf};
@@ -70,52 +72,138 @@ fn completions(questions: &HashMap<String, (usize, String)>, prompt: &str, n: us
     )]
 }
 
-/// What the server saw of the Batch API.
+/// Which vendor's batch API a test speaks.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Vendor {
+    OpenAi,
+    Anthropic,
+}
+
+/// Why a batch gave a request no reply.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Lost {
+    /// Failed inside the batch (asked again).
+    Failed,
+    Expired,
+    Canceled,
+}
+
+/// A request's reply from a batch (by custom id): the body, or why there is none.
+type Reply = Result<Value, Lost>;
+
+/// The key the scripted server takes from Anthropic's clients, as `x-api-key`.
+const ANTHROPIC_KEY: &str = "sk-ant-batch-test";
+
+/// What the server saw of the batch APIs.
 #[derive(Default)]
 struct Seen {
-    /// Uploaded files: their lines (custom id, body).
+    /// Uploaded files (OpenAI) and the requests of created message batches (Anthropic): their
+    /// lines (custom id, body).
     files: HashMap<String, Vec<(String, Value)>>,
-    /// Batches: input file, looks left before it completes.
-    batches: BTreeMap<String, (String, usize)>,
-    /// Completed batches as they are shown.
-    completed: HashMap<String, Value>,
-    /// Outputs and error files, by id.
-    outputs: HashMap<String, String>,
+    /// Batches: input file, looks left before it ends, when it was created.
+    batches: BTreeMap<String, (String, usize, String)>,
+    /// Each ended batch's results: by custom id, the reply body, or none (failed inside it).
+    ended: HashMap<String, Vec<(String, Reply)>>,
+    /// Batches asked to cancel: each ends at its next look, its first half answered.
+    cancelling: Vec<String>,
     /// Every request body a batch held, with how often.
     submitted: HashMap<String, usize>,
-    /// Batches created while another was not yet completed and read.
+    /// Batches created while another was not yet ended and read.
     overlapping: usize,
-    /// The batch whose output was not yet read, if any.
+    /// The batch whose results were not yet read, if any.
     open_batch: Option<String>,
     /// Bodies that already failed once inside a batch.
     failed: Vec<String>,
     synchronous: usize,
+    /// Every request body sent synchronously, with how often (CoT-SC's samples through
+    /// Anthropic's API, which has no `n`, are the same request asked again).
+    synchronous_bodies: HashMap<String, usize>,
+    /// Requests without Anthropic's headers.
+    unauthenticated: usize,
 }
 
 #[derive(Clone)]
 struct Server {
+    vendor: Vendor,
     questions: Arc<HashMap<String, (usize, String)>>,
     seen: Arc<Mutex<Seen>>,
-    /// Looks at a batch before it completes.
+    /// Looks at a batch before it ends.
     looks: Arc<Mutex<usize>>,
-    /// How many requests of each batch fail once (a 500 in its error file).
+    /// How many requests fail once inside a batch (a 500 in OpenAI's error file, an
+    /// `overloaded_error` result in Anthropic's).
     failing: usize,
     /// Every batch expires without an answer.
     expiring: bool,
+    /// The server's base URL, once it listens.
+    base_url: Arc<Mutex<String>>,
+}
+
+/// `secs` since the Unix epoch as RFC 3339 UTC, to the microsecond as Anthropic's API gives it.
+fn rfc3339(secs: u64, micros: u32) -> String {
+    let (days, time) = ((secs / 86_400) as i64, secs % 86_400);
+    let z = days + 719_468;
+    let (era, doe) = (z.div_euclid(146_097), z.rem_euclid(146_097));
+    let yoe = (doe - doe / 1460 + doe / 36_524 - doe / 146_096) / 365;
+    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
+    let mp = (5 * doy + 2) / 153;
+    let day = doy - (153 * mp + 2) / 5 + 1;
+    let month = if mp < 10 { mp + 3 } else { mp - 9 };
+    let year = yoe + era * 400 + i64::from(month <= 2);
+    let (hours, minutes, seconds) = (time / 3600, time % 3600 / 60, time % 60);
+    format!("{year:04}-{month:02}-{day:02}T{hours:02}:{minutes:02}:{seconds:02}.{micros:06}Z")
+}
+
+fn now_rfc3339() -> String {
+    let now = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .unwrap();
+    rfc3339(now.as_secs(), now.subsec_micros())
+}
+
+/// A fixture of Anthropic's batches, read as JSON.
+fn batch_fixture(name: &str) -> Value {
+    let path = fixture(&format!("anthropic-batches/{name}"));
+    serde_json::from_str(&std::fs::read_to_string(path).unwrap()).unwrap()
+}
+
+/// The line of `results.jsonl` whose result is of `kind` (the first such).
+fn result_fixture(kind: &str) -> Value {
+    let text = std::fs::read_to_string(fixture("anthropic-batches/results.jsonl")).unwrap();
+    text.lines()
+        .map(|line| serde_json::from_str::<Value>(line).unwrap())
+        .find(|line| line["result"]["type"] == kind)
+        .unwrap()
 }
 
 impl Server {
-    fn new(failing: usize) -> Server {
+    fn new(vendor: Vendor, failing: usize) -> Server {
         Server {
+            vendor,
             questions: Arc::new(questions()),
             seen: Arc::default(),
             looks: Arc::new(Mutex::new(2)),
             failing,
             expiring: false,
+            base_url: Arc::default(),
         }
     }
 
+    /// The reply to `body`, a completions request or a Messages API request.
     fn reply(&self, body: &Value) -> Value {
+        if let Some(messages) = body.get("messages") {
+            let prompt: String = messages[0]["content"]
+                .as_array()
+                .unwrap()
+                .iter()
+                .map(|block| block["text"].as_str().unwrap())
+                .collect();
+            let text = completions(&self.questions, &prompt, 1).remove(0);
+            let succeeded = result_fixture("succeeded");
+            let mut message = succeeded["result"]["message"].clone();
+            message["model"] = body["model"].clone();
+            message["content"] = json!([{"type": "text", "text": text}]);
+            return message;
+        }
         let n = body["n"].as_u64().unwrap_or(1) as usize;
         let texts = completions(&self.questions, body["prompt"].as_str().unwrap(), n);
         let choices: Vec<Value> = texts
@@ -149,9 +237,8 @@ impl Server {
         json!({"id": id, "object": "file", "purpose": "batch"})
     }
 
-    fn create(&self, body: &Value) -> Value {
-        assert_eq!(body["completion_window"], "24h");
-        let file = body["input_file_id"].as_str().unwrap().to_owned();
+    /// A batch of `file`'s requests: its id.
+    fn submit(&self, file: String) -> String {
         let looks = *self.looks.lock().unwrap();
         let mut seen = self.seen.lock().unwrap();
         let lines = seen.files[&file].clone();
@@ -161,51 +248,377 @@ impl Server {
         if seen.open_batch.is_some() {
             seen.overlapping += 1;
         }
-        let id = format!("batch_{}", seen.batches.len());
+        let id = match self.vendor {
+            Vendor::OpenAi => format!("batch_{}", seen.batches.len()),
+            Vendor::Anthropic => format!("msgbatch_{}", seen.batches.len()),
+        };
         seen.open_batch = Some(id.clone());
-        seen.batches.insert(id.clone(), (file, looks));
+        seen.batches.insert(id.clone(), (file, looks, now_rfc3339()));
+        id
+    }
+
+    /// `POST /v1/batches`.
+    fn create(&self, body: &Value) -> Value {
+        assert_eq!(body["completion_window"], "24h");
+        let id = self.submit(body["input_file_id"].as_str().unwrap().to_owned());
         json!({"id": id, "object": "batch", "status": "validating"})
     }
 
-    /// A batch as it is now; a completed one gets its output and error files.
-    fn batch(&self, id: &str) -> Value {
+    /// `POST /v1/messages/batches`: its requests kept as a file.
+    fn create_message_batch(&self, body: &Value) -> Value {
+        let lines: Vec<(String, Value)> = body["requests"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|request| {
+                let custom_id = request["custom_id"].as_str().unwrap().to_owned();
+                assert!(request["params"]["messages"].is_array(), "{request}");
+                (custom_id, request["params"].clone())
+            })
+            .collect();
+        let file = {
+            let mut seen = self.seen.lock().unwrap();
+            let file = format!("requests-{}", seen.files.len());
+            seen.files.insert(file.clone(), lines);
+            file
+        };
+        let id = self.submit(file);
+        self.message_batch(&id)
+    }
+
+    /// Whether batch `id` has ended (answering every request, failing the first `failing`
+    /// requests the server meets; a cancelled one answering only its first half), counting a
+    /// look at it.
+    fn ended(&self, id: &str) -> bool {
         let mut seen = self.seen.lock().unwrap();
-        let (file, looks) = seen.batches[id].clone();
-        if looks > 0 && *self.looks.lock().unwrap() > 0 {
+        let (file, looks, _) = seen.batches[id].clone();
+        if seen.ended.contains_key(id) {
+            return true;
+        }
+        let cancelled = seen.cancelling.iter().any(|cancelling| cancelling == id);
+        if !cancelled && looks > 0 && *self.looks.lock().unwrap() > 0 {
             seen.batches.get_mut(id).unwrap().1 -= 1;
+            return false;
+        }
+        let mut results = Vec::new();
+        let lines = seen.files[&file].clone();
+        let n_lines = lines.len();
+        for (at, (custom_id, body)) in lines.into_iter().enumerate() {
+            let key = body.to_string();
+            if self.expiring {
+                results.push((custom_id, Err(Lost::Expired)));
+            } else if cancelled && at >= n_lines / 2 {
+                results.push((custom_id, Err(Lost::Canceled)));
+            } else if seen.failed.len() < self.failing && !seen.failed.contains(&key) {
+                seen.failed.push(key);
+                results.push((custom_id, Err(Lost::Failed)));
+            } else {
+                results.push((custom_id, Ok(self.reply(&body))));
+            }
+        }
+        seen.ended.insert(id.to_owned(), results);
+        true
+    }
+
+    /// How many of an ended batch's requests were lost in each way.
+    fn count_lost(&self, id: &str, lost: Lost) -> usize {
+        let seen = self.seen.lock().unwrap();
+        let results = &seen.ended[id];
+        results
+            .iter()
+            .filter(|(_, reply)| reply.as_ref().err() == Some(&lost))
+            .count()
+    }
+
+    /// `POST …/cancel`: the batch ends at its next look.
+    fn cancel(&self, id: &str) {
+        let mut seen = self.seen.lock().unwrap();
+        assert!(seen.batches.contains_key(id), "cancel of an unknown batch {id}");
+        seen.cancelling.push(id.to_owned());
+    }
+
+    /// `GET /v1/batches/{id}`: a batch as it is now; an ended one with its output and error files.
+    fn batch(&self, id: &str) -> Value {
+        if !self.ended(id) {
             return json!({"id": id, "status": "in_progress", "request_counts": {"total": 0, "completed": 0, "failed": 0}});
         }
-        if let Some(completed) = seen.completed.get(id) {
-            return completed.clone();
-        }
+        let n_failed = self.count_lost(id, Lost::Failed);
+        let n_canceled = self.count_lost(id, Lost::Canceled);
+        let mut seen = self.seen.lock().unwrap();
+        let total = seen.ended[id].len();
         if self.expiring {
             seen.open_batch = None;
-            return json!({"id": id, "status": "expired", "request_counts": {"total": 20, "completed": 0, "failed": 0}});
+            return json!({"id": id, "status": "expired", "request_counts": {"total": total, "completed": 0, "failed": 0}});
         }
-        let (mut output, mut errors) = (String::new(), String::new());
-        let mut n_failed = 0;
-        for (custom_id, body) in seen.files[&file].clone() {
-            let key = body.to_string();
-            if seen.failed.len() < self.failing && !seen.failed.contains(&key) {
-                n_failed += 1;
-                seen.failed.push(key);
-                let line = json!({"custom_id": custom_id, "response": {"status_code": 500,
-                    "body": {"error": {"message": "overloaded"}}}, "error": null});
-                errors.push_str(&format!("{line}\n"));
-                continue;
+        let counts = json!({"total": total, "completed": total - n_failed - n_canceled, "failed": n_failed});
+        let status = if seen.cancelling.iter().any(|cancelling| cancelling == id) {
+            "cancelled"
+        } else {
+            "completed"
+        };
+        json!({"id": id, "status": status, "output_file_id": format!("{id}-output"),
+               "error_file_id": format!("{id}-errors"), "request_counts": counts})
+    }
+
+    /// `GET /v1/messages/batches/{id}`: the fixture's batch in its state now.
+    fn message_batch(&self, id: &str) -> Value {
+        let ended = self.ended(id);
+        let counts = ended
+            .then(|| [Lost::Failed, Lost::Expired, Lost::Canceled].map(|lost| self.count_lost(id, lost)));
+        let seen = self.seen.lock().unwrap();
+        let (file, _, created_at) = &seen.batches[id];
+        let mut batch = match counts {
+            Some([errored, expired, canceled]) => {
+                let mut batch = batch_fixture("message-batch-ended.json");
+                let base = self.base_url.lock().unwrap().clone();
+                batch["results_url"] = json!(format!("{base}/messages/batches/{id}/results"));
+                let total = seen.ended[id].len();
+                batch["request_counts"] = json!({"processing": 0,
+                    "succeeded": total - errored - expired - canceled,
+                    "errored": errored, "canceled": canceled, "expired": expired});
+                batch
             }
-            let line = json!({"id": "r", "custom_id": custom_id,
-                "response": {"status_code": 200, "request_id": "q", "body": self.reply(&body)}, "error": null});
-            output.push_str(&format!("{line}\n"));
+            None => {
+                let mut batch = batch_fixture("message-batch-in-progress.json");
+                batch["request_counts"]["processing"] = json!(seen.files[file].len());
+                batch
+            }
+        };
+        batch["id"] = json!(id);
+        batch["created_at"] = json!(created_at);
+        batch
+    }
+
+    /// `GET /v1/messages/batches`: every batch, the latest first.
+    fn message_batches(&self) -> Value {
+        let ids: Vec<String> = self.seen.lock().unwrap().batches.keys().rev().cloned().collect();
+        let data: Vec<Value> = ids.iter().map(|id| self.message_batch(id)).collect();
+        let mut list = batch_fixture("list.json");
+        list["first_id"] = json!(ids.first());
+        list["last_id"] = json!(ids.last());
+        list["data"] = json!(data);
+        list
+    }
+
+    /// An ended message batch's results, one JSON line a request.
+    fn message_results(&self, id: &str) -> String {
+        let mut seen = self.seen.lock().unwrap();
+        seen.open_batch = None;
+        let mut lines = String::new();
+        for (custom_id, reply) in &seen.ended[id] {
+            let mut line = match reply {
+                Ok(message) => {
+                    let mut line = result_fixture("succeeded");
+                    line["result"]["message"] = message.clone();
+                    line
+                }
+                Err(Lost::Expired) => result_fixture("expired"),
+                Err(Lost::Canceled) => result_fixture("canceled"),
+                Err(Lost::Failed) => result_fixture("errored"),
+            };
+            line["custom_id"] = json!(custom_id);
+            lines.push_str(&format!("{line}\n"));
         }
-        let total = seen.files[&file].len();
-        seen.outputs.insert(format!("{id}-output"), output);
-        seen.outputs.insert(format!("{id}-errors"), errors);
-        let completed = json!({"id": id, "status": "completed", "output_file_id": format!("{id}-output"),
-               "error_file_id": format!("{id}-errors"),
-               "request_counts": {"total": total, "completed": total - n_failed, "failed": n_failed}});
-        seen.completed.insert(id.to_owned(), completed.clone());
-        completed
+        lines
+    }
+
+    /// `GET /v1/files/{id}/content`: an ended batch's output or error file.
+    fn content(&self, file: &str) -> String {
+        let (id, output) = match file.strip_suffix("-output") {
+            Some(id) => (id, true),
+            None => (file.strip_suffix("-errors").unwrap(), false),
+        };
+        let mut seen = self.seen.lock().unwrap();
+        if output {
+            seen.open_batch = None;
+        }
+        let mut lines = String::new();
+        for (custom_id, reply) in &seen.ended[id] {
+            // A cancelled batch's unanswered requests are in neither file.
+            let line = match reply {
+                Ok(body) if output => json!({"id": "r", "custom_id": custom_id,
+                    "response": {"status_code": 200, "request_id": "q", "body": body}, "error": null}),
+                Err(Lost::Failed) if !output => {
+                    json!({"custom_id": custom_id, "response": {"status_code": 500,
+                    "body": {"error": {"message": "overloaded"}}}, "error": null})
+                }
+                _ => continue,
+            };
+            lines.push_str(&format!("{line}\n"));
+        }
+        lines
+    }
+
+    fn count_synchronous(&self, body: &Value) {
+        let mut seen = self.seen.lock().unwrap();
+        seen.synchronous += 1;
+        *seen.synchronous_bodies.entry(body.to_string()).or_default() += 1;
+    }
+
+    /// Whether a request carries Anthropic's headers (counted when it does not).
+    fn authenticated(&self, headers: &axum::http::HeaderMap) -> bool {
+        let header = |name: &str| headers.get(name).and_then(|value| value.to_str().ok());
+        let ok =
+            header("x-api-key") == Some(ANTHROPIC_KEY) && header("anthropic-version") == Some("2023-06-01");
+        if !ok {
+            self.seen.lock().unwrap().unauthenticated += 1;
+        }
+        ok
+    }
+
+    async fn start(self) -> String {
+        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let base_url = format!("http://{}/v1", listener.local_addr().unwrap());
+        *self.base_url.lock().unwrap() = base_url.clone();
+        let app = match self.vendor {
+            Vendor::OpenAi => self.openai_routes(),
+            Vendor::Anthropic => self.anthropic_routes(),
+        };
+        tokio::spawn(async move { axum::serve(listener, app).await.unwrap() });
+        base_url
+    }
+
+    fn openai_routes(self) -> axum::Router {
+        use axum::routing::{get, post};
+        let (a, b, c, d, e, f, g) = (
+            self.clone(),
+            self.clone(),
+            self.clone(),
+            self.clone(),
+            self.clone(),
+            self.clone(),
+            self,
+        );
+        axum::Router::new()
+            .route(
+                "/v1/completions",
+                post(move |body: axum::body::Bytes| async move {
+                    let body: Value = serde_json::from_slice(&body).unwrap();
+                    a.count_synchronous(&body);
+                    json_answer(a.reply(&body))
+                }),
+            )
+            .route(
+                "/v1/files",
+                post(move |body: axum::body::Bytes| async move { json_answer(b.upload(&body)) }),
+            )
+            .route(
+                "/v1/batches",
+                post(move |body: axum::body::Bytes| async move {
+                    json_answer(c.create(&serde_json::from_slice(&body).unwrap()))
+                })
+                .get(move || async move { json_answer(f.list()) }),
+            )
+            .route(
+                "/v1/batches/{id}",
+                get(
+                    move |axum::extract::Path(id): axum::extract::Path<String>| async move {
+                        json_answer(d.batch(&id))
+                    },
+                ),
+            )
+            .route(
+                "/v1/batches/{id}/cancel",
+                post(
+                    move |axum::extract::Path(id): axum::extract::Path<String>| async move {
+                        g.cancel(&id);
+                        json_answer(json!({"id": id, "object": "batch", "status": "cancelling"}))
+                    },
+                ),
+            )
+            .route(
+                "/v1/files/{id}/content",
+                get(
+                    move |axum::extract::Path(id): axum::extract::Path<String>| async move { e.content(&id) },
+                ),
+            )
+    }
+
+    fn anthropic_routes(self) -> axum::Router {
+        use axum::extract::Path as UrlPath;
+        use axum::http::HeaderMap;
+        use axum::routing::{get, post};
+        let unauthorized = || {
+            let error = json!({"type": "error", "error": {"type": "authentication_error", "message": "invalid x-api-key"}});
+            (axum::http::StatusCode::UNAUTHORIZED, error.to_string())
+        };
+        let (a, b, c, d, e, f) = (
+            self.clone(),
+            self.clone(),
+            self.clone(),
+            self.clone(),
+            self.clone(),
+            self,
+        );
+        axum::Router::new()
+            .route(
+                "/v1/messages",
+                post(move |headers: HeaderMap, body: axum::body::Bytes| async move {
+                    if !a.authenticated(&headers) {
+                        return unauthorized();
+                    }
+                    let body: Value = serde_json::from_slice(&body).unwrap();
+                    a.count_synchronous(&body);
+                    let reply = a.reply(&body);
+                    (axum::http::StatusCode::OK, reply.to_string())
+                }),
+            )
+            .route(
+                "/v1/messages/batches",
+                post(move |headers: HeaderMap, body: axum::body::Bytes| async move {
+                    if !b.authenticated(&headers) {
+                        return unauthorized();
+                    }
+                    let created = b.create_message_batch(&serde_json::from_slice(&body).unwrap());
+                    (axum::http::StatusCode::OK, created.to_string())
+                })
+                .get(move |headers: HeaderMap| async move {
+                    if !c.authenticated(&headers) {
+                        return unauthorized();
+                    }
+                    (axum::http::StatusCode::OK, c.message_batches().to_string())
+                }),
+            )
+            .route(
+                "/v1/messages/batches/{id}",
+                get(
+                    move |headers: HeaderMap, UrlPath(id): UrlPath<String>| async move {
+                        if !d.authenticated(&headers) {
+                            return unauthorized();
+                        }
+                        (axum::http::StatusCode::OK, d.message_batch(&id).to_string())
+                    },
+                ),
+            )
+            .route(
+                "/v1/messages/batches/{id}/cancel",
+                post(
+                    move |headers: HeaderMap, UrlPath(id): UrlPath<String>| async move {
+                        if !f.authenticated(&headers) {
+                            return unauthorized();
+                        }
+                        f.cancel(&id);
+                        let mut batch = batch_fixture("message-batch-canceling.json");
+                        let seen = f.seen.lock().unwrap();
+                        let (file, _, created_at) = &seen.batches[&id];
+                        batch["request_counts"]["processing"] = json!(seen.files[file].len());
+                        batch["id"] = json!(id);
+                        batch["created_at"] = json!(created_at);
+                        (axum::http::StatusCode::OK, batch.to_string())
+                    },
+                ),
+            )
+            .route(
+                "/v1/messages/batches/{id}/results",
+                get(
+                    move |headers: HeaderMap, UrlPath(id): UrlPath<String>| async move {
+                        if !e.authenticated(&headers) {
+                            return unauthorized();
+                        }
+                        (axum::http::StatusCode::OK, e.message_results(&id))
+                    },
+                ),
+            )
     }
 
     /// `GET /v1/batches`: every batch, the latest first.
@@ -215,71 +628,34 @@ impl Server {
             .batches
             .iter()
             .rev()
-            .map(|(id, (file, _))| json!({"id": id, "object": "batch", "input_file_id": file}))
+            .map(|(id, (file, _, _))| json!({"id": id, "object": "batch", "input_file_id": file}))
             .collect();
         json!({"object": "list", "data": data})
     }
-
-    fn content(&self, file: &str) -> String {
-        let mut seen = self.seen.lock().unwrap();
-        if file.ends_with("-output") {
-            seen.open_batch = None;
-        }
-        seen.outputs[file].clone()
-    }
-
-    async fn start(self) -> String {
-        use axum::routing::{get, post};
-        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
-        let address = listener.local_addr().unwrap();
-        let json = |value: Value| {
-            (
-                [(axum::http::header::CONTENT_TYPE, "application/json")],
-                value.to_string(),
-            )
-        };
-        let (a, b, c, d, e) = (
-            self.clone(),
-            self.clone(),
-            self.clone(),
-            self.clone(),
-            self.clone(),
-        );
-        let f = self;
-        let app = axum::Router::new()
-            .route(
-                "/v1/completions",
-                post(move |body: axum::body::Bytes| async move {
-                    a.seen.lock().unwrap().synchronous += 1;
-                    json(a.reply(&serde_json::from_slice(&body).unwrap()))
-                }),
-            )
-            .route(
-                "/v1/files",
-                post(move |body: axum::body::Bytes| async move { json(b.upload(&body)) }),
-            )
-            .route(
-                "/v1/batches",
-                post(move |body: axum::body::Bytes| async move {
-                    json(c.create(&serde_json::from_slice(&body).unwrap()))
-                })
-                .get(move || async move { json(f.list()) }),
-            )
-            .route(
-                "/v1/batches/{id}",
-                get(move |axum::extract::Path(id): axum::extract::Path<String>| async move { json(d.batch(&id)) }),
-            )
-            .route(
-                "/v1/files/{id}/content",
-                get(move |axum::extract::Path(id): axum::extract::Path<String>| async move { e.content(&id) }),
-            );
-        tokio::spawn(async move { axum::serve(listener, app).await.unwrap() });
-        format!("http://{address}/v1")
-    }
 }
 
-/// `eval` of the first 20 distractor questions with `method`, into `out`.
-fn eval_command(base_url: &str, method: &str, out: &Path, batch: bool) -> std::process::Command {
+fn json_answer(value: Value) -> impl axum::response::IntoResponse {
+    (
+        [(axum::http::header::CONTENT_TYPE, "application/json")],
+        value.to_string(),
+    )
+}
+
+/// `eval` of the first 20 distractor questions with `method`, into `out`, through `server`'s
+/// vendor's API (OpenAI's completions, Anthropic's messages).
+fn eval_command(server: &Server, method: &str, out: &Path, batch: bool) -> std::process::Command {
+    let base_url = server.base_url.lock().unwrap().clone();
+    eval_command_at(server.vendor, &base_url, method, out, batch)
+}
+
+/// [`eval_command`] against the server at `base_url`.
+fn eval_command_at(
+    vendor: Vendor,
+    base_url: &str,
+    method: &str,
+    out: &Path,
+    batch: bool,
+) -> std::process::Command {
     let mut command = binary();
     command.arg("eval").arg(fixture(QUESTIONS));
     command.args([
@@ -291,7 +667,11 @@ fn eval_command(base_url: &str, method: &str, out: &Path, batch: bool) -> std::p
         method,
         "--json",
     ]);
-    command.args(["--model", "m", "--api", "completions", "--base-url", base_url]);
+    command.args(["--model", "m", "--base-url", base_url]);
+    match vendor {
+        Vendor::OpenAi => command.args(["--api", "completions"]),
+        Vendor::Anthropic => command.args(["--api", "anthropic", "--api-key", ANTHROPIC_KEY]),
+    };
     command.arg("--out").arg(out);
     if batch {
         command.args(["--batch", "--batch-poll", "0.001"]);
@@ -328,18 +708,29 @@ fn answers(path: &Path) -> (BTreeMap<String, (Value, Value)>, Vec<Value>) {
 
 #[tokio::test(flavor = "multi_thread")]
 async fn a_batched_eval_finds_what_a_synchronous_one_finds_one_batch_a_round() {
+    finds_what_a_synchronous_eval_finds(Vendor::OpenAi).await;
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_batched_eval_through_anthropics_message_batches_finds_what_a_synchronous_one_finds() {
+    finds_what_a_synchronous_eval_finds(Vendor::Anthropic).await;
+}
+
+/// For each method, the synchronous eval and the batched one (two requests failing once inside
+/// their batch, asked again in the next round) through `vendor`'s API.
+async fn finds_what_a_synchronous_eval_finds(vendor: Vendor) {
     let dir = tempfile::tempdir().unwrap();
     let prices = dir.path().join("prices.toml");
     std::fs::write(&prices, "\"m\" = { input = 1.0, output = 3.0 }\n").unwrap();
     for method in ["standard", "cot-sc", "react", "cot-sc-then-react"] {
-        let server = Server::new(2);
-        let base_url = server.clone().start().await;
+        let server = Server::new(vendor, 2);
+        server.clone().start().await;
         let synchronous = dir.path().join(format!("{method}.sync.jsonl"));
-        let mut command = eval_command(&base_url, method, &synchronous, false);
+        let mut command = eval_command(&server, method, &synchronous, false);
         let reference = run(command.arg("--prices").arg(&prices)).await;
         let n_synchronous = server.seen.lock().unwrap().synchronous;
         let batched = dir.path().join(format!("{method}.batch.jsonl"));
-        let mut command = eval_command(&base_url, method, &batched, true);
+        let mut command = eval_command(&server, method, &batched, true);
         let summary = run(command.arg("--prices").arg(&prices)).await;
         let (expected, _) = answers(&synchronous);
         let (found, batches) = answers(&batched);
@@ -363,6 +754,7 @@ async fn a_batched_eval_finds_what_a_synchronous_one_finds_one_batch_a_round() {
             "{method}: {batches:?}"
         );
         let seen = server.seen.lock().unwrap();
+        assert_eq!(seen.unauthenticated, 0, "{method}: every request carries the key");
         assert_eq!(
             seen.synchronous, n_synchronous,
             "{method}: no synchronous request in batch mode"
@@ -378,14 +770,30 @@ async fn a_batched_eval_finds_what_a_synchronous_one_finds_one_batch_a_round() {
             "cot-sc-then-react" => 3,
             _ => 1,
         };
+        // Anthropic's API has no `n`: CoT-SC asks one sample, then the other 20 at once.
+        let most_requests = match (vendor, method) {
+            (Vendor::Anthropic, "cot-sc" | "cot-sc-then-react") => most_requests + 1,
+            _ => most_requests,
+        };
         assert!(
             (2..=most_requests + 1).contains(&seen.batches.len()),
-            "{method}: {} batches",
-            seen.batches.len()
+            "{method}: {} batches, of {:?} requests",
+            seen.batches.len(),
+            seen.batches
+                .values()
+                .map(|(file, ..)| seen.files[file].len())
+                .collect::<Vec<_>>()
         );
-        let twice = seen.submitted.values().filter(|&&times| times > 1).count();
+        // Each request as often as the synchronous eval sent it; the two failed ones once more.
+        let again: Vec<usize> = seen
+            .submitted
+            .iter()
+            .map(|(body, &times)| times - seen.synchronous_bodies[body])
+            .filter(|&more| more > 0)
+            .collect();
         assert_eq!(
-            twice, 2,
+            again,
+            [1, 1],
             "{method}: only the two failed requests are submitted again"
         );
         let ledger: Value = serde_json::from_slice(&std::fs::read(ledger_of(&batched)).unwrap()).unwrap();
@@ -403,22 +811,35 @@ fn ledger_of(results: &Path) -> PathBuf {
 
 #[tokio::test(flavor = "multi_thread")]
 async fn killed_after_submitting_and_run_again_it_pays_for_nothing_twice() {
+    killed_and_run_again(Vendor::OpenAi).await;
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn killed_after_submitting_a_message_batch_and_run_again_it_pays_for_nothing_twice() {
+    killed_and_run_again(Vendor::Anthropic).await;
+}
+
+async fn killed_and_run_again(vendor: Vendor) {
     let dir = tempfile::tempdir().unwrap();
-    let server = Server::new(0);
-    let base_url = server.clone().start().await;
+    let server = Server::new(vendor, 0);
+    server.clone().start().await;
     let synchronous = dir.path().join("sync.jsonl");
-    run(&mut eval_command(&base_url, "react", &synchronous, false)).await;
+    run(&mut eval_command(&server, "react", &synchronous, false)).await;
     // The first round's batch never completes while the first process lives.
     *server.looks.lock().unwrap() = usize::MAX;
     let batched = dir.path().join("batch.jsonl");
-    let mut child = eval_command(&base_url, "react", &batched, true)
+    let mut child = eval_command(&server, "react", &batched, true)
         .stderr(std::process::Stdio::null())
         .stdout(std::process::Stdio::null())
         .spawn()
         .unwrap();
     let ledger = ledger_of(&batched);
     let deadline = std::time::Instant::now() + Duration::from_secs(60);
-    while !std::fs::read_to_string(&ledger).is_ok_and(|text| text.contains("\"id\": \"batch_0\"")) {
+    let first = match vendor {
+        Vendor::OpenAi => "\"id\": \"batch_0\"",
+        Vendor::Anthropic => "\"id\": \"msgbatch_0\"",
+    };
+    while !std::fs::read_to_string(&ledger).is_ok_and(|text| text.contains(first)) {
         assert!(
             std::time::Instant::now() < deadline,
             "the batch was never recorded"
@@ -429,13 +850,14 @@ async fn killed_after_submitting_and_run_again_it_pays_for_nothing_twice() {
     child.wait().unwrap();
     assert_eq!(server.seen.lock().unwrap().batches.len(), 1);
     // As if killed after the batch was created but before its id was recorded: the next run
-    // finds it by its input file instead of creating another.
+    // finds it (OpenAI's by its input file, Anthropic's among the latest batches, by its time and
+    // size) instead of creating another.
     let text = std::fs::read_to_string(&ledger).unwrap();
     let mut record: Value = serde_json::from_str(&text).unwrap();
     record["batches"][0].as_object_mut().unwrap().remove("id");
     std::fs::write(&ledger, record.to_string()).unwrap();
     *server.looks.lock().unwrap() = 0;
-    run(&mut eval_command(&base_url, "react", &batched, true)).await;
+    run(&mut eval_command(&server, "react", &batched, true)).await;
     let (expected, _) = answers(&synchronous);
     let (found, _) = answers(&batched);
     assert_eq!(found, expected, "the resumed answers");
@@ -447,14 +869,31 @@ async fn killed_after_submitting_and_run_again_it_pays_for_nothing_twice() {
 
 #[tokio::test(flavor = "multi_thread")]
 async fn a_batch_api_that_refuses_the_key_stops_the_evaluation_at_once() {
+    refused_at_once(Vendor::OpenAi).await;
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn message_batches_that_refuse_the_key_stop_the_evaluation_at_once() {
+    refused_at_once(Vendor::Anthropic).await;
+}
+
+async fn refused_at_once(vendor: Vendor) {
     let uploads = Arc::new(Mutex::new(0));
     let counted = Arc::clone(&uploads);
+    let (path, error) = match vendor {
+        Vendor::OpenAi => (
+            "/v1/files",
+            json!({"error": {"message": "Incorrect API key provided", "type": "invalid_request_error"}}),
+        ),
+        Vendor::Anthropic => (
+            "/v1/messages/batches",
+            json!({"type": "error", "error": {"type": "authentication_error", "message": "Incorrect API key provided"}}),
+        ),
+    };
     let app = axum::Router::new().route(
-        "/v1/files",
+        path,
         axum::routing::post(move || async move {
             *counted.lock().unwrap() += 1;
-            let error =
-                json!({"error": {"message": "Incorrect API key provided", "type": "invalid_request_error"}});
             (axum::http::StatusCode::UNAUTHORIZED, error.to_string())
         }),
     );
@@ -463,7 +902,7 @@ async fn a_batch_api_that_refuses_the_key_stops_the_evaluation_at_once() {
     tokio::spawn(async move { axum::serve(listener, app).await.unwrap() });
     let dir = tempfile::tempdir().unwrap();
     let results = dir.path().join("refused.jsonl");
-    let mut command = eval_command(&base_url, "standard", &results, true);
+    let mut command = eval_command_at(vendor, &base_url, "standard", &results, true);
     let output = tokio::task::block_in_place(|| command.output().unwrap());
     let stderr = String::from_utf8_lossy(&output.stderr);
     assert_eq!(output.status.code(), Some(2), "{stderr}");
@@ -486,12 +925,21 @@ async fn a_batch_api_that_refuses_the_key_stops_the_evaluation_at_once() {
 
 #[tokio::test(flavor = "multi_thread")]
 async fn requests_no_batch_answers_end_their_questions_in_errors_that_may_fix_themselves() {
-    let mut server = Server::new(0);
+    no_batch_answers(Vendor::OpenAi).await;
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn requests_expired_in_message_batches_end_their_questions_in_errors_that_may_fix_themselves() {
+    no_batch_answers(Vendor::Anthropic).await;
+}
+
+async fn no_batch_answers(vendor: Vendor) {
+    let mut server = Server::new(vendor, 0);
     server.expiring = true;
-    let base_url = server.clone().start().await;
+    server.clone().start().await;
     let dir = tempfile::tempdir().unwrap();
     let results = dir.path().join("expired.jsonl");
-    let mut command = eval_command(&base_url, "standard", &results, true);
+    let mut command = eval_command(&server, "standard", &results, true);
     let output = tokio::task::block_in_place(|| command.output().unwrap());
     let stderr = String::from_utf8_lossy(&output.stderr);
     assert_eq!(output.status.code(), Some(2), "{stderr}");
@@ -510,42 +958,212 @@ async fn requests_no_batch_answers_end_their_questions_in_errors_that_may_fix_th
     }
 }
 
-/// Anthropic's API has its own batches (Message Batches), which this version does not send:
-/// `--batch` with it is refused before any request, naming what is missing, and nothing is written.
 #[tokio::test(flavor = "multi_thread")]
-async fn batch_with_anthropics_api_is_refused_before_any_request() {
-    let requests = Arc::new(Mutex::new(0));
-    let counted = Arc::clone(&requests);
-    let app = axum::Router::new().fallback(move || async move {
-        *counted.lock().unwrap() += 1;
-        (axum::http::StatusCode::NOT_FOUND, String::new())
-    });
-    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
-    let base_url = format!("http://{}/v1", listener.local_addr().unwrap());
-    tokio::spawn(async move { axum::serve(listener, app).await.unwrap() });
+async fn a_cancelled_batch_keeps_what_it_answered_and_the_rest_is_asked_again() {
+    cancelled_and_run_again(Vendor::OpenAi).await;
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_cancelled_message_batch_keeps_what_it_answered_and_the_rest_is_asked_again() {
+    cancelled_and_run_again(Vendor::Anthropic).await;
+}
+
+/// A batch in flight cancelled with `--batch-cancel` (the evaluation killed first), then the same
+/// command run again: the half the batch answered before the cancel is collected, not asked
+/// again; the other half goes in a new batch at once (the cancelled batch is not waited on for
+/// it); nothing answered is paid twice.
+async fn cancelled_and_run_again(vendor: Vendor) {
     let dir = tempfile::tempdir().unwrap();
-    let results = dir.path().join("anthropic.jsonl");
-    let mut command = binary();
-    command.arg("eval").arg(fixture(QUESTIONS));
-    command.args(["--limit", "2", "--docstore", "distractor", "--method", "standard"]);
-    command.args([
-        "--model",
-        "m",
-        "--api",
-        "anthropic",
-        "--api-key",
-        "k",
-        "--base-url",
-        &base_url,
-    ]);
-    command.arg("--out").arg(&results).arg("--batch");
+    let server = Server::new(vendor, 0);
+    server.clone().start().await;
+    let synchronous = dir.path().join("sync.jsonl");
+    run(&mut eval_command(&server, "react", &synchronous, false)).await;
+    *server.looks.lock().unwrap() = usize::MAX;
+    let batched = dir.path().join("batch.jsonl");
+    let mut child = eval_command(&server, "react", &batched, true)
+        .stderr(std::process::Stdio::null())
+        .stdout(std::process::Stdio::null())
+        .spawn()
+        .unwrap();
+    let ledger = ledger_of(&batched);
+    let first = match vendor {
+        Vendor::OpenAi => "batch_0",
+        Vendor::Anthropic => "msgbatch_0",
+    };
+    let deadline = std::time::Instant::now() + Duration::from_secs(60);
+    while !std::fs::read_to_string(&ledger).is_ok_and(|text| text.contains(&format!("\"id\": \"{first}\""))) {
+        assert!(
+            std::time::Instant::now() < deadline,
+            "the batch was never recorded"
+        );
+        tokio::time::sleep(Duration::from_millis(5)).await;
+    }
+    child.kill().unwrap(); // SIGKILL
+    child.wait().unwrap();
+    let mut command = eval_command(&server, "react", &batched, true);
+    let output = tokio::task::block_in_place(|| command.arg("--batch-cancel").output().unwrap());
+    let stdout = String::from_utf8_lossy(&output.stdout);
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert_eq!(output.status.code(), Some(0), "{stderr}");
+    let vendor_name = match vendor {
+        Vendor::OpenAi => "openai",
+        Vendor::Anthropic => "anthropic",
+    };
+    assert!(
+        stdout.contains(&format!("cancelled {vendor_name} batch {first}: "))
+            && stdout.contains("1 batch cancelled"),
+        "{stdout}"
+    );
+    assert_eq!(server.seen.lock().unwrap().cancelling, [first]);
+    let record: Value = serde_json::from_str(&std::fs::read_to_string(&ledger).unwrap()).unwrap();
+    assert_eq!(record["batches"][0]["cancelled"], true, "{record}");
+    // Cancelled twice: nothing more is sent.
+    let mut command = eval_command(&server, "react", &batched, true);
+    let output = tokio::task::block_in_place(|| command.arg("--batch-cancel").output().unwrap());
+    assert!(String::from_utf8_lossy(&output.stdout).contains("0 batches cancelled"));
+    assert_eq!(server.seen.lock().unwrap().cancelling, [first]);
+
+    *server.looks.lock().unwrap() = 0;
+    run(&mut eval_command(&server, "react", &batched, true)).await;
+    let (expected, _) = answers(&synchronous);
+    let (found, _) = answers(&batched);
+    assert_eq!(found, expected, "the answers after the cancel");
+    let record: Value = serde_json::from_str(&std::fs::read_to_string(&ledger).unwrap()).unwrap();
+    assert_eq!(
+        record["batches"][0]["lost"].as_array().map(Vec::len),
+        Some(N_QUESTIONS / 2),
+        "{record}"
+    );
+    let seen = server.seen.lock().unwrap();
+    // The second batch holds the requests the cancel lost, and nothing else.
+    let (second_file, ..) = seen.batches.values().nth(1).unwrap();
+    assert_eq!(seen.files[second_file].len(), N_QUESTIONS / 2);
+    // Each request answered (billed) once, in whichever batch.
+    let mut answered: HashMap<String, usize> = HashMap::new();
+    for (id, results) in &seen.ended {
+        let (file, ..) = &seen.batches[id];
+        for ((_, body), (_, reply)) in seen.files[file].iter().zip(results) {
+            if reply.is_ok() {
+                *answered.entry(body.to_string()).or_default() += 1;
+            }
+        }
+    }
+    assert!(
+        answered.values().all(|&times| times == 1),
+        "a request answered twice"
+    );
+    let (first_file, ..) = &seen.batches[first];
+    let first_bodies: Vec<String> = seen.files[first_file]
+        .iter()
+        .map(|(_, body)| body.to_string())
+        .collect();
+    for body in &first_bodies {
+        assert!(seen.submitted[body] <= 2, "{body}");
+    }
+    let twice = first_bodies
+        .iter()
+        .filter(|body| seen.submitted[*body] == 2)
+        .count();
+    assert_eq!(
+        twice,
+        N_QUESTIONS / 2,
+        "only the lost requests are submitted again"
+    );
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn progress_lines_show_rounds_requests_in_flight_and_the_batch_api_status() {
+    progress_lines(Vendor::OpenAi).await;
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn progress_lines_show_the_message_batches_processing_status() {
+    progress_lines(Vendor::Anthropic).await;
+}
+
+/// The lines a batched eval prints on stderr (not a terminal) while it waits: each round's
+/// requests in flight, each batch's status and counts as the vendor gives them, each round's end.
+async fn progress_lines(vendor: Vendor) {
+    let server = Server::new(vendor, 2);
+    server.clone().start().await;
+    let dir = tempfile::tempdir().unwrap();
+    let results = dir.path().join("progress.jsonl");
+    let mut command = eval_command(&server, "standard", &results, true);
     let output = tokio::task::block_in_place(|| command.output().unwrap());
     let stderr = String::from_utf8_lossy(&output.stderr);
-    assert_eq!(output.status.code(), Some(2), "{stderr}");
-    assert!(
-        stderr.contains("--api anthropic") && stderr.contains("Message Batches"),
-        "{stderr}"
+    assert_eq!(output.status.code(), Some(0), "{stderr}");
+    let expected = match vendor {
+        Vendor::OpenAi => [
+            "batch round 1: 20 requests in flight in 1 batch",
+            "batch round 1: openai batch batch_0 in_progress: 0 of 0 done, 0 failed; 20 requests in flight",
+            "batch round 1: openai batch batch_0 completed: 18 of 20 done, 2 failed; 0 requests in flight",
+            "batch round 1: 18 answered, 2 failed",
+            "batch round 2: 2 requests in flight in 1 batch",
+            "batch round 2: openai batch batch_1 in_progress: 0 of 0 done, 0 failed; 2 requests in flight",
+            "batch round 2: openai batch batch_1 completed: 2 of 2 done, 0 failed; 0 requests in flight",
+            "batch round 2: 2 answered, 0 failed",
+        ],
+        Vendor::Anthropic => [
+            "batch round 1: 20 requests in flight in 1 batch",
+            "batch round 1: anthropic batch msgbatch_0 in_progress: 0 of 20 done, 0 failed; 20 requests in flight",
+            "batch round 1: anthropic batch msgbatch_0 ended: 18 of 20 done, 2 failed; 0 requests in flight",
+            "batch round 1: 18 answered, 2 failed",
+            "batch round 2: 2 requests in flight in 1 batch",
+            "batch round 2: anthropic batch msgbatch_1 in_progress: 0 of 2 done, 0 failed; 2 requests in flight",
+            "batch round 2: anthropic batch msgbatch_1 ended: 2 of 2 done, 0 failed; 0 requests in flight",
+            "batch round 2: 2 answered, 0 failed",
+        ],
+    };
+    let lines: Vec<&str> = stderr
+        .lines()
+        .filter(|line| line.contains("batch round"))
+        .collect();
+    assert_eq!(lines, expected, "{stderr}");
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn replies_the_fallback_asked_synchronously_are_billed_at_the_full_price() {
+    billed_by_where_the_reply_came_from(Vendor::OpenAi).await;
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn replies_outside_message_batches_are_billed_at_the_full_price() {
+    billed_by_where_the_reply_came_from(Vendor::Anthropic).await;
+}
+
+/// `--batch-fallback`: the two requests that failed inside the batch are answered synchronously;
+/// their runs record no batch and bill at the full price, the other 18 at half.
+async fn billed_by_where_the_reply_came_from(vendor: Vendor) {
+    let dir = tempfile::tempdir().unwrap();
+    let prices = dir.path().join("prices.toml");
+    std::fs::write(&prices, "\"m\" = { input = 1.0, output = 3.0 }\n").unwrap();
+    let server = Server::new(vendor, 2);
+    server.clone().start().await;
+    let synchronous = dir.path().join("sync.jsonl");
+    let mut command = eval_command(&server, "standard", &synchronous, false);
+    let reference = run(command.arg("--prices").arg(&prices)).await;
+    let n_synchronous = server.seen.lock().unwrap().synchronous;
+    let batched = dir.path().join("fallback.jsonl");
+    let mut command = eval_command(&server, "standard", &batched, true);
+    let summary = run(command.args(["--batch-fallback", "--prices"]).arg(&prices)).await;
+    assert_eq!(server.seen.lock().unwrap().synchronous, n_synchronous + 2);
+    assert_eq!(server.seen.lock().unwrap().batches.len(), 1);
+    let (_, batches) = answers(&batched);
+    let n_batched = batches.iter().filter(|batch| batch.is_array()).count();
+    assert_eq!(
+        (n_batched, batches.len()),
+        (N_QUESTIONS - 2, N_QUESTIONS),
+        "{batches:?}"
     );
-    assert_eq!(*requests.lock().unwrap(), 0, "{stderr}");
-    assert!(!results.exists(), "{stderr}");
+    let dollars = |summary: &Value| -> f64 {
+        let total = summary["cost"]["total"].as_str().unwrap();
+        total.trim_start_matches('$').parse().unwrap()
+    };
+    // Every question costs the same tokens: 18 at half the price, 2 at the full price.
+    let per_question = dollars(&reference) / N_QUESTIONS as f64;
+    let expected = per_question * (18.0 / 2.0 + 2.0);
+    assert!(
+        (dollars(&summary) - expected).abs() < 1e-12,
+        "{summary} {reference}"
+    );
 }

@@ -1,7 +1,12 @@
 //! `OpenAiBatches`: OpenAI's Batch API as a [`BatchVendor`] — the requests uploaded as a JSON Lines
 //! file (`POST /files`, `purpose=batch`), a batch of it created (`POST /batches`, a 24 h window),
 //! looked at (`GET /batches/{id}`) and its output and error files read (`GET /files/{id}/content`).
-//! Each call is retried like a model request; everything read is bounded.
+//! Each call is retried like a model request; everything read is bounded. [`Caller`], the calls
+//! themselves, serves Anthropic's Message Batches too ([`anthropic::AnthropicBatches`]).
+
+mod anthropic;
+
+pub use anthropic::AnthropicBatches;
 
 use std::collections::HashMap;
 use std::time::Duration;
@@ -13,12 +18,16 @@ use serde_json::{Value, json};
 
 use crate::base::http::{self, AttemptFailure, BodyError, LazyClient, RetryAfter, RetryPolicy, read_body};
 use crate::base::secret::{ApiKey, RedactedMessage, Secrets};
-use crate::llm::batch::{BatchStatus, BatchVendor, ItemError, ItemResult, VendorError};
+use crate::llm::batch::{BatchStatus, BatchVendor, ItemError, ItemResult, LedgerBatch, VendorError};
 
 use super::{Api, OpenAiConfig};
 
 /// The largest answer about a file or a batch (not its content): a few KB.
 const MAX_META_BYTES: usize = 1024 * 1024;
+/// The most requests one OpenAI batch holds.
+const MAX_REQUESTS: usize = 50_000;
+/// The largest input file an OpenAI batch takes: 200 MB.
+const MAX_FILE_BYTES: usize = 200 * 1000 * 1000;
 /// How much of a server's message an error quotes.
 const MAX_MESSAGE_CHARS: usize = 300;
 /// The boundary between the parts of an upload: never in a JSON line (which escapes no `-` but
@@ -27,30 +36,80 @@ const BOUNDARY: &str = "react-docstore-batch-boundary-7c1e";
 
 /// OpenAI's Batch API at the client's base URL.
 pub struct OpenAiBatches {
-    base_url: String,
-    api_key: Option<ApiKey>,
+    caller: Caller,
     /// `/v1/chat/completions` or `/v1/completions`.
     endpoint: &'static str,
+}
+
+/// The calls of a vendor's batch API at the client's base URL, with its key and retries.
+struct Caller {
+    base_url: String,
+    api_key: Option<ApiKey>,
+    /// Anthropic's headers (`x-api-key`, `anthropic-version`), not a bearer token.
+    anthropic: bool,
     http: LazyClient,
     retry: RetryPolicy,
     secrets: Secrets,
 }
 
 impl OpenAiBatches {
+    /// OpenAI's batches of the requests `config`'s API sends (`eval` hands Anthropic's API to
+    /// [`AnthropicBatches`]).
     pub fn new(config: &OpenAiConfig) -> OpenAiBatches {
-        let timeout = config.timeout;
         OpenAiBatches {
-            base_url: config.base_url.trim_end_matches('/').to_owned(),
-            api_key: config.api_key.clone(),
+            caller: Caller::new(config),
             endpoint: match config.api {
-                Api::Chat | Api::Tools => "/v1/chat/completions",
+                Api::Chat | Api::Tools | Api::Anthropic | Api::AnthropicTools => "/v1/chat/completions",
                 Api::Completions => "/v1/completions",
                 Api::Responses | Api::ResponsesTools => "/v1/responses",
-                Api::Anthropic | Api::AnthropicTools => {
-                    // invariant: `eval` refuses `--batch` with Anthropic's API before making a vendor
-                    unreachable!("OpenAI's batches take no Anthropic request")
-                }
             },
+        }
+    }
+
+    /// The batch `id` as the vendor describes it now.
+    async fn batch(&self, id: &str) -> Result<Batch, VendorError> {
+        let path = format!("batches/{id}");
+        let answer = self
+            .caller
+            .call(reqwest::Method::GET, &path, Body::None, MAX_META_BYTES)
+            .await?;
+        self.caller.read("a batch", &answer)
+    }
+
+    /// The lines of one of a batch's files, by custom id.
+    async fn file_lines(
+        &self,
+        file: &str,
+        limit: usize,
+        results: &mut HashMap<String, ItemResult>,
+    ) -> Result<(), VendorError> {
+        let bytes = self
+            .caller
+            .call(
+                reqwest::Method::GET,
+                &format!("files/{file}/content"),
+                Body::None,
+                limit,
+            )
+            .await?;
+        for line in bytes.split(|&byte| byte == b'\n') {
+            if line.iter().all(u8::is_ascii_whitespace) {
+                continue;
+            }
+            let line: OutputLine = self.caller.read("a batch's output line", line)?;
+            results.insert(line.custom_id, item_result(line.response, line.error));
+        }
+        Ok(())
+    }
+}
+
+impl Caller {
+    fn new(config: &OpenAiConfig) -> Caller {
+        let timeout = config.timeout;
+        Caller {
+            base_url: config.base_url.trim_end_matches('/').to_owned(),
+            api_key: config.api_key.clone(),
+            anthropic: config.api.is_anthropic(),
             http: LazyClient::new(move || {
                 reqwest::Client::builder()
                     .user_agent(concat!("react-docstore/", env!("CARGO_PKG_VERSION")))
@@ -65,16 +124,11 @@ impl OpenAiBatches {
         }
     }
 
-    /// The batch `id` as the vendor describes it now.
-    async fn batch(&self, id: &str) -> Result<Batch, VendorError> {
-        let path = format!("batches/{id}");
-        let answer = self
-            .call(reqwest::Method::GET, &path, Body::None, MAX_META_BYTES)
-            .await?;
-        self.read("a batch", &answer)
-    }
-
+    /// `path` below the base URL; a whole URL (Anthropic's `results_url`) as it is.
     fn url(&self, path: &str) -> String {
+        if path.starts_with("http://") || path.starts_with("https://") {
+            return path.to_owned();
+        }
         format!("{}/{path}", self.base_url)
     }
 
@@ -135,7 +189,10 @@ impl OpenAiBatches {
                 )
                 .body(bytes.to_vec()),
         };
-        if let Some(key) = self.api_key.as_ref().map(ApiKey::expose) {
+        let key = self.api_key.as_ref().map(ApiKey::expose);
+        if self.anthropic {
+            builder = super::anthropic::headers(builder, key);
+        } else if let Some(key) = key {
             builder = builder.bearer_auth(key);
         }
         let response = builder.send().await.map_err(|error| {
@@ -168,31 +225,6 @@ impl OpenAiBatches {
                 message.as_str()
             ))
         })
-    }
-
-    /// The lines of one of a batch's files, by custom id.
-    async fn file_lines(
-        &self,
-        file: &str,
-        limit: usize,
-        results: &mut HashMap<String, ItemResult>,
-    ) -> Result<(), VendorError> {
-        let bytes = self
-            .call(
-                reqwest::Method::GET,
-                &format!("files/{file}/content"),
-                Body::None,
-                limit,
-            )
-            .await?;
-        for line in bytes.split(|&byte| byte == b'\n') {
-            if line.iter().all(u8::is_ascii_whitespace) {
-                continue;
-            }
-            let line: OutputLine = self.read("a batch's output line", line)?;
-            results.insert(line.custom_id, item_result(line.response, line.error));
-        }
-        Ok(())
     }
 }
 
@@ -252,6 +284,22 @@ struct Batch {
     error_file_id: Option<String>,
     #[serde(default)]
     request_counts: Option<Counts>,
+}
+
+impl Batch {
+    fn status(&self) -> BatchStatus {
+        let counts = self.request_counts.as_ref();
+        BatchStatus {
+            ended: matches!(
+                self.status.as_str(),
+                "completed" | "failed" | "expired" | "cancelled"
+            ),
+            status: self.status.clone(),
+            n_done: counts.map_or(0, |counts| counts.completed),
+            n_failed: counts.map_or(0, |counts| counts.failed),
+            n_total: counts.map_or(0, |counts| counts.total),
+        }
+    }
 }
 
 /// `GET /batches`: a page of batches, the latest first.
@@ -353,6 +401,7 @@ impl BatchVendor for OpenAiBatches {
                 .collect();
             let body = upload_body(&jsonl);
             let answer = self
+                .caller
                 .call(
                     reqwest::Method::POST,
                     "files",
@@ -360,7 +409,7 @@ impl BatchVendor for OpenAiBatches {
                     MAX_META_BYTES,
                 )
                 .await?;
-            let created: Created = self.read("an uploaded file", &answer)?;
+            let created: Created = self.caller.read("an uploaded file", &answer)?;
             Ok(Some(created.id))
         })
     }
@@ -375,6 +424,7 @@ impl BatchVendor for OpenAiBatches {
             let request =
                 json!({"input_file_id": file, "endpoint": self.endpoint, "completion_window": "24h"});
             let answer = self
+                .caller
                 .call(
                     reqwest::Method::POST,
                     "batches",
@@ -382,15 +432,23 @@ impl BatchVendor for OpenAiBatches {
                     MAX_META_BYTES,
                 )
                 .await?;
-            let created: Created = self.read("a created batch", &answer)?;
+            let created: Created = self.caller.read("a created batch", &answer)?;
             Ok(created.id)
         })
     }
 
-    fn find<'a>(&'a self, file: &'a str) -> BoxFuture<'a, Result<Option<String>, VendorError>> {
+    fn find<'a>(
+        &'a self,
+        recorded: &'a LedgerBatch,
+        _known: &'a [String],
+    ) -> BoxFuture<'a, Result<Option<String>, VendorError>> {
         Box::pin(async move {
+            let Some(file) = recorded.input_file_id.as_deref() else {
+                return Ok(None);
+            };
             // The latest batches first: one created moments before a kill is among them.
             let answer = self
+                .caller
                 .call(
                     reqwest::Method::GET,
                     "batches?limit=100",
@@ -398,7 +456,7 @@ impl BatchVendor for OpenAiBatches {
                     MAX_META_BYTES,
                 )
                 .await?;
-            let listed: Listed = self.read("the list of batches", &answer)?;
+            let listed: Listed = self.caller.read("the list of batches", &answer)?;
             Ok(listed
                 .data
                 .into_iter()
@@ -408,19 +466,18 @@ impl BatchVendor for OpenAiBatches {
     }
 
     fn status<'a>(&'a self, batch: &'a str) -> BoxFuture<'a, Result<BatchStatus, VendorError>> {
+        Box::pin(async move { Ok(self.batch(batch).await?.status()) })
+    }
+
+    fn cancel<'a>(&'a self, batch: &'a str) -> BoxFuture<'a, Result<BatchStatus, VendorError>> {
         Box::pin(async move {
-            let read = self.batch(batch).await?;
-            let counts = read.request_counts.unwrap_or_default();
-            Ok(BatchStatus {
-                ended: matches!(
-                    read.status.as_str(),
-                    "completed" | "failed" | "expired" | "cancelled"
-                ),
-                status: read.status,
-                n_done: counts.completed,
-                n_failed: counts.failed,
-                n_total: counts.total,
-            })
+            let path = format!("batches/{batch}/cancel");
+            let answer = self
+                .caller
+                .call(reqwest::Method::POST, &path, Body::None, MAX_META_BYTES)
+                .await?;
+            let read: Batch = self.caller.read("a cancelled batch", &answer)?;
+            Ok(read.status())
         })
     }
 
@@ -442,6 +499,14 @@ impl BatchVendor for OpenAiBatches {
 
     fn line_bytes(&self, custom_id: &str, body: &Value) -> usize {
         request_line(self.endpoint, custom_id, body).len() + 1
+    }
+
+    fn max_requests(&self) -> usize {
+        MAX_REQUESTS
+    }
+
+    fn max_bytes(&self) -> usize {
+        MAX_FILE_BYTES
     }
 }
 
