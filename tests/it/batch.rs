@@ -122,10 +122,13 @@ struct Seen {
     unauthenticated: usize,
 }
 
+/// The model behind a batch server: `n` completions of a prompt.
+type Script = Arc<dyn Fn(&str, usize) -> Vec<String> + Send + Sync>;
+
 #[derive(Clone)]
 struct Server {
     vendor: Vendor,
-    questions: Arc<HashMap<String, (usize, String)>>,
+    script: Script,
     seen: Arc<Mutex<Seen>>,
     /// Looks at a batch before it ends.
     looks: Arc<Mutex<usize>>,
@@ -179,7 +182,10 @@ impl Server {
     fn new(vendor: Vendor, failing: usize) -> Server {
         Server {
             vendor,
-            questions: Arc::new(questions()),
+            script: {
+                let questions = questions();
+                Arc::new(move |prompt: &str, n| completions(&questions, prompt, n))
+            },
             seen: Arc::default(),
             looks: Arc::new(Mutex::new(2)),
             failing,
@@ -197,7 +203,7 @@ impl Server {
                 .iter()
                 .map(|block| block["text"].as_str().unwrap())
                 .collect();
-            let text = completions(&self.questions, &prompt, 1).remove(0);
+            let text = (self.script)(&prompt, 1).remove(0);
             let succeeded = result_fixture("succeeded");
             let mut message = succeeded["result"]["message"].clone();
             message["model"] = body["model"].clone();
@@ -205,7 +211,7 @@ impl Server {
             return message;
         }
         let n = body["n"].as_u64().unwrap_or(1) as usize;
-        let texts = completions(&self.questions, body["prompt"].as_str().unwrap(), n);
+        let texts = (self.script)(body["prompt"].as_str().unwrap(), n);
         let choices: Vec<Value> = texts
             .into_iter()
             .enumerate()
@@ -465,7 +471,21 @@ impl Server {
         }
         ok
     }
+}
 
+/// OpenAI's Batch API over the completions endpoint for other tests, `script` giving the
+/// completions of a prompt: its base URL. It serves for as long as the test's runtime runs.
+pub(crate) async fn completions_batch_api(
+    script: impl Fn(&str, usize) -> Vec<String> + Send + Sync + 'static,
+) -> String {
+    let server = Server {
+        script: Arc::new(script),
+        ..Server::new(Vendor::OpenAi, 0)
+    };
+    server.start().await
+}
+
+impl Server {
     async fn start(self) -> String {
         let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
         let base_url = format!("http://{}/v1", listener.local_addr().unwrap());

@@ -13,6 +13,7 @@
 //! dates every file 30 days back, and notes each file's bytes and modification time. It runs the
 //! binary as a user would and checks afterwards:
 //! - every planted file is there, byte for byte, with its modification time;
+//! - every file the command created is one the row names as the command's own;
 //! - every other file that was there and that the row does not name as the command's own is
 //!   there, unchanged;
 //! - every annotated line of the files the row names is in the files it names as their new place,
@@ -43,7 +44,8 @@ struct Writer {
     /// The case as the report names it.
     name: &'static str,
     /// The command line, run in the workspace ([`words`]: split at spaces, `'…'` one word):
-    /// `{model}` names the scripted model, `{corpus}` the workspace's corpus as the docstore,
+    /// `{model}` names the scripted model, `{batch-model}` the same model through OpenAI's Batch
+    /// API (`eval --batch`), `{corpus}` the workspace's corpus as the docstore,
     /// `{wiki}` the local Wikipedia, `{search}` the local SerpApi's search endpoint, `{refused}`
     /// a model server's base URL where nothing listens.
     command: &'static str,
@@ -113,6 +115,25 @@ fn writers() -> Vec<Writer> {
                 "eval questions.json --out results/aside.jsonl {model} {corpus}",
                 &["results"],
                 &["results/aside.jsonl", "results/aside.jsonl.set-aside-2"],
+            )
+        },
+        Writer {
+            lookalikes: &["results/resume.jsonl.batches.json"],
+            ..row(
+                "eval --batch, a new results file and its batch ledger",
+                "eval questions.json --out results/batched.jsonl {batch-model} {corpus}",
+                &["results"],
+                &["results/batched.jsonl", "results/batched.jsonl.batches.json"],
+            )
+        },
+        Writer {
+            lookalikes: &["results/fresh.jsonl.batches.json"],
+            keeps_lines: &[("results/resume.jsonl", "results/resume.jsonl")],
+            ..row(
+                "eval --batch, resumed beside annotated lines",
+                "eval questions.json --out results/resume.jsonl {batch-model} {corpus}",
+                &["results"],
+                &["results/resume.jsonl", "results/resume.jsonl.batches.json"],
             )
         },
         row(
@@ -322,15 +343,14 @@ const REPLY_LOOKALIKE_OTHER_KEY: &str =
 /// question once it has observed something, finishes with `yes`.
 struct ScriptedModel;
 
-impl Respond for ScriptedModel {
-    fn respond(&self, request: &Request) -> ResponseTemplate {
-        let body: Value = serde_json::from_slice(&request.body).unwrap();
-        let prompt = body["prompt"].as_str().unwrap_or_default();
+impl ScriptedModel {
+    /// Its completion of `prompt`, asked one request at a time or in a batch.
+    fn complete(prompt: &str) -> String {
         let question = prompt
             .rsplit_once("\nQuestion: ")
             .map_or(prompt, |(_, question)| question);
         let step = question.matches("\nObservation ").count() + 1;
-        let text = if step > 1 {
+        if step > 1 {
             format!(" I know now.\nAction {step}: Finish[yes]")
         } else if question.starts_with("What is the Colorado orogeny?") {
             " I look it up.\nAction 1: Search[Colorado orogeny]".to_owned()
@@ -338,7 +358,14 @@ impl Respond for ScriptedModel {
             " I search the web.\nAction 1: WebSearch[president of Spain]".to_owned()
         } else {
             " I know.\nAction 1: Finish[yes]".to_owned()
-        };
+        }
+    }
+}
+
+impl Respond for ScriptedModel {
+    fn respond(&self, request: &Request) -> ResponseTemplate {
+        let body: Value = serde_json::from_slice(&request.body).unwrap();
+        let text = ScriptedModel::complete(body["prompt"].as_str().unwrap_or_default());
         ResponseTemplate::new(200).set_body_json(json!({
             "id": "cmpl", "object": "text_completion", "model": "m",
             "choices": [{"index": 0, "text": text, "finish_reason": "stop"}],
@@ -350,6 +377,8 @@ impl Respond for ScriptedModel {
 /// The local servers a row's command line may name.
 struct Servers {
     model: MockServer,
+    /// The scripted model behind OpenAI's Batch API (`eval --batch`): its base URL.
+    batches: String,
     wikipedia: MockServer,
     search: MockServer,
     /// A base URL where nothing listens: a model server that refuses the connection.
@@ -368,6 +397,10 @@ impl Servers {
             .await;
         Servers {
             model: serve_posts(ScriptedModel).await,
+            batches: crate::batch::completions_batch_api(|prompt, n| {
+                vec![ScriptedModel::complete(prompt); n.max(1)]
+            })
+            .await,
             wikipedia: crate::mock_wikipedia().await,
             search,
             refused: format!("http://127.0.0.1:{}/v1", crate::refused_port()),
@@ -378,6 +411,11 @@ impl Servers {
     fn words(&self, command: &str) -> Vec<String> {
         let filled = command
             .replace("{model}", "--model m --api completions --base-url {model-url}")
+            .replace(
+                "{batch-model}",
+                "--model m --api completions --base-url {batches} --batch --batch-poll 0.001",
+            )
+            .replace("{batches}", &self.batches)
             .replace("{corpus}", "--docstore corpus:pages.jsonl")
             .replace("{model-url}", &format!("{}/v1", self.model.uri()))
             .replace("{refused}", &self.refused)
@@ -680,6 +718,13 @@ fn check_writer(writer: &Writer, template: &Path, servers: &Servers) -> (Vec<Str
                 ));
             }
             Some(_) => {}
+        }
+    }
+    // A file the command made where the row names none of its own: written somewhere it was
+    // not asked to write (a side file beside the wrong results file, say).
+    for path in after.keys() {
+        if !before.contains_key(path) && !owned(path) {
+            broken.push(format!("created `{}`, which is not its own", path.display()));
         }
     }
     let mut n_kept_lines = 0;
