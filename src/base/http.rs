@@ -367,6 +367,15 @@ pub(crate) struct LazyClient {
     builder: Box<dyn Fn() -> reqwest::ClientBuilder + Send + Sync>,
 }
 
+/// Installs the process's TLS crypto provider, which every `reqwest` client needs before it is
+/// built: reqwest is built without one of its own (`rustls-no-provider`), and ring is ours,
+/// compiled in seconds where aws-lc's C build took over two minutes of every cold CI build.
+/// Installing again, or after another provider, does nothing, which is as good. (A program of
+/// its own building a client — a test, a benchmark — installs ring the same way.)
+pub(crate) fn install_crypto_provider() {
+    let _ = rustls::crypto::ring::default_provider().install_default();
+}
+
 impl LazyClient {
     pub(crate) fn new(builder: impl Fn() -> reqwest::ClientBuilder + Send + Sync + 'static) -> LazyClient {
         LazyClient {
@@ -380,10 +389,7 @@ impl LazyClient {
         if let Some(client) = self.client.get() {
             return Ok(client);
         }
-        // reqwest is built without a TLS crypto provider of its own (`rustls-no-provider`): ring
-        // is ours, compiled in seconds where aws-lc's C build took over two minutes of every cold
-        // CI build. Installing fails only when a provider is installed already, which is as good.
-        let _ = rustls::crypto::ring::default_provider().install_default();
+        install_crypto_provider();
         let client = (self.builder)().build()?;
         Ok(self.client.get_or_init(|| client))
     }

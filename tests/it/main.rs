@@ -249,3 +249,11 @@ pub fn output_within_30s(command: &mut std::process::Command, waited_for: &str) 
         status.code().unwrap_or(-1),
     )
 }
+
+/// A `reqwest` client of a test's own, with the TLS crypto provider the library installs before
+/// its first client (ring): a test must not depend on another having built one first (a
+/// filtered run panicked in reqwest: "No rustls crypto provider is configured").
+pub fn http_client() -> reqwest::Client {
+    let _ = rustls::crypto::ring::default_provider().install_default();
+    reqwest::Client::new()
+}

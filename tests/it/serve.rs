@@ -68,7 +68,7 @@ impl TestServer {
     }
 
     async fn post(&self, path: &str, body: Value) -> (u16, Value) {
-        let response = reqwest::Client::new()
+        let response = crate::http_client()
             .post(format!("{}{path}", self.url))
             .json(&body)
             .send()
@@ -79,7 +79,9 @@ impl TestServer {
     }
 
     async fn get(&self, path_and_query: &str) -> (u16, Value) {
-        let response = reqwest::get(format!("{}{path_and_query}", self.url))
+        let response = crate::http_client()
+            .get(format!("{}{path_and_query}", self.url))
+            .send()
             .await
             .expect("the server answers");
         let status = response.status().as_u16();
@@ -282,7 +284,7 @@ async fn any_replica_with_the_key_continues_a_state_and_nothing_else_does() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn bad_requests_are_400s_that_say_what_was_wrong() {
     let server = TestServer::default().await;
-    let client = reqwest::Client::new();
+    let client = crate::http_client();
     let raw = |body: &'static str| {
         client
             .post(format!("{}/v1/step", server.url))
@@ -354,7 +356,7 @@ async fn bad_requests_are_400s_that_say_what_was_wrong() {
 async fn a_body_over_one_mebibyte_is_a_413() {
     let server = TestServer::default().await;
     let big = json!({"action": "Search[x]", "state": "a".repeat(1024 * 1024)});
-    let response = reqwest::Client::new()
+    let response = crate::http_client()
         .post(format!("{}/v1/step", server.url))
         .json(&big)
         .send()
@@ -606,7 +608,13 @@ async fn connections_are_bounded_and_a_vanished_client_costs_nothing() {
     assert_eq!(health_on(&mut held).await, 200);
     let waiting = tokio::spawn({
         let url = format!("{}/health", server.url);
-        async move { reqwest::get(url).await.map(|response| response.status().as_u16()) }
+        async move {
+            crate::http_client()
+                .get(url)
+                .send()
+                .await
+                .map(|response| response.status().as_u16())
+        }
     });
     tokio::task::spawn_blocking(move || {
         wait_until(
@@ -856,7 +864,7 @@ async fn a_full_search_queue_is_a_503_with_retry_after_and_an_abandoned_search_i
     is_started.recv().await.unwrap();
     // A retrieval waits in the queue past its request's timeout: a 408, its search abandoned.
     let retrieval = json!({"queries": ["Grand Ole Opry"], "topk": 1});
-    let timed_out = reqwest::Client::new()
+    let timed_out = crate::http_client()
         .post(format!("{}/retrieve", server.url))
         .json(&retrieval)
         .send()
@@ -864,7 +872,7 @@ async fn a_full_search_queue_is_a_503_with_retry_after_and_an_abandoned_search_i
         .unwrap();
     assert_eq!(timed_out.status(), 408);
     // The queue is full: the next one is refused at once, told when to come back.
-    let response = reqwest::Client::new()
+    let response = crate::http_client()
         .post(format!("{}/retrieve", server.url))
         .json(&retrieval)
         .send()
@@ -1024,7 +1032,7 @@ async fn a_client_still_sending_a_body_over_the_limit_reads_its_413_not_a_reset(
     sent.expect("the client sent its whole body and read the server's close");
     assert!(answer.ends_with("length limit exceeded"), "{answer}");
     // As a client library sends it, again and again.
-    let client = reqwest::Client::new();
+    let client = crate::http_client();
     for _ in 0..10 {
         let response = client
             .post(format!("{}/retrieve", server.url))

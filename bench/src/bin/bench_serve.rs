@@ -203,6 +203,9 @@ struct Pace {
 
 /// One connection's loop until `pace.deadline`.
 async fn connection(url: String, queries: Arc<Vec<String>>, offset: usize, kind: Kind, pace: Pace) -> Tally {
+    // reqwest has no TLS crypto provider of its own here (`rustls-no-provider`): ring, as the
+    // library installs it.
+    let _ = rustls::crypto::ring::default_provider().install_default();
     let client = reqwest::Client::builder()
         .pool_max_idle_per_host(1)
         .build()
