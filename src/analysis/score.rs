@@ -100,8 +100,9 @@ pub struct Prediction {
     pub answer: String,
     /// Its run ended in an error (results only: an official predictions file says nothing of it).
     pub error: bool,
-    /// The model its run asked and the run's usage (results only).
-    pub spent: Option<(Option<String>, Usage, bool)>,
+    /// The model its run asked, the run's usage and of that what batches' replies spent (results
+    /// only).
+    pub spent: Option<(Option<String>, Usage, Usage)>,
 }
 
 /// Predictions (every attempt of a question one of its own), and what the evaluation they came
@@ -160,7 +161,7 @@ pub fn read_predictions(paths: &[PathBuf]) -> Result<Predictions, ScoreError> {
                 spent: Some((
                     evaluated.run.model.clone(),
                     evaluated.run.usage,
-                    !evaluated.run.batch.is_empty(),
+                    evaluated.run.batched_usage(),
                 )),
                 answer: evaluated.run.answer.unwrap_or_default(),
             })

@@ -36,8 +36,8 @@ pub struct Outcome {
     pub cache: Option<CacheUse>,
     /// The model the run asked, as it records it.
     pub model: Option<String>,
-    /// Whether a vendor's batch API answered the run (`eval --batch`): priced at half.
-    pub batched: bool,
+    /// Of `usage`, what replies of a vendor's batch API reported (`eval --batch`): priced at half.
+    pub batched: Usage,
     /// What its steps wrote past their stop sequences ([`Run::past_stop`]).
     pub past_stop: Option<crate::llm::PastStop>,
 }
@@ -65,7 +65,7 @@ impl Outcome {
             samples_asked: run.sc_stop.map(|record| (record.asked, record.samples)),
             cache: run.cache.clone(),
             model: run.model.clone(),
-            batched: !run.batch.is_empty(),
+            batched: run.batched_usage(),
             past_stop: run.past_stop(),
         }
     }
@@ -338,18 +338,18 @@ pub struct Summary {
 pub struct ModelTokens {
     pub runs: usize,
     pub tokens: Tokens,
-    /// Of `tokens`, those of runs a batch answered: billed at half the price (OpenAI's Batch API,
+    /// Of `tokens`, those of replies a batch gave: billed at half the price (OpenAI's Batch API,
     /// Anthropic's Message Batches).
     pub batched: Tokens,
 }
 
 /// One run's part of what runs spent: the model it asked (`None`: not recorded), its usage as it
-/// records it, and whether a batch answered it (billed at half the price).
+/// records it, and of that what batches' replies spent (billed at half the price).
 #[derive(Debug, Clone, Copy)]
 pub struct Spent<'a> {
     pub model: Option<&'a str>,
     pub usage: &'a Usage,
-    pub batched: bool,
+    pub batched: Usage,
 }
 
 impl<'a> Spent<'a> {
@@ -358,7 +358,7 @@ impl<'a> Spent<'a> {
         Spent {
             model: run.model.as_deref(),
             usage: &run.usage,
-            batched: !run.batch.is_empty(),
+            batched: run.batched_usage(),
         }
     }
 }
@@ -372,9 +372,7 @@ pub fn tokens_by_model<'a>(
         let entry = by_model.entry(spent.model.map(str::to_owned)).or_default();
         entry.runs += 1;
         entry.tokens = entry.tokens.plus(Tokens::of(spent.usage));
-        if spent.batched {
-            entry.batched = entry.batched.plus(Tokens::of(spent.usage));
-        }
+        entry.batched = entry.batched.plus(Tokens::of(&spent.batched));
     }
     by_model
 }

@@ -404,7 +404,7 @@ pub async fn replay(
     let mut summary = ReplaySummary::default();
     let mut scored = ScoredAttempts::default();
     // Each replayed run's model and usage, for the spend.
-    let mut spent: Vec<(Option<String>, Usage, bool)> = Vec::new();
+    let mut spent: Vec<(Option<String>, Usage, Usage)> = Vec::new();
     for (file, found) in &files {
         let runs = match read_ahead.pop_front() {
             Some(runs) => runs,
@@ -438,7 +438,7 @@ pub async fn replay(
             let run = &episode.run;
             summary.n_runs += 1;
             summary.usage.add(&run.usage);
-            spent.push((run.model.clone(), run.usage, !recorded.batch.is_empty()));
+            spent.push((run.model.clone(), run.usage, recorded.batched_usage()));
             if run.answer.as_deref().is_some_and(|answer| !answer.is_empty()) {
                 summary.n_answered += 1;
             }

@@ -1199,11 +1199,11 @@ async fn run_question<'q>(
             }
         }
     };
-    let ((episode, requests), batches) =
+    let ((episode, requests), answered) =
         crate::llm::batch::noted(crate::llm::requests::counted(solving)).await;
     let mut run = episode.run;
     run.usage.requests = requests;
-    run.record_batches(batches);
+    run.record_batches(answered.batches, &answered.replies);
     run.record_cache_use(scope.cache_use());
     // Every results line names its method, `react` included.
     run.method = Some(solver.method());

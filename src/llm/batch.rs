@@ -317,36 +317,50 @@ impl std::fmt::Debug for Batcher {
 }
 
 /// One [`noted`] run: who asks (a round waits for every open question, however many requests
-/// each has in flight), and the batches that answered it.
+/// each has in flight), the batches that answered it, and what each reply a batch gave it
+/// reported spending.
 struct Asker {
     id: u64,
-    answered_by: Mutex<Vec<String>>,
+    answered_by: Mutex<Answered>,
+}
+
+/// What batches answered one [`noted`] run.
+#[derive(Debug, Default, Clone, PartialEq, Eq)]
+pub struct Answered {
+    /// The batches' ids, in the order first met; empty when no request went through a batch.
+    pub batches: Vec<String>,
+    /// The token usage each reply a batch gave reported, one entry a reply (`None`: it reported
+    /// none): what is billed at the batch price. A request a batch failed and
+    /// `--batch-fallback` asked synchronously has no entry.
+    pub replies: Vec<Option<crate::llm::TokenUsage>>,
 }
 
 tokio::task_local! {
     static ASKER: Arc<Asker>;
 }
 
-/// Runs `future` (one question's run), noting the batches that answered the requests sent while
-/// it runs: its output and their ids in the order first met (none when no request went through
-/// a batch). Its requests count as one question's in a round.
-pub async fn noted<F: Future>(future: F) -> (F::Output, Vec<String>) {
+/// Runs `future` (one question's run), noting what batches answered the requests sent while it
+/// runs ([`Answered`]). Its requests count as one question's in a round.
+pub async fn noted<F: Future>(future: F) -> (F::Output, Answered) {
     static NEXT_ID: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
     let asker = Arc::new(Asker {
         id: NEXT_ID.fetch_add(1, std::sync::atomic::Ordering::Relaxed),
-        answered_by: Mutex::new(Vec::new()),
+        answered_by: Mutex::new(Answered::default()),
     });
     let output = ASKER.scope(Arc::clone(&asker), future).await;
-    let ids = std::mem::take(&mut *asker.answered_by.lock().unwrap_or_else(PoisonError::into_inner));
-    (output, ids)
+    let answered = std::mem::take(&mut *asker.answered_by.lock().unwrap_or_else(PoisonError::into_inner));
+    (output, answered)
 }
 
-fn note_answered_by(batch: &str) {
+/// Notes that batch `batch` answered a request of the running [`noted`] run, with the usage its
+/// reply reported.
+fn note_answered_by(batch: &str, tokens: Option<crate::llm::TokenUsage>) {
     let _ = ASKER.try_with(|asker| {
-        let mut ids = asker.answered_by.lock().unwrap_or_else(PoisonError::into_inner);
-        if !ids.iter().any(|id| id == batch) {
-            ids.push(batch.to_owned());
+        let mut answered = asker.answered_by.lock().unwrap_or_else(PoisonError::into_inner);
+        if !answered.batches.iter().any(|id| id == batch) {
+            answered.batches.push(batch.to_owned());
         }
+        answered.replies.push(tokens);
     });
 }
 
@@ -441,7 +455,13 @@ impl Batcher {
     }
 
     /// Sends `body` in the next round's batch: the reply, as a synchronous request would read it.
-    pub async fn send(&self, body: &Value) -> ItemResult {
+    /// `usage` reads what a reply reports spending (its API's usage object), noted for the run
+    /// that asks ([`noted`]) as billed at the batch price.
+    pub async fn send(
+        &self,
+        body: &Value,
+        usage: impl FnOnce(&[u8]) -> Option<crate::llm::TokenUsage>,
+    ) -> ItemResult {
         let (reply, answer) = tokio::sync::oneshot::channel();
         let bytes = serde_json::to_vec(body).unwrap_or_default();
         let queued = Queued {
@@ -456,8 +476,8 @@ impl Batcher {
             Ok((result, batch)) => {
                 // Only a reply bills at the batch price: a request the batch failed is asked
                 // again, maybe synchronously at the full price (`--batch-fallback`).
-                if let (Ok(_), Some(batch)) = (&result, batch) {
-                    note_answered_by(&batch);
+                if let (Ok(reply), Some(batch)) = (&result, batch) {
+                    note_answered_by(&batch, usage(reply));
                 }
                 result
             }

@@ -1187,3 +1187,58 @@ async fn billed_by_where_the_reply_came_from(vendor: Vendor) {
         "{summary} {reference}"
     );
 }
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_react_run_answered_partly_by_the_fallback_is_billed_by_where_each_reply_came_from() {
+    billed_by_each_reply(Vendor::OpenAi).await;
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_react_run_answered_partly_outside_message_batches_is_billed_by_each_reply() {
+    billed_by_each_reply(Vendor::Anthropic).await;
+}
+
+/// ReAct through a batch whose first two requests fail, asked again synchronously: those two
+/// questions' first steps are billed in full, every other reply at half.
+async fn billed_by_each_reply(vendor: Vendor) {
+    let dir = tempfile::tempdir().unwrap();
+    let prices = dir.path().join("prices.toml");
+    std::fs::write(&prices, "\"m\" = { input = 1.0, output = 3.0 }\n").unwrap();
+    let server = Server::new(vendor, 2);
+    server.clone().start().await;
+    let synchronous = dir.path().join("sync.jsonl");
+    let mut command = eval_command(&server, "react", &synchronous, false);
+    let reference = run(command.arg("--prices").arg(&prices)).await;
+    let batched = dir.path().join("fallback.jsonl");
+    let mut command = eval_command(&server, "react", &batched, true);
+    let summary = run(command.args(["--batch-fallback", "--prices"]).arg(&prices)).await;
+
+    let runs = |path: &Path| -> Vec<Value> {
+        std::fs::read_to_string(path)
+            .unwrap()
+            .lines()
+            .map(|line| serde_json::from_str(line).unwrap())
+            .collect()
+    };
+    let calls = |usage: &Value| usage["llm_calls"].as_u64().unwrap();
+    let n_replies: u64 = runs(&synchronous).iter().map(|run| calls(&run["usage"])).sum();
+    // Each batched run records what its batches' replies spent: all its calls but the first
+    // step of the two questions whose requests failed inside the batch.
+    let outside: Vec<u64> = runs(&batched)
+        .iter()
+        .map(|run| calls(&run["usage"]) - calls(&run["batch_usage"]))
+        .collect();
+    assert_eq!(outside.iter().sum::<u64>(), 2, "{outside:?}");
+    assert_eq!(outside.iter().filter(|&&n| n == 1).count(), 2, "{outside:?}");
+    let dollars = |summary: &Value| -> f64 {
+        let total = summary["cost"]["total"].as_str().unwrap();
+        total.trim_start_matches('$').parse().unwrap()
+    };
+    // Every reply reports the same tokens: 2 billed in full, the others at half.
+    let per_reply = dollars(&reference) / n_replies as f64;
+    let expected = per_reply * (2.0 + (n_replies - 2) as f64 / 2.0);
+    assert!(
+        (dollars(&summary) - expected).abs() < 1e-12,
+        "{summary} {reference}"
+    );
+}

@@ -805,7 +805,7 @@ impl OpenAiClient {
         loop {
             attempts += 1;
             super::requests::count_sent();
-            let error = match batcher.send(body).await {
+            let error = match batcher.send(body, wire::reply_usage).await {
                 Ok(bytes) => return Ok(bytes),
                 Err(ItemError::Status { status, body }) => AttemptError::Status {
                     status: StatusCode::from_u16(status).unwrap_or(StatusCode::INTERNAL_SERVER_ERROR),

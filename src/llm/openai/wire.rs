@@ -106,6 +106,17 @@ pub struct TokensDetails {
     pub reasoning_tokens: Option<u64>,
 }
 
+/// What a reply body of any of the APIs reports spending: its top-level `usage`, read into one
+/// shape; `None` when it has none or is no JSON object.
+pub fn reply_usage(body: &[u8]) -> Option<TokenUsage> {
+    #[derive(Deserialize)]
+    struct Reported {
+        usage: Option<WireUsage>,
+    }
+    let reported: Reported = serde_json::from_slice(body).ok()?;
+    Some(reported.usage?.tokens())
+}
+
 impl WireUsage {
     /// The counts in one shape: every input token in `prompt_tokens` (Anthropic's
     /// `input_tokens` counts only those after the last cache breakpoint, so its cache reads and

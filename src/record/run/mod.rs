@@ -164,9 +164,16 @@ pub struct Run {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub cache: Option<crate::llm::cache::CacheUse>,
     /// `eval --batch`: the batches that answered the run's requests, by id, in the order first
-    /// met; absent when none did. A cost summary prices the run's tokens at the batch discount.
+    /// met; absent when none did. A cost summary prices the tokens of their replies
+    /// ([`Run::batched_usage`]) at the batch discount.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub batch: Vec<String>,
+    /// Of `usage`, what the replies batches gave reported (`llm_calls`: those replies), recorded
+    /// with `batch`: a request a batch failed and `--batch-fallback` asked synchronously is
+    /// billed at the full price. Absent from runs of earlier versions, which priced all of a
+    /// batched run's tokens at the discount.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub batch_usage: Option<Usage>,
 }
 
 fn run_format() -> String {
@@ -642,15 +649,33 @@ impl Run {
             usage: Usage::default(),
             cache: None,
             batch: Vec::new(),
+            batch_usage: None,
         }
     }
 
-    /// Records the batches that answered the run (`eval --batch`; none: nothing is recorded); a
-    /// run that records them is v2.
-    pub fn record_batches(&mut self, batches: Vec<String>) {
+    /// Records the batches that answered the run (`eval --batch`) and what their replies
+    /// reported spending, one entry a reply (no batch: nothing is recorded); a run that records
+    /// them is v2.
+    pub fn record_batches(&mut self, batches: Vec<String>, replies: &[Option<TokenUsage>]) {
         if !batches.is_empty() {
             self.batch = batches;
+            let mut usage = Usage::default();
+            for tokens in replies {
+                usage.count_call(*tokens);
+            }
+            self.batch_usage = Some(usage);
             self.format = RUN_FORMAT_V2.to_owned();
+        }
+    }
+
+    /// What the run spent on replies batches gave, billed at the batch discount: none when no
+    /// batch answered it; all of its usage for a run of an earlier version, which recorded no
+    /// `batch_usage`.
+    pub fn batched_usage(&self) -> Usage {
+        match (&self.batch[..], self.batch_usage) {
+            ([], _) => Usage::default(),
+            (_, Some(usage)) => usage,
+            (_, None) => self.usage,
         }
     }
 
