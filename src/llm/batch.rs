@@ -217,6 +217,12 @@ pub enum LedgerError {
 }
 
 impl Ledger {
+    /// The ids of the batches it records (a batch recorded before its vendor gave an id has
+    /// none).
+    fn known_ids(&self) -> Vec<String> {
+        self.batches.iter().filter_map(|batch| batch.id.clone()).collect()
+    }
+
     /// The ledger at `path`, empty when there is none yet.
     pub fn read(path: &Path) -> Result<Ledger, LedgerError> {
         use std::io::Read as _;
@@ -700,13 +706,7 @@ impl Batcher {
     pub async fn cancel_all(&self) -> Result<Vec<(String, String)>, VendorError> {
         let (batches, known) = {
             let state = self.state();
-            let known: Vec<String> = state
-                .ledger
-                .batches
-                .iter()
-                .filter_map(|batch| batch.id.clone())
-                .collect();
-            (state.ledger.batches.clone(), known)
+            (state.ledger.batches.clone(), state.ledger.known_ids())
         };
         let mut cancelled = Vec::new();
         for (ledger_idx, batch) in batches.iter().enumerate() {
@@ -806,13 +806,10 @@ impl Batcher {
     ) -> Result<HashMap<String, ItemResult>, VendorError> {
         let (recorded, known) = {
             let state = self.state();
-            let known: Vec<String> = state
-                .ledger
-                .batches
-                .iter()
-                .filter_map(|batch| batch.id.clone())
-                .collect();
-            (state.ledger.batches[batch.ledger_idx].clone(), known)
+            (
+                state.ledger.batches[batch.ledger_idx].clone(),
+                state.ledger.known_ids(),
+            )
         };
         let id = match recorded.id.clone() {
             Some(id) => id,

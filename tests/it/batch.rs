@@ -1153,39 +1153,69 @@ async fn replies_outside_message_batches_are_billed_at_the_full_price() {
 
 /// `--batch-fallback`: the two requests that failed inside the batch are answered synchronously;
 /// their runs record no batch and bill at the full price, the other 18 at half.
+/// Two evals of `method` through `vendor`'s API, with `--prices`: synchronously, then batched
+/// with `--batch-fallback` (the first two requests failing inside their batch, asked again
+/// synchronously). The server, and each eval's results file and summary.
+struct Billed {
+    server: Server,
+    /// Requests the server had met synchronously when the batched eval began.
+    n_synchronous_before: usize,
+    synchronous: (PathBuf, Value),
+    batched: (PathBuf, Value),
+    _dir: tempfile::TempDir,
+}
+
+impl Billed {
+    async fn run(vendor: Vendor, method: &str) -> Billed {
+        let dir = tempfile::tempdir().unwrap();
+        let prices = dir.path().join("prices.toml");
+        std::fs::write(&prices, "\"m\" = { input = 1.0, output = 3.0 }\n").unwrap();
+        let server = Server::new(vendor, 2);
+        server.clone().start().await;
+        let synchronous = dir.path().join("sync.jsonl");
+        let mut command = eval_command(&server, method, &synchronous, false);
+        let reference = run(command.arg("--prices").arg(&prices)).await;
+        let n_synchronous_before = server.seen.lock().unwrap().synchronous;
+        let batched = dir.path().join("fallback.jsonl");
+        let mut command = eval_command(&server, method, &batched, true);
+        let summary = run(command.args(["--batch-fallback", "--prices"]).arg(&prices)).await;
+        Billed {
+            server,
+            n_synchronous_before,
+            synchronous: (synchronous, reference),
+            batched: (batched, summary),
+            _dir: dir,
+        }
+    }
+
+    /// The summaries' costs, synchronous and batched, in dollars.
+    fn dollars(&self) -> (f64, f64) {
+        let dollars = |summary: &Value| -> f64 {
+            let total = summary["cost"]["total"].as_str().unwrap();
+            total.trim_start_matches('$').parse().unwrap()
+        };
+        (dollars(&self.synchronous.1), dollars(&self.batched.1))
+    }
+}
+
 async fn billed_by_where_the_reply_came_from(vendor: Vendor) {
-    let dir = tempfile::tempdir().unwrap();
-    let prices = dir.path().join("prices.toml");
-    std::fs::write(&prices, "\"m\" = { input = 1.0, output = 3.0 }\n").unwrap();
-    let server = Server::new(vendor, 2);
-    server.clone().start().await;
-    let synchronous = dir.path().join("sync.jsonl");
-    let mut command = eval_command(&server, "standard", &synchronous, false);
-    let reference = run(command.arg("--prices").arg(&prices)).await;
-    let n_synchronous = server.seen.lock().unwrap().synchronous;
-    let batched = dir.path().join("fallback.jsonl");
-    let mut command = eval_command(&server, "standard", &batched, true);
-    let summary = run(command.args(["--batch-fallback", "--prices"]).arg(&prices)).await;
-    assert_eq!(server.seen.lock().unwrap().synchronous, n_synchronous + 2);
-    assert_eq!(server.seen.lock().unwrap().batches.len(), 1);
-    let (_, batches) = answers(&batched);
+    let billed = Billed::run(vendor, "standard").await;
+    // The two requests that failed inside the batch went synchronously.
+    let seen = billed.server.seen.lock().unwrap();
+    assert_eq!(seen.synchronous, billed.n_synchronous_before + 2);
+    assert_eq!(seen.batches.len(), 1);
+    drop(seen);
+    let (_, batches) = answers(&billed.batched.0);
     let n_batched = batches.iter().filter(|batch| batch.is_array()).count();
     assert_eq!(
         (n_batched, batches.len()),
         (N_QUESTIONS - 2, N_QUESTIONS),
         "{batches:?}"
     );
-    let dollars = |summary: &Value| -> f64 {
-        let total = summary["cost"]["total"].as_str().unwrap();
-        total.trim_start_matches('$').parse().unwrap()
-    };
     // Every question costs the same tokens: 18 at half the price, 2 at the full price.
-    let per_question = dollars(&reference) / N_QUESTIONS as f64;
-    let expected = per_question * (18.0 / 2.0 + 2.0);
-    assert!(
-        (dollars(&summary) - expected).abs() < 1e-12,
-        "{summary} {reference}"
-    );
+    let (reference, batched) = billed.dollars();
+    let expected = reference / N_QUESTIONS as f64 * (18.0 / 2.0 + 2.0);
+    assert!((batched - expected).abs() < 1e-12, "{batched} {reference}");
 }
 
 #[tokio::test(flavor = "multi_thread")]
@@ -1201,18 +1231,7 @@ async fn a_react_run_answered_partly_outside_message_batches_is_billed_by_each_r
 /// ReAct through a batch whose first two requests fail, asked again synchronously: those two
 /// questions' first steps are billed in full, every other reply at half.
 async fn billed_by_each_reply(vendor: Vendor) {
-    let dir = tempfile::tempdir().unwrap();
-    let prices = dir.path().join("prices.toml");
-    std::fs::write(&prices, "\"m\" = { input = 1.0, output = 3.0 }\n").unwrap();
-    let server = Server::new(vendor, 2);
-    server.clone().start().await;
-    let synchronous = dir.path().join("sync.jsonl");
-    let mut command = eval_command(&server, "react", &synchronous, false);
-    let reference = run(command.arg("--prices").arg(&prices)).await;
-    let batched = dir.path().join("fallback.jsonl");
-    let mut command = eval_command(&server, "react", &batched, true);
-    let summary = run(command.args(["--batch-fallback", "--prices"]).arg(&prices)).await;
-
+    let billed = Billed::run(vendor, "react").await;
     let runs = |path: &Path| -> Vec<Value> {
         std::fs::read_to_string(path)
             .unwrap()
@@ -1221,24 +1240,20 @@ async fn billed_by_each_reply(vendor: Vendor) {
             .collect()
     };
     let calls = |usage: &Value| usage["llm_calls"].as_u64().unwrap();
-    let n_replies: u64 = runs(&synchronous).iter().map(|run| calls(&run["usage"])).sum();
+    let n_replies: u64 = runs(&billed.synchronous.0)
+        .iter()
+        .map(|run| calls(&run["usage"]))
+        .sum();
     // Each batched run records what its batches' replies spent: all its calls but the first
     // step of the two questions whose requests failed inside the batch.
-    let outside: Vec<u64> = runs(&batched)
+    let outside: Vec<u64> = runs(&billed.batched.0)
         .iter()
         .map(|run| calls(&run["usage"]) - calls(&run["batch_usage"]))
         .collect();
     assert_eq!(outside.iter().sum::<u64>(), 2, "{outside:?}");
     assert_eq!(outside.iter().filter(|&&n| n == 1).count(), 2, "{outside:?}");
-    let dollars = |summary: &Value| -> f64 {
-        let total = summary["cost"]["total"].as_str().unwrap();
-        total.trim_start_matches('$').parse().unwrap()
-    };
     // Every reply reports the same tokens: 2 billed in full, the others at half.
-    let per_reply = dollars(&reference) / n_replies as f64;
-    let expected = per_reply * (2.0 + (n_replies - 2) as f64 / 2.0);
-    assert!(
-        (dollars(&summary) - expected).abs() < 1e-12,
-        "{summary} {reference}"
-    );
+    let (reference, batched) = billed.dollars();
+    let expected = reference / n_replies as f64 * (2.0 + (n_replies - 2) as f64 / 2.0);
+    assert!((batched - expected).abs() < 1e-12, "{batched} {reference}");
 }
