@@ -72,11 +72,54 @@ fn completions(questions: &HashMap<String, (usize, String)>, prompt: &str, n: us
     )]
 }
 
+/// The function-calling model's next call in the conversation `body` (Chat Completions' or
+/// Anthropic's): its step, the function and its arguments. It searches the question's first
+/// three words, then finishes as [`completions`]' ReAct does.
+fn tool_call(questions: &HashMap<String, (usize, String)>, body: &Value) -> (usize, &'static str, Value) {
+    let messages = body["messages"].as_array().unwrap();
+    let user = messages.iter().find(|message| message["role"] == "user").unwrap();
+    let text = user["content"]
+        .as_str()
+        .or_else(|| user["content"][0]["text"].as_str())
+        .unwrap();
+    let (asked, (idx, gold)) = questions
+        .iter()
+        .filter(|(question, _)| text.contains(question.as_str()))
+        .max_by_key(|(question, _)| question.len())
+        .unwrap_or_else(|| panic!("no known question in {text:.300}"));
+    let answered = messages
+        .iter()
+        .filter(|message| message["role"] == "tool" || message["content"][0]["type"] == "tool_result")
+        .count();
+    let step = answered + 1;
+    if step == 1 {
+        let words: Vec<&str> = asked.split_whitespace().take(3).collect();
+        (step, "search", json!({"entity": words.join(" ")}))
+    } else {
+        let answer = if idx % 3 != 0 {
+            gold.clone()
+        } else {
+            format!("not {gold}")
+        };
+        (step, "finish", json!({"answer": answer}))
+    }
+}
+
 /// Which vendor's batch API a test speaks.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 enum Vendor {
     OpenAi,
     Anthropic,
+}
+
+impl Vendor {
+    /// Its function-calling API, as `--api` names it.
+    fn tools_api(self) -> &'static str {
+        match self {
+            Vendor::OpenAi => "tools",
+            Vendor::Anthropic => "anthropic-tools",
+        }
+    }
 }
 
 /// Why a batch gave a request no reply.
@@ -128,6 +171,11 @@ type Script = Arc<dyn Fn(&str, usize) -> Vec<String> + Send + Sync>;
 #[derive(Clone)]
 struct Server {
     vendor: Vendor,
+    /// The evals ask through the vendor's function-calling API (`--api tools`,
+    /// `anthropic-tools`).
+    tools: bool,
+    /// The questions, for a function-calling conversation ([`tool_call`]).
+    questions: Arc<HashMap<String, (usize, String)>>,
     script: Script,
     seen: Arc<Mutex<Seen>>,
     /// Looks at a batch before it ends.
@@ -182,6 +230,8 @@ impl Server {
     fn new(vendor: Vendor, failing: usize) -> Server {
         Server {
             vendor,
+            tools: false,
+            questions: Arc::new(questions()),
             script: {
                 let questions = questions();
                 Arc::new(move |prompt: &str, n| completions(&questions, prompt, n))
@@ -196,6 +246,27 @@ impl Server {
 
     /// The reply to `body`, a completions request or a Messages API request.
     fn reply(&self, body: &Value) -> Value {
+        if body.get("tools").is_some() {
+            let (step, name, input) = tool_call(&self.questions, body);
+            let id = format!("call_{step}_{name}");
+            let usage = json!({"prompt_tokens": 100, "completion_tokens": 10});
+            return match self.vendor {
+                Vendor::OpenAi => json!({"id": "chatcmpl", "object": "chat.completion",
+                    "choices": [{"index": 0, "finish_reason": "tool_calls", "message": {
+                        "role": "assistant", "content": format!("Step {step}."),
+                        "tool_calls": [{"id": id, "type": "function",
+                            "function": {"name": name, "arguments": input.to_string()}}]}}],
+                    "usage": usage}),
+                Vendor::Anthropic => {
+                    let mut message = result_fixture("succeeded")["result"]["message"].clone();
+                    message["model"] = body["model"].clone();
+                    message["stop_reason"] = json!("tool_use");
+                    message["content"] = json!([{"type": "text", "text": format!("Step {step}.")},
+                        {"type": "tool_use", "id": id, "name": name, "input": input}]);
+                    message
+                }
+            };
+        }
         if let Some(messages) = body.get("messages") {
             let prompt: String = messages[0]["content"]
                 .as_array()
@@ -230,7 +301,12 @@ impl Server {
             .lines()
             .map(|line| {
                 let line: Value = serde_json::from_str(line).unwrap();
-                assert_eq!(line["url"], "/v1/completions");
+                let endpoint = if self.tools {
+                    "/v1/chat/completions"
+                } else {
+                    "/v1/completions"
+                };
+                assert_eq!(line["url"], endpoint);
                 (
                     line["custom_id"].as_str().unwrap().to_owned(),
                     line["body"].clone(),
@@ -509,6 +585,7 @@ impl Server {
             self.clone(),
             self,
         );
+        let chat = a.clone();
         axum::Router::new()
             .route(
                 "/v1/completions",
@@ -516,6 +593,14 @@ impl Server {
                     let body: Value = serde_json::from_slice(&body).unwrap();
                     a.count_synchronous(&body);
                     json_answer(a.reply(&body))
+                }),
+            )
+            .route(
+                "/v1/chat/completions",
+                post(move |body: axum::body::Bytes| async move {
+                    let body: Value = serde_json::from_slice(&body).unwrap();
+                    chat.count_synchronous(&body);
+                    json_answer(chat.reply(&body))
                 }),
             )
             .route(
@@ -665,12 +750,13 @@ fn json_answer(value: Value) -> impl axum::response::IntoResponse {
 /// vendor's API (OpenAI's completions, Anthropic's messages).
 fn eval_command(server: &Server, method: &str, out: &Path, batch: bool) -> std::process::Command {
     let base_url = server.base_url.lock().unwrap().clone();
-    eval_command_at(server.vendor, &base_url, method, out, batch)
+    eval_command_at(server.vendor, server.tools, &base_url, method, out, batch)
 }
 
-/// [`eval_command`] against the server at `base_url`.
+/// [`eval_command`] against the server at `base_url` (`tools`: through the vendor's function-calling API).
 fn eval_command_at(
     vendor: Vendor,
+    tools: bool,
     base_url: &str,
     method: &str,
     out: &Path,
@@ -688,10 +774,14 @@ fn eval_command_at(
         "--json",
     ]);
     command.args(["--model", "m", "--base-url", base_url]);
-    match vendor {
-        Vendor::OpenAi => command.args(["--api", "completions"]),
-        Vendor::Anthropic => command.args(["--api", "anthropic", "--api-key", ANTHROPIC_KEY]),
+    match (vendor, tools) {
+        (Vendor::OpenAi, false) => command.args(["--api", "completions"]),
+        (Vendor::Anthropic, false) => command.args(["--api", "anthropic"]),
+        (vendor, true) => command.args(["--api", vendor.tools_api()]),
     };
+    if vendor == Vendor::Anthropic {
+        command.args(["--api-key", ANTHROPIC_KEY]);
+    }
     command.arg("--out").arg(out);
     if batch {
         command.args(["--batch", "--batch-poll", "0.001"]);
@@ -742,19 +832,39 @@ async fn finds_what_a_synchronous_eval_finds(vendor: Vendor) {
     let dir = tempfile::tempdir().unwrap();
     let prices = dir.path().join("prices.toml");
     std::fs::write(&prices, "\"m\" = { input = 1.0, output = 3.0 }\n").unwrap();
-    for method in ["standard", "cot-sc", "react", "cot-sc-then-react"] {
-        let server = Server::new(vendor, 2);
+    let cases = [
+        ("standard", false),
+        ("cot-sc", false),
+        ("react", false),
+        ("cot-sc-then-react", false),
+        ("react", true),
+    ];
+    for (method, tools) in cases {
+        let server = Server {
+            tools,
+            ..Server::new(vendor, 2)
+        };
         server.clone().start().await;
+        let method_name = method;
+        let method = if tools { "react (function calling)" } else { method };
         let synchronous = dir.path().join(format!("{method}.sync.jsonl"));
-        let mut command = eval_command(&server, method, &synchronous, false);
+        let mut command = eval_command(&server, method_name, &synchronous, false);
         let reference = run(command.arg("--prices").arg(&prices)).await;
         let n_synchronous = server.seen.lock().unwrap().synchronous;
         let batched = dir.path().join(format!("{method}.batch.jsonl"));
-        let mut command = eval_command(&server, method, &batched, true);
+        let mut command = eval_command(&server, method_name, &batched, true);
         let summary = run(command.arg("--prices").arg(&prices)).await;
         let (expected, _) = answers(&synchronous);
         let (found, batches) = answers(&batched);
         assert_eq!(found.len(), N_QUESTIONS, "{method}");
+        let first: Value =
+            serde_json::from_str(std::fs::read_to_string(&batched).unwrap().lines().next().unwrap()).unwrap();
+        let api = match (vendor, tools) {
+            (Vendor::OpenAi, false) => "completions",
+            (Vendor::Anthropic, false) => "anthropic",
+            (vendor, true) => vendor.tools_api(),
+        };
+        assert_eq!(first["api"], api, "{method}");
         assert_eq!(found, expected, "{method}: the batched answers");
         assert_eq!(summary["em"], reference["em"], "{method}");
         // The same tokens, at half the price.
@@ -785,13 +895,13 @@ async fn finds_what_a_synchronous_eval_finds(vendor: Vendor) {
         );
         // A round for each request of the longest question, and one for the requests failed
         // inside the first batch.
-        let most_requests = match method {
+        let most_requests = match method_name {
             "react" => 2,
             "cot-sc-then-react" => 3,
             _ => 1,
         };
         // Anthropic's API has no `n`: CoT-SC asks one sample, then the other 20 at once.
-        let most_requests = match (vendor, method) {
+        let most_requests = match (vendor, method_name) {
             (Vendor::Anthropic, "cot-sc" | "cot-sc-then-react") => most_requests + 1,
             _ => most_requests,
         };
@@ -922,7 +1032,7 @@ async fn refused_at_once(vendor: Vendor) {
     tokio::spawn(async move { axum::serve(listener, app).await.unwrap() });
     let dir = tempfile::tempdir().unwrap();
     let results = dir.path().join("refused.jsonl");
-    let mut command = eval_command_at(vendor, &base_url, "standard", &results, true);
+    let mut command = eval_command_at(vendor, false, &base_url, "standard", &results, true);
     let output = tokio::task::block_in_place(|| command.output().unwrap());
     let stderr = String::from_utf8_lossy(&output.stderr);
     assert_eq!(output.status.code(), Some(2), "{stderr}");
