@@ -10,6 +10,7 @@ use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
+use react_docstore::llm::batch::ledger_path;
 use serde_json::{Value, json};
 
 use crate::{binary, fixture};
@@ -228,14 +229,12 @@ fn result_fixture(kind: &str) -> Value {
 
 impl Server {
     fn new(vendor: Vendor, failing: usize) -> Server {
+        let questions = Arc::new(questions());
         Server {
             vendor,
             tools: false,
-            questions: Arc::new(questions()),
-            script: {
-                let questions = questions();
-                Arc::new(move |prompt: &str, n| completions(&questions, prompt, n))
-            },
+            questions: Arc::clone(&questions),
+            script: Arc::new(move |prompt: &str, n| completions(&questions, prompt, n)),
             seen: Arc::default(),
             looks: Arc::new(Mutex::new(2)),
             failing,
@@ -926,17 +925,13 @@ async fn finds_what_a_synchronous_eval_finds(vendor: Vendor) {
             [1, 1],
             "{method}: only the two failed requests are submitted again"
         );
-        let ledger: Value = serde_json::from_slice(&std::fs::read(ledger_of(&batched)).unwrap()).unwrap();
+        let ledger: Value = serde_json::from_slice(&std::fs::read(ledger_path(&batched)).unwrap()).unwrap();
         assert_eq!(
             ledger["batches"].as_array().unwrap().len(),
             seen.batches.len(),
             "{method}"
         );
     }
-}
-
-fn ledger_of(results: &Path) -> PathBuf {
-    PathBuf::from(format!("{}.batches.json", results.display()))
 }
 
 #[tokio::test(flavor = "multi_thread")]
@@ -949,35 +944,66 @@ async fn killed_after_submitting_a_message_batch_and_run_again_it_pays_for_nothi
     killed_and_run_again(Vendor::Anthropic).await;
 }
 
-async fn killed_and_run_again(vendor: Vendor) {
-    let dir = tempfile::tempdir().unwrap();
-    let server = Server::new(vendor, 0);
-    server.clone().start().await;
-    let synchronous = dir.path().join("sync.jsonl");
-    run(&mut eval_command(&server, "react", &synchronous, false)).await;
-    // The first round's batch never completes while the first process lives.
-    *server.looks.lock().unwrap() = usize::MAX;
-    let batched = dir.path().join("batch.jsonl");
-    let mut child = eval_command(&server, "react", &batched, true)
-        .stderr(std::process::Stdio::null())
-        .stdout(std::process::Stdio::null())
-        .spawn()
-        .unwrap();
-    let ledger = ledger_of(&batched);
-    let deadline = std::time::Instant::now() + Duration::from_secs(60);
-    let first = match vendor {
-        Vendor::OpenAi => "\"id\": \"batch_0\"",
-        Vendor::Anthropic => "\"id\": \"msgbatch_0\"",
-    };
-    while !std::fs::read_to_string(&ledger).is_ok_and(|text| text.contains(first)) {
-        assert!(
-            std::time::Instant::now() < deadline,
-            "the batch was never recorded"
-        );
-        tokio::time::sleep(Duration::from_millis(5)).await;
+/// `react` through `vendor`'s API: synchronously, then batched by a process killed (SIGKILL)
+/// once its first batch — which never ends while that process lives — is in the ledger.
+struct KilledInFlight {
+    server: Server,
+    synchronous: PathBuf,
+    batched: PathBuf,
+    /// The first batch's id.
+    first: &'static str,
+    _dir: tempfile::TempDir,
+}
+
+impl KilledInFlight {
+    async fn run(vendor: Vendor) -> KilledInFlight {
+        let dir = tempfile::tempdir().unwrap();
+        let server = Server::new(vendor, 0);
+        server.clone().start().await;
+        let synchronous = dir.path().join("sync.jsonl");
+        run(&mut eval_command(&server, "react", &synchronous, false)).await;
+        *server.looks.lock().unwrap() = usize::MAX;
+        let batched = dir.path().join("batch.jsonl");
+        let mut child = eval_command(&server, "react", &batched, true)
+            .stderr(std::process::Stdio::null())
+            .stdout(std::process::Stdio::null())
+            .spawn()
+            .unwrap();
+        let first = match vendor {
+            Vendor::OpenAi => "batch_0",
+            Vendor::Anthropic => "msgbatch_0",
+        };
+        let ledger = ledger_path(&batched);
+        let recorded = format!("\"id\": \"{first}\"");
+        let deadline = std::time::Instant::now() + Duration::from_secs(60);
+        while !std::fs::read_to_string(&ledger).is_ok_and(|text| text.contains(&recorded)) {
+            assert!(
+                std::time::Instant::now() < deadline,
+                "the batch was never recorded"
+            );
+            tokio::time::sleep(Duration::from_millis(5)).await;
+        }
+        child.kill().unwrap(); // SIGKILL
+        child.wait().unwrap();
+        KilledInFlight {
+            server,
+            synchronous,
+            batched,
+            first,
+            _dir: dir,
+        }
     }
-    child.kill().unwrap(); // SIGKILL
-    child.wait().unwrap();
+}
+
+async fn killed_and_run_again(vendor: Vendor) {
+    let KilledInFlight {
+        server,
+        synchronous,
+        batched,
+        _dir,
+        ..
+    } = KilledInFlight::run(vendor).await;
+    let ledger = ledger_path(&batched);
     assert_eq!(server.seen.lock().unwrap().batches.len(), 1);
     // As if killed after the batch was created but before its id was recorded: the next run
     // finds it (OpenAI's by its input file, Anthropic's among the latest batches, by its time and
@@ -1103,33 +1129,14 @@ async fn a_cancelled_message_batch_keeps_what_it_answered_and_the_rest_is_asked_
 /// again; the other half goes in a new batch at once (the cancelled batch is not waited on for
 /// it); nothing answered is paid twice.
 async fn cancelled_and_run_again(vendor: Vendor) {
-    let dir = tempfile::tempdir().unwrap();
-    let server = Server::new(vendor, 0);
-    server.clone().start().await;
-    let synchronous = dir.path().join("sync.jsonl");
-    run(&mut eval_command(&server, "react", &synchronous, false)).await;
-    *server.looks.lock().unwrap() = usize::MAX;
-    let batched = dir.path().join("batch.jsonl");
-    let mut child = eval_command(&server, "react", &batched, true)
-        .stderr(std::process::Stdio::null())
-        .stdout(std::process::Stdio::null())
-        .spawn()
-        .unwrap();
-    let ledger = ledger_of(&batched);
-    let first = match vendor {
-        Vendor::OpenAi => "batch_0",
-        Vendor::Anthropic => "msgbatch_0",
-    };
-    let deadline = std::time::Instant::now() + Duration::from_secs(60);
-    while !std::fs::read_to_string(&ledger).is_ok_and(|text| text.contains(&format!("\"id\": \"{first}\""))) {
-        assert!(
-            std::time::Instant::now() < deadline,
-            "the batch was never recorded"
-        );
-        tokio::time::sleep(Duration::from_millis(5)).await;
-    }
-    child.kill().unwrap(); // SIGKILL
-    child.wait().unwrap();
+    let KilledInFlight {
+        server,
+        synchronous,
+        batched,
+        first,
+        _dir,
+    } = KilledInFlight::run(vendor).await;
+    let ledger = ledger_path(&batched);
     let mut command = eval_command(&server, "react", &batched, true);
     let output = tokio::task::block_in_place(|| command.arg("--batch-cancel").output().unwrap());
     let stdout = String::from_utf8_lossy(&output.stdout);
