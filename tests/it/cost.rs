@@ -45,6 +45,11 @@ fn eval(dir: &Path, base_url: &str, extra: &[&str]) -> (String, String, i32) {
         .env_remove("REACT_PRICES")
         .output()
         .unwrap();
+    said(&output)
+}
+
+/// What a finished command printed, and its exit code.
+fn said(output: &std::process::Output) -> (String, String, i32) {
     (
         String::from_utf8_lossy(&output.stdout).into_owned(),
         String::from_utf8_lossy(&output.stderr).into_owned(),
@@ -204,20 +209,7 @@ impl wiremock::Respond for PrefixCachingServer {
     fn respond(&self, request: &wiremock::Request) -> ResponseTemplate {
         let body: Value = serde_json::from_slice(&request.body).unwrap();
         let prompt = body["prompt"].as_str().unwrap();
-        let question = prompt
-            .rsplit_once("\nQuestion: ")
-            .unwrap()
-            .1
-            .split('\n')
-            .next()
-            .unwrap();
-        let step: usize = prompt
-            .rsplit_once("Thought ")
-            .unwrap()
-            .1
-            .trim_end_matches(':')
-            .parse()
-            .unwrap();
+        let (question, step) = crate::react_question_and_step(prompt);
         let (title, answer) = &self.scripts[question.trim()];
         let text = match step {
             1 => format!(" I need to search {title}.\nAction 1: Search[{title}]"),
@@ -414,11 +406,7 @@ fn run_in(dir: &Path, args: &[&str]) -> (String, String, i32) {
         .env_remove("REACT_PRICES")
         .output()
         .unwrap();
-    (
-        String::from_utf8_lossy(&output.stdout).into_owned(),
-        String::from_utf8_lossy(&output.stderr).into_owned(),
-        output.status.code().unwrap_or(-1),
-    )
+    said(&output)
 }
 
 /// `score`, `compare`, `report` and `replay` give the tokens by kind and, with `--prices`, the

@@ -191,20 +191,7 @@ impl wiremock::Respond for QuestionModel {
     fn respond(&self, request: &wiremock::Request) -> ResponseTemplate {
         let body: serde_json::Value = serde_json::from_slice(&request.body).unwrap();
         let prompt = body["prompt"].as_str().unwrap();
-        let question = prompt
-            .rsplit_once("\nQuestion: ")
-            .unwrap()
-            .1
-            .split('\n')
-            .next()
-            .unwrap();
-        let step: usize = prompt
-            .rsplit_once("Thought ")
-            .unwrap()
-            .1
-            .trim_end_matches(':')
-            .parse()
-            .unwrap();
+        let (question, step) = crate::react_question_and_step(prompt);
         let order = {
             let mut asked = self.asked.lock().unwrap();
             if !asked.iter().any(|known| known == question) {

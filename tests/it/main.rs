@@ -257,3 +257,17 @@ pub fn http_client() -> reqwest::Client {
     let _ = rustls::crypto::ring::default_provider().install_default();
     reqwest::Client::new()
 }
+
+/// The question a ReAct prompt asks (its last `Question:` line) and the step it asks for (its
+/// closing `Thought n:`), as scripted model servers read them.
+pub fn react_question_and_step(prompt: &str) -> (&str, usize) {
+    let question = prompt
+        .rsplit_once("\nQuestion: ")
+        .and_then(|(_, asked)| asked.split('\n').next())
+        .unwrap_or_else(|| panic!("no question in {prompt:.200}"));
+    let step = prompt
+        .rsplit_once("Thought ")
+        .and_then(|(_, step)| step.trim_end_matches(':').parse().ok())
+        .unwrap_or_else(|| panic!("no step asked in {prompt:.200}"));
+    (question, step)
+}
