@@ -1268,8 +1268,6 @@ async fn replies_outside_message_batches_are_billed_at_the_full_price() {
     billed_by_where_the_reply_came_from(Vendor::Anthropic).await;
 }
 
-/// `--batch-fallback`: the two requests that failed inside the batch are answered synchronously;
-/// their runs record no batch and bill at the full price, the other 18 at half.
 /// Two evals of `method` through `vendor`'s API, with `--prices`: synchronously, then batched
 /// with `--batch-fallback` (the first two requests failing inside their batch, asked again
 /// synchronously). The server, and each eval's results file and summary.
@@ -1315,6 +1313,8 @@ impl Billed {
     }
 }
 
+/// `--batch-fallback`: the two requests that failed inside the batch are answered synchronously;
+/// their runs record no batch and bill at the full price, the other 18 at half.
 async fn billed_by_where_the_reply_came_from(vendor: Vendor) {
     let billed = Billed::run(vendor, "standard").await;
     // The two requests that failed inside the batch went synchronously.
