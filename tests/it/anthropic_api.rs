@@ -140,7 +140,7 @@ async fn ask_with_the_messages_api_continues_the_prompt_and_replays() {
     let server = crate::serve_posts(messages).await;
     let dir = tempfile::tempdir().unwrap();
     let record = dir.path().join("run.json");
-    let corpus = format!("corpus:{}", fixture("index/pages.jsonl").display());
+    let corpus = crate::test_corpus();
     let output = crate::binary()
         .args([
             "ask",
@@ -283,7 +283,7 @@ async fn a_tool_use_loop_passes_every_block_back_whole_and_replays() {
     let server = crate::serve_posts(messages).await;
     let dir = tempfile::tempdir().unwrap();
     let record = dir.path().join("run.json");
-    let corpus = format!("corpus:{}", fixture("index/pages.jsonl").display());
+    let corpus = crate::test_corpus();
     let output = crate::binary()
         .args([
             "ask",
@@ -375,7 +375,7 @@ async fn a_tool_use_loop_passes_every_block_back_whole_and_replays() {
 fn settings_the_api_would_refuse_are_errors_before_any_request() {
     #[track_caller]
     fn check(args: &[&str], expected: &str) {
-        let corpus = format!("corpus:{}", fixture("index/pages.jsonl").display());
+        let corpus = crate::test_corpus();
         let output = crate::binary()
             .args(["ask", "q", "--model", "claude-sonnet-4-5", "--docstore", &corpus])
             .args(args)

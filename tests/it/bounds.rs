@@ -148,7 +148,7 @@ fn counts_at_the_limits_are_read() {
 fn samples_and_steps_beyond_the_limits_are_refused_before_any_request() {
     let port = super::refused_port();
     let base_url = format!("http://127.0.0.1:{port}/v1");
-    let corpus = format!("corpus:{}", fixture("index/pages.jsonl").display());
+    let corpus = crate::test_corpus();
     for (args, expected) in [
         (
             vec!["--method", "cot-sc", "--samples", "1000000000000000000"],
@@ -179,7 +179,7 @@ fn samples_and_steps_beyond_the_limits_are_refused_before_any_request() {
 #[test]
 fn an_over_long_argument_is_an_observation() {
     use react_docstore::base::limits::MAX_ARGUMENT_BYTES;
-    let corpus = format!("corpus:{}", fixture("index/pages.jsonl").display());
+    let corpus = crate::test_corpus();
     let long = "Colorado orogeny ".repeat(4000);
     let within = "x".repeat(MAX_ARGUMENT_BYTES);
     let (stdout, stderr, status) = output_within_30s(

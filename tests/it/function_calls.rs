@@ -302,7 +302,7 @@ fn react(args: &[&str], server: &str) -> Command {
 /// `ask QUESTION --api tools --json` on the test corpus with `args`, against `server`: the run it
 /// printed, once it succeeded.
 fn ask_json(question: &str, args: &[&str], server: &wiremock::MockServer) -> Value {
-    let corpus = format!("corpus:{}", fixture("index/pages.jsonl").display());
+    let corpus = crate::test_corpus();
     let output = react(
         &["ask", question, "--api", "tools", "--docstore", &corpus, "--json"],
         &server.uri(),
@@ -349,7 +349,7 @@ async fn ask_with_tools_runs_the_conversation_and_its_run_replays_with_no_model(
     let server = model_server("chat/completions", bodies(scripted_replies())).await;
     let dir = tempfile::tempdir().unwrap();
     let record = dir.path().join("run.json");
-    let corpus = format!("corpus:{}", fixture("index/pages.jsonl").display());
+    let corpus = crate::test_corpus();
     let record_arg = record.display().to_string();
     let output = react(
         &[
@@ -663,7 +663,7 @@ async fn recorded_tools_runs_replay_byte_for_byte() {
 async fn a_reply_that_never_calls_counts_as_an_invalid_step_and_repeats_stop_the_run() {
     let silent = reply(Some("I think the answer is Nashville."), &[]);
     let server = model_server("chat/completions", bodies(vec![silent])).await;
-    let corpus = format!("corpus:{}", fixture("index/pages.jsonl").display());
+    let corpus = crate::test_corpus();
     let output = react(
         &["ask", QUESTION, "--api", "tools", "--docstore", &corpus, "--json"],
         &server.uri(),
@@ -804,7 +804,7 @@ async fn chat_with_tools_rewrites_follow_ups_with_a_plain_call_and_answers_with_
         reply(None, &[("finish", json!({"answer": "November 28, 1925"}))]),
     ];
     let server = model_server("chat/completions", bodies(replies)).await;
-    let corpus = format!("corpus:{}", fixture("index/pages.jsonl").display());
+    let corpus = crate::test_corpus();
     let mut child = react(&["chat", "--api", "tools", "--docstore", &corpus], &server.uri())
         .stdin(std::process::Stdio::piped())
         .stdout(std::process::Stdio::piped())

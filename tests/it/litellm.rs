@@ -42,7 +42,7 @@ async fn a_reasoning_item_of_litellms_bridge_is_the_steps_reasoning_and_goes_bac
     let server = crate::serve_posts(Bridge).await;
     let dir = tempfile::tempdir().unwrap();
     let record = dir.path().join("run.json");
-    let corpus = format!("corpus:{}", fixture("index/pages.jsonl").display());
+    let corpus = crate::test_corpus();
     let output = crate::binary()
         .args([
             "ask",

@@ -271,3 +271,9 @@ pub fn react_question_and_step(prompt: &str) -> (&str, usize) {
         .unwrap_or_else(|| panic!("no step asked in {prompt:.200}"));
     (question, step)
 }
+
+/// `--docstore` for the test corpus (`fixtures/index/pages.jsonl`), the docstore of the tests that
+/// script a model over a few pages.
+pub fn test_corpus() -> String {
+    format!("corpus:{}", fixture("index/pages.jsonl").display())
+}

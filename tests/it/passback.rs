@@ -8,7 +8,7 @@ use std::process::Command;
 use serde_json::{Value, json};
 use wiremock::{Request, ResponseTemplate};
 
-use crate::{binary, fixture, request_bodies, serve_posts};
+use crate::{binary, request_bodies, serve_posts};
 
 /// The signature a Gemini-style server gives call `id`: opaque text, derived from the id so the
 /// server can check it without keeping state.
@@ -96,7 +96,7 @@ fn eval(
     server: &str,
     args: &[&str],
 ) -> std::process::Output {
-    let corpus = format!("corpus:{}", fixture("index/pages.jsonl").display());
+    let corpus = crate::test_corpus();
     binary()
         .arg("eval")
         .arg(questions)

@@ -195,7 +195,7 @@ fn eval(
     server: &str,
     args: &[&str],
 ) -> std::process::Output {
-    let corpus = format!("corpus:{}", fixture("index/pages.jsonl").display());
+    let corpus = crate::test_corpus();
     binary()
         .arg("eval")
         .arg(questions)

@@ -902,7 +902,7 @@ async fn a_full_search_queue_is_a_503_with_retry_after_and_an_abandoned_search_i
 /// address it listens on.
 fn serve_process(args: &[&str]) -> (std::process::Child, String) {
     use std::io::BufRead;
-    let corpus = format!("corpus:{}", fixture("index/pages.jsonl").display());
+    let corpus = crate::test_corpus();
     let mut child = crate::binary()
         .args(["serve", "--docstore", &corpus])
         .args(args)
@@ -1085,7 +1085,7 @@ fn sigterm_past_the_drain_timeout_names_the_requests_abandoned_and_exits_1() {
 
 #[test]
 fn the_state_key_comes_from_a_file_or_the_environment_never_the_command_line() {
-    let corpus = format!("corpus:{}", fixture("index/pages.jsonl").display());
+    let corpus = crate::test_corpus();
     let dir = tempfile::tempdir().unwrap();
     let short = dir.path().join("short.key");
     std::fs::write(&short, "only sixteen byt\n").unwrap();
