@@ -469,6 +469,8 @@ proptest::proptest! {
     #![proptest_config(proptest::test_runner::Config {
         cases: 300,
         failure_persistence: None,
+        // The same inputs on every run: the suite passes or fails on the code alone.
+        rng_seed: proptest::test_runner::RngSeed::Fixed(0x5eed_2026_1129),
         ..proptest::test_runner::Config::default()
     })]
 
